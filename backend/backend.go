@@ -1,0 +1,152 @@
+package backend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redisync/redisync/locker"
+)
+
+// A Backend runs the scripts of the primitives and carries their wake-up
+// messages. Implementations must be safe for concurrent use.
+//
+// The primitives own their keys and scripts; a Backend owns its connections.
+// It does not own the go-redis client it was built on: Close stops what the
+// Backend started (pub/sub connections, watchdogs of holds taken through it)
+// and leaves the client open.
+type Backend interface {
+	// Exec runs every call, in one round trip per node where it can, and
+	// stores each result in the call's Reply and Err. Before the call's Args,
+	// the script receives in ARGV[1] the command that publishes wake-ups on
+	// this deployment ("publish", or "spublish" on Cluster). Errors are per
+	// call: a network failure, a Redis error reply, ctx's error, or
+	// locker.ErrClosed after Close.
+	Exec(ctx context.Context, calls ...*Call)
+
+	// Subscribe returns a Subscription to the wake channel name. It returns
+	// once the server has confirmed the subscription or a short bound has
+	// passed (wake-ups are best effort; waiters poll too). After a reconnect
+	// the Subscription is signalled, because messages may have been lost.
+	Subscribe(ctx context.Context, channel string) (Subscription, error)
+
+	// Prefix returns the namespace that starts every key and channel.
+	Prefix() string
+
+	// Done returns a channel that is closed by Close.
+	Done() <-chan struct{}
+
+	// Close stops the Backend's background work and releases its
+	// connections. Holds taken through it are reported lost. Close is
+	// idempotent and does not close the underlying client.
+	Close() error
+}
+
+// A Subscription delivers wake-up signals of one channel. Signals coalesce:
+// a receiver that is slow sees one signal for several messages.
+type Subscription interface {
+	C() <-chan struct{}
+	Close()
+}
+
+// A Call is one script invocation and, after Exec, its result.
+type Call struct {
+	Script *Script
+	Keys   []string
+	Args   []any
+
+	Reply Reply // set by Exec on success
+	Err   error // set by Exec on failure
+}
+
+// Result returns the call's reply and error.
+func (c *Call) Result() (Reply, error) { return c.Reply, c.Err }
+
+// Run executes one script on b and returns its reply.
+func Run(ctx context.Context, b Backend, s *Script, keys []string, args ...any) (Reply, error) {
+	c := &Call{Script: s, Keys: keys, Args: args}
+	b.Exec(ctx, c)
+	return c.Reply, c.Err
+}
+
+// A Reply is the decoded answer of a script: an array of integers whose first
+// element is a status.
+type Reply []int64
+
+// Status codes in the first element of a Reply.
+const (
+	StatusOK        = 1  // done: acquired, renewed, released
+	StatusContended = 0  // held by others; Reply[1] is how long to wait (ms)
+	StatusGone      = -1 // nothing held under this owner: expired or released
+	StatusTaken     = -2 // held, but by another owner
+)
+
+// Status returns r[0], or StatusGone for an empty reply.
+func (r Reply) Status() int64 {
+	if len(r) == 0 {
+		return StatusGone
+	}
+	return r[0]
+}
+
+// At returns r[i], or 0 when the reply is shorter.
+func (r Reply) At(i int) int64 {
+	if i < len(r) {
+		return r[i]
+	}
+	return 0
+}
+
+func decode(s *Script, v any) (Reply, error) {
+	arr, ok := v.([]any)
+	if !ok {
+		return nil, fmt.Errorf("backend: script %s: unexpected reply %T", s.name, v)
+	}
+	r := make(Reply, len(arr))
+	for i, e := range arr {
+		n, ok := e.(int64)
+		if !ok {
+			return nil, fmt.Errorf("backend: script %s: reply element %d is %T, want integer", s.name, i, e)
+		}
+		r[i] = n
+	}
+	return r, nil
+}
+
+// Check reports whether b is usable: it returns an error matching
+// locker.ErrInvalid for a nil Backend and the construction error of a Backend
+// that New could not build (a nil client, a bad option). Primitive
+// constructors call it, so that bad input surfaces there.
+func Check(b Backend) error {
+	if b == nil {
+		return fmt.Errorf("backend: nil Backend: %w", locker.ErrInvalid)
+	}
+	if e, ok := b.(interface{ Err() error }); ok {
+		return e.Err()
+	}
+	return nil
+}
+
+// IsTransient reports whether err is a failure that retrying may cure: a
+// network error or timeout, a closed or exhausted connection pool, or a Redis
+// reply that means "not now" (LOADING, READONLY, MASTERDOWN, CLUSTERDOWN,
+// TRYAGAIN, NOREPLICAS). Context errors, locker.ErrClosed and every other
+// Redis error (NOPERM, WRONGTYPE, script errors) are not transient.
+func IsTransient(err error) bool {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, locker.ErrClosed) || errors.Is(err, redis.ErrClosed) {
+		return false
+	}
+	var ne net.Error
+	if errors.As(err, &ne) {
+		return true
+	}
+	if errors.Is(err, redis.ErrPoolTimeout) || errors.Is(err, redis.ErrPoolExhausted) || isEOF(err) {
+		return true
+	}
+	return redis.IsLoadingError(err) || redis.IsReadOnlyError(err) || redis.IsMasterDownError(err) ||
+		redis.IsClusterDownError(err) || redis.IsTryAgainError(err) || redis.IsNoReplicasError(err)
+}

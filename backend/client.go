@@ -1,0 +1,247 @@
+package backend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redisync/redisync/internal/telemetry"
+	"github.com/redisync/redisync/internal/wake"
+	"github.com/redisync/redisync/locker"
+)
+
+// New returns a Backend over a go-redis client: a *redis.Client for a single
+// node, the *redis.Client that redis.NewFailoverClient returns for Sentinel,
+// or a *redis.ClusterClient for Cluster (anything redis.NewUniversalClient
+// builds, except a *redis.Ring).
+//
+// New does not fail: a nil client, an unsupported client or a bad option
+// yields a Backend whose every operation returns the problem as an error
+// matching locker.ErrInvalid, and the primitives' constructors report it (see
+// Check). The client stays owned by the caller, who closes it after the
+// Backend.
+//
+// Set ContextTimeoutEnabled in the client's options so that context deadlines
+// also bound network reads; otherwise a call on a dead connection can outlast
+// its context by up to the client's ReadTimeout.
+func New(c redis.UniversalClient, opts ...Option) Backend {
+	cfg := newConfig(opts)
+	b := &client{rdb: c, prefix: cfg.prefix, done: make(chan struct{}), err: cfg.err}
+	b.tel = telemetry.Default()
+	if cfg.tracing != nil {
+		b.tel = telemetry.New(telemetry.NewConfig(cfg.tracing...))
+	}
+	var router wake.Router
+	switch rdb := c.(type) {
+	case nil:
+		b.err = errors.Join(b.err, fmt.Errorf("backend: nil client: %w", locker.ErrInvalid))
+	case *redis.ClusterClient:
+		b.pub = "spublish"
+		router = &clusterRouter{cc: rdb}
+		if addrs := rdb.Options().Addrs; len(addrs) > 0 {
+			b.srv = telemetry.NewServer(addrs[0])
+		}
+	case *redis.Client:
+		b.pub = "publish"
+		router = plainRouter{rdb}
+		b.srv = telemetry.NewServer(rdb.Options().Addr)
+	default:
+		b.err = errors.Join(b.err, fmt.Errorf("backend: unsupported client %T (want *redis.Client or *redis.ClusterClient): %w", c, locker.ErrInvalid))
+	}
+	if b.err == nil {
+		b.hub = wake.New(router)
+	}
+	return b
+}
+
+type client struct {
+	rdb    redis.UniversalClient
+	prefix string
+	pub    string // PUBLISH or SPUBLISH, passed to every script as ARGV[1]
+	hub    *wake.Hub
+	tel    *telemetry.T
+	srv    telemetry.Server
+	err    error // construction error
+
+	closeOnce sync.Once
+	done      chan struct{}
+}
+
+var _ Backend = (*client)(nil)
+
+func (c *client) Err() error              { return c.err }
+func (c *client) Prefix() string          { return c.prefix }
+func (c *client) Done() <-chan struct{}   { return c.done }
+func (c *client) Telemetry() *telemetry.T { return c.tel }
+func (c *client) closed() bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
+	}
+}
+
+func (c *client) Exec(ctx context.Context, calls ...*Call) {
+	var err error
+	switch {
+	case c.err != nil:
+		err = c.err
+	case c.closed():
+		err = locker.ErrClosed
+	}
+	if err != nil {
+		for _, call := range calls {
+			call.Reply, call.Err = nil, err
+		}
+		return
+	}
+	switch len(calls) {
+	case 0:
+	case 1:
+		c.run(ctx, calls[0])
+	default:
+		c.pipeline(ctx, calls)
+	}
+}
+
+func (c *client) args(call *Call) []any {
+	args := make([]any, 0, len(call.Args)+1)
+	return append(append(args, c.pub), call.Args...)
+}
+
+// run sends one call with EVALSHA, falling back to EVAL on NOSCRIPT.
+func (c *client) run(ctx context.Context, call *Call) {
+	ctx, span := c.tel.ClientSpan(ctx, c.srv, "EVALSHA", call.Script.name, 1)
+	v, err := call.Script.rs.Run(ctx, c.rdb, call.Keys, c.args(call)...).Result()
+	c.finish(call, v, err)
+	telemetry.EndClient(span, call.Err)
+}
+
+// pipeline sends calls with EVALSHA in one pipeline (one per node on
+// Cluster). Calls that meet NOSCRIPT, on a fresh or just promoted node, are
+// sent again one by one, which loads the script.
+func (c *client) pipeline(ctx context.Context, calls []*Call) {
+	ctx, span := c.tel.ClientSpan(ctx, c.srv, "EVALSHA", batchName(calls), len(calls))
+	cmds := make([]*redis.Cmd, len(calls))
+	_, _ = c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, call := range calls {
+			cmds[i] = call.Script.rs.EvalSha(ctx, p, call.Keys, c.args(call)...)
+		}
+		return nil
+	})
+	var first error
+	for i, call := range calls {
+		v, err := cmds[i].Result()
+		if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+			c.run(ctx, call)
+			continue
+		}
+		c.finish(call, v, err)
+		if first == nil {
+			first = call.Err
+		}
+	}
+	telemetry.EndClient(span, first)
+}
+
+func batchName(calls []*Call) string {
+	name := calls[0].Script.name
+	for _, call := range calls[1:] {
+		if call.Script.name != name {
+			return "mixed"
+		}
+	}
+	return name
+}
+
+func (c *client) finish(call *Call, v any, err error) {
+	if err != nil {
+		if IsTransient(err) {
+			// A failover or a broken link: the pub/sub connections may be
+			// on a node that no longer serves us; have them reopened.
+			c.hub.Reset()
+		}
+		call.Reply, call.Err = nil, fmt.Errorf("backend: script %s: %w", call.Script.name, err)
+		return
+	}
+	call.Reply, call.Err = decode(call.Script, v)
+}
+
+func (c *client) Subscribe(ctx context.Context, channel string) (Subscription, error) {
+	switch {
+	case c.err != nil:
+		return nil, c.err
+	case c.closed():
+		return nil, locker.ErrClosed
+	}
+	s, err := c.hub.Subscribe(ctx, channel)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func (c *client) Close() error {
+	c.closeOnce.Do(func() {
+		close(c.done)
+		if c.hub != nil {
+			_ = c.hub.Close()
+		}
+	})
+	return nil
+}
+
+// Stats reports the wake channels subscribed and the pub/sub connections open.
+func (c *client) Stats() (channels, conns int) {
+	if c.hub == nil {
+		return 0, 0
+	}
+	return c.hub.Stats()
+}
+
+func isEOF(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+}
+
+// plainRouter serves a single node or a Sentinel-managed master: one
+// connection for every channel.
+type plainRouter struct{ rdb *redis.Client }
+
+func (plainRouter) Route(context.Context, string) (string, error) { return "", nil }
+func (plainRouter) Sharded() bool                                 { return false }
+func (r plainRouter) Open(ctx context.Context, _ string) (*redis.PubSub, error) {
+	return r.rdb.Subscribe(ctx), nil
+}
+
+// clusterRouter routes each channel to the master of its slot, where the
+// scripts SPUBLISH it.
+type clusterRouter struct {
+	cc    *redis.ClusterClient
+	nodes sync.Map // address -> *redis.Client
+}
+
+func (r *clusterRouter) Sharded() bool { return true }
+
+func (r *clusterRouter) Route(ctx context.Context, channel string) (string, error) {
+	node, err := r.cc.MasterForKey(ctx, channel)
+	if err != nil {
+		return "", fmt.Errorf("backend: route %q: %w", channel, err)
+	}
+	addr := node.Options().Addr
+	r.nodes.Store(addr, node)
+	return addr, nil
+}
+
+func (r *clusterRouter) Open(ctx context.Context, shard string) (*redis.PubSub, error) {
+	v, ok := r.nodes.Load(shard)
+	if !ok {
+		return nil, fmt.Errorf("backend: unknown cluster node %s", shard)
+	}
+	r.cc.ReloadState(ctx)
+	return v.(*redis.Client).SSubscribe(ctx), nil
+}

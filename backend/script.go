@@ -1,0 +1,68 @@
+package backend
+
+import (
+	"context"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// A Kind says what a script does to a hold, so that a backend spanning several
+// nodes (the quorum) knows how to combine the nodes' replies.
+type Kind int
+
+const (
+	// Query scripts only read.
+	Query Kind = iota
+	// Acquire scripts take a hold. They reply {StatusOK, fencing token, ...}
+	// or {StatusContended, wait ms, ...}; the last of their KEYS is the fence
+	// counter; their Undo script, run with the same KEYS and Args, gives back
+	// what they took.
+	Acquire
+	// Renew scripts extend a hold. They reply {StatusOK, ...} or a negative
+	// status when the hold is gone.
+	Renew
+	// Release scripts end a hold. They reply {StatusOK, ...} or a negative
+	// status when there was nothing to release.
+	Release
+	// Write scripts change state that is not a hold (a counter, a record).
+	Write
+)
+
+// A Script is a Lua script with its name and role. Scripts are defined once,
+// at package initialisation, and are safe for concurrent use.
+type Script struct {
+	name string
+	kind Kind
+	src  string
+	undo *Script
+	rs   *redis.Script
+}
+
+// NewScript returns the script src called name. undo, which may be nil, is the
+// script that reverses an Acquire script.
+func NewScript(name string, kind Kind, src string, undo *Script) *Script {
+	return &Script{name: name, kind: kind, src: src, undo: undo, rs: redis.NewScript(src)}
+}
+
+// Name returns the script's name, such as "mutex.acquire". It names the
+// script in spans (db.stored_procedure.name) and errors.
+func (s *Script) Name() string { return s.name }
+
+// Kind returns the script's role.
+func (s *Script) Kind() Kind { return s.kind }
+
+// Undo returns the script that reverses s, or nil.
+func (s *Script) Undo() *Script { return s.undo }
+
+// Source returns the Lua source.
+func (s *Script) Source() string { return s.src }
+
+// Hash returns the SHA1 digest that EVALSHA uses.
+func (s *Script) Hash() string { return s.rs.Hash() }
+
+// Run runs s on c with EVALSHA, loading it with EVAL when the server answers
+// NOSCRIPT. It is for backends built on go-redis; args must already include
+// the publish command in first place.
+func (s *Script) Run(ctx context.Context, c redis.Scripter, keys []string, args ...any) *redis.Cmd {
+	return s.rs.Run(ctx, c, keys, args...)
+}

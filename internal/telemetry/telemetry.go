@@ -1,0 +1,313 @@
+// Package telemetry holds the OpenTelemetry instruments that the backends and
+// primitives record into. It is configured through the public package
+// tracing; see its documentation for the span and metric schema.
+package telemetry
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/redisync/redisync/locker"
+)
+
+// ScopeName is the instrumentation scope of every tracer and meter.
+const ScopeName = "github.com/redisync/redisync/tracing"
+
+// Version is the instrumentation version reported with the scope.
+const Version = "0.1.0"
+
+// Attribute keys of the umbrella spans and metrics.
+const (
+	KeyPrimitive = attribute.Key("redisync.primitive")
+	KeyName      = attribute.Key("redisync.name")
+	KeyOutcome   = attribute.Key("redisync.outcome")
+	KeyAttempts  = attribute.Key("redisync.attempts")
+	KeyWait      = attribute.Key("redisync.wait.duration")
+	KeyToken     = attribute.Key("redisync.fencing_token")
+	KeyTTL       = attribute.Key("redisync.ttl")
+)
+
+// Outcomes recorded in redisync.outcome.
+const (
+	Acquired    = "acquired"
+	Contended   = "contended"
+	NotAcquired = "not_acquired"
+	Released    = "released"
+	Extended    = "extended"
+	NotHeld     = "not_held"
+	Lost        = "lost"
+	Failed      = "error"
+)
+
+// Config is what the options of package tracing set.
+type Config struct {
+	TracerProvider trace.TracerProvider // nil: the global provider
+	MeterProvider  metric.MeterProvider // nil: the global provider
+	NoClientSpans  bool                 // true: no span per Redis round trip
+}
+
+// An Option changes a Config. Package tracing defines the options.
+type Option interface{ apply(*Config) }
+
+// OptionFunc adapts a function to Option.
+type OptionFunc func(*Config)
+
+func (f OptionFunc) apply(c *Config) { f(c) }
+
+// NewConfig applies opts in order to the zero Config; nil options are skipped.
+func NewConfig(opts ...Option) Config {
+	var c Config
+	for _, o := range opts {
+		if o != nil {
+			o.apply(&c)
+		}
+	}
+	return c
+}
+
+// T records spans and metrics. A nil *T records nothing.
+type T struct {
+	tracer      trace.Tracer
+	clientSpans bool
+
+	acquireDur metric.Float64Histogram
+	waitDur    metric.Float64Histogram
+	holdDur    metric.Float64Histogram
+	contention metric.Int64Counter
+	lost       metric.Int64Counter
+}
+
+// New returns a T for cfg.
+func New(cfg Config) *T {
+	tp, mp := cfg.TracerProvider, cfg.MeterProvider
+	if tp == nil {
+		tp = otel.GetTracerProvider()
+	}
+	if mp == nil {
+		mp = otel.GetMeterProvider()
+	}
+	t := &T{
+		tracer:      tp.Tracer(ScopeName, trace.WithInstrumentationVersion(Version)),
+		clientSpans: !cfg.NoClientSpans,
+	}
+	m := mp.Meter(ScopeName, metric.WithInstrumentationVersion(Version))
+	buckets := metric.WithExplicitBucketBoundaries(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
+	// Instrument creation only fails for invalid names, which these are not;
+	// a failed instrument is still a usable no-op, so the errors are dropped.
+	t.acquireDur, _ = m.Float64Histogram("redisync.acquire.duration", metric.WithUnit("s"), buckets,
+		metric.WithDescription("Duration of Lock and TryLock calls, waits and retries included."))
+	t.waitDur, _ = m.Float64Histogram("redisync.wait.duration", metric.WithUnit("s"), buckets,
+		metric.WithDescription("Time a Lock call spent blocked behind another holder."))
+	t.holdDur, _ = m.Float64Histogram("redisync.hold.duration", metric.WithUnit("s"), buckets,
+		metric.WithDescription("Time from acquiring a lock to its release or loss."))
+	t.contention, _ = m.Int64Counter("redisync.contentions", metric.WithUnit("{attempt}"),
+		metric.WithDescription("Acquire attempts that found the lock held by another owner."))
+	t.lost, _ = m.Int64Counter("redisync.lost", metric.WithUnit("{hold}"),
+		metric.WithDescription("Holds that ended without Unlock."))
+	return t
+}
+
+var (
+	defaultOnce sync.Once
+	defaultT    *T
+)
+
+// Default returns the T that uses the global providers. The global providers
+// delegate to whatever is installed later, so it may be created early.
+func Default() *T {
+	defaultOnce.Do(func() { defaultT = New(Config{}) })
+	return defaultT
+}
+
+// Of returns the T configured on a backend, or Default when the backend does
+// not carry one (a third-party implementation).
+func Of(b any) *T {
+	if p, ok := b.(interface{ Telemetry() *T }); ok {
+		if t := p.Telemetry(); t != nil {
+			return t
+		}
+	}
+	return Default()
+}
+
+// Op is the umbrella span and measurements of one public call.
+type Op struct {
+	t         *T
+	span      trace.Span
+	ctx       context.Context
+	start     time.Time
+	primitive attribute.KeyValue
+	attempts  int
+	wait      time.Duration
+	token     int64
+}
+
+// Start opens the INTERNAL span "<primitive>.<method>" for a public call on
+// the lock called name.
+func (t *T) Start(ctx context.Context, primitive, method, name string) (context.Context, *Op) {
+	op := &Op{t: t, start: time.Now(), primitive: KeyPrimitive.String(primitive)}
+	ctx, op.span = t.tracer.Start(ctx, primitive+"."+method,
+		trace.WithSpanKind(trace.SpanKindInternal),
+		trace.WithAttributes(op.primitive, KeyName.String(name)))
+	op.ctx = ctx
+	return ctx, op
+}
+
+// Attempt counts one acquire attempt; contended reports that it found the lock
+// held by someone else.
+func (o *Op) Attempt(contended bool) {
+	o.attempts++
+	if contended {
+		o.t.contention.Add(o.ctx, 1, metric.WithAttributes(o.primitive))
+	}
+}
+
+// Attempts returns the number of attempts counted so far.
+func (o *Op) Attempts() int { return o.attempts }
+
+// Waited adds d to the time spent blocked.
+func (o *Op) Waited(d time.Duration) { o.wait += d }
+
+// Token records the fencing token of the hold the call produced.
+func (o *Op) Token(tok int64) { o.token = tok }
+
+// End closes the span with outcome and err, and records the acquire metrics
+// when the call was an acquisition (acquire true).
+func (o *Op) End(outcome string, err error, acquire bool) {
+	elapsed := time.Since(o.start)
+	if acquire {
+		attrs := metric.WithAttributes(o.primitive, KeyOutcome.String(outcome))
+		o.t.acquireDur.Record(o.ctx, elapsed.Seconds(), attrs)
+		if o.wait > 0 {
+			o.t.waitDur.Record(o.ctx, o.wait.Seconds(), attrs)
+		}
+	}
+	if o.span.IsRecording() {
+		o.span.SetAttributes(KeyOutcome.String(outcome))
+		if acquire {
+			o.span.SetAttributes(KeyAttempts.Int(o.attempts), KeyWait.Float64(o.wait.Seconds()))
+		}
+		if o.token != 0 {
+			o.span.SetAttributes(KeyToken.Int64(o.token))
+		}
+		setError(o.span, err)
+	}
+	o.span.End()
+}
+
+// HoldEnded records the duration of a hold and whether it was lost.
+func (t *T) HoldEnded(ctx context.Context, primitive string, held time.Duration, lost bool) {
+	outcome := Released
+	if lost {
+		outcome = Lost
+	}
+	p := KeyPrimitive.String(primitive)
+	t.holdDur.Record(ctx, held.Seconds(), metric.WithAttributes(p, KeyOutcome.String(outcome)))
+	if lost {
+		t.lost.Add(ctx, 1, metric.WithAttributes(p))
+	}
+}
+
+// Server is the address a backend was configured with, for server.address and
+// server.port on client spans.
+type Server struct {
+	attrs []attribute.KeyValue
+}
+
+// NewServer parses a configured "host:port" address; an empty or unparsable
+// address yields no attributes.
+func NewServer(addr string) Server {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil || host == "" {
+		return Server{}
+	}
+	attrs := []attribute.KeyValue{semconv.ServerAddress(host)}
+	if p, err := strconv.Atoi(port); err == nil {
+		attrs = append(attrs, semconv.ServerPort(p))
+	}
+	return Server{attrs: attrs}
+}
+
+// ClientSpan opens a CLIENT span for one Redis round trip that runs the named
+// scripts (one name, or a batch of size n). The caller ends it with EndClient.
+// When client spans are switched off it returns ctx and a non-recording span.
+func (t *T) ClientSpan(ctx context.Context, srv Server, operation, script string, n int) (context.Context, trace.Span) {
+	if !t.clientSpans {
+		return ctx, noop.Span{}
+	}
+	name := operation + " " + script
+	attrs := make([]attribute.KeyValue, 0, 6)
+	attrs = append(attrs, semconv.DBSystemNameRedis)
+	if n > 1 {
+		name = "BATCH " + name
+		attrs = append(attrs, semconv.DBOperationName("BATCH "+operation), semconv.DBOperationBatchSize(n))
+	} else {
+		attrs = append(attrs, semconv.DBOperationName(operation))
+	}
+	attrs = append(attrs, semconv.DBStoredProcedureName(script))
+	attrs = append(attrs, srv.attrs...)
+	return t.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+}
+
+// EndClient ends a client span, recording err when it is not nil.
+func EndClient(span trace.Span, err error) {
+	if err != nil && span.IsRecording() {
+		var rerr redis.Error
+		if errors.As(err, &rerr) {
+			if prefix, _, _ := strings.Cut(rerr.Error(), " "); prefix != "" {
+				span.SetAttributes(semconv.DBResponseStatusCode(prefix))
+			}
+		}
+		setError(span, err)
+	}
+	span.End()
+}
+
+func setError(span trace.Span, err error) {
+	if err == nil {
+		return
+	}
+	span.SetStatus(codes.Error, err.Error())
+	span.SetAttributes(semconv.ErrorTypeKey.String(ErrorType(err)))
+}
+
+// ErrorType returns a stable, low-cardinality name for err, for error.type.
+func ErrorType(err error) string {
+	switch {
+	case errors.Is(err, context.Canceled):
+		return "context.Canceled"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "context.DeadlineExceeded"
+	case errors.Is(err, locker.ErrNotAcquired):
+		return "not_acquired"
+	case errors.Is(err, locker.ErrNotHeld):
+		return "not_held"
+	case errors.Is(err, locker.ErrLost):
+		return "lost"
+	case errors.Is(err, locker.ErrInvalid):
+		return "invalid"
+	case errors.Is(err, locker.ErrClosed):
+		return "closed"
+	}
+	var rerr redis.Error
+	if errors.As(err, &rerr) {
+		if prefix, _, _ := strings.Cut(rerr.Error(), " "); prefix != "" {
+			return prefix
+		}
+	}
+	return semconv.ErrorType(err).Value.AsString()
+}

@@ -1,0 +1,61 @@
+// Package tracing configures the OpenTelemetry instrumentation of redisync.
+//
+// Every backend and every primitive built on it are instrumented. By default
+// they use the global tracer and meter providers, which record nothing until
+// an SDK is installed (otel.SetTracerProvider), at the cost of a few
+// allocations per call. To use other providers, pass options to the backend:
+//
+//	b := backend.New(rdb, backend.WithTracing(
+//		tracing.WithTracerProvider(tp),
+//		tracing.WithMeterProvider(mp),
+//	))
+//
+// # Spans
+//
+// Each public call of a primitive records one INTERNAL span named after the
+// call: mutex.Lock, mutex.TryLock, mutex.Unlock, mutex.Extend. It covers the
+// whole call, local queueing, waits for other holders and retries included,
+// and carries:
+//
+//	redisync.primitive      "mutex", ...
+//	redisync.name           the lock's name
+//	redisync.outcome        acquired, contended, not_acquired, released, extended, not_held, lost, error
+//	redisync.attempts       acquire attempts made (Lock, TryLock)
+//	redisync.wait.duration  seconds spent blocked behind other holders (Lock, TryLock)
+//	redisync.fencing_token  the token of the hold acquired, released or extended
+//
+// A failed call sets the span status to Error with the error's text and
+// error.type to one of not_acquired, not_held, lost, invalid, closed,
+// context.Canceled, context.DeadlineExceeded, a Redis error prefix (NOPERM,
+// WRONGTYPE, ...) or the error's Go type. Contention is not an error: a
+// TryLock that finds the lock held ends with status Unset and outcome
+// contended.
+//
+// Each Redis round trip under it is a CLIENT span that follows the Redis
+// semantic conventions: named "EVALSHA <script>" (or "BATCH EVALSHA <script>"
+// for a pipeline of renewals), with db.system.name "redis", db.operation.name
+// "EVALSHA", db.stored_procedure.name the script's name (mutex.acquire,
+// mutex.release, mutex.renew), db.operation.batch.size for batches, and
+// server.address and server.port from the client's configuration. A Redis
+// error sets db.response.status_code to its prefix. The script's text and
+// arguments are never recorded: they carry owner tokens, which are
+// credentials; no attribute carries an owner token.
+//
+// # Combining with redisotel
+//
+// go-redis has its own instrumentation, redisotel.InstrumentTracing(rdb),
+// which records a span per Redis command. If the client is instrumented with
+// it, its EVALSHA spans nest under redisync's CLIENT spans, duplicating them;
+// switch redisync's off with WithClientSpans(false) and the redisotel spans
+// sit directly under the INTERNAL spans. The umbrella spans stay either way.
+//
+// # Metrics
+//
+//	redisync.acquire.duration  histogram, s: Lock and TryLock calls (redisync.primitive, redisync.outcome)
+//	redisync.wait.duration     histogram, s: time blocked behind other holders
+//	redisync.hold.duration     histogram, s: from acquisition to release or loss (outcome released or lost)
+//	redisync.contentions       counter: attempts that found the lock held
+//	redisync.lost              counter: holds that ended without Unlock
+//
+// Lock names are not metric attributes: they are unbounded.
+package tracing
