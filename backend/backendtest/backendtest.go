@@ -1,0 +1,319 @@
+// Package backendtest is the conformance suite of backend.Backend. Every
+// implementation in this module runs it, and so can a third-party one:
+//
+//	func TestConformance(t *testing.T) {
+//		backendtest.RunConformanceTests(t, func(ctx context.Context, t *testing.T) (backendtest.Harness, error) {
+//			return myHarness{...}, nil
+//		})
+//	}
+//
+// The suite checks what the primitives rely on: scripts run with their KEYS
+// and ARGV (the publish command first), batches return each call's result,
+// scripts that the server has not cached still run, Redis errors reach the
+// caller, wake-up messages published by a script reach subscribers of other
+// Backends, subscriptions are counted by reference, and Close stops
+// everything.
+package backendtest
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redisync/redisync/backend"
+	"github.com/redisync/redisync/locker"
+)
+
+// A Harness makes Backends for the suite.
+type Harness interface {
+	// MakeBackend returns a new Backend with its own connections, as a
+	// separate process would have, on the deployment under test. The suite
+	// closes it.
+	MakeBackend(ctx context.Context, t *testing.T) (backend.Backend, error)
+	// Close releases what the harness holds. The suite calls it once.
+	Close()
+}
+
+// A HarnessMaker returns a Harness for one run of the suite.
+type HarnessMaker func(ctx context.Context, t *testing.T) (Harness, error)
+
+// echo stores ARGV[2] under KEYS[1] for a while, publishes on ARGV[3] when it
+// is not empty, and replies what it saw.
+var echo = backend.NewScript("backendtest.echo", backend.Write, `
+redis.call('SET', KEYS[1], ARGV[2], 'PX', 60000)
+if ARGV[3] ~= '' then redis.call(ARGV[1], ARGV[3], 'x') end
+local pub = 0
+if ARGV[1] == 'publish' then pub = 1 elseif ARGV[1] == 'spublish' then pub = 2 end
+return {1, #KEYS, #ARGV, pub, tonumber(redis.call('GET', KEYS[1]))}
+`, nil)
+
+// pair touches two keys that share a hash tag.
+var pair = backend.NewScript("backendtest.pair", backend.Write, `
+redis.call('SET', KEYS[1], ARGV[2], 'PX', 60000)
+redis.call('SET', KEYS[2], ARGV[2], 'PX', 60000)
+return {1, tonumber(redis.call('GET', KEYS[1])) + tonumber(redis.call('GET', KEYS[2]))}
+`, nil)
+
+var failing = backend.NewScript("backendtest.fail", backend.Write, `return redis.error_reply('BOOM backendtest failure')`, nil)
+
+// RunConformanceTests runs the suite against the Backends of newHarness.
+func RunConformanceTests(t *testing.T, newHarness HarnessMaker) {
+	t.Helper()
+	ctx := context.Background()
+	h, err := newHarness(ctx, t)
+	if err != nil {
+		t.Fatalf("newHarness: %v", err)
+	}
+	defer h.Close()
+	make1 := func(t *testing.T) backend.Backend {
+		t.Helper()
+		b, err := h.MakeBackend(ctx, t)
+		if err != nil {
+			t.Fatalf("MakeBackend: %v", err)
+		}
+		t.Cleanup(func() { _ = b.Close() })
+		return b
+	}
+	tests := []struct {
+		name string
+		run  func(*testing.T, func(*testing.T) backend.Backend)
+	}{
+		{"Exec", testExec},
+		{"ExecBatch", testBatch},
+		{"ScriptNotCached", testNotCached},
+		{"HashTagKeys", testHashTag},
+		{"ScriptError", testScriptError},
+		{"CanceledContext", testCanceled},
+		{"WakeAcrossBackends", testWake},
+		{"WakeManyChannels", testWakeMany},
+		{"SubscriptionRefCount", testRefCount},
+		{"Close", testClose},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) { tc.run(t, make1) })
+	}
+}
+
+// space returns a key and channel prefix unique to this run.
+func space(b backend.Backend, t *testing.T) string {
+	return fmt.Sprintf("%s:{bt-%s-%s}:", b.Prefix(), t.Name(), rand.Text()[:8])
+}
+
+func testExec(t *testing.T, mk func(*testing.T) backend.Backend) {
+	b := mk(t)
+	if b.Prefix() == "" {
+		t.Errorf("Prefix() is empty")
+	}
+	key := space(b, t) + "k"
+	r, err := backend.Run(context.Background(), b, echo, []string{key}, 42, "")
+	if err != nil {
+		t.Fatalf("Run(echo) error: %v", err)
+	}
+	want := backend.Reply{1, 1, 3, r.At(3), 42}
+	if len(r) != len(want) || r.Status() != backend.StatusOK || r.At(1) != 1 || r.At(2) != 3 || r.At(4) != 42 {
+		t.Fatalf("Run(echo) = %v; want %v (1 key, 3 ARGV: publish command, value, channel)", r, want)
+	}
+	if pub := r.At(3); pub != 1 && pub != 2 {
+		t.Errorf("ARGV[1] was not 'publish' or 'spublish' (code %d)", pub)
+	}
+}
+
+func testBatch(t *testing.T, mk func(*testing.T) backend.Backend) {
+	b := mk(t)
+	const n = 20
+	calls := make([]*backend.Call, n)
+	for i := range calls {
+		// Distinct hash tags: on Cluster the batch spans nodes.
+		key := fmt.Sprintf("%s:{bt-batch-%s-%d}:k", b.Prefix(), rand.Text()[:8], i)
+		calls[i] = &backend.Call{Script: echo, Keys: []string{key}, Args: []any{i * 10, ""}}
+	}
+	calls[7] = &backend.Call{Script: failing, Keys: []string{space(b, t) + "f"}, Args: []any{}}
+	b.Exec(context.Background(), calls...)
+	for i, c := range calls {
+		if i == 7 {
+			if c.Err == nil {
+				t.Errorf("call %d (failing script): Err = nil; want an error", i)
+			}
+			continue
+		}
+		if c.Err != nil {
+			t.Errorf("call %d: Err = %v", i, c.Err)
+			continue
+		}
+		if got := c.Reply.At(4); got != int64(i*10) {
+			t.Errorf("call %d: stored %d; want %d", i, got, i*10)
+		}
+	}
+}
+
+func testNotCached(t *testing.T, mk func(*testing.T) backend.Backend) {
+	b := mk(t)
+	// A script whose text is new to the server: EVALSHA answers NOSCRIPT
+	// and the backend must load it, alone and inside a batch.
+	for _, batch := range []bool{false, true} {
+		fresh := backend.NewScript("backendtest.fresh", backend.Write,
+			"-- "+rand.Text()+"\nreturn {1, tonumber(ARGV[2])}", nil)
+		calls := []*backend.Call{{Script: fresh, Keys: []string{space(b, t) + "a"}, Args: []any{7}}}
+		if batch {
+			calls = append(calls, &backend.Call{Script: fresh, Keys: []string{space(b, t) + "b"}, Args: []any{8}})
+		}
+		b.Exec(context.Background(), calls...)
+		for i, c := range calls {
+			if c.Err != nil || c.Reply.At(1) != int64(7+i) {
+				t.Errorf("batch=%v call %d: (%v, %v); want ([1 %d], nil)", batch, i, c.Reply, c.Err, 7+i)
+			}
+		}
+	}
+}
+
+func testHashTag(t *testing.T, mk func(*testing.T) backend.Backend) {
+	b := mk(t)
+	s := space(b, t)
+	r, err := backend.Run(context.Background(), b, pair, []string{s + "x", s + "y"}, 21)
+	if err != nil || r.At(1) != 42 {
+		t.Fatalf("Run(pair) = (%v, %v); want ([1 42], nil)", r, err)
+	}
+}
+
+func testScriptError(t *testing.T, mk func(*testing.T) backend.Backend) {
+	b := mk(t)
+	_, err := backend.Run(context.Background(), b, failing, []string{space(b, t) + "k"})
+	if err == nil {
+		t.Fatal("Run(failing) error = nil; want the script's error")
+	}
+	if backend.IsTransient(err) {
+		t.Errorf("IsTransient(%v) = true; want false for a script error", err)
+	}
+}
+
+func testCanceled(t *testing.T, mk func(*testing.T) backend.Backend) {
+	b := mk(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := backend.Run(ctx, b, echo, []string{space(b, t) + "k"}, 1, ""); !errors.Is(err, context.Canceled) {
+		t.Errorf("Run with a canceled context: error = %v; want context.Canceled", err)
+	}
+}
+
+// await waits for a signal on s, for at most d.
+func await(s backend.Subscription, d time.Duration) bool {
+	select {
+	case <-s.C():
+		return true
+	case <-time.After(d):
+		return false
+	}
+}
+
+func testWake(t *testing.T, mk func(*testing.T) backend.Backend) {
+	pubB, subB := mk(t), mk(t)
+	ctx := context.Background()
+	s := space(subB, t)
+	sub, err := subB.Subscribe(ctx, s+"wake")
+	if err != nil {
+		t.Fatalf("Subscribe: %v", err)
+	}
+	defer sub.Close()
+	if _, err := backend.Run(ctx, pubB, echo, []string{s + "k"}, 1, s+"wake"); err != nil {
+		t.Fatalf("Run(echo, publish): %v", err)
+	}
+	if !await(sub, 10*time.Second) {
+		t.Fatal("no wake-up within 10s of a script's publish from another Backend")
+	}
+}
+
+func testWakeMany(t *testing.T, mk func(*testing.T) backend.Backend) {
+	pubB, subB := mk(t), mk(t)
+	ctx := context.Background()
+	const n = 64
+	subs := make([]backend.Subscription, n)
+	names := make([]string, n)
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		names[i] = fmt.Sprintf("%s:{bt-many-%s-%d}:", subB.Prefix(), rand.Text()[:8], i)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			subs[i], errs[i] = subB.Subscribe(ctx, names[i]+"wake")
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("Subscribe %d: %v", i, err)
+		}
+		defer subs[i].Close()
+	}
+	for i := range n {
+		if _, err := backend.Run(ctx, pubB, echo, []string{names[i] + "k"}, i, names[i]+"wake"); err != nil {
+			t.Fatalf("Run(echo) %d: %v", i, err)
+		}
+	}
+	for i := range n {
+		if !await(subs[i], 10*time.Second) {
+			t.Errorf("channel %d of %d: no wake-up", i, n)
+		}
+	}
+}
+
+func testRefCount(t *testing.T, mk func(*testing.T) backend.Backend) {
+	b := mk(t)
+	ctx := context.Background()
+	s := space(b, t)
+	s1, err := b.Subscribe(ctx, s+"wake")
+	if err != nil {
+		t.Fatalf("Subscribe 1: %v", err)
+	}
+	s2, err := b.Subscribe(ctx, s+"wake")
+	if err != nil {
+		t.Fatalf("Subscribe 2: %v", err)
+	}
+	defer s2.Close()
+	if _, err := backend.Run(ctx, b, echo, []string{s + "k"}, 1, s+"wake"); err != nil {
+		t.Fatal(err)
+	}
+	if !await(s1, 10*time.Second) || !await(s2, 10*time.Second) {
+		t.Fatal("both subscribers of a channel must be signalled")
+	}
+	s1.Close()
+	s1.Close() // idempotent
+	if _, err := backend.Run(ctx, b, echo, []string{s + "k"}, 2, s+"wake"); err != nil {
+		t.Fatal(err)
+	}
+	if !await(s2, 10*time.Second) {
+		t.Fatal("closing one Subscription stopped the other")
+	}
+}
+
+func testClose(t *testing.T, mk func(*testing.T) backend.Backend) {
+	b := mk(t)
+	ctx := context.Background()
+	s := space(b, t)
+	sub, err := b.Subscribe(ctx, s+"wake")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	if err := b.Close(); err != nil {
+		t.Fatalf("Close() = %v; want nil", err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatalf("second Close() = %v; want nil", err)
+	}
+	select {
+	case <-b.Done():
+	default:
+		t.Fatal("Done() is open after Close")
+	}
+	if _, err := backend.Run(ctx, b, echo, []string{s + "k"}, 1, ""); !errors.Is(err, locker.ErrClosed) {
+		t.Errorf("Run after Close: error = %v; want locker.ErrClosed", err)
+	}
+	if _, err := b.Subscribe(ctx, s+"wake2"); !errors.Is(err, locker.ErrClosed) {
+		t.Errorf("Subscribe after Close: error = %v; want locker.ErrClosed", err)
+	}
+}
