@@ -1,0 +1,127 @@
+// Package acquire is the waiting loop that every blocking acquisition shares:
+// try, subscribe to the wake channel on contention, and try again on a wake-up
+// message, when the holder's TTL runs out, or after a bounded poll interval,
+// until the context ends.
+package acquire
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redisync/redisync/backend"
+	"github.com/redisync/redisync/internal/telemetry"
+	"github.com/redisync/redisync/locker"
+)
+
+// An Attempt makes one try. It reports acquired, or contended with the
+// server's hint of how long until the current hold expires (0 when unknown),
+// or an error.
+type Attempt func(ctx context.Context) (acquired bool, retry time.Duration, err error)
+
+// Loop is the configuration of a wait.
+type Loop struct {
+	Backend backend.Backend
+	Channel string         // wake channel of the primitive
+	Backoff locker.Backoff // error retries and the fallback poll interval
+	Op      *telemetry.Op  // counts attempts and wait time
+}
+
+// Wait calls attempt until it acquires, returns a permanent error, or ctx
+// ends. It subscribes to the wake channel only after a first contended
+// attempt, so an uncontended acquisition costs one round trip, and it tries
+// once more right after subscribing, because a release may have happened in
+// between.
+//
+// When ctx ends, the error matches locker.ErrNotAcquired and ctx.Err(), and
+// also the last transient error if the last attempt failed with one.
+func (l Loop) Wait(ctx context.Context, attempt Attempt) error {
+	var (
+		sub     backend.Subscription
+		lastErr error
+		errs    int
+		polls   int
+		timer   *time.Timer
+	)
+	defer func() {
+		if sub != nil {
+			sub.Close()
+		}
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		ok, retry, err := attempt(ctx)
+		l.Op.Attempt(err == nil && !ok)
+		if ok {
+			return nil
+		}
+		var delay time.Duration
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return NotAcquired(ctx, err)
+		case err != nil && !backend.IsTransient(err):
+			return err
+		case err != nil:
+			lastErr = err
+			errs++
+			delay = l.Backoff(errs)
+		default:
+			lastErr, errs = nil, 0
+			if sub == nil {
+				s, serr := l.Backend.Subscribe(ctx, l.Channel)
+				if serr == nil {
+					sub = s
+					continue
+				}
+				if ctx.Err() != nil {
+					return NotAcquired(ctx, nil)
+				}
+				if errors.Is(serr, locker.ErrClosed) {
+					return serr
+				}
+				// No wake-ups this time: polling alone still gets there.
+			}
+			polls++
+			delay = l.Backoff(polls)
+			if retry > 0 && retry+time.Millisecond < delay {
+				delay = retry + time.Millisecond
+			}
+		}
+		if timer == nil {
+			timer = time.NewTimer(delay)
+		} else {
+			timer.Reset(delay)
+		}
+		var wake <-chan struct{}
+		if sub != nil {
+			wake = sub.C()
+		}
+		start := time.Now()
+		select {
+		case <-wake:
+		case <-timer.C:
+		case <-ctx.Done():
+			l.Op.Waited(time.Since(start))
+			return NotAcquired(ctx, lastErr)
+		case <-l.Backend.Done():
+			return locker.ErrClosed
+		}
+		l.Op.Waited(time.Since(start))
+	}
+}
+
+// NotAcquired returns the error for an acquisition cut short by ctx: it
+// matches locker.ErrNotAcquired, ctx.Err() and cause (which may be nil).
+func NotAcquired(ctx context.Context, cause error) error {
+	err := ctx.Err()
+	if err == nil {
+		err = context.Cause(ctx)
+	}
+	if cause != nil {
+		return fmt.Errorf("%w: %w (last error: %w)", locker.ErrNotAcquired, err, cause)
+	}
+	return fmt.Errorf("%w: %w", locker.ErrNotAcquired, err)
+}

@@ -1,0 +1,73 @@
+// Package holdopt is the configuration shared by every lock primitive: TTL,
+// watchdog and backoff. Each primitive package wraps it in its own sealed
+// Option type, so that the common options have one name and one meaning
+// everywhere (mutex.WithTTL, rwmutex.WithTTL, ...).
+package holdopt
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/redisync/redisync/locker"
+)
+
+// Defaults.
+const (
+	// DefaultTTL is the lifetime of a hold between renewals. A crashed holder
+	// blocks others for at most this long; the watchdog renews every third of
+	// it, so a hold survives about two thirds of it (10s) without Redis, longer
+	// than a Sentinel or Cluster failover takes.
+	DefaultTTL = 15 * time.Second
+	// MinTTL is the shortest TTL accepted: shorter holds would spend most of
+	// their life in the drift margin and the round trip.
+	MinTTL = 10 * time.Millisecond
+	// FenceTTL is how long a name's fence counter outlives its last
+	// acquisition.
+	FenceTTL = 24 * time.Hour
+)
+
+// DefaultBackoff paces retries after transient errors and bounds the wait for
+// a wake-up message: 100ms doubling to 1s, with jitter.
+var DefaultBackoff = locker.ExponentialBackoff(100*time.Millisecond, time.Second)
+
+// Config is the common configuration of a lock handle.
+type Config struct {
+	TTL      time.Duration
+	Watchdog bool
+	Backoff  locker.Backoff
+	nilBack  bool
+}
+
+// New returns the defaults.
+func New() Config {
+	return Config{TTL: DefaultTTL, Watchdog: true, Backoff: DefaultBackoff}
+}
+
+// SetBackoff records b; a nil b is reported by Validate.
+func (c *Config) SetBackoff(b locker.Backoff) {
+	c.Backoff, c.nilBack = b, b == nil
+}
+
+// Validate reports the first bad value, naming the primitive kind.
+func (c *Config) Validate(kind string) error {
+	if err := ValidTTL(kind, c.TTL); err != nil {
+		return err
+	}
+	if c.nilBack {
+		return fmt.Errorf("%s: nil Backoff: %w", kind, locker.ErrInvalid)
+	}
+	return nil
+}
+
+// ValidTTL checks a TTL for the primitive kind: it must be at least MinTTL.
+func ValidTTL(kind string, d time.Duration) error {
+	if d < MinTTL {
+		return fmt.Errorf("%s: ttl %v: must be at least %v: %w", kind, d, MinTTL, locker.ErrInvalid)
+	}
+	return nil
+}
+
+// Millis returns d in whole milliseconds, rounded up, as Redis wants it.
+func Millis(d time.Duration) int64 {
+	return int64((d + time.Millisecond - 1) / time.Millisecond)
+}

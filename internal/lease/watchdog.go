@@ -1,0 +1,224 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/redisync/redisync/backend"
+	"github.com/redisync/redisync/internal/script"
+	"github.com/redisync/redisync/locker"
+)
+
+// A watchdog renews and times out the holds taken through one backend. Its
+// goroutine runs while it has holds and exits when the last one ends or the
+// backend closes.
+type watchdog struct {
+	b      backend.Backend
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu      sync.Mutex
+	holds   map[*Lease]struct{}
+	running bool
+	kick    chan struct{}
+	wg      sync.WaitGroup // renewals in flight
+}
+
+var registry = struct {
+	sync.Mutex
+	m map[backend.Backend]*watchdog
+}{m: make(map[backend.Backend]*watchdog)}
+
+// register adds l to the watchdog of b, starting it if needed.
+func register(b backend.Backend, l *Lease) *watchdog {
+	registry.Lock()
+	defer registry.Unlock()
+	wd := registry.m[b]
+	if wd == nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		wd = &watchdog{b: b, ctx: ctx, cancel: cancel, holds: make(map[*Lease]struct{}), kick: make(chan struct{}, 1)}
+		registry.m[b] = wd
+	}
+	wd.mu.Lock()
+	wd.holds[l] = struct{}{}
+	if !wd.running {
+		wd.running = true
+		go wd.run()
+	}
+	wd.mu.Unlock()
+	wd.poke()
+	return wd
+}
+
+func (wd *watchdog) unregister(l *Lease) {
+	wd.mu.Lock()
+	delete(wd.holds, l)
+	wd.mu.Unlock()
+	wd.poke()
+}
+
+func (wd *watchdog) poke() {
+	select {
+	case wd.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (wd *watchdog) run() {
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		next, batch, more := wd.scan()
+		if !more {
+			return
+		}
+		if len(batch) > 0 {
+			wd.wg.Add(1)
+			go wd.renew(batch)
+		}
+		timer.Reset(time.Until(next))
+		select {
+		case <-timer.C:
+		case <-wd.kick:
+		case <-wd.b.Done():
+			wd.closed()
+			return
+		}
+	}
+}
+
+// scan ends the holds past their deadline, picks the holds due for renewal,
+// and returns when to look again. more is false when the watchdog has no
+// holds left and has retired.
+func (wd *watchdog) scan() (next time.Time, batch []*Lease, more bool) {
+	// Lock order: registry, then wd.mu, then a Lease's mu.
+	registry.Lock()
+	defer registry.Unlock()
+	wd.mu.Lock()
+	defer wd.mu.Unlock()
+	if len(wd.holds) == 0 {
+		wd.running = false
+		if registry.m[wd.b] == wd {
+			delete(registry.m, wd.b)
+		}
+		wd.cancel()
+		return time.Time{}, nil, false
+	}
+	now := time.Now()
+	next = now.Add(time.Hour)
+	for l := range wd.holds {
+		l.mu.Lock()
+		switch {
+		case l.ended:
+			delete(wd.holds, l)
+		case !now.Before(l.deadline):
+			l.mu.Unlock()
+			l.lose(errExpired)
+			delete(wd.holds, l)
+			continue
+		default:
+			next = earliest(next, l.deadline)
+			if l.spec.Watchdog && l.idle == nil {
+				// Renew a little early so that holds taken at about the
+				// same time share a round trip.
+				if due := l.nextRenew.Add(-l.spec.TTL / 30); !now.Before(due) {
+					l.idle = make(chan struct{})
+					batch = append(batch, l)
+				} else {
+					next = earliest(next, due)
+				}
+			}
+		}
+		l.mu.Unlock()
+	}
+	return next, batch, true
+}
+
+func earliest(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// renew sends one renewal per hold in batch, in one Exec.
+func (wd *watchdog) renew(batch []*Lease) {
+	defer wd.wg.Done()
+	deadline := batch[0].deadlineLocked()
+	calls := make([]*backend.Call, len(batch))
+	for i, l := range batch {
+		deadline = earliest(deadline, l.deadlineLocked())
+		calls[i] = l.spec.Renew(l.owner, l.spec.TTL)
+	}
+	ctx, cancel := context.WithDeadline(wd.ctx, deadline)
+	sent := time.Now()
+	wd.b.Exec(ctx, calls...)
+	cancel()
+	for i, l := range batch {
+		l.renewed(calls[i], sent)
+	}
+	wd.poke()
+}
+
+func (l *Lease) deadlineLocked() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.deadline
+}
+
+// renewed applies the result of a renewal sent at sent.
+func (l *Lease) renewed(call *backend.Call, sent time.Time) {
+	var lost error
+	l.mu.Lock()
+	idle := l.idle
+	l.idle = nil
+	switch status := call.Reply.Status(); {
+	case call.Err == nil && status == backend.StatusOK:
+		if d := sent.Add(l.spec.TTL - Drift(l.spec.TTL)); d.After(l.deadline) {
+			l.deadline = d
+		}
+		l.nextRenew = sent.Add(l.spec.TTL / 3)
+	case call.Err == nil:
+		lost = fmt.Errorf("renewal: %w", script.NotHeld(status))
+	case backend.IsTransient(call.Err) || errors.Is(call.Err, context.DeadlineExceeded):
+		// Try again soon; the deadline still ends the hold if Redis stays
+		// out of reach.
+		l.nextRenew = time.Now().Add(min(max(l.spec.TTL/30, 10*time.Millisecond), time.Second))
+	default:
+		// Closed backend, NOPERM, WRONGTYPE (someone replaced the key):
+		// retrying cannot help.
+		lost = fmt.Errorf("renewal: %w", call.Err)
+	}
+	l.mu.Unlock()
+	close(idle)
+	if lost != nil {
+		l.lose(lost)
+	}
+}
+
+// closed ends every hold after the backend closed.
+func (wd *watchdog) closed() {
+	wd.cancel()
+	wd.mu.Lock()
+	holds := make([]*Lease, 0, len(wd.holds))
+	for l := range wd.holds {
+		holds = append(holds, l)
+	}
+	clear(wd.holds)
+	wd.mu.Unlock()
+	for _, l := range holds {
+		l.lose(locker.ErrClosed)
+	}
+	wd.wg.Wait()
+	registry.Lock()
+	wd.mu.Lock()
+	wd.running = false
+	if registry.m[wd.b] == wd {
+		delete(registry.m, wd.b)
+	}
+	wd.mu.Unlock()
+	registry.Unlock()
+}

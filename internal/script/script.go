@@ -1,0 +1,46 @@
+// Package script holds the Lua scripts of every primitive, embedded from
+// their .lua files, and turns their status replies into errors.
+//
+// Conventions, which backends and the quorum rely on: ARGV[1] is the publish
+// command supplied by the backend; every reply is an array of integers whose
+// first element is a backend status (StatusOK, StatusContended, StatusGone,
+// StatusTaken); every key is passed in KEYS and shares the name's hash tag.
+package script
+
+import (
+	_ "embed"
+	"fmt"
+
+	"github.com/redisync/redisync/backend"
+	"github.com/redisync/redisync/locker"
+)
+
+var (
+	//go:embed mutex_acquire.lua
+	mutexAcquireSrc string
+	//go:embed mutex_release.lua
+	mutexReleaseSrc string
+	//go:embed mutex_renew.lua
+	mutexRenewSrc string
+)
+
+// Scripts of package mutex.
+var (
+	MutexRelease = backend.NewScript("mutex.release", backend.Release, mutexReleaseSrc, nil)
+	MutexAcquire = backend.NewScript("mutex.acquire", backend.Acquire, mutexAcquireSrc, MutexRelease)
+	MutexRenew   = backend.NewScript("mutex.renew", backend.Renew, mutexRenewSrc, nil)
+)
+
+// NotHeld returns the error for a negative status of a release or renew
+// script, matching locker.ErrNotHeld. It returns nil for StatusOK.
+func NotHeld(status int64) error {
+	switch status {
+	case backend.StatusOK:
+		return nil
+	case backend.StatusGone:
+		return fmt.Errorf("%w: the hold expired or was released", locker.ErrNotHeld)
+	case backend.StatusTaken:
+		return fmt.Errorf("%w: the lock belongs to another owner", locker.ErrNotHeld)
+	}
+	return fmt.Errorf("%w: unexpected status %d", locker.ErrNotHeld, status)
+}

@@ -1,0 +1,65 @@
+// Package mutex provides a distributed mutual exclusion lock on Redis: the
+// sync.Mutex of a service that runs as several replicas.
+//
+//	mu, err := mutex.New(b, "orders:42")
+//	if err != nil { ... }               // bad name, bad option, unusable backend
+//	if err := mu.Lock(ctx); err != nil { ... }
+//	defer mu.Unlock(ctx)
+//	// critical section; pass mu.Token() to the resource you write to
+//
+// A [Mutex] is held by at most one owner at a time, across processes, while
+// its hold is valid. A hold is renewed by a watchdog every TTL/3 (TTL 15s by
+// default) for as long as it is held, so a crashed holder keeps others out
+// for at most one TTL; with [WithWatchdog](false) it is a fixed lease of one
+// TTL that [Mutex.Extend] can prolong. Waiters are woken by a pub/sub message
+// when the lock is released and fall back to polling, bounded by the backoff,
+// when a message is lost.
+//
+// Values containing the types defined in this package should not be copied.
+//
+// # Safety
+//
+// Mutual exclusion holds while the hold is valid: until [Mutex.Until], a
+// deadline measured on the local monotonic clock from the moment the acquire
+// (or the last renewal) was sent, less a drift margin of 1% of the TTL plus
+// 2ms. When a renewal finds the hold gone, or cannot reach Redis before that
+// deadline, the hold is lost: [Mutex.Done] is closed and [Mutex.Err] reports
+// [locker.ErrLost], before the key can expire on the server and let another
+// client in. A process that pauses (a long GC, SIGSTOP) can still act after
+// its hold ended; the fencing token ([Mutex.Token]) is the defence: give it to
+// the protected resource and have the resource reject tokens lower than the
+// highest it has seen.
+//
+// Tokens of a name grow strictly: each acquisition's token is the larger of
+// the name's counter plus one and the Redis server's clock in microseconds.
+// The clock term keeps tokens growing when a Sentinel or Cluster failover
+// loses the last writes to the counter (asynchronous replication), as long as
+// the servers' clocks agree to within the failover time.
+//
+// # Keys
+//
+// For a Mutex named "orders:42" on a backend with the default prefix:
+//
+//	redisync:{orders:42}:lock   hash {o: owner token, f: fencing token}, expires with the hold
+//	redisync:{orders:42}:fence  the last fencing token, expires 24h after the last acquisition
+//	redisync:{orders:42}:wake   pub/sub channel (sharded on Cluster), one message per release
+//
+// All share the hash tag of the name, so they live in one Cluster slot.
+//
+// # Errors
+//
+// [New] returns errors matching [locker.ErrInvalid]. Lock returns errors
+// matching [locker.ErrNotAcquired] (with ctx.Err() when the context ended) or
+// wrapping the Redis error that stopped it; Unlock and Extend return errors
+// matching [locker.ErrNotHeld] or [locker.ErrLost]; every operation returns
+// [locker.ErrClosed] after the backend's Close. Errors name the mutex.
+//
+// # Spans
+//
+// With tracing configured on the backend (backend.WithTracing), each call
+// records one INTERNAL span, mutex.Lock, mutex.TryLock, mutex.Unlock or
+// mutex.Extend, covering all waits and retries, with redisync.name,
+// redisync.outcome, redisync.attempts, redisync.wait.duration and
+// redisync.fencing_token; each Redis round trip under it is a CLIENT span
+// EVALSHA mutex.acquire, mutex.release or mutex.renew. See package tracing.
+package mutex

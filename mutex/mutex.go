@@ -1,0 +1,383 @@
+package mutex
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/redisync/redisync/backend"
+	"github.com/redisync/redisync/internal/acquire"
+	"github.com/redisync/redisync/internal/gate"
+	"github.com/redisync/redisync/internal/holdopt"
+	"github.com/redisync/redisync/internal/keyspace"
+	"github.com/redisync/redisync/internal/lease"
+	"github.com/redisync/redisync/internal/script"
+	"github.com/redisync/redisync/internal/telemetry"
+	"github.com/redisync/redisync/locker"
+)
+
+const primitive = "mutex"
+
+// A Mutex is a mutual exclusion lock shared by every process that uses the
+// same name on the same Redis deployment. Create one with New; the zero value
+// is not usable. A Mutex must not be copied after first use.
+//
+// Like sync.Mutex, a Mutex guards one hold at a time and is not associated
+// with a goroutine: any goroutine may Unlock it. Mutex values with the same
+// name exclude each other, in one process or many. Inside a process, the
+// goroutines that want the same name through the same Backend, with one
+// handle or several, queue locally first, so that only one of them at a time
+// contends through Redis and a release wakes one waiter per process.
+type Mutex struct {
+	_       noCopy
+	b       backend.Backend
+	name    string
+	keys    []string // lock hash, fence counter
+	wake    string
+	ttlMs   int64
+	backoff locker.Backoff
+	tel     *telemetry.T
+	spec    lease.Spec
+
+	mu   sync.Mutex
+	cur  *lease.Lease // the live hold, nil when unlocked
+	pass gate.Pass    // the process-wide gate, taken with cur
+	last *lease.Lease // the previous hold, for Token and Err after Unlock
+}
+
+var (
+	_ locker.Locker = (*Mutex)(nil)
+	_ locker.Lease  = (*Mutex)(nil)
+)
+
+// New returns the Mutex called name on b. It does no I/O. It returns an error
+// matching locker.ErrInvalid for a nil or unusable Backend, a bad name (empty,
+// longer than 512 bytes, or containing '{', '}' or control characters) or a
+// bad option.
+func New(b backend.Backend, name string, opts ...Option) (*Mutex, error) {
+	if err := backend.Check(b); err != nil {
+		return nil, fmt.Errorf("%s: %w", primitive, err)
+	}
+	if err := keyspace.Validate(primitive, name); err != nil {
+		return nil, err
+	}
+	cfg := holdopt.New()
+	for _, o := range opts {
+		if o != nil {
+			o.apply(&cfg)
+		}
+	}
+	if err := cfg.Validate(primitive); err != nil {
+		return nil, err
+	}
+	ks := keyspace.New(b.Prefix(), name)
+	m := &Mutex{
+		b:       b,
+		name:    name,
+		keys:    []string{ks.Key("lock"), ks.Key("fence")},
+		wake:    ks.Wake(),
+		ttlMs:   holdopt.Millis(cfg.TTL),
+		backoff: cfg.Backoff,
+		tel:     telemetry.Of(b),
+	}
+	m.spec = lease.Spec{
+		Backend:   b,
+		Tel:       m.tel,
+		Primitive: primitive,
+		TTL:       cfg.TTL,
+		Watchdog:  cfg.Watchdog,
+		Renew: func(owner string, ttl time.Duration) *backend.Call {
+			return &backend.Call{Script: script.MutexRenew, Keys: m.keys[:1], Args: []any{owner, holdopt.Millis(ttl)}}
+		},
+	}
+	return m, nil
+}
+
+// Name returns the name the Mutex was created with.
+func (m *Mutex) Name() string { return m.name }
+
+// Lock locks m. If the lock is held, by another process or by another
+// goroutine through m, Lock blocks until it is released or expires, or until
+// ctx is done. A release wakes the waiter through pub/sub; without a message
+// it tries again when the holder's TTL runs out or after the backoff's poll
+// interval. Transient Redis errors (a failover, a dropped connection) are
+// retried with backoff for as long as ctx allows.
+//
+// On success m holds the lock until Unlock; the hold is renewed by the
+// watchdog unless WithWatchdog(false) was given. Token, Done, Err and Until
+// describe the hold.
+//
+// On failure Lock returns a non-nil error and m does not hold the lock: if an
+// attempt's outcome was unknown (its reply was lost), Lock releases whatever
+// it may have taken before returning. A context that is already done fails
+// Lock before any I/O. When ctx ends, the error matches both
+// locker.ErrNotAcquired and ctx.Err().
+func (m *Mutex) Lock(ctx context.Context) (err error) {
+	ctx, op := m.tel.Start(ctx, primitive, "Lock", m.name)
+	outcome := telemetry.Acquired
+	defer func() {
+		if err != nil {
+			outcome = telemetry.NotAcquired
+		}
+		op.End(outcome, err, true)
+	}()
+	if ctx.Err() != nil {
+		return m.errorf("lock", acquire.NotAcquired(ctx, nil))
+	}
+	start := time.Now()
+	pass, waited, err := gate.Enter(ctx, m.b, m.keys[0], m.b.Done())
+	if waited {
+		op.Waited(time.Since(start))
+	}
+	switch {
+	case errors.Is(err, locker.ErrClosed):
+		return m.errorf("lock", err)
+	case err != nil:
+		return m.errorf("lock", acquire.NotAcquired(ctx, nil))
+	}
+	owner := rand.Text()
+	unsure := false
+	loop := acquire.Loop{Backend: m.b, Channel: m.wake, Backoff: m.backoff, Op: op}
+	err = loop.Wait(ctx, func(ctx context.Context) (bool, time.Duration, error) {
+		ok, retry, err := m.attempt(ctx, owner, pass)
+		unsure = unsure || err != nil
+		return ok, retry, err
+	})
+	if err != nil {
+		if unsure {
+			m.cleanup(ctx, owner)
+		}
+		pass.Release()
+		return m.errorf("lock", err)
+	}
+	op.Token(m.Token())
+	return nil
+}
+
+// TryLock tries to lock m without waiting for another holder and reports
+// whether it succeeded. It makes one attempt; if the lock is held, or m is
+// held or being waited for by another goroutine of this process, it returns
+// false and a nil error. A non-nil error means the attempt failed (and left
+// nothing held); a context that is already done fails TryLock before any
+// I/O, with an error matching locker.ErrNotAcquired and ctx.Err().
+func (m *Mutex) TryLock(ctx context.Context) (ok bool, err error) {
+	ctx, op := m.tel.Start(ctx, primitive, "TryLock", m.name)
+	defer func() {
+		outcome := telemetry.Acquired
+		switch {
+		case err != nil:
+			outcome = telemetry.NotAcquired
+		case !ok:
+			outcome = telemetry.Contended
+		}
+		op.End(outcome, err, true)
+	}()
+	if ctx.Err() != nil {
+		return false, m.errorf("trylock", acquire.NotAcquired(ctx, nil))
+	}
+	pass, free := gate.TryEnter(m.b, m.keys[0])
+	if !free {
+		return false, nil
+	}
+	owner := rand.Text()
+	ok, _, err = m.attempt(ctx, owner, pass)
+	op.Attempt(err == nil && !ok)
+	if err != nil {
+		m.cleanup(ctx, owner)
+	}
+	if !ok {
+		pass.Release()
+		return false, m.errorf("trylock", err)
+	}
+	op.Token(m.Token())
+	return true, nil
+}
+
+// attempt makes one acquisition attempt for owner; on success the hold keeps
+// pass until Unlock.
+func (m *Mutex) attempt(ctx context.Context, owner string, pass gate.Pass) (bool, time.Duration, error) {
+	sent := time.Now()
+	r, err := backend.Run(ctx, m.b, script.MutexAcquire, m.keys, owner, m.wake, m.ttlMs, holdopt.Millis(holdopt.FenceTTL))
+	if err != nil {
+		return false, 0, err
+	}
+	switch r.Status() {
+	case backend.StatusOK:
+		l, valid := lease.Start(&m.spec, owner, r.At(1), sent)
+		if !valid {
+			// The grant came back after its validity ran out: the hold
+			// cannot be trusted. Give it back and try again.
+			m.cleanup(ctx, owner)
+			return false, 0, nil
+		}
+		m.mu.Lock()
+		m.cur, m.pass = l, pass
+		m.mu.Unlock()
+		return true, 0, nil
+	case backend.StatusContended:
+		return false, time.Duration(r.At(1)) * time.Millisecond, nil
+	}
+	return false, 0, fmt.Errorf("mutex: unexpected acquire status %d", r.Status())
+}
+
+// cleanup releases whatever owner may hold, after a failed or doubtful
+// attempt, on a context that outlives the caller's.
+func (m *Mutex) cleanup(ctx context.Context, owner string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+	defer cancel()
+	_, _ = backend.Run(ctx, m.b, script.MutexRelease, m.keys, owner, m.wake)
+}
+
+// Unlock unlocks m and wakes a waiter. It stops the watchdog before it
+// returns. It returns an error matching locker.ErrNotHeld when m is not
+// locked (no Redis call is made then), and one matching locker.ErrLost when
+// the hold had already ended without Unlock (lost, or expired and taken by
+// another owner, which Unlock leaves alone). In every case m is unlocked when
+// Unlock returns, even when the release could not reach Redis: the hold then
+// expires with its TTL.
+func (m *Mutex) Unlock(ctx context.Context) (err error) {
+	ctx, op := m.tel.Start(ctx, primitive, "Unlock", m.name)
+	outcome := telemetry.Released
+	defer func() {
+		switch {
+		case errors.Is(err, locker.ErrLost):
+			outcome = telemetry.Lost
+		case err != nil:
+			outcome = telemetry.Failed
+		}
+		op.End(outcome, err, false)
+	}()
+	m.mu.Lock()
+	l, pass := m.cur, m.pass
+	m.cur, m.pass = nil, gate.Pass{}
+	if l != nil {
+		m.last = l
+	}
+	m.mu.Unlock()
+	if l == nil {
+		return m.errorf("unlock", fmt.Errorf("%w: unlock of unlocked mutex", locker.ErrNotHeld))
+	}
+	defer pass.Release()
+	op.Token(l.Token())
+	l.Stop()
+	r, rerr := backend.Run(ctx, m.b, script.MutexRelease, m.keys, l.Owner(), m.wake)
+	var cause error
+	if rerr == nil {
+		cause = script.NotHeld(r.Status())
+	}
+	if lost := l.Finish(cause); lost != nil {
+		return m.errorf("unlock", lost)
+	}
+	if rerr != nil {
+		return m.errorf("unlock", rerr)
+	}
+	return nil
+}
+
+// Extend makes the current hold last at least ttl from now (it never shortens
+// it) and moves Until forward accordingly. It is how a fixed lease
+// (WithWatchdog(false)) is prolonged; with the watchdog on it is rarely
+// needed, since the watchdog renews to the TTL. It returns an error matching
+// locker.ErrNotHeld when m is not locked or the hold is gone, and one matching
+// locker.ErrInvalid for a ttl below 10ms.
+func (m *Mutex) Extend(ctx context.Context, ttl time.Duration) (err error) {
+	ctx, op := m.tel.Start(ctx, primitive, "Extend", m.name)
+	defer func() {
+		outcome := telemetry.Extended
+		if err != nil {
+			outcome = telemetry.NotHeld
+		}
+		op.End(outcome, err, false)
+	}()
+	if err := holdopt.ValidTTL(primitive, ttl); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	l := m.cur
+	m.mu.Unlock()
+	if l == nil {
+		return m.errorf("extend", fmt.Errorf("%w: mutex is not locked", locker.ErrNotHeld))
+	}
+	op.Token(l.Token())
+	if err := l.Extend(ctx, ttl); err != nil {
+		return m.errorf("extend", err)
+	}
+	return nil
+}
+
+// Token returns the fencing token of the current hold, or of the last one
+// after Unlock; 0 before the first. Tokens of a name only grow: every
+// acquisition gets a token greater than every earlier one, whichever handle
+// or process took it.
+func (m *Mutex) Token() int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	switch {
+	case m.cur != nil:
+		return m.cur.Token()
+	case m.last != nil:
+		return m.last.Token()
+	}
+	return 0
+}
+
+// Done returns a channel that is closed when the current hold ends: by Unlock,
+// or when it is lost (then Err reports why). Call it after Lock: without a
+// hold it returns a closed channel.
+func (m *Mutex) Done() <-chan struct{} {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.cur != nil {
+		return m.cur.Done()
+	}
+	return closed
+}
+
+// Err returns nil while the current hold is live, or when the last hold ended
+// by Unlock; after a hold was lost it returns an error matching
+// locker.ErrLost that says how.
+func (m *Mutex) Err() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	switch {
+	case m.cur != nil:
+		return m.cur.Err()
+	case m.last != nil:
+		return m.last.Err()
+	}
+	return nil
+}
+
+// Until returns the local validity deadline of the current hold: before it,
+// no other client can acquire the lock. It is the zero Time when m is not
+// locked or the hold was lost.
+func (m *Mutex) Until() time.Time {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.cur == nil {
+		return time.Time{}
+	}
+	return m.cur.Until()
+}
+
+func (m *Mutex) errorf(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("mutex %q: %s: %w", m.name, op, err)
+}
+
+var closed = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
+
+// noCopy lets go vet's copylocks check report copies of a Mutex.
+type noCopy struct{}
+
+func (*noCopy) Lock()   {}
+func (*noCopy) Unlock() {}
