@@ -1,0 +1,519 @@
+// Package lockertest is the behaviour suite that every lock primitive runs on
+// every backend: mutual exclusion checked by a fenced resource, TryLock under
+// contention, wake-ups on release, the watchdog, lost holds, and misuse.
+package lockertest
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redisync/redisync/backend"
+	"github.com/redisync/redisync/locker"
+)
+
+// Lock is what the suite needs of a primitive: a lock with a lease.
+type Lock interface {
+	locker.Locker
+	locker.Lease
+}
+
+// Options are what the suite varies per test.
+type Options struct {
+	TTL      time.Duration
+	Watchdog bool
+	Backoff  locker.Backoff // nil: the primitive's default
+}
+
+// Setup describes the primitive and deployment under test.
+type Setup struct {
+	// NewBackend returns a Backend with its own client, as a separate
+	// process would have. The suite closes it at the end of the test.
+	NewBackend func(t *testing.T) backend.Backend
+	// Raw is a client to the same deployment, used to delete keys behind
+	// the holders' backs.
+	Raw redis.UniversalClient
+	// New returns the lock called name on b.
+	New func(b backend.Backend, name string, o Options) (Lock, error)
+
+	// Clients, Goroutines and Acquisitions size the mutual exclusion test;
+	// zero values mean 8, 4 and 2000.
+	Clients, Goroutines, Acquisitions int
+}
+
+// Run runs the suite.
+func Run(t *testing.T, s Setup) {
+	if s.Clients == 0 {
+		s.Clients = 8
+	}
+	if s.Goroutines == 0 {
+		s.Goroutines = 4
+	}
+	if s.Acquisitions == 0 {
+		s.Acquisitions = 2000
+	}
+	tests := []struct {
+		name string
+		run  func(*testing.T, *Setup)
+	}{
+		{"MutualExclusion", testMutualExclusion},
+		{"TryLockContended", testTryLock},
+		{"WokenByRelease", testWoken},
+		{"WatchdogKeepsHold", testWatchdog},
+		{"LostWhenDeleted", testLostDeleted},
+		{"LostBeforeOthersGetIn", testLostFirst},
+		{"UnlockStopsRenewal", testUnlockStops},
+		{"Extend", testExtend},
+		{"Misuse", testMisuse},
+		{"ContextEndsWait", testContextEnds},
+		{"UnlockAfterTakeover", testTakeover},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) { tc.run(t, &s) })
+	}
+}
+
+var seq atomic.Int64
+
+// name returns a lock name unique to the test.
+func name(t *testing.T) string {
+	return fmt.Sprintf("lt-%s-%d-%d", t.Name(), time.Now().UnixNano(), seq.Add(1))
+}
+
+func (s *Setup) backend(t *testing.T) backend.Backend {
+	t.Helper()
+	b := s.NewBackend(t)
+	t.Cleanup(func() { _ = b.Close() })
+	return b
+}
+
+func (s *Setup) lock(t *testing.T, b backend.Backend, name string, o Options) Lock {
+	t.Helper()
+	l, err := s.New(b, name, o)
+	if err != nil {
+		t.Fatalf("New(%q): %v", name, err)
+	}
+	return l
+}
+
+func ctxFor(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// deleteKeys removes every key of the primitive called name.
+func (s *Setup) deleteKeys(t *testing.T, b backend.Backend, name string) {
+	t.Helper()
+	ctx := ctxFor(t, 10*time.Second)
+	pattern := b.Prefix() + ":{" + name + "}:*"
+	del := func(ctx context.Context, c redis.UniversalClient) error {
+		keys, err := c.Keys(ctx, pattern).Result()
+		if err != nil || len(keys) == 0 {
+			return err
+		}
+		return c.Del(ctx, keys...).Err()
+	}
+	var err error
+	if cc, ok := s.Raw.(*redis.ClusterClient); ok {
+		err = cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error { return del(ctx, c) })
+	} else {
+		err = del(ctx, s.Raw)
+	}
+	if err != nil {
+		t.Fatalf("delete keys of %q: %v", name, err)
+	}
+}
+
+// Resource is a shared resource guarded by fencing tokens. Enter admits a
+// critical section only with a token greater than every one admitted before,
+// and counts overlaps: a section entered while another is inside.
+type Resource struct {
+	mu       sync.Mutex
+	inside   int
+	last     int64
+	entries  int
+	overlaps int
+	stale    int
+}
+
+// Enter records the start of a critical section holding token.
+func (r *Resource) Enter(token int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.entries++
+	if r.inside > 0 {
+		r.overlaps++
+	}
+	r.inside++
+	if token <= r.last {
+		r.stale++
+	} else {
+		r.last = token
+	}
+}
+
+// Exit records the end of a critical section.
+func (r *Resource) Exit() {
+	r.mu.Lock()
+	r.inside--
+	r.mu.Unlock()
+}
+
+// Counts returns entries, overlaps and entries whose token was not greater
+// than every earlier one.
+func (r *Resource) Counts() (entries, overlaps, stale int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.entries, r.overlaps, r.stale
+}
+
+func testMutualExclusion(t *testing.T, s *Setup) {
+	n := name(t)
+	var res Resource
+	var wg sync.WaitGroup
+	per := (s.Acquisitions + s.Clients*s.Goroutines - 1) / (s.Clients * s.Goroutines)
+	ctx := ctxFor(t, 5*time.Minute)
+	errs := make(chan error, s.Clients*s.Goroutines)
+	for c := 0; c < s.Clients; c++ {
+		b := s.backend(t)
+		// Half the goroutines of a client share one handle (they queue
+		// locally), the others have a handle each.
+		shared := s.lock(t, b, n, Options{TTL: 10 * time.Second, Watchdog: true})
+		for g := 0; g < s.Goroutines; g++ {
+			l := shared
+			if g%2 == 1 {
+				l = s.lock(t, b, n, Options{TTL: 10 * time.Second, Watchdog: true})
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; i < per; i++ {
+					if err := l.Lock(ctx); err != nil {
+						errs <- fmt.Errorf("Lock: %w", err)
+						return
+					}
+					res.Enter(l.Token())
+					for range 50 { // a short critical section that yields
+						_ = i
+					}
+					res.Exit()
+					if err := l.Unlock(ctx); err != nil {
+						errs <- fmt.Errorf("Unlock: %w", err)
+						return
+					}
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	entries, overlaps, stale := res.Counts()
+	t.Logf("%d clients x %d goroutines: %d acquisitions, %d overlaps, %d non-increasing tokens",
+		s.Clients, s.Goroutines, entries, overlaps, stale)
+	if entries < s.Acquisitions {
+		t.Errorf("acquisitions = %d; want >= %d", entries, s.Acquisitions)
+	}
+	if overlaps != 0 || stale != 0 {
+		t.Errorf("overlaps = %d, non-increasing tokens = %d; want 0 and 0", overlaps, stale)
+	}
+}
+
+func testTryLock(t *testing.T, s *Setup) {
+	n := name(t)
+	ctx := ctxFor(t, time.Minute)
+	b1, b2 := s.backend(t), s.backend(t)
+	a := s.lock(t, b1, n, Options{TTL: 10 * time.Second, Watchdog: true})
+	other := s.lock(t, b2, n, Options{TTL: 10 * time.Second, Watchdog: true})
+	if ok, err := a.TryLock(ctx); !ok || err != nil {
+		t.Fatalf("TryLock on a free lock = (%v, %v); want (true, nil)", ok, err)
+	}
+	if ok, err := other.TryLock(ctx); ok || err != nil {
+		t.Fatalf("TryLock by another client = (%v, %v); want (false, nil)", ok, err)
+	}
+	if ok, err := a.TryLock(ctx); ok || err != nil {
+		t.Fatalf("TryLock on the held handle = (%v, %v); want (false, nil)", ok, err)
+	}
+	first := a.Token()
+	if err := a.Unlock(ctx); err != nil {
+		t.Fatalf("Unlock: %v", err)
+	}
+	if ok, err := other.TryLock(ctx); !ok || err != nil {
+		t.Fatalf("TryLock after release = (%v, %v); want (true, nil)", ok, err)
+	}
+	if other.Token() <= first {
+		t.Errorf("token after release = %d; want > %d", other.Token(), first)
+	}
+	if err := other.Unlock(ctx); err != nil {
+		t.Fatalf("Unlock: %v", err)
+	}
+}
+
+func testWoken(t *testing.T, s *Setup) {
+	n := name(t)
+	ctx := ctxFor(t, time.Minute)
+	holder := s.lock(t, s.backend(t), n, Options{TTL: 30 * time.Second, Watchdog: true})
+	// A waiter that never polls on its own: only a wake-up message or the
+	// holder's expiry (30s away) can make it try again.
+	waiter := s.lock(t, s.backend(t), n, Options{TTL: 30 * time.Second, Watchdog: true, Backoff: locker.ConstantBackoff(time.Hour)})
+	if err := holder.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	go func() { got <- waiter.Lock(ctxFor(t, 15*time.Second)) }()
+	time.Sleep(300 * time.Millisecond) // let the waiter subscribe and block
+	select {
+	case err := <-got:
+		t.Fatalf("waiter returned %v while the lock was held", err)
+	default:
+	}
+	if err := holder.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; err != nil {
+		t.Fatalf("waiter Lock after release: %v; want nil (woken by the release message)", err)
+	}
+	if err := waiter.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func testWatchdog(t *testing.T, s *Setup) {
+	n := name(t)
+	ctx := ctxFor(t, time.Minute)
+	const ttl = 300 * time.Millisecond
+	l := s.lock(t, s.backend(t), n, Options{TTL: ttl, Watchdog: true})
+	other := s.lock(t, s.backend(t), n, Options{TTL: ttl, Watchdog: true})
+	if err := l.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	end := time.Now().Add(6 * ttl)
+	for time.Now().Before(end) {
+		if ok, err := other.TryLock(ctx); ok || err != nil {
+			t.Fatalf("TryLock by another client %v into the hold = (%v, %v); want (false, nil)", time.Until(end), ok, err)
+		}
+		select {
+		case <-l.Done():
+			t.Fatalf("hold ended while renewed: %v", l.Err())
+		case <-time.After(ttl / 4):
+		}
+	}
+	if err := l.Unlock(ctx); err != nil {
+		t.Fatalf("Unlock after 6 TTLs: %v", err)
+	}
+	if err := l.Err(); err != nil {
+		t.Errorf("Err after Unlock = %v; want nil", err)
+	}
+}
+
+func testLostDeleted(t *testing.T, s *Setup) {
+	n := name(t)
+	ctx := ctxFor(t, time.Minute)
+	b := s.backend(t)
+	l := s.lock(t, b, n, Options{TTL: 600 * time.Millisecond, Watchdog: true})
+	if err := l.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s.deleteKeys(t, b, n)
+	select {
+	case <-l.Done():
+	case <-ctx.Done():
+		t.Fatal("Done not closed after the hold's keys were deleted")
+	}
+	if err := l.Err(); !isLost(err) {
+		t.Errorf("Err() = %v; want locker.ErrLost", err)
+	}
+	if err := l.Unlock(ctx); !isLost(err) {
+		t.Errorf("Unlock of a lost hold = %v; want locker.ErrLost", err)
+	}
+	other := s.lock(t, s.backend(t), n, Options{TTL: time.Second, Watchdog: true})
+	if ok, err := other.TryLock(ctx); !ok || err != nil {
+		t.Fatalf("TryLock after loss = (%v, %v); want (true, nil)", ok, err)
+	}
+	_ = other.Unlock(ctx)
+}
+
+// testLostFirst checks the order of two events on a fixed lease that nobody
+// renews: the holder's Done closes before another client acquires.
+func testLostFirst(t *testing.T, s *Setup) {
+	n := name(t)
+	ctx := ctxFor(t, time.Minute)
+	l := s.lock(t, s.backend(t), n, Options{TTL: 200 * time.Millisecond, Watchdog: false})
+	other := s.lock(t, s.backend(t), n, Options{TTL: time.Second, Watchdog: true, Backoff: locker.ConstantBackoff(time.Millisecond)})
+	if err := l.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var lostAt atomic.Int64
+	go func() {
+		<-l.Done()
+		lostAt.Store(time.Now().UnixNano())
+	}()
+	if err := other.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	gotAt := time.Now().UnixNano()
+	at := lostAt.Load()
+	if at == 0 || at > gotAt {
+		t.Fatalf("another client acquired before the holder's Done closed (lost at %d, acquired at %d)", at, gotAt)
+	}
+	if !isLost(l.Err()) {
+		t.Errorf("Err() = %v; want locker.ErrLost", l.Err())
+	}
+	_ = other.Unlock(ctx)
+	_ = l.Unlock(ctx)
+}
+
+// counting counts the renewal calls that go through it.
+type counting struct {
+	backend.Backend
+	renewals atomic.Int64
+}
+
+func (c *counting) Exec(ctx context.Context, calls ...*backend.Call) {
+	for _, call := range calls {
+		if call.Script.Kind() == backend.Renew {
+			c.renewals.Add(1)
+		}
+	}
+	c.Backend.Exec(ctx, calls...)
+}
+
+func testUnlockStops(t *testing.T, s *Setup) {
+	n := name(t)
+	ctx := ctxFor(t, time.Minute)
+	const ttl = 150 * time.Millisecond
+	cb := &counting{Backend: s.backend(t)}
+	l := s.lock(t, cb, n, Options{TTL: ttl, Watchdog: true})
+	if err := l.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * ttl)
+	if err := l.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	before := cb.renewals.Load()
+	if before == 0 {
+		t.Fatalf("no renewal during 3 TTLs")
+	}
+	time.Sleep(4 * ttl)
+	if after := cb.renewals.Load(); after != before {
+		t.Errorf("renewals after Unlock returned: %d; want 0", after-before)
+	}
+}
+
+func testExtend(t *testing.T, s *Setup) {
+	n := name(t)
+	ctx := ctxFor(t, time.Minute)
+	l := s.lock(t, s.backend(t), n, Options{TTL: 200 * time.Millisecond, Watchdog: false})
+	other := s.lock(t, s.backend(t), n, Options{TTL: time.Second, Watchdog: true})
+	if err := l.Extend(ctx, time.Second); !isNotHeld(err) {
+		t.Errorf("Extend before Lock = %v; want locker.ErrNotHeld", err)
+	}
+	if err := l.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	before := l.Until()
+	if err := l.Extend(ctx, 2*time.Second); err != nil {
+		t.Fatalf("Extend: %v", err)
+	}
+	if !l.Until().After(before) {
+		t.Errorf("Until did not move forward: %v then %v", before, l.Until())
+	}
+	time.Sleep(500 * time.Millisecond) // past the original 200ms lease
+	if ok, err := other.TryLock(ctx); ok || err != nil {
+		t.Fatalf("TryLock after the original lease = (%v, %v); want (false, nil)", ok, err)
+	}
+	if err := l.Unlock(ctx); err != nil {
+		t.Fatalf("Unlock: %v", err)
+	}
+}
+
+func testMisuse(t *testing.T, s *Setup) {
+	n := name(t)
+	ctx := ctxFor(t, time.Minute)
+	l := s.lock(t, s.backend(t), n, Options{TTL: time.Second, Watchdog: true})
+	if err := l.Unlock(ctx); !isNotHeld(err) {
+		t.Errorf("Unlock before Lock = %v; want locker.ErrNotHeld", err)
+	}
+	if err := l.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Unlock(ctx); !isNotHeld(err) {
+		t.Errorf("second Unlock = %v; want locker.ErrNotHeld", err)
+	}
+	canceled, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := l.Lock(canceled); !isNotAcquired(err) || !isCanceled(err) {
+		t.Errorf("Lock with a canceled context = %v; want locker.ErrNotAcquired and context.Canceled", err)
+	}
+	if ok, err := l.TryLock(canceled); ok || !isCanceled(err) {
+		t.Errorf("TryLock with a canceled context = (%v, %v); want (false, context.Canceled)", ok, err)
+	}
+	select {
+	case <-l.Done():
+	default:
+		t.Error("Done() of an unlocked handle is not closed")
+	}
+}
+
+func testContextEnds(t *testing.T, s *Setup) {
+	n := name(t)
+	ctx := ctxFor(t, time.Minute)
+	holder := s.lock(t, s.backend(t), n, Options{TTL: 10 * time.Second, Watchdog: true})
+	waiter := s.lock(t, s.backend(t), n, Options{TTL: 10 * time.Second, Watchdog: true})
+	if err := holder.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	err := waiter.Lock(short)
+	if !isNotAcquired(err) || !isDeadline(err) {
+		t.Fatalf("Lock until the deadline = %v; want locker.ErrNotAcquired and context.DeadlineExceeded", err)
+	}
+	if err := waiter.Unlock(ctx); !isNotHeld(err) {
+		t.Errorf("Unlock after a failed Lock = %v; want locker.ErrNotHeld", err)
+	}
+	if err := holder.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The failed waiter left nothing behind: the lock is free.
+	if ok, err := waiter.TryLock(ctx); !ok || err != nil {
+		t.Fatalf("TryLock after the holder left = (%v, %v); want (true, nil)", ok, err)
+	}
+	_ = waiter.Unlock(ctx)
+}
+
+func testTakeover(t *testing.T, s *Setup) {
+	n := name(t)
+	ctx := ctxFor(t, time.Minute)
+	a := s.lock(t, s.backend(t), n, Options{TTL: 100 * time.Millisecond, Watchdog: false})
+	b := s.lock(t, s.backend(t), n, Options{TTL: 10 * time.Second, Watchdog: true})
+	if err := a.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Lock(ctx); err != nil { // after a's lease ran out
+		t.Fatal(err)
+	}
+	err := a.Unlock(ctx)
+	if !isNotHeld(err) && !isLost(err) {
+		t.Fatalf("Unlock of an expired hold = %v; want locker.ErrLost or locker.ErrNotHeld", err)
+	}
+	c := s.lock(t, s.backend(t), n, Options{TTL: time.Second, Watchdog: true})
+	if ok, err := c.TryLock(ctx); ok || err != nil {
+		t.Fatalf("the stale Unlock released the new holder's lock: TryLock = (%v, %v)", ok, err)
+	}
+	if err := b.Unlock(ctx); err != nil {
+		t.Fatalf("new holder's Unlock: %v", err)
+	}
+}
