@@ -1,0 +1,40 @@
+// Package redisync is a toolkit of distributed synchronization primitives on
+// Redis: what package sync is inside one process, redisync is across
+// processes and machines.
+//
+// This package holds only documentation; the code lives in its
+// sub-packages:
+//
+//	locker     the shared vocabulary: Locker, Lease, errors, Backoff, Sync (a sync.Locker adapter)
+//	backend    Backend over a go-redis client: one node, Sentinel or Cluster
+//	mutex      mutex.Mutex, an exclusive lock with watchdog, fencing token and lost-hold signal
+//	tracing    OpenTelemetry options: span and metric schema
+//
+// # Getting started
+//
+//	rdb := redis.NewClient(&redis.Options{Addr: "localhost:6379"})
+//	b := backend.New(rdb)
+//	defer b.Close()
+//
+//	mu, err := mutex.New(b, "orders:42")
+//	if err != nil { ... }
+//	if err := mu.Lock(ctx); err != nil { ... }
+//	defer mu.Unlock(ctx)
+//
+// # Safety model
+//
+// A lock excludes other holders while its hold is valid. Holds expire on the
+// server after their TTL unless renewed, so that a crashed holder cannot
+// block the others forever; the watchdog renews live holds, and a hold that
+// cannot be renewed in time is reported lost (Done is closed, Err matches
+// locker.ErrLost) before the server could give it to someone else. A client
+// that stalls after its hold ended (a GC pause, a frozen VM) cannot know it;
+// that is what fencing tokens are for: every hold carries a token larger than
+// all earlier ones for the name, and a resource that refuses writes with a
+// token lower than the highest it has seen is safe even then.
+//
+// With Sentinel or Cluster, replication is asynchronous: a failover can lose
+// a hold that was granted just before it, and hand the lock to a second
+// client. Fencing tokens keep growing across such a failover (they include
+// the server clock), so a fenced resource still rejects the older holder.
+package redisync
