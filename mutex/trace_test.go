@@ -130,7 +130,7 @@ func TestSpans(t *testing.T) {
 		"redisync.fencing_token": attribute.Int64Value(m.Token()),
 	} {
 		if got := a[k]; got != want {
-			t.Errorf("mutex.Lock %s = %v; want %v", k, got.Emit(), want.Emit())
+			t.Errorf("mutex.Lock %s = %v; want %v", k, got.String(), want.String())
 		}
 	}
 	fa := attrs(failed)
@@ -139,7 +139,7 @@ func TestSpans(t *testing.T) {
 		t.Errorf("failed mutex.Lock: status %v, attributes %v", failed.Status(), failed.Attributes())
 	}
 	if fa["redisync.wait.duration"].AsFloat64() <= 0 {
-		t.Errorf("failed mutex.Lock waited %v; want > 0", fa["redisync.wait.duration"].Emit())
+		t.Errorf("failed mutex.Lock waited %v; want > 0", fa["redisync.wait.duration"].String())
 	}
 
 	try := find(spans, "mutex.TryLock")
@@ -193,7 +193,7 @@ func TestSpansCarryNoOwnerToken(t *testing.T) {
 	for _, s := range spans {
 		for _, kv := range s.Attributes() {
 			for _, tok := range tr.rec.seen {
-				if strings.Contains(kv.Value.Emit(), tok) {
+				if strings.Contains(kv.Value.String(), tok) {
 					t.Errorf("span %s attribute %s carries an owner token", s.Name(), kv.Key)
 				}
 			}

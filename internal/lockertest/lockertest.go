@@ -6,6 +6,7 @@ package lockertest
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -195,16 +196,14 @@ func testMutualExclusion(t *testing.T, s *Setup) {
 				defer wg.Done()
 				for i := 0; i < per; i++ {
 					if err := l.Lock(ctx); err != nil {
-						errs <- fmt.Errorf("Lock: %w", err)
+						errs <- fmt.Errorf("lock: %w", err)
 						return
 					}
 					res.Enter(l.Token())
-					for range 50 { // a short critical section that yields
-						_ = i
-					}
+					runtime.Gosched() // a short critical section that lets others run
 					res.Exit()
 					if err := l.Unlock(ctx); err != nil {
-						errs <- fmt.Errorf("Unlock: %w", err)
+						errs <- fmt.Errorf("unlock: %w", err)
 						return
 					}
 				}
