@@ -1,0 +1,138 @@
+package script_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redisync/redisync/backend"
+	"github.com/redisync/redisync/internal/embedded"
+	"github.com/redisync/redisync/internal/redistest"
+	"github.com/redisync/redisync/internal/script"
+)
+
+func TestMain(m *testing.M) { redistest.Main(m) }
+
+// servers runs f against the embedded Redis and a real redis-server.
+func servers(t *testing.T, f func(t *testing.T, rdb *redis.Client)) {
+	t.Run("miniredis", func(t *testing.T) {
+		s, err := embedded.Start()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		rdb := redis.NewClient(&redis.Options{Addr: s.Addr()})
+		defer rdb.Close()
+		f(t, rdb)
+	})
+	t.Run("redis-server", func(t *testing.T) {
+		f(t, redistest.SharedNode(t).Client(t))
+	})
+}
+
+const fenceTTL = int64(24 * time.Hour / time.Millisecond)
+
+func TestMutexScripts(t *testing.T) {
+	servers(t, func(t *testing.T, rdb *redis.Client) {
+		ctx := context.Background()
+		b := backend.New(rdb)
+		defer b.Close()
+		keys := []string{"redisync:{" + t.Name() + "}:lock", "redisync:{" + t.Name() + "}:fence"}
+		wake := "redisync:{" + t.Name() + "}:wake"
+		acquire := func(owner string) backend.Reply {
+			t.Helper()
+			r, err := backend.Run(ctx, b, script.MutexAcquire, keys, owner, wake, 10000, fenceTTL)
+			if err != nil {
+				t.Fatalf("acquire: %v", err)
+			}
+			return r
+		}
+		run := func(s *backend.Script, args ...any) backend.Reply {
+			t.Helper()
+			r, err := backend.Run(ctx, b, s, keys, args...)
+			if err != nil {
+				t.Fatalf("%s: %v", s.Name(), err)
+			}
+			return r
+		}
+
+		before := time.Now().UnixMicro()
+		r := acquire("A")
+		tok := r.At(1)
+		if r.Status() != backend.StatusOK || tok < before-int64(time.Minute/time.Microsecond) {
+			t.Fatalf("acquire on a free lock = %v; want [1 token] with token near the server clock in µs (%d)", r, before)
+		}
+		if r := acquire("A"); r.Status() != backend.StatusOK || r.At(1) != tok {
+			t.Errorf("retried acquire by the holder = %v; want [1 %d] (same hold, same token)", r, tok)
+		}
+		if r := acquire("B"); r.Status() != backend.StatusContended || r.At(1) <= 0 || r.At(1) > 10000 {
+			t.Errorf("acquire by another owner = %v; want [0 ms-left]", r)
+		}
+		if r := run(script.MutexRenew, "B", 20000); r.Status() != backend.StatusTaken {
+			t.Errorf("renew by another owner = %v; want [-2]", r)
+		}
+		if r := run(script.MutexRenew, "A", 20000); r.Status() != backend.StatusOK || r.At(1) != 20000 {
+			t.Errorf("renew to a longer TTL = %v; want [1 20000]", r)
+		}
+		if r := run(script.MutexRenew, "A", 5000); r.Status() != backend.StatusOK || r.At(1) <= 5000 {
+			t.Errorf("renew to a shorter TTL = %v; want [1 ms-left > 5000] (never shortened)", r)
+		}
+		if r := run(script.MutexRelease, "B", wake); r.Status() != backend.StatusTaken {
+			t.Errorf("release by another owner = %v; want [-2]", r)
+		}
+		if r := run(script.MutexRelease, "A", wake); r.Status() != backend.StatusOK {
+			t.Errorf("release by the holder = %v; want [1]", r)
+		}
+		if r := run(script.MutexRelease, "A", wake); r.Status() != backend.StatusGone {
+			t.Errorf("second release = %v; want [-1]", r)
+		}
+		if r := run(script.MutexRenew, "A", 1000); r.Status() != backend.StatusGone {
+			t.Errorf("renew after release = %v; want [-1]", r)
+		}
+
+		// Tokens grow when the counter is ahead of the clock...
+		ahead := tok + int64(time.Hour/time.Microsecond)
+		if err := rdb.Set(ctx, keys[1], ahead, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		r = acquire("C")
+		if r.At(1) != ahead+1 {
+			t.Errorf("token after a counter of %d = %d; want %d", ahead, r.At(1), ahead+1)
+		}
+		run(script.MutexRelease, "C", wake)
+		// ...and when the counter is lost (expired, or a failover dropped
+		// the last writes): the server clock takes over.
+		if err := rdb.Set(ctx, keys[1], tok-1000, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if r := acquire("D"); r.At(1) <= tok {
+			t.Errorf("token after the counter went back = %d; want > %d (an earlier token)", r.At(1), tok)
+		}
+		run(script.MutexRelease, "D", wake)
+		if err := rdb.Del(ctx, keys[1]).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if r := acquire("E"); r.At(1) <= tok {
+			t.Errorf("token after the counter was deleted = %d; want > %d", r.At(1), tok)
+		}
+		if ttl := rdb.PTTL(ctx, keys[1]).Val(); ttl <= 0 {
+			t.Errorf("fence counter TTL = %v; want a TTL (no key without expiry)", ttl)
+		}
+		if ttl := rdb.PTTL(ctx, keys[0]).Val(); ttl <= 0 || ttl > 10*time.Second {
+			t.Errorf("lock TTL = %v; want in (0, 10s]", ttl)
+		}
+	})
+}
+
+func TestNotHeld(t *testing.T) {
+	for _, s := range []int64{backend.StatusGone, backend.StatusTaken, 7} {
+		if err := script.NotHeld(s); err == nil {
+			t.Errorf("NotHeld(%d) = nil; want an error", s)
+		}
+	}
+	if err := script.NotHeld(backend.StatusOK); err != nil {
+		t.Errorf("NotHeld(StatusOK) = %v; want nil", err)
+	}
+}
