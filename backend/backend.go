@@ -131,14 +131,19 @@ func Check(b Backend) error {
 }
 
 // IsTransient reports whether err is a failure that retrying may cure: a
-// network error or timeout, a closed or exhausted connection pool, or a Redis
+// network error or timeout, a closed or exhausted connection pool, a Redis
 // reply that means "not now" (LOADING, READONLY, MASTERDOWN, CLUSTERDOWN,
-// TRYAGAIN, NOREPLICAS). Context errors, locker.ErrClosed and every other
-// Redis error (NOPERM, WRONGTYPE, script errors) are not transient.
+// TRYAGAIN, NOREPLICAS), or an error with a Transient method that returns
+// true (QuorumError, ReplicaError). Context errors, locker.ErrClosed and every
+// other Redis error (NOPERM, WRONGTYPE, script errors) are not transient.
 func IsTransient(err error) bool {
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
 		errors.Is(err, locker.ErrClosed) || errors.Is(err, redis.ErrClosed) {
 		return false
+	}
+	var te interface{ Transient() bool }
+	if errors.As(err, &te) {
+		return te.Transient()
 	}
 	var ne net.Error
 	if errors.As(err, &ne) {

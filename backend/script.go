@@ -7,24 +7,44 @@ import (
 )
 
 // A Kind says what a script does to a hold, so that a backend spanning several
-// nodes (the quorum) knows how to combine the nodes' replies.
+// nodes (the quorum) knows how to combine the nodes' replies, and a backend
+// that waits for replica acknowledgements knows which calls need them.
+//
+// Every script receives the backend's publish command in ARGV[1]; the Args of
+// a Call follow from ARGV[2]. Every reply is an array of integers whose first
+// element is a status (StatusOK, StatusContended, StatusGone, StatusTaken).
 type Kind int
 
 const (
-	// Query scripts only read.
+	// Query scripts only read. A quorum returns the reply of one node that
+	// answered.
 	Query Kind = iota
-	// Acquire scripts take a hold. They reply {StatusOK, fencing token, ...}
-	// or {StatusContended, wait ms, ...}; the last of their KEYS is the fence
-	// counter; their Undo script, run with the same KEYS and Args, gives back
-	// what they took.
+
+	// Acquire scripts take a hold, or add to one (a re-entry, more permits).
+	// Their ARGV start with the owner token (ARGV[2]) and the wake channel
+	// (ARGV[3]); the last of their KEYS is the name's fence counter. They
+	// reply {StatusOK, fencing token, ...} when the hold was taken and
+	// {StatusContended, ms until a retry may succeed (0: unknown), ...}
+	// otherwise. Their Undo script, run with the same KEYS and Args, gives
+	// back exactly what the acquisition took (and is harmless when it took
+	// nothing). A quorum grants an Acquire when a majority replied
+	// StatusOK, sets the token to the largest the nodes returned, raises the
+	// fence counter of every granting node to it, and runs Undo on every node
+	// when the majority is not reached. A backend with replica
+	// acknowledgements runs Undo when the acknowledgements do not come.
 	Acquire
-	// Renew scripts extend a hold. They reply {StatusOK, ...} or a negative
-	// status when the hold is gone.
+
+	// Renew scripts extend a hold. They reply {StatusOK, ...}, or a negative
+	// status when the hold is gone. A quorum succeeds on a majority.
 	Renew
-	// Release scripts end a hold. They reply {StatusOK, ...} or a negative
-	// status when there was nothing to release.
+
+	// Release scripts end a hold, or part of it. They reply {StatusOK, ...}
+	// or a negative status when there was nothing to release. A quorum runs
+	// them on every node and succeeds when any node released.
 	Release
-	// Write scripts change state that is not a hold (a counter, a record).
+
+	// Write scripts change state that is not a hold (a counter, a record). A
+	// quorum runs them on every node and succeeds on a majority.
 	Write
 )
 

@@ -33,7 +33,7 @@ func TestBehaviourMiniredis(t *testing.T) {
 			t.Cleanup(func() { _ = c.Close() })
 			return backend.New(c)
 		},
-		Raw: raw,
+		Raw: []redis.UniversalClient{raw},
 		New: newLock,
 	})
 }

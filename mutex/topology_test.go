@@ -22,7 +22,7 @@ func TestMain(m *testing.M) { redistest.Main(m) }
 func behaviour(t *testing.T, raw redis.UniversalClient, newClient func(t *testing.T) redis.UniversalClient) {
 	lockertest.Run(t, lockertest.Setup{
 		NewBackend: func(t *testing.T) backend.Backend { return backend.New(newClient(t)) },
-		Raw:        raw,
+		Raw:        []redis.UniversalClient{raw},
 		New:        newLock,
 	})
 }

@@ -36,9 +36,10 @@ type Setup struct {
 	// NewBackend returns a Backend with its own client, as a separate
 	// process would have. The suite closes it at the end of the test.
 	NewBackend func(t *testing.T) backend.Backend
-	// Raw is a client to the same deployment, used to delete keys behind
-	// the holders' backs.
-	Raw redis.UniversalClient
+	// Raw holds clients to every node of the deployment (one for a single
+	// node, Sentinel or Cluster; one per node for a quorum), used to delete
+	// keys behind the holders' backs.
+	Raw []redis.UniversalClient
 	// New returns the lock called name on b.
 	New func(b backend.Backend, name string, o Options) (Lock, error)
 
@@ -120,14 +121,16 @@ func (s *Setup) deleteKeys(t *testing.T, b backend.Backend, name string) {
 		}
 		return c.Del(ctx, keys...).Err()
 	}
-	var err error
-	if cc, ok := s.Raw.(*redis.ClusterClient); ok {
-		err = cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error { return del(ctx, c) })
-	} else {
-		err = del(ctx, s.Raw)
-	}
-	if err != nil {
-		t.Fatalf("delete keys of %q: %v", name, err)
+	for _, raw := range s.Raw {
+		var err error
+		if cc, ok := raw.(*redis.ClusterClient); ok {
+			err = cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error { return del(ctx, c) })
+		} else {
+			err = del(ctx, raw)
+		}
+		if err != nil {
+			t.Fatalf("delete keys of %q: %v", name, err)
+		}
 	}
 }
 
