@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/redisync/redisync/locker"
 	"github.com/redisync/redisync/tracing"
@@ -21,13 +22,20 @@ type optionFunc func(*config)
 func (f optionFunc) apply(c *config) { f(c) }
 
 type config struct {
-	prefix  string
-	tracing []tracing.Option
-	err     error
+	prefix      string
+	tracing     []tracing.Option
+	acks        int
+	ackTimeout  time.Duration
+	nodeTimeout time.Duration
+	err         error
 }
 
+// DefaultNodeTimeout is how long a quorum waits for each node unless
+// WithNodeTimeout says otherwise.
+const DefaultNodeTimeout = 250 * time.Millisecond
+
 func newConfig(opts []Option) config {
-	c := config{prefix: DefaultPrefix}
+	c := config{prefix: DefaultPrefix, nodeTimeout: DefaultNodeTimeout}
 	for _, o := range opts {
 		if o != nil {
 			o.apply(&c)
@@ -68,4 +76,49 @@ func validPrefix(p string) error {
 // meter providers are used, which record nothing until an SDK is installed.
 func WithTracing(opts ...tracing.Option) Option {
 	return optionFunc(func(c *config) { c.tracing = append(c.tracing, opts...) })
+}
+
+// WithReplicaAcks makes every acquisition and renewal count only once n
+// replicas have acknowledged it, waiting at most timeout: the script and a
+// WAIT n timeout go to the master in one round trip on one connection. An
+// acquisition that gets fewer acknowledgements is rolled back and fails with a
+// ReplicaError (which Lock retries while its context allows); a renewal that
+// gets fewer is not counted, so a hold whose replicas stay unreachable is
+// reported lost at its validity deadline.
+//
+// Without it (the default, n = 0), a Sentinel or Cluster failover right after
+// an acquisition can promote a replica that never saw it and let a second
+// client in. With it, that takes the loss of the master and of n replicas at
+// once. It does not make Redis replication synchronous: see WAIT in the Redis
+// documentation.
+//
+// n must be 1 or more and timeout at least 1ms (WAIT with 0 would block
+// forever); bad values make the Backend unusable and are reported by the
+// primitives' constructors. For a quorum, the option applies to each node.
+func WithReplicaAcks(n int, timeout time.Duration) Option {
+	return optionFunc(func(c *config) {
+		switch {
+		case n < 1:
+			c.err = errors.Join(c.err, fmt.Errorf("backend: replica acks %d: must be at least 1: %w", n, locker.ErrInvalid))
+		case timeout < time.Millisecond:
+			c.err = errors.Join(c.err, fmt.Errorf("backend: replica ack timeout %v: must be at least 1ms: %w", timeout, locker.ErrInvalid))
+		default:
+			c.acks, c.ackTimeout = n, timeout
+		}
+	})
+}
+
+// WithNodeTimeout sets how long a quorum (NewQuorum) waits for each node in
+// each step; a node that answers later is counted as failed, so one slow node
+// is outvoted rather than waited for. It should be much smaller than the TTL
+// of the locks. The default is DefaultNodeTimeout, 250ms; it must be at least
+// 1ms. New ignores it.
+func WithNodeTimeout(d time.Duration) Option {
+	return optionFunc(func(c *config) {
+		if d < time.Millisecond {
+			c.err = errors.Join(c.err, fmt.Errorf("backend: node timeout %v: must be at least 1ms: %w", d, locker.ErrInvalid))
+			return
+		}
+		c.nodeTimeout = d
+	})
 }

@@ -222,6 +222,30 @@ func (t *T) HoldEnded(ctx context.Context, primitive string, held time.Duration,
 	}
 }
 
+// Attribute keys of the quorum spans.
+const (
+	KeyQuorumNodes    = attribute.Key("redisync.quorum.nodes")
+	KeyQuorumRequired = attribute.Key("redisync.quorum.required")
+	KeyQuorumGranted  = attribute.Key("redisync.quorum.granted")
+)
+
+// Quorum opens the INTERNAL span "redlock <script>" of one quorum step over
+// nodes, of which required must succeed. End it with EndQuorum.
+func (t *T) Quorum(ctx context.Context, script string, nodes, required int) (context.Context, trace.Span) {
+	return t.tracer.Start(ctx, "redlock "+script, trace.WithSpanKind(trace.SpanKindInternal),
+		trace.WithAttributes(KeyQuorumNodes.Int(nodes), KeyQuorumRequired.Int(required)))
+}
+
+// EndQuorum ends a quorum span with the number of nodes that succeeded and
+// the step's error.
+func EndQuorum(span trace.Span, granted int, err error) {
+	if span.IsRecording() {
+		span.SetAttributes(KeyQuorumGranted.Int(granted))
+		setError(span, err)
+	}
+	span.End()
+}
+
 // Server is the address a backend was configured with, for server.address and
 // server.port on client spans.
 type Server struct {

@@ -114,6 +114,13 @@ func (s *Sub) signal() {
 // fails only when ctx ends, the Hub is closed, or the channel's shard cannot
 // be found.
 func (h *Hub) Subscribe(ctx context.Context, name string) (*Sub, error) {
+	return h.SubscribeInto(ctx, name, make(chan struct{}, 1))
+}
+
+// SubscribeInto is Subscribe with the signal channel supplied by the caller,
+// so that the Subs of several hubs (one per node of a quorum) can share one.
+// c should have a buffer of one; signals that find it full are dropped.
+func (h *Hub) SubscribeInto(ctx context.Context, name string, c chan struct{}) (*Sub, error) {
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()
@@ -145,7 +152,7 @@ func (h *Hub) Subscribe(ctx context.Context, name string) (*Sub, error) {
 		ch.linger.Stop()
 		ch.linger = nil
 	}
-	s := &Sub{h: h, ch: ch, c: make(chan struct{}, 1)}
+	s := &Sub{h: h, ch: ch, c: c}
 	ch.subs[s] = struct{}{}
 	ready := ch.ready
 	h.mu.Unlock()

@@ -1,0 +1,86 @@
+package backend
+
+import (
+	"fmt"
+	"strings"
+)
+
+// A QuorumError reports that a step of a quorum backend (NewQuorum) did not
+// reach a majority because nodes failed: they were down, slower than the
+// per-node timeout, or answered with an error. It carries one error per
+// failed node, each naming the node's address, reachable with errors.Is and
+// errors.As through Unwrap.
+//
+// Contention is not a QuorumError: when the other nodes answered that the
+// lock is held, the step simply did not succeed.
+type QuorumError struct {
+	Script   string  // the script whose step failed, such as "mutex.acquire"
+	Nodes    int     // nodes in the quorum
+	Required int     // nodes needed: a majority
+	Granted  int     // nodes that succeeded
+	Errs     []error // one per failed node
+}
+
+func (e *QuorumError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "backend: quorum not reached for %s: %d of %d nodes succeeded, %d needed", e.Script, e.Granted, e.Nodes, e.Required)
+	for _, err := range e.Errs {
+		b.WriteString("; ")
+		b.WriteString(err.Error())
+	}
+	return b.String()
+}
+
+// Unwrap returns the nodes' errors.
+func (e *QuorumError) Unwrap() []error { return e.Errs }
+
+// Transient reports whether retrying may succeed: whether any node failed
+// with a transient error (see IsTransient).
+func (e *QuorumError) Transient() bool {
+	for _, err := range e.Errs {
+		if IsTransient(err) {
+			return true
+		}
+	}
+	return false
+}
+
+// A NodeError is the failure of one node of a quorum.
+type NodeError struct {
+	Addr string // the node's address, as configured
+	Err  error
+}
+
+func (e *NodeError) Error() string { return "node " + e.Addr + ": " + e.Err.Error() }
+
+// Unwrap returns the node's error.
+func (e *NodeError) Unwrap() error { return e.Err }
+
+// A ReplicaError reports that a write that needed replica acknowledgements
+// (WithReplicaAcks) did not get enough of them in time. An acquisition is
+// rolled back before the error is returned, so nothing stays held; a renewal
+// is simply not counted. It is transient: Lock retries it while its context
+// allows.
+type ReplicaError struct {
+	Script string // the script, such as "mutex.acquire"
+	Want   int    // acknowledgements required
+	Got    int    // acknowledgements received before the timeout
+}
+
+func (e *ReplicaError) Error() string {
+	return fmt.Sprintf("backend: %s acknowledged by %d of %d replicas required; not counted", e.Script, e.Got, e.Want)
+}
+
+// Transient reports true: replicas that lag or are briefly unreachable may
+// acknowledge the next attempt.
+func (e *ReplicaError) Transient() bool { return true }
+
+// errNodeTimeout is a node's error when it did not answer within the per-node
+// timeout of a quorum. It is transient: the node may answer the next step.
+var errNodeTimeout error = nodeTimeout{}
+
+type nodeTimeout struct{}
+
+func (nodeTimeout) Error() string   { return "no answer within the per-node timeout" }
+func (nodeTimeout) Transient() bool { return true }
+func (nodeTimeout) Timeout() bool   { return true }
