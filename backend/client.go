@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -30,7 +31,7 @@ import (
 // its context by up to the client's ReadTimeout.
 func New(c redis.UniversalClient, opts ...Option) Backend {
 	cfg := newConfig(opts)
-	b := &client{rdb: c, prefix: cfg.prefix, done: make(chan struct{}), err: cfg.err}
+	b := &client{rdb: c, prefix: cfg.prefix, done: make(chan struct{}), err: cfg.err, acks: cfg.acks, ackTimeout: cfg.ackTimeout}
 	b.tel = telemetry.Default()
 	if cfg.tracing != nil {
 		b.tel = telemetry.New(telemetry.NewConfig(cfg.tracing...))
@@ -67,6 +68,9 @@ type client struct {
 	srv    telemetry.Server
 	err    error // construction error
 
+	acks       int           // replica acknowledgements required (0: none)
+	ackTimeout time.Duration // WAIT timeout
+
 	closeOnce sync.Once
 	done      chan struct{}
 }
@@ -99,6 +103,17 @@ func (c *client) Exec(ctx context.Context, calls ...*Call) {
 			call.Reply, call.Err = nil, err
 		}
 		return
+	}
+	if c.acks > 0 {
+		plain := calls[:0:0]
+		for _, call := range calls {
+			if k := call.Script.kind; k == Acquire || k == Renew {
+				c.runAcked(ctx, call)
+			} else {
+				plain = append(plain, call)
+			}
+		}
+		calls = plain
 	}
 	switch len(calls) {
 	case 0:
@@ -149,6 +164,71 @@ func (c *client) pipeline(ctx context.Context, calls []*Call) {
 	telemetry.EndClient(span, first)
 }
 
+// runAcked sends one call and a WAIT for the replica acknowledgements in one
+// pipeline, on one connection to the master that owns the call's keys: WAIT
+// counts the acknowledgements of its own connection's writes. An acquisition
+// that is not acknowledged enough is rolled back with its Undo script.
+func (c *client) runAcked(ctx context.Context, call *Call) {
+	ctx, span := c.tel.ClientSpan(ctx, c.srv, "EVALSHA", call.Script.name, 1)
+	defer func() { telemetry.EndClient(span, call.Err) }()
+	node, err := c.master(ctx, call)
+	if err != nil {
+		c.finish(call, nil, err)
+		return
+	}
+	var eval *redis.Cmd
+	var wait *redis.Cmd
+	send := func(load bool) {
+		_, _ = node.Pipelined(ctx, func(p redis.Pipeliner) error {
+			if load {
+				eval = call.Script.rs.Eval(ctx, p, call.Keys, c.args(call)...)
+			} else {
+				eval = call.Script.rs.EvalSha(ctx, p, call.Keys, c.args(call)...)
+			}
+			wait = p.Do(ctx, "wait", c.acks, c.ackTimeout.Milliseconds())
+			return nil
+		})
+	}
+	send(false)
+	if err := eval.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+		send(true)
+	}
+	v, err := eval.Result()
+	c.finish(call, v, err)
+	if call.Err != nil || call.Reply.Status() != StatusOK {
+		return
+	}
+	if got, err := wait.Int64(); err != nil || int(got) < c.acks {
+		if call.Script.kind == Acquire && call.Script.undo != nil {
+			undo := &Call{Script: call.Script.undo, Keys: call.Keys, Args: call.Args}
+			uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+			c.run(uctx, undo)
+			cancel()
+		}
+		rerr := &ReplicaError{Script: call.Script.name, Want: c.acks, Got: int(got)}
+		if err != nil {
+			call.Err = fmt.Errorf("%w: %w", rerr, err)
+		} else {
+			call.Err = rerr
+		}
+		call.Reply = nil
+	}
+}
+
+// master returns the client of the node that owns the call's keys.
+func (c *client) master(ctx context.Context, call *Call) (*redis.Client, error) {
+	switch rdb := c.rdb.(type) {
+	case *redis.Client:
+		return rdb, nil
+	case *redis.ClusterClient:
+		if len(call.Keys) == 0 {
+			return nil, fmt.Errorf("backend: script %s has no keys to route by", call.Script.name)
+		}
+		return rdb.MasterForKey(ctx, call.Keys[0])
+	}
+	return nil, fmt.Errorf("backend: unsupported client %T", c.rdb)
+}
+
 func batchName(calls []*Call) string {
 	name := calls[0].Script.name
 	for _, call := range calls[1:] {
@@ -165,6 +245,9 @@ func (c *client) finish(call *Call, v any, err error) {
 			// A failover or a broken link: the pub/sub connections may be
 			// on a node that no longer serves us; have them reopened.
 			c.hub.Reset()
+			if cc, ok := c.rdb.(*redis.ClusterClient); ok {
+				cc.ReloadState(context.WithoutCancel(context.Background()))
+			}
 		}
 		call.Reply, call.Err = nil, fmt.Errorf("backend: script %s: %w", call.Script.name, err)
 		return
@@ -180,6 +263,21 @@ func (c *client) Subscribe(ctx context.Context, channel string) (Subscription, e
 		return nil, locker.ErrClosed
 	}
 	s, err := c.hub.Subscribe(ctx, channel)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// subscribeInto subscribes with a signal channel shared with other nodes.
+func (c *client) subscribeInto(ctx context.Context, channel string, sig chan struct{}) (Subscription, error) {
+	switch {
+	case c.err != nil:
+		return nil, c.err
+	case c.closed():
+		return nil, locker.ErrClosed
+	}
+	s, err := c.hub.SubscribeInto(ctx, channel, sig)
 	if err != nil {
 		return nil, err
 	}

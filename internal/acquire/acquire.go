@@ -61,6 +61,11 @@ func (l Loop) Wait(ctx context.Context, attempt Attempt) error {
 		var delay time.Duration
 		switch {
 		case err != nil && ctx.Err() != nil:
+			if errors.Is(err, ctx.Err()) && lastErr != nil {
+				// The attempt was only cut short by ctx: the error
+				// before it says more.
+				err = lastErr
+			}
 			return NotAcquired(ctx, err)
 		case err != nil && !backend.IsTransient(err):
 			return err
