@@ -1,0 +1,464 @@
+package backend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redisync/redisync/internal/holdopt"
+	"github.com/redisync/redisync/internal/telemetry"
+	"github.com/redisync/redisync/locker"
+)
+
+// NewQuorum returns a Backend over independent Redis nodes that grants a hold
+// only when a majority of them grant it: the Redlock algorithm. Every
+// primitive built on a Backend runs on it unchanged.
+//
+// Each step runs on every node in parallel, and waits for each node at most
+// the per-node timeout (WithNodeTimeout, 250ms by default), so a slow or dead
+// node is outvoted, not waited for:
+//
+//   - an acquisition succeeds when a majority grants it; its fencing token
+//     is the largest the granting nodes issued, and the fence counters of
+//     the granting nodes are raised to it before the hold is returned, so
+//     that any later majority, which shares a node with this one, issues a
+//     larger token. When no majority grants it, it is undone on every node;
+//   - a renewal succeeds on a majority; a release is sent to every node;
+//   - wake-up messages from any node wake the waiters.
+//
+// The holder's validity (TTL minus the time the acquisition took, which
+// includes the slowest node it waited for, minus the drift margin) is
+// computed by the primitives as on a single node.
+//
+// Failures that keep a step from a majority return a *QuorumError naming
+// each failed node. Contention does not: it is a failed attempt, retried by
+// Lock.
+//
+// The nodes must be independent masters (no replication between them). A
+// node that restarts empty can grant a lock again that it had granted before
+// it crashed; while a majority of the other nodes still hold it, nobody else
+// can get in, but two such restarts within one TTL can let a second holder
+// in. Run the nodes with appendfsync always, or keep a restarted node out for
+// longer than the longest TTL in use.
+//
+// NewQuorum needs at least three clients, each a *redis.Client to one node;
+// it returns an error matching locker.ErrInvalid otherwise or for a bad
+// option. The options are those of New (prefix, tracing, replica
+// acknowledgements, applied to each node) and WithNodeTimeout. The clients
+// stay owned by the caller.
+func NewQuorum(clients []redis.UniversalClient, opts ...Option) (Backend, error) {
+	cfg := newConfig(opts)
+	if cfg.err != nil {
+		return nil, cfg.err
+	}
+	if len(clients) < 3 {
+		return nil, fmt.Errorf("backend: quorum of %d nodes: need at least 3 (use New for one node): %w", len(clients), locker.ErrInvalid)
+	}
+	q := &quorum{
+		majority: len(clients)/2 + 1,
+		timeout:  cfg.nodeTimeout,
+		prefix:   cfg.prefix,
+		done:     make(chan struct{}),
+		tel:      telemetry.Default(),
+	}
+	if cfg.tracing != nil {
+		q.tel = telemetry.New(telemetry.NewConfig(cfg.tracing...))
+	}
+	seen := make(map[redis.UniversalClient]bool)
+	for i, c := range clients {
+		rc, ok := c.(*redis.Client)
+		switch {
+		case c == nil:
+			return nil, fmt.Errorf("backend: quorum node %d: nil client: %w", i, locker.ErrInvalid)
+		case !ok:
+			return nil, fmt.Errorf("backend: quorum node %d: %T: want a *redis.Client to one independent node: %w", i, c, locker.ErrInvalid)
+		case seen[c]:
+			return nil, fmt.Errorf("backend: quorum node %d (%s): the same client twice: %w", i, rc.Options().Addr, locker.ErrInvalid)
+		}
+		seen[c] = true
+		n := New(c, opts...).(*client)
+		n.tel = q.tel
+		q.nodes = append(q.nodes, n)
+	}
+	return q, nil
+}
+
+type quorum struct {
+	nodes    []*client
+	majority int
+	timeout  time.Duration
+	prefix   string
+	tel      *telemetry.T
+
+	closeOnce sync.Once
+	done      chan struct{}
+	wg        sync.WaitGroup // node calls, which may outlive the Exec that waited for them
+}
+
+var _ Backend = (*quorum)(nil)
+
+func (q *quorum) Prefix() string                 { return q.prefix }
+func (q *quorum) Done() <-chan struct{}          { return q.done }
+func (q *quorum) Telemetry() *telemetry.T        { return q.tel }
+func (q *quorum) addr(n int) string              { return q.nodes[n].rdb.(*redis.Client).Options().Addr }
+func (q *quorum) nodeErr(n int, err error) error { return &NodeError{Addr: q.addr(n), Err: err} }
+
+func (q *quorum) Close() error {
+	q.closeOnce.Do(func() {
+		close(q.done)
+		for _, n := range q.nodes {
+			_ = n.Close()
+		}
+		q.wg.Wait()
+	})
+	return nil
+}
+
+// Stats reports the wake channels subscribed and the pub/sub connections
+// open, summed over the nodes.
+func (q *quorum) Stats() (channels, conns int) {
+	for _, n := range q.nodes {
+		ch, cn := n.Stats()
+		channels, conns = channels+ch, conns+cn
+	}
+	return channels, conns
+}
+
+// fanout runs calls on every node in parallel and returns, per node, the
+// calls with their results. A node that has not answered within the per-node
+// timeout (or before ctx ends) gets an error result; its call goes on in the
+// background until its own deadline, and its late result is dropped.
+func (q *quorum) fanout(ctx context.Context, calls []*Call) [][]*Call {
+	type result struct {
+		n     int
+		calls []*Call
+	}
+	ch := make(chan result, len(q.nodes))
+	// The node calls share a context that the last of them to return
+	// cancels: they may outlive this call.
+	nctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), q.timeout)
+	last := countdown(len(q.nodes), cancel)
+	for n, node := range q.nodes {
+		copies := make([]*Call, len(calls))
+		for i, c := range calls {
+			copies[i] = &Call{Script: c.Script, Keys: c.Keys, Args: c.Args}
+		}
+		q.wg.Add(1)
+		go func() {
+			defer q.wg.Done()
+			node.Exec(nctx, copies...)
+			if nctx.Err() != nil && ctx.Err() == nil {
+				// Cut by the per-node timeout, not by the caller.
+				for _, c := range copies {
+					if errors.Is(c.Err, context.DeadlineExceeded) {
+						c.Err = errNodeTimeout
+					}
+				}
+			}
+			ch <- result{n, copies}
+			last()
+		}()
+	}
+	out := make([][]*Call, len(q.nodes))
+	timer := time.NewTimer(q.timeout)
+	defer timer.Stop()
+	var late error
+	for pending := len(q.nodes); pending > 0 && late == nil; {
+		select {
+		case r := <-ch:
+			out[r.n] = r.calls
+			pending--
+		case <-timer.C:
+			late = errNodeTimeout
+		case <-ctx.Done():
+			late = ctx.Err()
+		}
+	}
+	for n := range out {
+		if out[n] == nil {
+			out[n] = make([]*Call, len(calls))
+			for i, c := range calls {
+				out[n][i] = &Call{Script: c.Script, Keys: c.Keys, Args: c.Args, Err: late}
+			}
+		}
+	}
+	return out
+}
+
+// countdown returns a function that calls f on its n-th call.
+func countdown(n int, f func()) func() {
+	var left atomic.Int32
+	left.Store(int32(n))
+	return func() {
+		if left.Add(-1) == 0 {
+			f()
+		}
+	}
+}
+
+func (q *quorum) Exec(ctx context.Context, calls ...*Call) {
+	var err error
+	select {
+	case <-q.done:
+		err = locker.ErrClosed
+	default:
+		err = ctx.Err()
+	}
+	if err != nil {
+		for _, c := range calls {
+			c.Reply, c.Err = nil, err
+		}
+		return
+	}
+	if len(calls) == 0 {
+		return
+	}
+	ctx, span := q.tel.Quorum(ctx, batchName(calls), len(q.nodes), q.majority)
+	granted := 0 // nodes that succeeded on the first call
+	defer func() { telemetry.EndQuorum(span, granted, calls[0].Err) }()
+	results := q.fanout(ctx, calls)
+	for n := range q.nodes {
+		if r := results[n][0]; r.Err == nil && r.Reply.Status() == StatusOK {
+			granted++
+		}
+	}
+	var undo []*Call // undo[i] set for the acquisitions that failed
+	for i, call := range calls {
+		per := make([]*Call, len(q.nodes))
+		for n := range q.nodes {
+			per[n] = results[n][i]
+		}
+		switch call.Script.kind {
+		case Acquire:
+			if !q.acquire(ctx, call, per) && call.Script.undo != nil {
+				undo = append(undo, &Call{Script: call.Script.undo, Keys: call.Keys, Args: call.Args})
+			}
+		case Renew, Write:
+			q.majorityOf(call, per)
+		case Release:
+			q.anyOf(call, per)
+		default:
+			q.firstOf(call, per)
+		}
+	}
+	if len(undo) > 0 {
+		// Give back what a minority granted, on every node, before
+		// returning: a retry of the same owner must not be undone by a late
+		// undo of this attempt.
+		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), q.timeout)
+		q.fanout(uctx, undo)
+		cancel()
+	}
+}
+
+// tally sorts the nodes' results of one call.
+func (q *quorum) tally(per []*Call) (ok []int, negative []int, errs []error) {
+	for n, r := range per {
+		switch {
+		case r.Err != nil:
+			errs = append(errs, q.nodeErr(n, r.Err))
+		case r.Reply.Status() == StatusOK:
+			ok = append(ok, n)
+		default:
+			negative = append(negative, n)
+		}
+	}
+	return ok, negative, errs
+}
+
+func (q *quorum) fail(call *Call, granted int, errs []error) {
+	call.Reply, call.Err = nil, &QuorumError{Script: call.Script.name, Nodes: len(q.nodes), Required: q.majority, Granted: granted, Errs: errs}
+}
+
+// acquire combines the answers to an acquisition and reports whether it was
+// granted. On a grant it raises the fence counters of the granting nodes to
+// the token it returns.
+func (q *quorum) acquire(ctx context.Context, call *Call, per []*Call) bool {
+	ok, contended, errs := q.tally(per)
+	if len(ok) >= q.majority {
+		token := int64(0)
+		for _, n := range ok {
+			token = max(token, per[n].Reply.At(1))
+		}
+		if err := q.raise(ctx, call, per, ok, token); err != nil {
+			q.fail(call, len(ok), []error{err})
+			return false
+		}
+		reply := append(Reply(nil), per[ok[0]].Reply...)
+		reply[1] = token
+		call.Reply, call.Err = reply, nil
+		return true
+	}
+	if len(ok)+len(errs) >= q.majority && len(errs) > 0 {
+		// Failed nodes could have made the majority: report them.
+		q.fail(call, len(ok), errs)
+		return false
+	}
+	// Held elsewhere: retry when the first contended node may free up.
+	wait := int64(0)
+	for _, n := range contended {
+		if w := per[n].Reply.At(1); w > 0 && (wait == 0 || w < wait) {
+			wait = w
+		}
+	}
+	call.Reply, call.Err = Reply{StatusContended, wait}, nil
+	return false
+}
+
+// raiseFence sets a fence counter to a token if it is lower.
+var raiseFence = NewScript("quorum.raise_fence", Write, `
+local cur = tonumber(redis.call('GET', KEYS[1])) or 0
+if cur < tonumber(ARGV[2]) then
+  redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+end
+return {1}
+`, nil)
+
+// raise makes the fence counters of a majority of nodes at least token: the
+// granting nodes that issued less than token are raised; those that issued
+// token itself already hold it.
+func (q *quorum) raise(ctx context.Context, call *Call, per []*Call, ok []int, token int64) error {
+	fence := []string{call.Keys[len(call.Keys)-1]}
+	at := 0
+	var lower []int
+	for _, n := range ok {
+		if per[n].Reply.At(1) >= token {
+			at++
+		} else {
+			lower = append(lower, n)
+		}
+	}
+	if len(lower) == 0 {
+		return nil
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), q.timeout)
+	defer cancel()
+	var wg sync.WaitGroup
+	results := make([]error, len(lower))
+	for i, n := range lower {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, results[i] = Run(rctx, q.nodes[n], raiseFence, fence, fmt.Sprint(token), holdopt.Millis(holdopt.FenceTTL))
+		}()
+	}
+	wg.Wait()
+	var errs []error
+	for i, err := range results {
+		if err == nil {
+			at++
+		} else {
+			errs = append(errs, q.nodeErr(lower[i], err))
+		}
+	}
+	if at < q.majority {
+		return fmt.Errorf("backend: fencing token reached %d nodes, %d needed: %w", at, q.majority, errors.Join(errs...))
+	}
+	return nil
+}
+
+// majorityOf succeeds when a majority succeeded.
+func (q *quorum) majorityOf(call *Call, per []*Call) {
+	ok, negative, errs := q.tally(per)
+	switch {
+	case len(ok) >= q.majority:
+		call.Reply, call.Err = per[ok[0]].Reply, nil
+	case len(ok)+len(errs) >= q.majority && len(errs) > 0:
+		q.fail(call, len(ok), errs)
+	default:
+		call.Reply, call.Err = worst(per, negative), nil
+	}
+}
+
+// anyOf succeeds when any node succeeded.
+func (q *quorum) anyOf(call *Call, per []*Call) {
+	ok, negative, errs := q.tally(per)
+	switch {
+	case len(ok) > 0:
+		call.Reply, call.Err = per[ok[0]].Reply, nil
+	case len(errs) > 0:
+		q.fail(call, 0, errs)
+	default:
+		call.Reply, call.Err = worst(per, negative), nil
+	}
+}
+
+// firstOf returns the first answer.
+func (q *quorum) firstOf(call *Call, per []*Call) {
+	ok, negative, errs := q.tally(per)
+	switch {
+	case len(ok) > 0:
+		call.Reply, call.Err = per[ok[0]].Reply, nil
+	case len(negative) > 0:
+		call.Reply, call.Err = per[negative[0]].Reply, nil
+	default:
+		q.fail(call, 0, errs)
+	}
+}
+
+// worst picks among negative answers the one that says most: "taken by
+// another owner" over "gone".
+func worst(per []*Call, negative []int) Reply {
+	r := per[negative[0]].Reply
+	for _, n := range negative[1:] {
+		if per[n].Reply.Status() < r.Status() {
+			r = per[n].Reply
+		}
+	}
+	return r
+}
+
+func (q *quorum) Subscribe(ctx context.Context, channel string) (Subscription, error) {
+	select {
+	case <-q.done:
+		return nil, locker.ErrClosed
+	default:
+	}
+	qs := &quorumSub{c: make(chan struct{}, 1)}
+	var (
+		mu   sync.Mutex
+		wg   sync.WaitGroup
+		errs []error
+	)
+	for n, node := range q.nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s, err := node.subscribeInto(ctx, channel, qs.c)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, q.nodeErr(n, err))
+				return
+			}
+			qs.subs = append(qs.subs, s)
+		}()
+	}
+	wg.Wait()
+	if len(qs.subs) == 0 {
+		return nil, errors.Join(errs...)
+	}
+	return qs, nil
+}
+
+// quorumSub merges the wake-ups of every node into one channel.
+type quorumSub struct {
+	c    chan struct{}
+	subs []Subscription
+	once sync.Once
+}
+
+func (s *quorumSub) C() <-chan struct{} { return s.c }
+
+func (s *quorumSub) Close() {
+	s.once.Do(func() {
+		for _, sub := range s.subs {
+			sub.Close()
+		}
+	})
+}

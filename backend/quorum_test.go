@@ -1,0 +1,163 @@
+package backend_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/redisync/redisync/backend"
+	"github.com/redisync/redisync/backend/backendtest"
+	"github.com/redisync/redisync/internal/redistest"
+	"github.com/redisync/redisync/locker"
+	"github.com/redisync/redisync/tracing"
+)
+
+// quorumHarness makes quorum backends over new clients to the same nodes.
+type quorumHarness struct{ nodes []*redistest.Node }
+
+func (h quorumHarness) MakeBackend(_ context.Context, t *testing.T) (backend.Backend, error) {
+	clients := make([]redis.UniversalClient, len(h.nodes))
+	for i, n := range h.nodes {
+		clients[i] = n.Client(t)
+	}
+	return backend.NewQuorum(clients)
+}
+
+func (quorumHarness) Close() {}
+
+func TestConformanceQuorum(t *testing.T) {
+	for _, n := range []int{3, 5} {
+		nodes := redistest.StartNodes(t, n)
+		t.Run(map[int]string{3: "3 nodes", 5: "5 nodes"}[n], func(t *testing.T) {
+			backendtest.RunConformanceTests(t, func(context.Context, *testing.T) (backendtest.Harness, error) {
+				return quorumHarness{nodes}, nil
+			})
+		})
+	}
+}
+
+func TestNewQuorumRejectsBadInput(t *testing.T) {
+	c := func() redis.UniversalClient {
+		rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+		t.Cleanup(func() { _ = rdb.Close() })
+		return rdb
+	}
+	one := c()
+	cluster := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}})
+	defer cluster.Close()
+	cases := []struct {
+		name    string
+		clients []redis.UniversalClient
+		opts    []backend.Option
+	}{
+		{"no clients", nil, nil},
+		{"two clients", []redis.UniversalClient{c(), c()}, nil},
+		{"nil client", []redis.UniversalClient{c(), nil, c()}, nil},
+		{"same client twice", []redis.UniversalClient{one, c(), one}, nil},
+		{"cluster client", []redis.UniversalClient{c(), c(), cluster}, nil},
+		{"zero node timeout", []redis.UniversalClient{c(), c(), c()}, []backend.Option{backend.WithNodeTimeout(0)}},
+		{"bad prefix", []redis.UniversalClient{c(), c(), c()}, []backend.Option{backend.WithPrefix("{x}")}},
+		{"zero replica acks", []redis.UniversalClient{c(), c(), c()}, []backend.Option{backend.WithReplicaAcks(0, time.Second)}},
+		{"zero ack timeout", []redis.UniversalClient{c(), c(), c()}, []backend.Option{backend.WithReplicaAcks(1, 0)}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := backend.NewQuorum(tc.clients, tc.opts...)
+			if b != nil || !errors.Is(err, locker.ErrInvalid) {
+				t.Errorf("NewQuorum = (%v, %v); want (nil, locker.ErrInvalid)", b, err)
+			}
+		})
+	}
+	b, err := backend.NewQuorum([]redis.UniversalClient{c(), c(), c()}, backend.WithNodeTimeout(50*time.Millisecond))
+	if err != nil {
+		t.Fatalf("NewQuorum with 3 nodes = %v; want nil", err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestQuorumErrorNamesNodes runs a script on a quorum whose nodes are all
+// unreachable: the error is a QuorumError naming each node.
+func TestQuorumErrorNamesNodes(t *testing.T) {
+	var clients []redis.UniversalClient
+	for range 3 {
+		rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1})
+		t.Cleanup(func() { _ = rdb.Close() })
+		clients = append(clients, rdb)
+	}
+	b, err := backend.NewQuorum(clients)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	s := backend.NewScript("test.acquire", backend.Acquire, "return {1, 1}", nil)
+	_, err = backend.Run(context.Background(), b, s, []string{"redisync:{q}:lock", "redisync:{q}:fence"}, "owner", "ch")
+	var qe *backend.QuorumError
+	if !errors.As(err, &qe) || len(qe.Errs) != 3 || qe.Required != 2 || qe.Granted != 0 {
+		t.Fatalf("Run on dead nodes = %v; want a QuorumError with 3 node errors, 2 required, 0 granted", err)
+	}
+	var ne *backend.NodeError
+	if !errors.As(qe.Errs[0], &ne) || ne.Addr != "127.0.0.1:1" {
+		t.Errorf("node error %v does not name the node", qe.Errs[0])
+	}
+	if !backend.IsTransient(err) {
+		t.Errorf("IsTransient(%v) = false; want true (nodes refused connections)", err)
+	}
+}
+
+func TestQuorumSpans(t *testing.T) {
+	nodes := redistest.StartNodes(t, 3)
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	var clients []redis.UniversalClient
+	for _, n := range nodes {
+		clients = append(clients, n.Client(t))
+	}
+	b, err := backend.NewQuorum(clients, backend.WithTracing(tracing.WithTracerProvider(tp)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	s := backend.NewScript("test.write", backend.Write, "return {1}", nil)
+	if _, err := backend.Run(context.Background(), b, s, []string{"redisync:{spans}:k"}); err != nil {
+		t.Fatal(err)
+	}
+	var quorum sdktrace.ReadOnlySpan
+	ports := map[int64]bool{}
+	for _, sp := range rec.Ended() {
+		switch sp.Name() {
+		case "redlock test.write":
+			quorum = sp
+		case "EVALSHA test.write":
+			for _, kv := range sp.Attributes() {
+				if kv.Key == "server.port" {
+					ports[kv.Value.AsInt64()] = true
+				}
+			}
+		}
+	}
+	if quorum == nil {
+		t.Fatal("no redlock test.write span")
+	}
+	want := map[string]int64{"redisync.quorum.nodes": 3, "redisync.quorum.required": 2, "redisync.quorum.granted": 3}
+	for _, kv := range quorum.Attributes() {
+		if w, ok := want[string(kv.Key)]; ok {
+			if kv.Value.AsInt64() != w {
+				t.Errorf("%s = %d; want %d", kv.Key, kv.Value.AsInt64(), w)
+			}
+			delete(want, string(kv.Key))
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("quorum span lacks %v", want)
+	}
+	if len(ports) != 3 {
+		t.Errorf("client spans on %d distinct nodes; want 3", len(ports))
+	}
+}
