@@ -1,0 +1,301 @@
+package mutex_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redisync/redisync/backend"
+	"github.com/redisync/redisync/internal/faults"
+	"github.com/redisync/redisync/internal/lockertest"
+	"github.com/redisync/redisync/internal/redistest"
+	"github.com/redisync/redisync/locker"
+	"github.com/redisync/redisync/mutex"
+)
+
+// quorumOf returns a quorum backend with new clients to addrs, closed at the
+// end of the test.
+func quorumOf(t *testing.T, addrs []string, opts ...backend.Option) backend.Backend {
+	t.Helper()
+	clients := make([]redis.UniversalClient, len(addrs))
+	for i, a := range addrs {
+		c := redis.NewClient(&redis.Options{Addr: a, ContextTimeoutEnabled: true, DialTimeout: time.Second,
+			ReadTimeout: time.Second, WriteTimeout: time.Second, MaxRetries: 1})
+		t.Cleanup(func() { _ = c.Close() })
+		clients[i] = c
+	}
+	b, err := backend.NewQuorum(clients, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	return b
+}
+
+func addrsOf(nodes []*redistest.Node) []string {
+	out := make([]string, len(nodes))
+	for i, n := range nodes {
+		out[i] = n.Addr
+	}
+	return out
+}
+
+func TestBehaviourQuorum(t *testing.T) {
+	for _, size := range []int{3, 5} {
+		t.Run(fmt.Sprintf("%d nodes", size), func(t *testing.T) {
+			nodes := redistest.StartNodes(t, size)
+			raw := make([]redis.UniversalClient, size)
+			for i, n := range nodes {
+				raw[i] = n.Client(t)
+			}
+			lockertest.Run(t, lockertest.Setup{
+				NewBackend: func(t *testing.T) backend.Backend { return quorumOf(t, addrsOf(nodes)) },
+				Raw:        raw,
+				New:        newLock,
+			})
+		})
+	}
+}
+
+// contend runs clients x goroutines that take the lock in a loop, entering
+// res with each token, until stop is set. It returns a function that waits
+// for them and reports how many acquisitions they made.
+func contend(t *testing.T, newBackend func() backend.Backend, name string, res *lockertest.Resource, stop *atomic.Bool) (acquired *atomic.Int64, wait func()) {
+	acquired = new(atomic.Int64)
+	var wg sync.WaitGroup
+	for range 4 {
+		b := newBackend()
+		for range 2 {
+			m, err := mutex.New(b, name, mutex.WithTTL(2*time.Second))
+			if err != nil {
+				t.Fatal(err)
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for !stop.Load() {
+					ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+					err := m.Lock(ctx)
+					cancel()
+					if err != nil {
+						continue
+					}
+					acquired.Add(1)
+					res.Enter(m.Token())
+					time.Sleep(200 * time.Microsecond)
+					res.Exit()
+					_ = m.Unlock(context.Background())
+				}
+			}()
+		}
+	}
+	return acquired, func() {
+		done := make(chan struct{})
+		go func() { wg.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(60 * time.Second):
+			t.Fatal("contending goroutines did not stop: deadlock")
+		}
+	}
+}
+
+// waitFor polls cond for up to d.
+func waitFor(d time.Duration, cond func() bool) bool {
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		if cond() {
+			return true
+		}
+	}
+	return cond()
+}
+
+// TestQuorumNodeKilledUnderContention SIGKILLs one node of three while 4
+// clients x 2 goroutines contend: exclusion and progress must survive.
+func TestQuorumNodeKilledUnderContention(t *testing.T) {
+	nodes := redistest.StartNodes(t, 3)
+	var res lockertest.Resource
+	var stop atomic.Bool
+	acquired, wait := contend(t, func() backend.Backend { return quorumOf(t, addrsOf(nodes)) }, "killed", &res, &stop)
+	if !waitFor(20*time.Second, func() bool { return acquired.Load() >= 300 }) {
+		t.Fatalf("only %d acquisitions before the kill", acquired.Load())
+	}
+	if err := nodes[1].Kill(); err != nil {
+		t.Fatal(err)
+	}
+	atKill := acquired.Load()
+	progressed := waitFor(30*time.Second, func() bool { return acquired.Load() >= atKill+300 })
+	stop.Store(true)
+	wait()
+	entries, overlaps, stale := res.Counts()
+	t.Logf("%d acquisitions, %d after SIGKILL of one node of 3; %d overlaps, %d non-increasing tokens", entries, acquired.Load()-atKill, overlaps, stale)
+	if !progressed {
+		t.Errorf("%d acquisitions after the kill; want >= 300", acquired.Load()-atKill)
+	}
+	if overlaps != 0 || stale != 0 {
+		t.Errorf("overlaps = %d, non-increasing tokens = %d; want 0 and 0", overlaps, stale)
+	}
+}
+
+// TestQuorumMajorityDown kills two nodes of three: TryLock fails at once and
+// Lock when its context ends, both with a QuorumError naming the dead nodes;
+// once they return, nothing is left held.
+func TestQuorumMajorityDown(t *testing.T) {
+	nodes := redistest.StartNodes(t, 3)
+	b := quorumOf(t, addrsOf(nodes), backend.WithNodeTimeout(100*time.Millisecond))
+	m, _ := mutex.New(b, "majority")
+	for _, n := range nodes[1:] {
+		if err := n.Kill(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ok, err := m.TryLock(context.Background())
+	var qe *backend.QuorumError
+	if ok || !errors.As(err, &qe) || len(qe.Errs) != 2 || qe.Granted != 1 {
+		t.Fatalf("TryLock with 2 of 3 nodes down = (%v, %v); want a QuorumError with 2 node errors and 1 grant", ok, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	err = m.Lock(ctx)
+	if !errors.Is(err, locker.ErrNotAcquired) || !errors.Is(err, context.DeadlineExceeded) || !errors.As(err, &qe) {
+		t.Fatalf("Lock with 2 of 3 nodes down = %v; want ErrNotAcquired, DeadlineExceeded and a QuorumError", err)
+	}
+	for _, n := range nodes[1:] {
+		if err := n.Restart(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, n := range nodes {
+		if v, err := n.Do(context.Background(), "EXISTS", "redisync:{majority}:lock"); err != nil || v.(int64) != 0 {
+			t.Errorf("node %d still holds the lock after the failed attempts (EXISTS = %v, %v)", i, v, err)
+		}
+	}
+	if ok, err := m.TryLock(context.Background()); !ok || err != nil {
+		t.Fatalf("TryLock once the nodes are back = (%v, %v); want (true, nil)", ok, err)
+	}
+	_ = m.Unlock(context.Background())
+}
+
+// TestQuorumSlowNodeOutvoted puts 2s of latency on one node's link, far
+// beyond the 100ms node timeout: locks are still taken well within a 1.5s
+// deadline, so the slow node is outvoted, not waited for.
+func TestQuorumSlowNodeOutvoted(t *testing.T) {
+	nodes := redistest.StartNodes(t, 3)
+	p := faults.NewProxy(t, nodes[2].Addr)
+	p.Latency(t, 2*time.Second)
+	addrs := []string{nodes[0].Addr, nodes[1].Addr, p.Addr}
+	b := quorumOf(t, addrs, backend.WithNodeTimeout(100*time.Millisecond))
+	m, _ := mutex.New(b, "slow")
+	var prev int64
+	for i := range 5 {
+		ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+		err := m.Lock(ctx)
+		cancel()
+		if err != nil {
+			t.Fatalf("Lock %d with one slow node: %v", i, err)
+		}
+		if m.Token() <= prev {
+			t.Errorf("token %d after %d", m.Token(), prev)
+		}
+		prev = m.Token()
+		if err := m.Unlock(context.Background()); err != nil {
+			t.Fatalf("Unlock %d: %v", i, err)
+		}
+	}
+}
+
+// TestQuorumRestartedEmptyNode restarts one node (losing its keys) while a
+// holder keeps a majority: nobody else gets in, and the failed attempts leave
+// nothing on the restarted node.
+func TestQuorumRestartedEmptyNode(t *testing.T) {
+	nodes := redistest.StartNodes(t, 3)
+	a, _ := mutex.New(quorumOf(t, addrsOf(nodes)), "restart")
+	b, _ := mutex.New(quorumOf(t, addrsOf(nodes)), "restart")
+	ctx := context.Background()
+	if err := a.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := nodes[2].Restart(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 {
+		if ok, err := b.TryLock(ctx); ok {
+			t.Fatalf("attempt %d: a second holder got in after one node restarted empty", i)
+		} else if err != nil {
+			t.Logf("attempt %d: %v", i, err)
+		}
+	}
+	if v, err := nodes[2].Do(ctx, "HGET", "redisync:{restart}:lock", "o"); err == nil && v != nil {
+		t.Errorf("the restarted node keeps a grant from a failed attempt")
+	}
+	select {
+	case <-a.Done():
+		t.Fatalf("the holder lost its hold: %v", a.Err())
+	default:
+	}
+	tokA := a.Token()
+	if err := a.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := b.TryLock(ctx); !ok || err != nil {
+		t.Fatalf("TryLock after the holder left = (%v, %v)", ok, err)
+	}
+	if b.Token() <= tokA {
+		t.Errorf("token %d after %d", b.Token(), tokA)
+	}
+	_ = b.Unlock(ctx)
+}
+
+// TestQuorumTokensIncreaseAcrossMajorities takes the lock through different
+// majorities (one node cut off each round) after pushing one node's fence
+// counter far ahead. The token of a grant is the largest its majority issued,
+// written back to that majority, so the next majority, which shares a node
+// with it, issues a larger one: without the write-back, the round that
+// excludes the advanced node would issue a smaller token.
+func TestQuorumTokensIncreaseAcrossMajorities(t *testing.T) {
+	nodes := redistest.StartNodes(t, 3)
+	proxies := make([]*faults.Proxy, 3)
+	addrs := make([]string, 3)
+	for i, n := range nodes {
+		proxies[i] = faults.NewProxy(t, n.Addr)
+		addrs[i] = proxies[i].Addr
+	}
+	b := quorumOf(t, addrs, backend.WithNodeTimeout(100*time.Millisecond))
+	m, _ := mutex.New(b, "majorities")
+	ctx := context.Background()
+	ahead := time.Now().Add(time.Hour).UnixMicro()
+	if _, err := nodes[0].Do(ctx, "SET", "redisync:{majorities}:fence", ahead, "PX", 60000); err != nil {
+		t.Fatal(err)
+	}
+	var prev int64
+	for round := range 7 {
+		cut := -1
+		if round > 0 {
+			cut = round % 3
+			proxies[cut].Blackhole(t)
+		}
+		if err := m.Lock(ctx); err != nil {
+			t.Fatalf("round %d (node %d cut off): %v", round, cut, err)
+		}
+		tok := m.Token()
+		if round == 0 && tok <= ahead {
+			t.Fatalf("round 0: token %d; want above the advanced counter %d", tok, ahead)
+		}
+		if tok <= prev {
+			t.Errorf("round %d (node %d cut off): token %d after %d", round, cut, tok, prev)
+		}
+		prev = tok
+		if err := m.Unlock(ctx); err != nil {
+			t.Fatalf("round %d: unlock: %v", round, err)
+		}
+		if cut >= 0 {
+			proxies[cut].Heal(t)
+		}
+	}
+}
