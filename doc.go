@@ -6,7 +6,7 @@
 // sub-packages:
 //
 //	locker     the shared vocabulary: Locker, Lease, errors, Backoff, Sync (a sync.Locker adapter)
-//	backend    Backend over a go-redis client: one node, Sentinel or Cluster
+//	backend    Backend over a go-redis client (one node, Sentinel, Cluster) or a RedLock quorum
 //	mutex      mutex.Mutex, an exclusive lock with watchdog, fencing token and lost-hold signal
 //	tracing    OpenTelemetry options: span and metric schema
 //
@@ -35,6 +35,9 @@
 //
 // With Sentinel or Cluster, replication is asynchronous: a failover can lose
 // a hold that was granted just before it, and hand the lock to a second
-// client. Fencing tokens keep growing across such a failover (they include
-// the server clock), so a fenced resource still rejects the older holder.
+// client. backend.WithReplicaAcks counts a hold only once replicas have it;
+// backend.NewQuorum needs a majority of independent nodes instead. Fencing
+// tokens keep growing across failovers and majorities (they include the
+// server clock, and a quorum writes the token back to its majority), so a
+// fenced resource still rejects the older holder.
 package redisync

@@ -11,12 +11,30 @@
 //	b := backend.New(redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs}))    // Cluster
 //	defer b.Close()
 //
+// [NewQuorum] builds one over several independent nodes (the Redlock
+// algorithm), and every primitive runs on it unchanged:
+//
+//	q, err := backend.NewQuorum([]redis.UniversalClient{c1, c2, c3})
+//
 // One Backend serves every primitive of a process: share it. It keeps one
 // pub/sub connection per Redis node for all waiters (SSUBSCRIBE on Cluster,
 // SUBSCRIBE elsewhere), subscribes a wake channel only while someone waits on
 // it (and a few seconds more), and reopens the connection and wakes every
 // waiter after a reconnect or a failover. Close stops all of it and reports
 // every hold taken through the Backend as lost; it does not close the client.
+//
+// # Deployments and their safety
+//
+// On one node, a hold is exactly as safe as that node. With Sentinel or
+// Cluster, replication is asynchronous: a failover right after an
+// acquisition can promote a replica that never saw it and give the lock to a
+// second client. [WithReplicaAcks] closes most of that window: an
+// acquisition (and a renewal) counts only once n replicas acknowledged it,
+// sent with WAIT in the same round trip on the same connection, and is rolled
+// back otherwise. [NewQuorum] needs no replication at all: a hold needs a
+// majority of independent nodes, so a minority may fail, stall or restart.
+// In every case fencing tokens keep growing across failovers and majorities,
+// and the protected resource should check them.
 //
 // # Scripts
 //
@@ -39,8 +57,18 @@
 //
 // Operations fail with errors that match locker.ErrClosed after Close and
 // locker.ErrInvalid when the Backend could not be built (see [Check]); other
-// errors wrap the go-redis error and name the script. [IsTransient] tells the
+// errors wrap the go-redis error and name the script. A quorum step that
+// failed nodes kept from a majority returns a [*QuorumError] with one
+// [*NodeError] per failed node; an acquisition without enough replica
+// acknowledgements returns a [*ReplicaError]. [IsTransient] tells the
 // failures worth retrying from the others.
+//
+// # Spans
+//
+// Each Redis round trip is a CLIENT span "EVALSHA <script>" (see package
+// tracing). A quorum adds an INTERNAL span "redlock <script>" per step, with
+// redisync.quorum.nodes, redisync.quorum.required and redisync.quorum.granted,
+// above the CLIENT spans of its nodes.
 //
 // # Implementing a Backend
 //
