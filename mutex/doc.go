@@ -40,7 +40,7 @@
 //
 // For a Mutex named "orders:42" on a backend with the default prefix:
 //
-//	redisync:{orders:42}:lock   hash {o: owner token, f: fencing token}, expires with the hold
+//	redisync:{orders:42}:lock   hash {o: owner token, f: fencing token, h: holder "host/pid"}, expires with the hold
 //	redisync:{orders:42}:fence  the last fencing token, expires 24h after the last acquisition
 //	redisync:{orders:42}:wake   pub/sub channel (sharded on Cluster), one message per release
 //

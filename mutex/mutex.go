@@ -200,7 +200,7 @@ func (m *Mutex) TryLock(ctx context.Context) (ok bool, err error) {
 // pass until Unlock.
 func (m *Mutex) attempt(ctx context.Context, owner string, pass gate.Pass) (bool, time.Duration, error) {
 	sent := time.Now()
-	r, err := backend.Run(ctx, m.b, script.MutexAcquire, m.keys, owner, m.wake, m.ttlMs, holdopt.Millis(holdopt.FenceTTL))
+	r, err := backend.Run(ctx, m.b, script.MutexAcquire, m.keys, owner, m.wake, m.ttlMs, holdopt.Millis(holdopt.FenceTTL), holdopt.Holder())
 	if err != nil {
 		return false, 0, err
 	}

@@ -6,6 +6,9 @@ package holdopt
 
 import (
 	"fmt"
+	"os"
+	"strconv"
+	"sync"
 	"time"
 
 	"github.com/redisync/redisync/locker"
@@ -71,3 +74,14 @@ func ValidTTL(kind string, d time.Duration) error {
 func Millis(d time.Duration) int64 {
 	return int64((d + time.Millisecond - 1) / time.Millisecond)
 }
+
+// Holder describes this process for the status of the locks it holds,
+// "<hostname>/<pid>". It is stored beside a hold (never the owner token,
+// which is a credential) so that operators can tell who holds a lock.
+var Holder = sync.OnceValue(func() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "unknown-host"
+	}
+	return host + "/" + strconv.Itoa(os.Getpid())
+})

@@ -43,7 +43,7 @@ func TestMutexScripts(t *testing.T) {
 		wake := "redisync:{" + t.Name() + "}:wake"
 		acquire := func(owner string) backend.Reply {
 			t.Helper()
-			r, err := backend.Run(ctx, b, script.MutexAcquire, keys, owner, wake, 10000, fenceTTL)
+			r, err := backend.Run(ctx, b, script.MutexAcquire, keys, owner, wake, 10000, fenceTTL, "host/1")
 			if err != nil {
 				t.Fatalf("acquire: %v", err)
 			}
@@ -61,6 +61,9 @@ func TestMutexScripts(t *testing.T) {
 		before := time.Now().UnixMicro()
 		r := acquire("A")
 		tok := r.At(1)
+		if h := rdb.HGet(ctx, keys[0], "h").Val(); h != "host/1" {
+			t.Errorf("holder description = %q; want host/1", h)
+		}
 		if r.Status() != backend.StatusOK || tok < before-int64(time.Minute/time.Microsecond) {
 			t.Fatalf("acquire on a free lock = %v; want [1 token] with token near the server clock in µs (%d)", r, before)
 		}
