@@ -1,0 +1,280 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redisync/redisync/internal/redistest"
+)
+
+// The test binary doubles as the redisync binary: with REDISYNC_CLI_MAIN set
+// it runs main, so the tests run the real program as separate processes.
+func TestMain(m *testing.M) {
+	if os.Getenv("REDISYNC_CLI_MAIN") == "1" {
+		main()
+		return
+	}
+	redistest.Main(m)
+}
+
+// cli returns a command that runs redisync with args against url.
+func cli(url string, args ...string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0], args...)
+	// atexit_sleep_ms: a race-enabled binary otherwise lingers 1s at exit.
+	cmd.Env = append(os.Environ(), "REDISYNC_CLI_MAIN=1", "REDIS_URL="+url, "GORACE=atexit_sleep_ms=0")
+	return cmd
+}
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+func runCLI(t *testing.T, url string, args ...string) result {
+	t.Helper()
+	cmd := cli(url, args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if err != nil {
+		ee, ok := err.(*exec.ExitError)
+		if !ok {
+			t.Fatalf("run %v: %v", args, err)
+		}
+		code = ee.ExitCode()
+	}
+	return result{code, out.String(), errb.String()}
+}
+
+func nodeURL(t *testing.T) string { return "redis://" + redistest.SharedNode(t).Addr + "/0" }
+
+func uniq(t *testing.T) string { return fmt.Sprintf("cli-%s-%d", t.Name(), time.Now().UnixNano()) }
+
+func TestExitCodes(t *testing.T) {
+	url := nodeURL(t)
+	name := uniq(t)
+	cases := []struct {
+		name string
+		args []string
+		url  string
+		code int
+		err  string
+	}{
+		{"command status", []string{"run", name, "--", "sh", "-c", "exit 3"}, url, 3, ""},
+		{"command success", []string{"run", name, "--", "true"}, url, 0, ""},
+		{"without --", []string{"run", name, "true"}, url, 0, ""},
+		{"missing command", []string{"run", name}, url, exitUsage, "want NAME -- COMMAND"},
+		{"unknown flag", []string{"run", "--bogus", name, "--", "true"}, url, exitUsage, "bogus"},
+		{"try and wait", []string{"run", "--try", "--wait", "1s", name, "--", "true"}, url, exitUsage, "exclude"},
+		{"bad ttl", []string{"run", "--ttl", "1ms", name, "--", "true"}, url, exitUsage, "ttl 1ms"},
+		{"bad name", []string{"run", "a{b}", "--", "true"}, url, exitUsage, "invalid name"},
+		{"unknown command", []string{"frobnicate"}, url, exitUsage, "unknown command"},
+		{"unreachable", []string{"run", name, "--", "true"}, "redis://127.0.0.1:1/0", exitUnavailable, "cannot reach Redis"},
+		{"bad url", []string{"run", name, "--", "true"}, "http://x", exitUsage, "--url"},
+		{"two connections", []string{"run", "--cluster", "127.0.0.1:1", "--quorum", "redis://a", name, "--", "true"}, url, exitUsage, "exclude"},
+		{"missing executable", []string{"run", name, "--", "/nonexistent/cmd"}, url, 127, "start"},
+		{"killed by signal", []string{"run", name, "--", "sh", "-c", "kill -KILL $$"}, url, 128 + 9, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := runCLI(t, tc.url, tc.args...)
+			if r.code != tc.code || !strings.Contains(r.stderr, tc.err) {
+				t.Errorf("redisync %v: exit %d, stderr %q; want exit %d, stderr containing %q", tc.args, r.code, r.stderr, tc.code, tc.err)
+			}
+		})
+	}
+}
+
+func TestHelp(t *testing.T) {
+	for _, args := range [][]string{{"help"}, {"--help"}, {"run", "--help"}, {"help", "run"}, {"status", "--help"}} {
+		r := runCLI(t, "redis://127.0.0.1:1/0", args...)
+		if r.code != 0 || !strings.Contains(r.stdout+r.stderr, "Usage") {
+			t.Errorf("redisync %v: exit %d, output %q; want exit 0 and a usage text", args, r.code, r.stdout+r.stderr)
+		}
+	}
+}
+
+// waitHeld polls status until name is held (or not held).
+func waitHeld(t *testing.T, url, name string, held bool) {
+	t.Helper()
+	want := "held         no"
+	if held {
+		want = "held         yes"
+	}
+	for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		if r := runCLI(t, url, "status", name); strings.Contains(r.stdout, want) {
+			return
+		}
+	}
+	t.Fatalf("%s never became %q", name, want)
+}
+
+func TestNotAcquired(t *testing.T) {
+	url, name := nodeURL(t), uniq(t)
+	holder := cli(url, "run", name, "--", "sleep", "30")
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = holder.Process.Kill(); _ = holder.Wait() }()
+	waitHeld(t, url, name, true)
+	if r := runCLI(t, url, "run", "--try", name, "--", "true"); r.code != exitNotAcquired {
+		t.Errorf("--try on a held lock: exit %d (%s); want %d", r.code, r.stderr, exitNotAcquired)
+	}
+	if r := runCLI(t, url, "run", "--wait", "200ms", name, "--", "true"); r.code != exitNotAcquired {
+		t.Errorf("--wait 200ms on a held lock: exit %d (%s); want %d", r.code, r.stderr, exitNotAcquired)
+	}
+	r := runCLI(t, url, "status", name)
+	if !strings.Contains(r.stdout, "held         yes, by ") || !strings.Contains(r.stdout, "/") || !strings.Contains(r.stdout, "last token") {
+		t.Errorf("status of a held lock:\n%s", r.stdout)
+	}
+}
+
+// TestRunsNeverOverlap starts 6 runs of a command that appends "start" and
+// "end" to a file around a pause: the lines must alternate, and the tokens
+// the commands see must grow.
+func TestRunsNeverOverlap(t *testing.T) {
+	url, name := nodeURL(t), uniq(t)
+	log := filepath.Join(t.TempDir(), "log")
+	script := `echo "start $REDISYNC_TOKEN" >> ` + log + `; sleep 0.05; echo end >> ` + log
+	var wg sync.WaitGroup
+	for range 6 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if r := runCLI(t, url, "run", name, "--", "sh", "-c", script); r.code != 0 {
+				t.Errorf("run: exit %d: %s", r.code, r.stderr)
+			}
+		}()
+	}
+	wg.Wait()
+	f, err := os.Open(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var lines []string
+	for sc := bufio.NewScanner(f); sc.Scan(); {
+		lines = append(lines, sc.Text())
+	}
+	if len(lines) != 12 {
+		t.Fatalf("%d lines; want 12:\n%s", len(lines), strings.Join(lines, "\n"))
+	}
+	var prev int64
+	for i := 0; i < len(lines); i += 2 {
+		tok, err := strconv.ParseInt(strings.TrimPrefix(lines[i], "start "), 10, 64)
+		if !strings.HasPrefix(lines[i], "start ") || lines[i+1] != "end" || err != nil {
+			t.Fatalf("runs overlapped or lost their token at line %d:\n%s", i, strings.Join(lines, "\n"))
+		}
+		if tok <= prev {
+			t.Errorf("token %d after %d", tok, prev)
+		}
+		prev = tok
+	}
+}
+
+// TestKilledHolderFreesLockAfterTTL SIGKILLs a holding redisync: its command
+// dies with it, and the lock is free once the TTL has passed.
+func TestKilledHolderFreesLockAfterTTL(t *testing.T) {
+	url, name := nodeURL(t), uniq(t)
+	pidfile := filepath.Join(t.TempDir(), "pid")
+	holder := cli(url, "run", "--ttl", "1s", name, "--", "sh", "-c", "echo $$ > "+pidfile+"; exec sleep 60")
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitHeld(t, url, name, true)
+	if err := holder.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = holder.Wait()
+	killed := time.Now()
+	if r := runCLI(t, url, "run", "--wait", "10s", name, "--", "true"); r.code != 0 {
+		t.Fatalf("run after the holder was killed: exit %d: %s", r.code, r.stderr)
+	}
+	t.Logf("lock free %v after SIGKILL of the holder (TTL 1s)", time.Since(killed).Round(time.Millisecond))
+	b, err := os.ReadFile(pidfile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	for end := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if syscall.Kill(pid, 0) != nil {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("the command (pid %d) outlived its killed redisync", pid)
+		}
+	}
+}
+
+// TestSignalsForwarded sends SIGTERM to redisync: the command receives it
+// and its exit status becomes redisync's.
+func TestSignalsForwarded(t *testing.T) {
+	url, name := nodeURL(t), uniq(t)
+	ready := filepath.Join(t.TempDir(), "ready")
+	cmd := cli(url, "run", name, "--", "sh", "-c", `trap "exit 42" TERM; touch `+ready+`; while true; do sleep 0.05; done`)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for end := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(ready); err == nil {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatal("command never started")
+		}
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	err := cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 42 {
+		t.Fatalf("redisync after SIGTERM: %v; want exit status 42 from the command's trap", err)
+	}
+	waitHeld(t, url, name, false)
+}
+
+// TestLostHoldTerminatesCommand deletes the lock behind a running command:
+// the command gets SIGTERM (then SIGKILL, since it ignores SIGTERM) and
+// redisync exits with the "lost" status.
+func TestLostHoldTerminatesCommand(t *testing.T) {
+	n := redistest.SharedNode(t)
+	url, name := nodeURL(t), uniq(t)
+	cmd := cli(url, "run", "--ttl", "600ms", "--grace", "300ms", name, "--", "sh", "-c", `trap "" TERM; sleep 60`)
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitHeld(t, url, name, true)
+	if _, err := n.Do(context.Background(), "DEL", "redisync:{"+name+"}:lock"); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitLost {
+			t.Fatalf("redisync after its lock was deleted: %v (%s); want exit %d", err, errb.String(), exitLost)
+		}
+	case <-time.After(30 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatal("redisync still running 30s after its lock was deleted")
+	}
+	for _, want := range []string{"hold lost", "SIGTERM", "SIGKILL"} {
+		if !strings.Contains(errb.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errb.String())
+		}
+	}
+}

@@ -1,0 +1,118 @@
+// Command redisync runs commands under distributed locks held in Redis: "run
+// this cron job on exactly one machine", "at most 4 of these at once", like
+// flock(1) across machines.
+//
+// Usage:
+//
+//	redisync run [--wait D | --try] [--ttl D] [--grace D] NAME -- COMMAND [ARGS...]
+//	redisync status NAME
+//	redisync help [COMMAND]
+//
+// Connection flags, accepted by every command (default: $REDIS_URL, else
+// redis://127.0.0.1:6379/0):
+//
+//	--url URL                 redis:// or rediss:// URL of one node
+//	--sentinel ADDRS --master NAME   Sentinel addresses (comma-separated) and master name
+//	--cluster ADDRS           Cluster seed addresses (comma-separated)
+//	--quorum URLS             independent nodes of a RedLock quorum (comma-separated URLs)
+//	--prefix P                key namespace (default "redisync")
+//
+// While the command runs, its fencing token is in the environment variable
+// REDISYNC_TOKEN and the lock's name in REDISYNC_NAME. Signals sent to
+// redisync (INT, TERM, HUP, QUIT, USR1, USR2) are forwarded to the command,
+// which runs in its own process group and is killed if redisync dies. If the
+// hold is lost, the command gets SIGTERM and, after the grace period, SIGKILL.
+//
+// Exit status: the command's own (128+N when a signal N ended it), or
+//
+//	2   bad usage
+//	69  Redis unreachable or failing
+//	75  not acquired (--try found it held, or --wait ran out)
+//	76  the hold was lost while the command ran (the command was terminated)
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+)
+
+// Exit codes of redisync itself.
+const (
+	exitUsage       = 2
+	exitUnavailable = 69
+	exitNotAcquired = 75
+	exitLost        = 76
+)
+
+// exitError carries an exit status and, unless empty, a message for stderr.
+type exitError struct {
+	code int
+	msg  string
+}
+
+func (e *exitError) Error() string { return e.msg }
+
+func fail(code int, format string, args ...any) error {
+	return &exitError{code: code, msg: fmt.Sprintf(format, args...)}
+}
+
+func main() {
+	os.Exit(realMain(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func realMain(args []string, stdout, stderr io.Writer) int {
+	err := dispatch(args, stdout, stderr)
+	var ee *exitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ee):
+		if ee.msg != "" {
+			fmt.Fprintln(stderr, "redisync: "+ee.msg)
+		}
+		return ee.code
+	default:
+		fmt.Fprintln(stderr, "redisync: "+err.Error())
+		return exitUnavailable
+	}
+}
+
+const usage = `redisync runs commands under distributed locks held in Redis.
+
+Usage:
+  redisync run [flags] NAME -- COMMAND [ARGS...]  run COMMAND while holding lock NAME
+  redisync status NAME                            show who holds NAME, its TTL and last token
+  redisync help [COMMAND]                         show help
+
+Connection (every command; default $REDIS_URL, else redis://127.0.0.1:6379/0):
+  --url URL                      redis:// or rediss:// URL of one node
+  --sentinel ADDRS --master NAME Sentinel addresses (comma-separated) and master name
+  --cluster ADDRS                Cluster seed addresses (comma-separated)
+  --quorum URLS                  RedLock quorum of independent nodes (comma-separated URLs)
+  --prefix P                     key namespace (default "redisync")
+
+Exit status: the command's own, or 2 bad usage, 69 Redis unreachable, 75 not acquired,
+76 hold lost while the command ran.
+`
+
+func dispatch(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return &exitError{code: exitUsage}
+	}
+	switch args[0] {
+	case "run":
+		return runCmd(args[1:], "run", stdout, stderr)
+	case "status":
+		return statusCmd(args[1:], stdout, stderr)
+	case "help", "-h", "-help", "--help":
+		if len(args) > 1 {
+			return dispatch([]string{args[1], "--help"}, stdout, stderr)
+		}
+		fmt.Fprint(stdout, usage)
+		return nil
+	}
+	return fail(exitUsage, "unknown command %q; see redisync help", args[0])
+}

@@ -1,0 +1,225 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"runtime"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/redisync/redisync/internal/holdopt"
+	"github.com/redisync/redisync/locker"
+	"github.com/redisync/redisync/mutex"
+)
+
+// holder is what run needs of a lock or a semaphore permit.
+type holder interface {
+	acquire(ctx context.Context, try bool) (bool, error)
+	token() int64
+	done() <-chan struct{}
+	err() error
+	release(ctx context.Context) error
+}
+
+type mutexHolder struct{ m *mutex.Mutex }
+
+func (h mutexHolder) acquire(ctx context.Context, try bool) (bool, error) {
+	if try {
+		return h.m.TryLock(ctx)
+	}
+	return true, h.m.Lock(ctx)
+}
+func (h mutexHolder) token() int64                      { return h.m.Token() }
+func (h mutexHolder) done() <-chan struct{}             { return h.m.Done() }
+func (h mutexHolder) err() error                        { return h.m.Err() }
+func (h mutexHolder) release(ctx context.Context) error { return h.m.Unlock(ctx) }
+
+// forwarded are the signals passed on to the command.
+var forwarded = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2}
+
+type runFlags struct {
+	conn
+	wait  time.Duration
+	try   bool
+	ttl   time.Duration
+	grace time.Duration
+}
+
+func runCmd(args []string, name string, stdout, stderr io.Writer) error {
+	var f runFlags
+	fs := flag.NewFlagSet("redisync "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	f.conn.register(fs)
+	fs.DurationVar(&f.wait, "wait", 0, "give up after waiting `D` for the lock (default: wait as long as it takes)")
+	fs.BoolVar(&f.try, "try", false, "make one attempt; do not wait")
+	fs.DurationVar(&f.ttl, "ttl", holdopt.DefaultTTL, "how long the lock outlives a crashed redisync (`D`, renewed while the command runs)")
+	fs.DurationVar(&f.grace, "grace", 10*time.Second, "after a lost hold, time `D` between SIGTERM and SIGKILL of the command")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: redisync %s [flags] NAME -- COMMAND [ARGS...]\n\n", name)
+		fmt.Fprint(fs.Output(), "Runs COMMAND while holding the lock NAME, as flock(1) does across machines.\n\n")
+		fmt.Fprint(fs.Output(), "The command gets its fencing token in REDISYNC_TOKEN. Signals to redisync are forwarded to it;\n"+
+			"if the hold is lost it gets SIGTERM, then SIGKILL after --grace.\n"+
+			"Exit status: the command's, or 2 bad usage, 69 Redis unreachable, 75 not acquired, 76 hold lost.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return &exitError{code: exitUsage}
+	}
+	rest := fs.Args()
+	if len(rest) > 1 && rest[1] == "--" {
+		rest = append(rest[:1:1], rest[2:]...)
+	}
+	switch {
+	case len(rest) < 2:
+		return fail(exitUsage, "%s: want NAME -- COMMAND [ARGS...]; see redisync help %s", name, name)
+	case f.try && f.wait != 0:
+		return fail(exitUsage, "%s: --try and --wait exclude each other", name)
+	case f.wait < 0:
+		return fail(exitUsage, "%s: --wait %v: must not be negative", name, f.wait)
+	case f.grace < 0:
+		return fail(exitUsage, "%s: --grace %v: must not be negative", name, f.grace)
+	}
+	lockName, command := rest[0], rest[1:]
+
+	ctx := context.Background()
+	s, err := f.conn.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+
+	h, err := f.newHolder(s, lockName)
+	if err != nil {
+		return err
+	}
+	if err := acquireOrFail(ctx, h, f, lockName); err != nil {
+		return err
+	}
+	return supervise(ctx, h, f, lockName, command, stderr)
+}
+
+func (f *runFlags) newHolder(s *session, name string) (holder, error) {
+	m, err := mutex.New(s.b, name, mutex.WithTTL(f.ttl))
+	if err != nil {
+		return nil, fail(exitUsage, "%v", err)
+	}
+	return mutexHolder{m}, nil
+}
+
+// acquireOrFail takes the lock, or returns the exit error saying why not.
+// While it waits, SIGINT and SIGTERM abandon the wait.
+func acquireOrFail(ctx context.Context, h holder, f runFlags, name string) error {
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer stop()
+	if f.wait > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, f.wait)
+		defer cancel()
+	}
+	ok, err := h.acquire(ctx, f.try)
+	switch {
+	case err == nil && ok:
+		return nil
+	case err == nil:
+		return fail(exitNotAcquired, "%s is held by someone else; not acquired", name)
+	case errors.Is(err, context.DeadlineExceeded):
+		return fail(exitNotAcquired, "%s: not acquired within %v", name, f.wait)
+	case errors.Is(err, context.Canceled):
+		return fail(exitNotAcquired, "%s: interrupted while waiting; not acquired", name)
+	case errors.Is(err, locker.ErrInvalid):
+		return fail(exitUsage, "%v", err)
+	}
+	return fail(exitUnavailable, "%v", err)
+}
+
+// supervise runs the command while the hold lasts and returns its exit
+// status.
+func supervise(ctx context.Context, h holder, f runFlags, name string, command []string, stderr io.Writer) error {
+	// The command is started with a parent-death signal, which Linux ties
+	// to the starting thread: keep this goroutine on its thread until the
+	// command has exited.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, forwarded...)
+	defer signal.Stop(sigs)
+
+	cmd := exec.Command(command[0], command[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.Env = append(os.Environ(), "REDISYNC_TOKEN="+strconv.FormatInt(h.token(), 10), "REDISYNC_NAME="+name)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		release(ctx, h, stderr)
+		return fail(127, "start %s: %v", command[0], err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+
+	group := -cmd.Process.Pid
+	var (
+		lost    error
+		lostC   = h.done()
+		killC   <-chan time.Time
+		waitErr error
+	)
+loop:
+	for {
+		select {
+		case waitErr = <-exited:
+			break loop
+		case s := <-sigs:
+			_ = syscall.Kill(group, s.(syscall.Signal))
+		case <-lostC:
+			lostC = nil
+			if lost = h.err(); lost == nil {
+				continue // released by us: cannot happen before the command exits
+			}
+			fmt.Fprintf(stderr, "redisync: %s: hold lost (%v); sending SIGTERM to the command\n", name, lost)
+			_ = syscall.Kill(group, syscall.SIGTERM)
+			killC = time.After(f.grace)
+		case <-killC:
+			fmt.Fprintf(stderr, "redisync: %s: command still running %v after SIGTERM; sending SIGKILL\n", name, f.grace)
+			_ = syscall.Kill(group, syscall.SIGKILL)
+		}
+	}
+	if rerr := release(ctx, h, stderr); lost == nil && errors.Is(rerr, locker.ErrLost) {
+		lost = rerr
+	}
+	if lost != nil {
+		return fail(exitLost, "%s: the hold was lost while the command ran: %v", name, lost)
+	}
+	return &exitError{code: exitCode(cmd.ProcessState, waitErr)}
+}
+
+// release gives the lock back, reporting a failure other than a loss (which
+// the caller reports).
+func release(ctx context.Context, h holder, stderr io.Writer) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	err := h.release(ctx)
+	if err != nil && !errors.Is(err, locker.ErrLost) {
+		fmt.Fprintf(stderr, "redisync: release failed (the lock expires with its TTL): %v\n", err)
+	}
+	return err
+}
+
+func exitCode(ps *os.ProcessState, err error) int {
+	if ps == nil {
+		return exitUnavailable
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ps.ExitCode()
+}
