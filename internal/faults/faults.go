@@ -84,3 +84,10 @@ func (p *Proxy) Heal(t testing.TB) {
 	t.Helper()
 	p.p.Toxics.ResetToxics(context.Background())
 }
+
+// Reset makes the server side of every connection through the proxy send a
+// TCP reset as soon as data arrives, as a crashed middlebox does. Heal ends
+// it.
+func (p *Proxy) Reset(t testing.TB) {
+	p.add(t, "reset", "reset_peer", "upstream", `{"timeout":0}`)
+}

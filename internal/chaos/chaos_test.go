@@ -1,0 +1,331 @@
+package chaos
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redisync/redisync/backend"
+	"github.com/redisync/redisync/internal/faults"
+	"github.com/redisync/redisync/internal/redistest"
+	"github.com/redisync/redisync/mutex"
+)
+
+// The suite runs in the normal test suite with a short duration per
+// scenario. Run it on its own, longer or with a given seed, with:
+//
+//	go test -race -count=1 ./internal/chaos -chaos.duration=60s -chaos.seed=42 -v
+var (
+	duration = flag.Duration("chaos.duration", 8*time.Second, "how long each scenario injects faults")
+	seedFlag = flag.Uint64("chaos.seed", 0, "seed of the fault schedules (0: from the clock)")
+)
+
+func TestMain(m *testing.M) { redistest.Main(m) }
+
+const ttl = time.Second
+
+func seed(t *testing.T) *rand.Rand {
+	s := *seedFlag
+	if s == 0 {
+		s = uint64(time.Now().UnixNano())
+	}
+	t.Logf("seed %d (rerun with -chaos.seed=%d)", s, s)
+	return rand.New(rand.NewPCG(s, s^0x9e3779b97f4a7c15))
+}
+
+// client returns a go-redis client with short timeouts, so that faults show
+// as errors quickly, closed at the end of the test.
+func client(t *testing.T, addr string) *redis.Client {
+	c := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, MaxRetries: 1,
+		DialTimeout: 300 * time.Millisecond, ReadTimeout: 300 * time.Millisecond, WriteTimeout: 300 * time.Millisecond})
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+type mutexHolder struct{ *mutex.Mutex }
+
+func (m mutexHolder) Acquire(ctx context.Context) error { return m.Lock(ctx) }
+func (m mutexHolder) Release(ctx context.Context) error { return m.Unlock(ctx) }
+
+// A fault is applied, lasts, and is healed.
+type fault struct {
+	kind  string
+	apply func(rng *rand.Rand) (target string, heal func())
+}
+
+// inject applies faults from fs until stop is closed, spacing them out, and
+// records them in hist. It draws the faults in a random order without
+// replacement, so that every kind comes up before any comes twice.
+func inject(t *testing.T, rng *rand.Rand, hist *History, fs []fault, stop <-chan struct{}) {
+	var bag []fault
+	for {
+		select {
+		case <-stop:
+			return
+		case <-time.After(time.Duration(200+rng.IntN(400)) * time.Millisecond):
+		}
+		if len(bag) == 0 {
+			bag = append(bag, fs...)
+			rng.Shuffle(len(bag), func(i, j int) { bag[i], bag[j] = bag[j], bag[i] })
+		}
+		f := bag[0]
+		bag = bag[1:]
+		start := hist.Now()
+		target, heal := f.apply(rng)
+		heal()
+		hist.AddFault(Fault{Kind: f.kind, Target: target, Start: start, End: hist.Now()})
+	}
+}
+
+// sleepOrStop waits d or until stop is closed.
+func sleepOrStop(d time.Duration, stop <-chan struct{}) {
+	select {
+	case <-time.After(d):
+	case <-stop:
+	}
+}
+
+// report checks a finished run and logs its figures.
+type report struct {
+	name        string
+	holds       int
+	failedLocks int
+	faults      map[string]int
+	conflicts   int
+	linear      porcupine.CheckResult
+	accepted    int
+	rejected    int
+	stale       int // accepted out of order by the strict resource: must be 0
+	lost        int
+	detect      []time.Duration
+	recover     []time.Duration
+	pauses      int64
+	staleWrites int64
+}
+
+var (
+	reportsMu sync.Mutex
+	reports   []report
+)
+
+func check(t *testing.T, name string, w *Workload, model porcupine.Model, capacity int) report {
+	t.Helper()
+	hist := w.History
+	holds := hist.Holds()
+	r := report{name: name, holds: len(holds), faults: map[string]int{}, pauses: w.Pauses.Load(), staleWrites: w.StaleWrites.Load()}
+	hist.mu.Lock()
+	r.failedLocks = hist.failed
+	hist.mu.Unlock()
+	fs := hist.Faults()
+	for _, f := range fs {
+		r.faults[f.Kind]++
+	}
+	conflicts := Conflicts(holds, capacity)
+	r.conflicts = len(conflicts)
+	for i, c := range conflicts {
+		if i < 5 {
+			t.Errorf("conflict: %v", c)
+		}
+	}
+	began := time.Now()
+	r.linear = Check(model, holds, time.Minute)
+	t.Logf("porcupine checked %d operations in %v", 2*len(holds), time.Since(began).Round(time.Millisecond))
+	r.accepted, r.rejected, r.stale = w.Resource.Counts()
+	for _, x := range holds {
+		if !x.Lost {
+			continue
+		}
+		r.lost++
+		// Detection: from the start of the last fault that began before the
+		// loss was signalled.
+		var from int64 = -1
+		for _, f := range fs {
+			if f.Start <= x.End && f.Start > from {
+				from = f.Start
+			}
+		}
+		if from >= 0 {
+			r.detect = append(r.detect, time.Duration(x.End-from))
+		}
+	}
+	for _, f := range fs {
+		for _, x := range holds {
+			if x.Acquired > f.End {
+				r.recover = append(r.recover, time.Duration(x.Acquired-f.End))
+				break
+			}
+		}
+	}
+	if r.linear != porcupine.Ok {
+		t.Errorf("porcupine: %v; want Ok", r.linear)
+	}
+	if r.stale != 0 {
+		t.Errorf("the fenced resource accepted %d writes out of token order", r.stale)
+	}
+	if r.holds == 0 {
+		t.Errorf("no hold completed")
+	}
+	t.Logf("%s: %d holds (%d Lock calls gave up), faults %v, %d conflicts, porcupine %v, fenced writes %d accepted / %d rejected, %d lost holds, detection %s, recovery %s, %d pauses (%d late writes refused)",
+		name, r.holds, r.failedLocks, r.faults, r.conflicts, r.linear, r.accepted, r.rejected, r.lost, quantiles(r.detect), quantiles(r.recover), r.pauses, r.staleWrites)
+	reportsMu.Lock()
+	reports = append(reports, r)
+	reportsMu.Unlock()
+	return r
+}
+
+func quantiles(ds []time.Duration) string {
+	if len(ds) == 0 {
+		return "-"
+	}
+	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+	return fmt.Sprintf("p50 %v max %v", ds[len(ds)/2].Round(time.Millisecond), ds[len(ds)-1].Round(time.Millisecond))
+}
+
+// run drives w while inject applies fs, for the configured duration.
+func run(t *testing.T, w *Workload, fs []fault) {
+	t.Helper()
+	rng := seed(t)
+	stop := make(chan struct{})
+	done := make(chan error, 1)
+	go func() { done <- w.Run(stop) }()
+	var inj sync.WaitGroup
+	inj.Add(1)
+	go func() { defer inj.Done(); inject(t, rng, w.History, fs, stop) }()
+	time.Sleep(*duration)
+	close(stop)
+	ended := time.Now()
+	inj.Wait()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(2 * time.Minute):
+		t.Fatal("holders still running two minutes after the end: deadlock")
+	}
+	t.Logf("faults and holders stopped %v after the end of the run", time.Since(ended).Round(time.Millisecond))
+}
+
+func newWorkload(name string, goroutines int, newHolder func(g int) (Holder, error)) *Workload {
+	return &Workload{
+		Lock: name, Mode: Exclusive, Weight: 1, Goroutines: goroutines, New: newHolder,
+		Section: time.Millisecond, LockTimeout: 3 * time.Second, PauseFor: 2 * ttl,
+		Resource: &Resource{Strict: true}, History: NewHistory(),
+	}
+}
+
+// TestMutexSingleNode: 8 clients, each behind its own proxy, on one durable
+// node (appendfsync always), under latency beyond the call timeout,
+// connection resets, a partitioned client, a short outage of every link,
+// holders paused past their TTL, a frozen server and a server restart.
+func TestMutexSingleNode(t *testing.T) {
+	node := redistest.StartNode(t, redistest.WithConfig("appendonly yes", "appendfsync always"))
+	const clients = 8
+	proxies := make([]*faults.Proxy, clients)
+	backends := make([]backend.Backend, clients)
+	for i := range proxies {
+		proxies[i] = faults.NewProxy(t, node.Addr)
+		backends[i] = backend.New(client(t, proxies[i].Addr))
+		t.Cleanup(func() { _ = backends[i].Close() })
+	}
+	w := newWorkload("chaos-single", 2*clients, func(g int) (Holder, error) {
+		m, err := mutex.New(backends[g%clients], "chaos-single", mutex.WithTTL(ttl))
+		return mutexHolder{m}, err
+	})
+	unchecked := &Resource{}
+	w.Shadow = unchecked
+	stop := make(chan struct{})
+	defer close(stop)
+	w.OnPause = func(g int) func() {
+		p := proxies[g%clients]
+		p.Blackhole(t)
+		return func() { p.Heal(t) }
+	}
+	// one picks the client of the current holder when there is one, so
+	// that faults hit live holds.
+	one := func(rng *rand.Rand) (int, *faults.Proxy) {
+		i := rng.IntN(clients)
+		if g, ok := w.Holding(); ok && rng.IntN(4) > 0 {
+			i = g % clients
+		}
+		return i, proxies[i]
+	}
+	fs := []fault{
+		{"latency", func(rng *rand.Rand) (string, func()) {
+			i, p := one(rng)
+			p.Latency(t, ttl)
+			sleepOrStop(ttl+ttl/2, stop)
+			return fmt.Sprint("client ", i), func() { p.Heal(t) }
+		}},
+		{"reset", func(rng *rand.Rand) (string, func()) {
+			i, p := one(rng)
+			p.Reset(t)
+			sleepOrStop(200*time.Millisecond, stop)
+			return fmt.Sprint("client ", i), func() { p.Heal(t) }
+		}},
+		{"partition", func(rng *rand.Rand) (string, func()) {
+			i, p := one(rng)
+			p.Blackhole(t)
+			sleepOrStop(2*ttl, stop)
+			return fmt.Sprint("client ", i), func() { p.Heal(t) }
+		}},
+		{"outage", func(*rand.Rand) (string, func()) {
+			for _, p := range proxies {
+				p.Blackhole(t)
+			}
+			sleepOrStop(ttl/2, stop)
+			return "all clients", func() {
+				for _, p := range proxies {
+					p.Heal(t)
+				}
+			}
+		}},
+		{"pause", func(*rand.Rand) (string, func()) {
+			w.PauseNext()
+			sleepOrStop(w.PauseFor+ttl/2, stop)
+			return "next holder", func() {}
+		}},
+		{"sigstop", func(*rand.Rand) (string, func()) {
+			if err := node.Pause(); err != nil {
+				t.Error(err)
+			}
+			sleepOrStop(ttl+ttl/2, stop)
+			return "server", func() {
+				if err := node.Resume(); err != nil {
+					t.Error(err)
+				}
+			}
+		}},
+		{"restart", func(*rand.Rand) (string, func()) {
+			if err := node.Kill(); err != nil {
+				t.Error(err)
+			}
+			return "server", func() {
+				if err := node.Restart(); err != nil {
+					t.Error(err)
+				}
+			}
+		}},
+	}
+	run(t, w, fs)
+	r := check(t, "mutex/single", w, FencedMutex, 1)
+	if r.conflicts != 0 {
+		t.Errorf("%d holds overlapped", r.conflicts)
+	}
+	// Negative control: the same writes at a resource that does not check
+	// tokens. A holder paused past its TTL writes after a newer holder did:
+	// the unchecked resource takes it, the fenced one refuses it.
+	_, _, staleUnchecked := unchecked.Counts()
+	t.Logf("negative control: the unchecked resource accepted %d writes out of token order; the fenced one refused %d late writes of paused holders", staleUnchecked, r.staleWrites)
+	if r.staleWrites > 0 && staleUnchecked == 0 {
+		t.Errorf("the unchecked resource saw no out-of-order write although %d paused writes were refused", r.staleWrites)
+	}
+}

@@ -1,0 +1,142 @@
+package chaos
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// A Holder is one handle the workload drives: a lock (either side of a
+// readers/writer lock) or a semaphore acquiring a fixed number of permits.
+type Holder interface {
+	Acquire(ctx context.Context) error
+	Release(ctx context.Context) error
+	Token() int64
+	Done() <-chan struct{}
+}
+
+// A Workload makes goroutines take a Holder in a loop, write to a fenced
+// resource inside, and record every hold.
+type Workload struct {
+	Lock        string // name, recorded in the holds
+	Mode        Mode   // of the holds
+	Weight      int    // permits per hold, for Weighted
+	Goroutines  int    // holders, numbered from 0
+	New         func(g int) (Holder, error)
+	Section     time.Duration // length of a critical section
+	LockTimeout time.Duration // bound of each Acquire
+	PauseFor    time.Duration // length of an injected pause
+	// OnPause, if set, is called when a holder g pauses and returns the
+	// function that ends the pause: a pause of a whole process also stops
+	// its renewals, which the caller cuts (e.g. by blackholing g's link).
+	OnPause  func(g int) (resume func())
+	Resource *Resource // the fenced resource (Strict)
+	Shadow   *Resource // optional: sees the same writes without checking them, the negative control
+	History  *History
+
+	pause   atomic.Bool
+	holding atomic.Int64 // 1 + the goroutine holding an exclusive hold, 0 for none
+	// Pauses counts the critical sections that paused; StaleWrites those
+	// of them whose write the resource refused.
+	Pauses, StaleWrites atomic.Int64
+}
+
+// Holding reports a goroutine that holds the lock now, if any.
+func (w *Workload) Holding() (g int, ok bool) {
+	v := w.holding.Load()
+	return int(v - 1), v != 0
+}
+
+// PauseNext makes the next critical section to start stall for PauseFor
+// after it checked its hold and before it writes, as a GC pause or a frozen
+// VM would.
+func (w *Workload) PauseNext() { w.pause.Store(true) }
+
+// Run drives the holders until stop is closed, then waits for them.
+func (w *Workload) Run(stop <-chan struct{}) error {
+	holders := make([]Holder, w.Goroutines)
+	for g := range holders {
+		h, err := w.New(g)
+		if err != nil {
+			return err
+		}
+		holders[g] = h
+	}
+	var wg sync.WaitGroup
+	for g, h := range holders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w.loop(g, h, stop)
+		}()
+	}
+	wg.Wait()
+	return nil
+}
+
+func (w *Workload) loop(g int, h Holder, stop <-chan struct{}) {
+	hist := w.History
+	for {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		call := hist.Now()
+		ctx, cancel := context.WithTimeout(context.Background(), w.LockTimeout)
+		err := h.Acquire(ctx)
+		cancel()
+		if err != nil {
+			hist.Failed()
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		x := Hold{Lock: w.Lock, Client: g, Mode: w.Mode, Weight: w.Weight, Call: call, Acquired: hist.Now(), Token: h.Token()}
+		done := h.Done()
+		var doneAt atomic.Int64
+		watch := make(chan struct{})
+		go func() {
+			select {
+			case <-done:
+				doneAt.Store(hist.Now())
+			case <-watch:
+			}
+		}()
+
+		w.holding.Store(int64(g) + 1)
+		paused := w.pause.CompareAndSwap(true, false)
+		select {
+		case <-done:
+		default:
+			if paused {
+				w.Pauses.Add(1)
+				resume := func() {}
+				if w.OnPause != nil {
+					resume = w.OnPause(g)
+				}
+				time.Sleep(w.PauseFor)
+				resume()
+			}
+			if w.Shadow != nil {
+				w.Shadow.Write(x.Token)
+			}
+			if !w.Resource.Write(x.Token) && paused {
+				w.StaleWrites.Add(1)
+			}
+		}
+		time.Sleep(w.Section)
+		w.holding.CompareAndSwap(int64(g)+1, 0)
+
+		x.End = hist.Now()
+		if d := doneAt.Load(); d != 0 && d < x.End {
+			x.End, x.Lost = d, true
+		}
+		ctx, cancel = context.WithTimeout(context.Background(), w.LockTimeout)
+		_ = h.Release(ctx)
+		cancel()
+		close(watch)
+		x.Released = hist.Now()
+		hist.Add(x)
+	}
+}
