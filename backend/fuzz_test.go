@@ -1,0 +1,51 @@
+package backend
+
+import (
+	"testing"
+)
+
+// FuzzDecode feeds script replies of every shape to the decoder: it never
+// panics, accepts exactly the arrays of integers, and keeps their values.
+func FuzzDecode(f *testing.F) {
+	f.Add([]byte{0, 1, 2}, int64(7), "x")
+	f.Add([]byte{}, int64(-1), "")
+	f.Add([]byte{3, 3}, int64(0), "OK")
+	s := NewScript("fuzz", Query, "return 1", nil)
+	f.Fuzz(func(t *testing.T, shape []byte, n int64, str string) {
+		// Each byte of shape picks an element: 0 integer, 1 string, 2 nil,
+		// 3 nested array; more than 64 elements are cut.
+		if len(shape) > 64 {
+			shape = shape[:64]
+		}
+		arr := make([]any, len(shape))
+		ints := true
+		for i, k := range shape {
+			switch k % 4 {
+			case 0:
+				arr[i] = n + int64(i)
+			case 1:
+				arr[i], ints = str, false
+			case 2:
+				arr[i], ints = nil, false
+			case 3:
+				arr[i], ints = []any{n}, false
+			}
+		}
+		r, err := decode(s, arr)
+		if (err == nil) != ints {
+			t.Fatalf("decode(%v) = (%v, %v); want an error exactly when an element is not an integer", arr, r, err)
+		}
+		for i := range r {
+			if r[i] != n+int64(i) {
+				t.Fatalf("decode kept %d at %d; want %d", r[i], i, n+int64(i))
+			}
+		}
+		if _, err := decode(s, str); err == nil {
+			t.Fatalf("decode of a bare string succeeded")
+		}
+		if st := r.Status(); len(r) == 0 && st != StatusGone {
+			t.Fatalf("Status of an empty reply = %d; want StatusGone", st)
+		}
+		_ = r.At(len(shape) + 5)
+	})
+}
