@@ -58,11 +58,12 @@ type Call struct {
 	Keys   []string
 	Args   []any
 
-	Reply Reply // set by Exec on success
-	Err   error // set by Exec on failure
+	Reply Reply  // set by Exec on success
+	Data  []byte // the reply's trailing byte string, when the script returned one
+	Err   error  // set by Exec on failure
 }
 
-// Result returns the call's reply and error.
+// Result returns the call's reply and error (Data aside).
 func (c *Call) Result() (Reply, error) { return c.Reply, c.Err }
 
 // Run executes one script on b and returns its reply.
@@ -73,7 +74,8 @@ func Run(ctx context.Context, b Backend, s *Script, keys []string, args ...any) 
 }
 
 // A Reply is the decoded answer of a script: an array of integers whose first
-// element is a status.
+// element is a status. A script may end its array with one byte string (a
+// value it read), which Exec stores in the Call's Data instead.
 type Reply []int64
 
 // Status codes in the first element of a Reply.
@@ -100,20 +102,28 @@ func (r Reply) At(i int) int64 {
 	return 0
 }
 
-func decode(s *Script, v any) (Reply, error) {
+// decode turns a script's reply into integers and, when the array ends with
+// a byte string, that string.
+func decode(s *Script, v any) (Reply, []byte, error) {
 	arr, ok := v.([]any)
 	if !ok {
-		return nil, fmt.Errorf("backend: script %s: unexpected reply %T", s.name, v)
+		return nil, nil, fmt.Errorf("backend: script %s: unexpected reply %T", s.name, v)
+	}
+	var data []byte
+	if n := len(arr); n > 1 {
+		if str, ok := arr[n-1].(string); ok {
+			data, arr = []byte(str), arr[:n-1]
+		}
 	}
 	r := make(Reply, len(arr))
 	for i, e := range arr {
 		n, ok := e.(int64)
 		if !ok {
-			return nil, fmt.Errorf("backend: script %s: reply element %d is %T, want integer", s.name, i, e)
+			return nil, nil, fmt.Errorf("backend: script %s: reply element %d is %T, want integer", s.name, i, e)
 		}
 		r[i] = n
 	}
-	return r, nil
+	return r, data, nil
 }
 
 // Check reports whether b is usable: it returns an error matching

@@ -56,6 +56,7 @@ func New(c redis.UniversalClient, opts ...Option) Backend {
 	if b.err == nil {
 		b.hub = wake.New(router)
 	}
+	b.pubArg = b.pub
 	return b
 }
 
@@ -63,6 +64,7 @@ type client struct {
 	rdb    redis.UniversalClient
 	prefix string
 	pub    string // PUBLISH or SPUBLISH, passed to every script as ARGV[1]
+	pubArg any    // pub, boxed once
 	hub    *wake.Hub
 	tel    *telemetry.T
 	srv    telemetry.Server
@@ -126,7 +128,7 @@ func (c *client) Exec(ctx context.Context, calls ...*Call) {
 
 func (c *client) args(call *Call) []any {
 	args := make([]any, 0, len(call.Args)+1)
-	return append(append(args, c.pub), call.Args...)
+	return append(append(args, c.pubArg), call.Args...)
 }
 
 // run sends one call with EVALSHA, falling back to EVAL on NOSCRIPT.
@@ -249,10 +251,10 @@ func (c *client) finish(call *Call, v any, err error) {
 				cc.ReloadState(context.WithoutCancel(context.Background()))
 			}
 		}
-		call.Reply, call.Err = nil, fmt.Errorf("backend: script %s: %w", call.Script.name, err)
+		call.Reply, call.Data, call.Err = nil, nil, fmt.Errorf("backend: script %s: %w", call.Script.name, err)
 		return
 	}
-	call.Reply, call.Err = decode(call.Script, v)
+	call.Reply, call.Data, call.Err = decode(call.Script, v)
 }
 
 func (c *client) Subscribe(ctx context.Context, channel string) (Subscription, error) {

@@ -5,7 +5,8 @@ import (
 )
 
 // FuzzDecode feeds script replies of every shape to the decoder: it never
-// panics, accepts exactly the arrays of integers, and keeps their values.
+// panics, accepts exactly the arrays of integers (which may end with one
+// byte string), and keeps their values.
 func FuzzDecode(f *testing.F) {
 	f.Add([]byte{0, 1, 2}, int64(7), "x")
 	f.Add([]byte{}, int64(-1), "")
@@ -24,23 +25,28 @@ func FuzzDecode(f *testing.F) {
 			case 0:
 				arr[i] = n + int64(i)
 			case 1:
-				arr[i], ints = str, false
+				arr[i] = str
+				// Allowed only in last place, after at least one element.
+				ints = ints && i == len(shape)-1 && i > 0
 			case 2:
 				arr[i], ints = nil, false
 			case 3:
 				arr[i], ints = []any{n}, false
 			}
 		}
-		r, err := decode(s, arr)
+		r, data, err := decode(s, arr)
 		if (err == nil) != ints {
-			t.Fatalf("decode(%v) = (%v, %v); want an error exactly when an element is not an integer", arr, r, err)
+			t.Fatalf("decode(%v) = (%v, %q, %v); want an error exactly when an element other than a trailing string is not an integer", arr, r, data, err)
 		}
 		for i := range r {
 			if r[i] != n+int64(i) {
 				t.Fatalf("decode kept %d at %d; want %d", r[i], i, n+int64(i))
 			}
 		}
-		if _, err := decode(s, str); err == nil {
+		if err == nil && len(shape) > 1 && shape[len(shape)-1]%4 == 1 && string(data) != str {
+			t.Fatalf("decode kept data %q; want %q", data, str)
+		}
+		if _, _, err := decode(s, str); err == nil {
 			t.Fatalf("decode of a bare string succeeded")
 		}
 		if st := r.Status(); len(r) == 0 && st != StatusGone {

@@ -291,7 +291,7 @@ func (q *quorum) acquire(ctx context.Context, call *Call, per []*Call) bool {
 		}
 		reply := append(Reply(nil), per[ok[0]].Reply...)
 		reply[1] = token
-		call.Reply, call.Err = reply, nil
+		call.Reply, call.Data, call.Err = reply, per[ok[0]].Data, nil
 		return true
 	}
 	if len(ok)+len(errs) >= q.majority && len(errs) > 0 {
@@ -367,7 +367,7 @@ func (q *quorum) majorityOf(call *Call, per []*Call) {
 	ok, negative, errs := q.tally(per)
 	switch {
 	case len(ok) >= q.majority:
-		call.Reply, call.Err = per[ok[0]].Reply, nil
+		call.Reply, call.Data, call.Err = per[ok[0]].Reply, per[ok[0]].Data, nil
 	case len(ok)+len(errs) >= q.majority && len(errs) > 0:
 		q.fail(call, len(ok), errs)
 	default:
@@ -380,7 +380,7 @@ func (q *quorum) anyOf(call *Call, per []*Call) {
 	ok, negative, errs := q.tally(per)
 	switch {
 	case len(ok) > 0:
-		call.Reply, call.Err = per[ok[0]].Reply, nil
+		call.Reply, call.Data, call.Err = per[ok[0]].Reply, per[ok[0]].Data, nil
 	case len(errs) > 0:
 		q.fail(call, 0, errs)
 	default:
@@ -393,9 +393,9 @@ func (q *quorum) firstOf(call *Call, per []*Call) {
 	ok, negative, errs := q.tally(per)
 	switch {
 	case len(ok) > 0:
-		call.Reply, call.Err = per[ok[0]].Reply, nil
+		call.Reply, call.Data, call.Err = per[ok[0]].Reply, per[ok[0]].Data, nil
 	case len(negative) > 0:
-		call.Reply, call.Err = per[negative[0]].Reply, nil
+		call.Reply, call.Data, call.Err = per[negative[0]].Reply, per[negative[0]].Data, nil
 	default:
 		q.fail(call, 0, errs)
 	}

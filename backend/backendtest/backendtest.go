@@ -58,6 +58,9 @@ redis.call('SET', KEYS[2], ARGV[2], 'PX', 60000)
 return {1, tonumber(redis.call('GET', KEYS[1])) + tonumber(redis.call('GET', KEYS[2]))}
 `, nil)
 
+// bytes returns its argument back as a byte string after a status.
+var bytesBack = backend.NewScript("backendtest.bytes", backend.Query, `return {1, #ARGV[2], ARGV[2]}`, nil)
+
 var failing = backend.NewScript("backendtest.fail", backend.Write, `return redis.error_reply('BOOM backendtest failure')`, nil)
 
 // RunConformanceTests runs the suite against the Backends of newHarness.
@@ -86,6 +89,7 @@ func RunConformanceTests(t *testing.T, newHarness HarnessMaker) {
 		{"ExecBatch", testBatch},
 		{"ScriptNotCached", testNotCached},
 		{"HashTagKeys", testHashTag},
+		{"ByteStringReply", testBytes},
 		{"ScriptError", testScriptError},
 		{"CanceledContext", testCanceled},
 		{"WakeAcrossBackends", testWake},
@@ -176,6 +180,16 @@ func testHashTag(t *testing.T, mk func(*testing.T) backend.Backend) {
 	r, err := backend.Run(context.Background(), b, pair, []string{s + "x", s + "y"}, 21)
 	if err != nil || r.At(1) != 42 {
 		t.Fatalf("Run(pair) = (%v, %v); want ([1 42], nil)", r, err)
+	}
+}
+
+func testBytes(t *testing.T, mk func(*testing.T) backend.Backend) {
+	b := mk(t)
+	value := "bin\x00\xff\r\nary"
+	c := &backend.Call{Script: bytesBack, Keys: []string{space(b, t) + "k"}, Args: []any{value}}
+	b.Exec(context.Background(), c)
+	if c.Err != nil || c.Reply.Status() != backend.StatusOK || c.Reply.At(1) != int64(len(value)) || string(c.Data) != value {
+		t.Fatalf("bytes script = (%v, %q, %v); want ([1 %d], %q, nil)", c.Reply, c.Data, c.Err, len(value), value)
 	}
 }
 
