@@ -1,0 +1,135 @@
+package fence_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redisync/redisync/backend"
+	"github.com/redisync/redisync/fence"
+	"github.com/redisync/redisync/mutex"
+)
+
+// embeddedRedis starts an in-process Redis for the examples; a real program
+// connects to its Redis instead.
+func embeddedRedis() (*redis.Client, func()) {
+	mr, err := miniredis.Run()
+	if err != nil {
+		panic(err)
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	return rdb, func() { _ = rdb.Close(); mr.Close() }
+}
+
+// Write under a lock with its fencing token. A holder whose hold ended while
+// it was paused comes back with an older token, and its write is refused.
+func Example() {
+	rdb, stop := embeddedRedis()
+	defer stop()
+	b := backend.New(rdb)
+	defer b.Close()
+	ctx := context.Background()
+
+	mu, err := mutex.New(b, "orders:42")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if err := mu.Lock(ctx); err != nil {
+		fmt.Println(err)
+		return
+	}
+	old := mu.Token()
+	_ = mu.Unlock(ctx) // in real life: the hold expired while its holder was paused
+	if err := mu.Lock(ctx); err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer mu.Unlock(ctx)
+
+	if err := fence.Set(ctx, b, "orders:42", mu.Token(), []byte("shipped")); err != nil {
+		fmt.Println(err)
+		return
+	}
+	err = fence.Set(ctx, b, "orders:42", old, []byte("cancelled"))
+	fmt.Println("late write refused:", errors.Is(err, fence.ErrStale))
+	v, _, _ := fence.Get(ctx, b, "orders:42")
+	fmt.Println("value:", string(v))
+	// Output:
+	// late write refused: true
+	// value: shipped
+}
+
+// Update increments a counter without a lock: it retries when another writer
+// came first, and never loses an increment.
+func ExampleUpdate() {
+	rdb, stop := embeddedRedis()
+	defer stop()
+	b := backend.New(rdb)
+	defer b.Close()
+	ctx := context.Background()
+
+	incr := func(old []byte) ([]byte, error) {
+		n := 0
+		if old != nil { // nil: no value yet
+			var err error
+			if n, err = strconv.Atoi(string(old)); err != nil {
+				return nil, err
+			}
+		}
+		return []byte(strconv.Itoa(n + 1)), nil
+	}
+	for range 3 {
+		if _, err := fence.Update(ctx, b, "stats:visits", incr); err != nil {
+			fmt.Println(err)
+			return
+		}
+	}
+	v, _, _ := fence.Get(ctx, b, "stats:visits")
+	fmt.Println("visits:", string(v))
+	// Output:
+	// visits: 3
+}
+
+// CompareAndSwap writes only if nobody wrote since the value was read.
+func ExampleCompareAndSwap() {
+	rdb, stop := embeddedRedis()
+	defer stop()
+	b := backend.New(rdb)
+	defer b.Close()
+	ctx := context.Background()
+
+	_, version, _ := fence.Get(ctx, b, "config") // nil value, version 0: never written
+	if _, err := fence.CompareAndSwap(ctx, b, "config", version, []byte("v1")); err != nil {
+		fmt.Println(err)
+		return
+	}
+	_, err := fence.CompareAndSwap(ctx, b, "config", version, []byte("v1 again"))
+	fmt.Println("second swap with the same version:", errors.Is(err, fence.ErrConflict))
+	// Output:
+	// second swap with the same version: true
+}
+
+// A hash resource: several fields written in one fenced step.
+func ExampleHSet() {
+	rdb, stop := embeddedRedis()
+	defer stop()
+	b := backend.New(rdb)
+	defer b.Close()
+	ctx := context.Background()
+
+	err := fence.HSet(ctx, b, "orders:43", 7, map[string][]byte{
+		"status": []byte("paid"),
+		"amount": []byte("42.00"),
+	})
+	fmt.Println(err)
+	// The value is an ordinary hash that any client can read.
+	fmt.Println(rdb.HGet(ctx, "redisync:{orders:43}:value", "status").Val())
+	// Output:
+	// <nil>
+	// paid
+}

@@ -1,0 +1,399 @@
+package fence
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/redisync/redisync/backend"
+	"github.com/redisync/redisync/internal/holdopt"
+	"github.com/redisync/redisync/internal/keyspace"
+	"github.com/redisync/redisync/internal/retry"
+	"github.com/redisync/redisync/internal/script"
+	"github.com/redisync/redisync/internal/telemetry"
+	"github.com/redisync/redisync/locker"
+)
+
+const primitive = "fence"
+
+// ErrStale is matched by the error of a fenced write whose token is lower
+// than the highest token the resource has seen: a newer holder of the lock
+// has written since, and this writer's hold ended. Nothing was written. The
+// error's text gives both tokens.
+var ErrStale = telemetry.Sentinel("fence: stale token", "stale")
+
+// ErrConflict is matched by the error of CompareAndSwap when the value's
+// version is not the one expected: another write came first. Nothing was
+// written; read the value again and retry, or let Update do it.
+var ErrConflict = telemetry.Sentinel("fence: version conflict", "conflict")
+
+// ErrOutcomeUnknown is matched by the error of CompareAndSwap and Update
+// when a write was sent but its reply was lost (a dropped connection, a
+// failover, the context ending), and the write may or may not have been
+// applied: the value may already hold it. Check the value before writing it
+// again, or a read-modify-write may be applied twice.
+var ErrOutcomeUnknown = telemetry.Sentinel("fence: outcome unknown", "outcome_unknown")
+
+// Outcomes recorded in redisync.outcome, and span attributes.
+const (
+	outcomeWritten  = "written"
+	outcomeStale    = "stale"
+	outcomeConflict = "conflict"
+	outcomeRead     = "read"
+
+	keyVersion = attribute.Key("redisync.fence.version")
+	keySeen    = attribute.Key("redisync.fence.seen_token")
+)
+
+// Set stores value as the value of the resource called name, a Redis
+// string, if token is at least the highest fencing token the resource has
+// seen, and records token as the highest seen. Equal tokens are accepted, so
+// one holder may write any number of times under one hold; a lower token is
+// rejected with an error matching ErrStale and nothing is written. token is
+// typically the Token of the lock under which the caller writes, and must be
+// positive.
+//
+// Transient Redis errors are retried with backoff for as long as ctx allows;
+// a retry of a write that was applied (its reply lost) is recognised and not
+// applied twice. On failure Set returns a non-nil error: one matching
+// ErrStale; one matching locker.ErrInvalid for a bad argument or option
+// (before any I/O); one matching ctx.Err() when ctx ended first; or the
+// Redis error. After an error other than the first two the write may have
+// been applied.
+func Set(ctx context.Context, b backend.Backend, name string, token int64, value []byte, opts ...Option) error {
+	return write(ctx, b, name, "Set", token, "set", []any{value}, opts)
+}
+
+// Del deletes the resource's value if token is at least the highest fencing
+// token seen, and records token as the highest seen, as Set does. The guard
+// stays for the retention (WithRetention), so that a late write with a lower
+// token cannot bring the value back. Deleting a value that does not exist is
+// a write like any other. Errors are those of Set.
+func Del(ctx context.Context, b backend.Backend, name string, token int64, opts ...Option) error {
+	return write(ctx, b, name, "Del", token, "del", nil, opts)
+}
+
+// HSet sets fields of the resource's value, a Redis hash, if token is at
+// least the highest fencing token seen, and records token as the highest
+// seen, as Set does. All fields are set in one atomic step. fields must not
+// be empty. Errors are those of Set; a value that is not a hash fails with
+// Redis's WRONGTYPE error.
+func HSet(ctx context.Context, b backend.Backend, name string, token int64, fields map[string][]byte, opts ...Option) error {
+	if len(fields) == 0 {
+		return fmt.Errorf("%s %q: hset: no fields: %w", primitive, name, locker.ErrInvalid)
+	}
+	args := make([]any, 0, 2*len(fields))
+	for f, v := range fields {
+		args = append(args, f, v)
+	}
+	return write(ctx, b, name, "HSet", token, "hset", args, opts)
+}
+
+// HDel deletes fields of the resource's value, a Redis hash, if token is at
+// least the highest fencing token seen, and records token as the highest
+// seen, as Set does. A hash left without fields no longer exists, as in
+// Redis. fields must not be empty. Errors are those of HSet.
+func HDel(ctx context.Context, b backend.Backend, name string, token int64, fields []string, opts ...Option) error {
+	if len(fields) == 0 {
+		return fmt.Errorf("%s %q: hdel: no fields: %w", primitive, name, locker.ErrInvalid)
+	}
+	args := make([]any, len(fields))
+	for i, f := range fields {
+		args[i] = f
+	}
+	return write(ctx, b, name, "HDel", token, "hdel", args, opts)
+}
+
+// Get returns the resource's value, a Redis string, and its version: an
+// opaque number that changes with every write made through this package,
+// fenced or not, to be passed to CompareAndSwap. The value is nil when it
+// does not exist (never written, deleted or expired), and then the version
+// is that of the deletion while the guard is retained, or 0. An existing
+// empty value is a non-nil empty slice.
+//
+// Transient Redis errors are retried with backoff for as long as ctx allows.
+// On failure Get returns a non-nil error: one matching locker.ErrInvalid for
+// a bad argument or option, one matching ctx.Err() when ctx ended first, or
+// the Redis error (WRONGTYPE for a hash).
+func Get(ctx context.Context, b backend.Backend, name string, opts ...Option) (value []byte, version int64, err error) {
+	r, err := open(b, name, opts)
+	if err != nil {
+		return nil, 0, err
+	}
+	ctx, op := r.tel.Start(ctx, primitive, "Get", name)
+	defer func() { end(op, outcomeRead, err) }()
+	v, err := r.get(ctx)
+	if err != nil {
+		return nil, 0, r.errorf("get", err)
+	}
+	trace.SpanFromContext(ctx).SetAttributes(keyVersion.Int64(v.Version))
+	return v.Data, v.Version, nil
+}
+
+// CompareAndSwap stores value as the resource's value, a Redis string, if
+// its version is still version, as returned by Get (0 for a resource that
+// has never been written), and returns the new version. It takes no token
+// and leaves the highest token seen alone: it serves optimistic concurrency
+// without a lock, and fenced writes of a lock holder make it fail as any
+// other write does. When the version has changed it returns an error
+// matching ErrConflict and writes nothing.
+//
+// Transient Redis errors are retried with backoff for as long as ctx allows;
+// a retry of a write that was applied (its reply lost) is recognised and not
+// applied twice. When a reply was lost and the retry can no longer tell
+// whether the write was applied (another write came in between, or ctx
+// ended), the error matches ErrOutcomeUnknown. Other errors: one matching
+// locker.ErrInvalid for a bad argument or option (before any I/O), one
+// matching ctx.Err() when ctx ended first, or the Redis error.
+func CompareAndSwap(ctx context.Context, b backend.Backend, name string, version int64, value []byte, opts ...Option) (newVersion int64, err error) {
+	r, err := open(b, name, opts)
+	if err != nil {
+		return 0, err
+	}
+	if version < 0 {
+		return 0, fmt.Errorf("%s %q: version %d: must not be negative: %w", primitive, name, version, locker.ErrInvalid)
+	}
+	ctx, op := r.tel.Start(ctx, primitive, "CompareAndSwap", name)
+	outcome := outcomeWritten
+	defer func() { end(op, outcome, err) }()
+	v, err := r.cas(ctx, version, value)
+	if errors.Is(err, ErrConflict) {
+		outcome = outcomeConflict
+		op.Attempt(true)
+	}
+	if err != nil {
+		return 0, r.errorf("compare and swap", err)
+	}
+	trace.SpanFromContext(ctx).SetAttributes(keyVersion.Int64(v))
+	return v, nil
+}
+
+// Update applies fn to the resource's value, a Redis string, and stores the
+// result if no other write came in between, retrying until one attempt
+// succeeds: it reads the value and its version, calls fn with the value (nil
+// when it does not exist), and writes fn's result with CompareAndSwap. After
+// a conflict it waits for the backoff (WithBackoff: 1ms doubling to 100ms,
+// with jitter, by default) and starts again; fn may therefore be called
+// several times, and should have no other effect than its result. A nil
+// result stores an empty value. Update returns the new version.
+//
+// When fn returns an error, Update returns it, wrapped, and writes nothing.
+// Otherwise, on failure Update returns an error matching ctx.Err() when ctx
+// ended first (it also matches ErrConflict when the last attempt had lost
+// to another writer), ErrOutcomeUnknown when the last write may or may not
+// have been applied (see CompareAndSwap), locker.ErrInvalid for a nil fn or
+// a bad argument or option (before any I/O), or the Redis error.
+func Update(ctx context.Context, b backend.Backend, name string, fn func(old []byte) ([]byte, error), opts ...Option) (version int64, err error) {
+	r, err := open(b, name, opts)
+	if err != nil {
+		return 0, err
+	}
+	if fn == nil {
+		return 0, fmt.Errorf("%s %q: update: nil function: %w", primitive, name, locker.ErrInvalid)
+	}
+	ctx, op := r.tel.Start(ctx, primitive, "Update", name)
+	span := trace.SpanFromContext(ctx)
+	outcome := outcomeWritten
+	var waited time.Duration
+	defer func() {
+		span.SetAttributes(telemetry.KeyAttempts.Int(op.Attempts()), telemetry.KeyWait.Float64(waited.Seconds()))
+		end(op, outcome, err)
+	}()
+	var lost error // the conflict of the last attempt
+	fail := func(err error) (int64, error) {
+		if lost != nil && ctx.Err() != nil && !errors.Is(err, ErrOutcomeUnknown) {
+			// Cut short by ctx after losing to another writer: say both.
+			outcome = outcomeConflict
+			err = retry.Ended(err, lost)
+		}
+		return 0, r.errorf("update", err)
+	}
+	for attempt := 1; ; attempt++ {
+		cur, err := r.get(ctx)
+		if err != nil {
+			return fail(err)
+		}
+		next, err := fn(cur.Data)
+		if err != nil {
+			return 0, r.errorf("update", err)
+		}
+		v, err := r.cas(ctx, cur.Version, next)
+		conflict := errors.Is(err, ErrConflict)
+		op.Attempt(conflict)
+		switch {
+		case err == nil:
+			span.SetAttributes(keyVersion.Int64(v))
+			return v, nil
+		case !conflict:
+			return fail(err)
+		}
+		lost = err
+		start := time.Now()
+		serr := retry.Sleep(ctx, r.b, r.cfg.backoff(attempt))
+		waited += time.Since(start)
+		if serr != nil {
+			return fail(serr)
+		}
+	}
+}
+
+// resource is what a call needs to reach one fenced resource.
+type resource struct {
+	b    backend.Backend
+	name string
+	keys []string // value, guard
+	cfg  config
+	tel  *telemetry.T
+}
+
+// open checks a call's arguments and returns its resource.
+func open(b backend.Backend, name string, opts []Option) (*resource, error) {
+	if err := backend.Check(b); err != nil {
+		return nil, fmt.Errorf("%s: %w", primitive, err)
+	}
+	if q, ok := b.(backend.Quorum); ok {
+		nodes, _ := q.QuorumNodes()
+		return nil, fmt.Errorf("%s: a quorum backend (%d independent nodes) cannot keep one value and version: its nodes may disagree on them: %w", primitive, nodes, locker.ErrInvalid)
+	}
+	if err := keyspace.Validate(primitive, name); err != nil {
+		return nil, err
+	}
+	cfg, err := newConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	ks := keyspace.New(b.Prefix(), name)
+	return &resource{b: b, name: name, keys: []string{ks.Key("value"), ks.Key("guard")}, cfg: cfg, tel: telemetry.Of(b)}, nil
+}
+
+// write makes a fenced write.
+func write(ctx context.Context, b backend.Backend, name, method string, token int64, operation string, operands []any, opts []Option) (err error) {
+	r, err := open(b, name, opts)
+	if err != nil {
+		return err
+	}
+	if token <= 0 {
+		return fmt.Errorf("%s %q: %s: token %d: must be positive: %w", primitive, name, operation, token, locker.ErrInvalid)
+	}
+	ctx, op := r.tel.Start(ctx, primitive, method, name)
+	op.Token(token)
+	outcome := outcomeWritten
+	defer func() { end(op, outcome, err) }()
+	if err := ctx.Err(); err != nil {
+		return r.errorf(operation, err)
+	}
+	args := append([]any{operation, strconv.FormatInt(token, 10), rand.Text(), r.ttlMs(), holdopt.Millis(r.cfg.retention)}, operands...)
+	var reply backend.Reply
+	err = retry.Do(ctx, r.b, r.cfg.backoff, func(ctx context.Context) error {
+		var err error
+		reply, err = backend.Run(ctx, r.b, script.FenceWrite, r.keys, args...)
+		return err
+	})
+	if err != nil {
+		return r.errorf(operation, err)
+	}
+	span := trace.SpanFromContext(ctx)
+	switch reply.Status() {
+	case backend.StatusOK:
+		span.SetAttributes(keyVersion.Int64(reply.At(1)))
+		return nil
+	case script.FenceStale:
+		seen := script.Joined(reply, 1)
+		outcome = outcomeStale
+		op.Attempt(true)
+		span.SetAttributes(keySeen.Int64(seen))
+		return r.errorf(operation, fmt.Errorf("%w: token %d is lower than %d, the highest seen", ErrStale, token, seen))
+	}
+	return r.errorf(operation, fmt.Errorf("script %s: unexpected status %d", script.FenceWrite.Name(), reply.Status()))
+}
+
+// get reads the value, retrying transient errors.
+func (r *resource) get(ctx context.Context) (script.FenceValue, error) {
+	if err := ctx.Err(); err != nil {
+		return script.FenceValue{}, err
+	}
+	var v script.FenceValue
+	err := retry.Do(ctx, r.b, r.cfg.backoff, func(ctx context.Context) error {
+		c := &backend.Call{Script: script.FenceGet, Keys: r.keys}
+		r.b.Exec(ctx, c)
+		if c.Err != nil {
+			return c.Err
+		}
+		var err error
+		v, err = script.DecodeFenceGet(c.Reply, c.Data)
+		return err
+	})
+	return v, err
+}
+
+// cas makes one compare-and-swap, retrying transient errors with the same
+// write id, which the script recognises when the write was applied.
+func (r *resource) cas(ctx context.Context, version int64, value []byte) (int64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	if value == nil {
+		value = []byte{}
+	}
+	args := []any{strconv.FormatInt(version, 10), rand.Text(), r.ttlMs(), holdopt.Millis(r.cfg.retention), value}
+	unsure := false // an attempt was sent and its outcome is unknown
+	var reply backend.Reply
+	err := retry.Do(ctx, r.b, r.cfg.backoff, func(ctx context.Context) error {
+		var err error
+		reply, err = backend.Run(ctx, r.b, script.FenceCAS, r.keys, args...)
+		unsure = unsure || ambiguous(err)
+		return err
+	})
+	switch {
+	case err != nil && unsure:
+		return 0, fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
+	case err != nil:
+		return 0, err
+	case reply.Status() == backend.StatusOK:
+		return reply.At(1), nil
+	case reply.Status() == script.FenceConflict && unsure:
+		return 0, fmt.Errorf("%w: a reply was lost, and the version is now %d, not %d: the write may have been applied and overwritten since",
+			ErrOutcomeUnknown, reply.At(1), version)
+	case reply.Status() == script.FenceConflict:
+		return 0, fmt.Errorf("%w: the version is %d, not %d", ErrConflict, reply.At(1), version)
+	}
+	return 0, fmt.Errorf("script %s: unexpected status %d", script.FenceCAS.Name(), reply.Status())
+}
+
+// ambiguous reports whether a script call that failed with err may have run:
+// every failure but a Redis error reply and a closed backend may have come
+// after the script was sent.
+func ambiguous(err error) bool {
+	if err == nil || errors.Is(err, locker.ErrClosed) || errors.Is(err, redis.ErrClosed) {
+		return false
+	}
+	var rerr redis.Error
+	return !errors.As(err, &rerr)
+}
+
+func (r *resource) ttlMs() int64 {
+	if r.cfg.ttl == 0 {
+		return 0
+	}
+	return holdopt.Millis(r.cfg.ttl)
+}
+
+func (r *resource) errorf(op string, err error) error {
+	return fmt.Errorf("%s %q: %s: %w", primitive, r.name, op, err)
+}
+
+// end closes a call's span; a failure other than a stale token or a version
+// conflict has the outcome error.
+func end(op *telemetry.Op, outcome string, err error) {
+	if err != nil && (outcome == outcomeWritten || outcome == outcomeRead) {
+		outcome = telemetry.Failed
+	}
+	op.End(outcome, err, false)
+}

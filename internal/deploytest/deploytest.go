@@ -1,0 +1,97 @@
+// Package deploytest runs a test on every deployment that serves as one
+// logical Redis: the embedded Redis (miniredis, with keys expiring in real
+// time), one redis-server, a Sentinel topology and a Cluster. The real
+// deployments are those shared by the test binary (see package redistest),
+// so a package that uses Each must run its tests through redistest.Main.
+package deploytest
+
+import (
+	"context"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redisync/redisync/backend"
+	"github.com/redisync/redisync/internal/embedded"
+	"github.com/redisync/redisync/internal/redistest"
+)
+
+// A Deployment is one Redis deployment under test.
+type Deployment struct {
+	// Name is "miniredis", "single", "sentinel" or "cluster".
+	Name string
+	// Raw is a client to the deployment, for looking at keys behind the
+	// primitives' backs.
+	Raw redis.UniversalClient
+	// Sharded reports whether wake channels use sharded pub/sub (Cluster).
+	Sharded bool
+
+	newClient func(t testing.TB) redis.UniversalClient
+}
+
+// NewBackend returns a Backend over a client of its own, as another process
+// would have; both are closed when the test ends.
+func (d Deployment) NewBackend(t testing.TB, opts ...backend.Option) backend.Backend {
+	t.Helper()
+	b := backend.New(d.newClient(t), opts...)
+	t.Cleanup(func() { _ = b.Close() })
+	return b
+}
+
+// Subscribe subscribes a client of its own to channel the way the backend
+// publishes on it (SSUBSCRIBE on Cluster, SUBSCRIBE elsewhere) and returns
+// once the server has confirmed it. It is closed when the test ends.
+func (d Deployment) Subscribe(t testing.TB, channel string) *redis.PubSub {
+	t.Helper()
+	ctx := context.Background()
+	var ps *redis.PubSub
+	switch c := d.newClient(t).(type) {
+	case *redis.ClusterClient:
+		ps = c.SSubscribe(ctx, channel)
+	case *redis.Client:
+		ps = c.Subscribe(ctx, channel)
+	}
+	t.Cleanup(func() { _ = ps.Close() })
+	if _, err := ps.Receive(ctx); err != nil {
+		t.Fatalf("deploytest: subscribe to %s: %v", channel, err)
+	}
+	return ps
+}
+
+// Each runs f, in parallel subtests, on the embedded Redis and on the shared
+// single node, Sentinel and Cluster. f must not break the shared topologies.
+func Each(t *testing.T, f func(t *testing.T, d Deployment)) {
+	t.Helper()
+	t.Run("miniredis", func(t *testing.T) {
+		t.Parallel()
+		s, err := embedded.Start()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(s.Close)
+		newClient := func(t testing.TB) redis.UniversalClient {
+			c := redis.NewClient(&redis.Options{Addr: s.Addr()})
+			t.Cleanup(func() { _ = c.Close() })
+			return c
+		}
+		f(t, Deployment{Name: "miniredis", Raw: newClient(t), newClient: newClient})
+	})
+	t.Run("single", func(t *testing.T) {
+		t.Parallel()
+		n := redistest.SharedNode(t)
+		newClient := func(t testing.TB) redis.UniversalClient { return n.Client(t) }
+		f(t, Deployment{Name: "single", Raw: n.Client(t), newClient: newClient})
+	})
+	t.Run("sentinel", func(t *testing.T) {
+		t.Parallel()
+		s := redistest.SharedSentinel(t)
+		newClient := func(t testing.TB) redis.UniversalClient { return s.Client(t) }
+		f(t, Deployment{Name: "sentinel", Raw: s.Client(t), newClient: newClient})
+	})
+	t.Run("cluster", func(t *testing.T) {
+		t.Parallel()
+		c := redistest.SharedCluster(t)
+		newClient := func(t testing.TB) redis.UniversalClient { return c.Client(t) }
+		f(t, Deployment{Name: "cluster", Raw: c.Client(t), Sharded: true, newClient: newClient})
+	})
+}

@@ -1,0 +1,67 @@
+package script
+
+import (
+	_ "embed"
+	"fmt"
+
+	"github.com/redisync/redisync/backend"
+)
+
+var (
+	//go:embed fence_lib.lua
+	fenceLib string
+	//go:embed fence_write.lua
+	fenceWriteSrc string
+	//go:embed fence_cas.lua
+	fenceCASSrc string
+	//go:embed fence_get.lua
+	fenceGetSrc string
+)
+
+// Scripts of package fence. Each takes two keys, the value and its guard,
+// and has fence_lib.lua prepended.
+var (
+	FenceWrite = backend.NewScript("fence.write", backend.Write, fenceLib+"\n"+fenceWriteSrc, nil)
+	FenceCAS   = backend.NewScript("fence.cas", backend.Write, fenceLib+"\n"+fenceCASSrc, nil)
+	FenceGet   = backend.NewScript("fence.get", backend.Query, fenceLib+"\n"+fenceGetSrc, nil)
+)
+
+// Statuses of the fence scripts besides backend.StatusOK.
+const (
+	// FenceStale: the write's token is lower than the highest seen, which
+	// follows in two parts (see Joined).
+	FenceStale = backend.StatusTaken
+	// FenceConflict: the version is not the one expected; the current one
+	// follows.
+	FenceConflict = backend.StatusContended
+)
+
+// Joined returns the number a script split into r[i] = n / 1e9 and
+// r[i+1] = n % 1e9, so that numbers above 2^53 survive Lua.
+func Joined(r backend.Reply, i int) int64 {
+	return r.At(i)*1e9 + r.At(i+1)
+}
+
+// FenceValue is the decoded reply of FenceGet.
+type FenceValue struct {
+	Version int64  // 0 when no write is recorded
+	Token   int64  // the highest fencing token seen, 0 when none
+	Data    []byte // nil when the value does not exist
+}
+
+// DecodeFenceGet decodes a reply of FenceGet and the byte string that
+// carries the value.
+func DecodeFenceGet(r backend.Reply, data []byte) (FenceValue, error) {
+	if r.Status() != backend.StatusOK || len(r) != 5 {
+		return FenceValue{}, fmt.Errorf("script fence.get: malformed reply of %d elements, status %d", len(r), r.Status())
+	}
+	v := FenceValue{Version: r[1], Token: Joined(r, 2)}
+	switch {
+	case r[4] == 0:
+		return v, nil
+	case data == nil:
+		return FenceValue{}, fmt.Errorf("script fence.get: the value is missing from the reply")
+	}
+	v.Data = data
+	return v, nil
+}

@@ -1,0 +1,48 @@
+-- fence_write.lua: a write guarded by a fencing token (fence_lib.lua first).
+-- ARGV[1] publish command (unused), ARGV[2] operation: set, del, hset or
+-- hdel, ARGV[3] fencing token (decimal, positive), ARGV[4] write id,
+-- ARGV[5] ttl of the value in ms (0: set leaves it without expiry, hset and
+-- hdel leave its expiry alone), ARGV[6] retention of the guard in ms,
+-- ARGV[7...] operands: set: the value; hset: field, value, ...; hdel: field,
+-- ...; del: none.
+-- The write is made when the token is at least the highest seen; the same
+-- token may write any number of times.
+-- Returns {1, new version}, also when ARGV[4] is the last write made (a
+-- retried call, not made twice), or {-2, highest token seen / 1e9, highest
+-- token seen % 1e9} when the token is lower than that (nothing changes).
+local v = last(ARGV[4])
+if v then
+  return {1, v}
+end
+local seen = redis.call('HGET', guard, 't') or '0'
+local token = ARGV[3]
+if lower(token, seen) then
+  local hi, lo = split(seen)
+  return {-2, hi, lo}
+end
+local op, ttl = ARGV[2], tonumber(ARGV[5])
+-- Fields go to HSET and HDEL in chunks: unpack has a stack limit.
+local CHUNK = 256
+if op == 'set' then
+  if ttl > 0 then
+    redis.call('SET', value, ARGV[7], 'PX', ttl)
+  else
+    redis.call('SET', value, ARGV[7])
+  end
+elseif op == 'del' then
+  redis.call('DEL', value)
+elseif op == 'hset' or op == 'hdel' then
+  local cmd = 'HSET'
+  if op == 'hdel' then
+    cmd = 'HDEL'
+  end
+  for i = 7, #ARGV, CHUNK do
+    redis.call(cmd, value, unpack(ARGV, i, math.min(i + CHUNK - 1, #ARGV)))
+  end
+  if ttl > 0 then
+    redis.call('PEXPIRE', value, ttl)
+  end
+else
+  return redis.error_reply('ERR fence: unknown operation ' .. op)
+end
+return {1, commit(token, ARGV[4], ARGV[6])}

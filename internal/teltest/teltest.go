@@ -1,0 +1,99 @@
+// Package teltest records the spans and metrics of a backend and its
+// primitives in memory, for tests of their instrumentation.
+package teltest
+
+import (
+	"context"
+	"testing"
+
+	"go.opentelemetry.io/otel/attribute"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/redisync/redisync/tracing"
+)
+
+// A Recorder holds the spans and metrics recorded through its Options.
+type Recorder struct {
+	spans   *tracetest.SpanRecorder
+	metrics *sdkmetric.ManualReader
+	opts    []tracing.Option
+}
+
+// New returns a Recorder; pass its Options to backend.WithTracing.
+func New() *Recorder {
+	r := &Recorder{spans: tracetest.NewSpanRecorder(), metrics: sdkmetric.NewManualReader()}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(r.spans))
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(r.metrics))
+	r.opts = []tracing.Option{tracing.WithTracerProvider(tp), tracing.WithMeterProvider(mp)}
+	return r
+}
+
+// Options returns the tracing options that record into r.
+func (r *Recorder) Options() []tracing.Option { return r.opts }
+
+// Spans returns the ended spans called name, in the order they ended.
+func (r *Recorder) Spans(name string) []sdktrace.ReadOnlySpan {
+	var out []sdktrace.ReadOnlySpan
+	for _, s := range r.spans.Ended() {
+		if s.Name() == name {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Attrs returns the attributes of s by key.
+func Attrs(s sdktrace.ReadOnlySpan) map[attribute.Key]attribute.Value {
+	m := make(map[attribute.Key]attribute.Value)
+	for _, kv := range s.Attributes() {
+		m[kv.Key] = kv.Value
+	}
+	return m
+}
+
+// A Point is one data point of a metric, with its attributes.
+type Point struct {
+	Attrs attribute.Set
+	Value float64 // the sum of a counter, the count of a histogram
+}
+
+// Metrics collects the metrics recorded so far, by name.
+func (r *Recorder) Metrics(t testing.TB) map[string][]Point {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	if err := r.metrics.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	out := make(map[string][]Point)
+	for _, sm := range rm.ScopeMetrics {
+		for _, md := range sm.Metrics {
+			switch d := md.Data.(type) {
+			case metricdata.Histogram[float64]:
+				for _, p := range d.DataPoints {
+					out[md.Name] = append(out[md.Name], Point{p.Attributes, float64(p.Count)})
+				}
+			case metricdata.Sum[int64]:
+				for _, p := range d.DataPoints {
+					out[md.Name] = append(out[md.Name], Point{p.Attributes, float64(p.Value)})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// Total returns the sum over the points of metric name whose
+// redisync.primitive is primitive.
+func (r *Recorder) Total(t testing.TB, name, primitive string) float64 {
+	t.Helper()
+	var sum float64
+	for _, p := range r.Metrics(t)[name] {
+		if v, ok := p.Attrs.Value("redisync.primitive"); ok && v.AsString() == primitive {
+			sum += p.Value
+		}
+	}
+	return sum
+}

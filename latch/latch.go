@@ -1,0 +1,283 @@
+package latch
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/redisync/redisync/backend"
+	"github.com/redisync/redisync/internal/acquire"
+	"github.com/redisync/redisync/internal/holdopt"
+	"github.com/redisync/redisync/internal/keyspace"
+	"github.com/redisync/redisync/internal/retry"
+	"github.com/redisync/redisync/internal/script"
+	"github.com/redisync/redisync/internal/telemetry"
+	"github.com/redisync/redisync/locker"
+)
+
+const primitive = "latch"
+
+// MaxCount is the largest count a latch accepts. A latch remembers each
+// count-down until it opens (so that a retried CountDown is not counted
+// twice), which costs Redis memory per count-down: a latch counts the
+// participants of a task, not events.
+const MaxCount = 1 << 20
+
+// ErrCountMismatch is matched, together with locker.ErrInvalid, by the error
+// of an operation whose CountDown was created with a count other than the one
+// the latch exists with on the server. Nothing is changed then; Reset
+// replaces the existing latch.
+var ErrCountMismatch = errors.New("latch: count mismatch")
+
+// Outcomes recorded in redisync.outcome.
+const (
+	outcomeCounted = "counted" // CountDown counted, the latch is still closed
+	outcomeOpened  = "opened"  // CountDown counted and opened the latch
+	outcomeOpen    = "open"    // the latch was open already (CountDown), or is open (Await)
+	outcomeRead    = "read"    // Count
+	outcomeReset   = "reset"   // Reset
+)
+
+// keyCount is the span attribute of the count left after a call.
+const keyCount = "redisync.latch.count"
+
+// A CountDown is a countdown latch shared by every process that uses the same
+// name on the same Redis deployment: it starts closed with a count, each
+// CountDown lowers the count by one, and it opens, releasing every Await,
+// when the count reaches zero. It then stays open until it expires. Create
+// one with New; the zero value is not usable. A CountDown is safe for concurrent
+// use; its methods keep no state between calls.
+type CountDown struct {
+	b       backend.Backend
+	name    string
+	count   int
+	size    string   // count in decimal, as the scripts compare it
+	keys    []string // latch hash
+	wake    string
+	ttlMs   int64
+	backoff locker.Backoff
+	tel     *telemetry.T
+}
+
+// New returns the CountDown latch called name on b, of count count: the count the
+// latch starts with when this handle (or another with the same count) is the
+// first to use it. Every handle of one latch must be created with the same
+// count; an operation on a latch that exists with another count fails with
+// ErrCountMismatch. A count of 0 is a latch that is open from the start.
+//
+// New does no I/O. It returns an error matching locker.ErrInvalid for a nil
+// or unusable Backend, a quorum Backend (see the package documentation), a
+// bad name (empty, longer than 512 bytes, or containing '{', '}' or control
+// characters), a count below 0 or above MaxCount, or a bad option.
+func New(b backend.Backend, name string, count int, opts ...Option) (*CountDown, error) {
+	if err := backend.Check(b); err != nil {
+		return nil, fmt.Errorf("%s: %w", primitive, err)
+	}
+	if q, ok := b.(backend.Quorum); ok {
+		nodes, _ := q.QuorumNodes()
+		return nil, fmt.Errorf("%s: a quorum backend (%d independent nodes) cannot keep one count: its nodes may disagree on it: %w", primitive, nodes, locker.ErrInvalid)
+	}
+	if err := keyspace.Validate(primitive, name); err != nil {
+		return nil, err
+	}
+	if count < 0 || count > MaxCount {
+		return nil, fmt.Errorf("%s: count %d: must be from 0 to %d: %w", primitive, count, MaxCount, locker.ErrInvalid)
+	}
+	cfg, err := newConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	ks := keyspace.New(b.Prefix(), name)
+	return &CountDown{
+		b:       b,
+		name:    name,
+		count:   count,
+		size:    strconv.Itoa(count),
+		keys:    []string{ks.Key("latch")},
+		wake:    ks.Wake(),
+		ttlMs:   holdopt.Millis(cfg.ttl),
+		backoff: cfg.backoff,
+		tel:     telemetry.Of(b),
+	}, nil
+}
+
+// Name returns the name the CountDown was created with.
+func (l *CountDown) Name() string { return l.name }
+
+// CountDown lowers the count by one, creating the latch with its count
+// first if it does not exist (never created, or expired). The count-down
+// that brings the count to zero opens the latch and wakes every Await; a
+// CountDown on an open latch does nothing. Each call counts at most once,
+// even when it is retried: transient Redis errors are retried with backoff
+// for as long as ctx allows, and a retry of a count-down that was applied
+// (its reply lost) is recognised and not counted again. CountDown makes the
+// latch last at least its TTL from now.
+//
+// On failure CountDown returns a non-nil error: one matching ctx.Err() when
+// ctx ended first (also before any I/O when ctx is already done), one
+// matching ErrCountMismatch, one matching locker.ErrClosed after the
+// backend's Close, or the Redis error. A count-down whose reply was lost
+// before ctx ended may have been counted.
+func (l *CountDown) CountDown(ctx context.Context) (err error) {
+	ctx, op := l.tel.Start(ctx, primitive, "CountDown", l.name)
+	outcome := outcomeCounted
+	defer func() { l.end(op, outcome, err) }()
+	if err := ctx.Err(); err != nil {
+		return l.errorf("count down", err)
+	}
+	id := rand.Text()
+	var r backend.Reply
+	err = retry.Do(ctx, l.b, l.backoff, func(ctx context.Context) error {
+		var err error
+		r, err = l.run(ctx, script.LatchCountDown, l.wake, l.size, l.ttlMs, id)
+		return err
+	})
+	if err != nil {
+		return l.errorf("count down", err)
+	}
+	left := r.At(1)
+	switch {
+	case r.At(2) == 0:
+		outcome = outcomeOpen
+	case left == 0:
+		outcome = outcomeOpened
+	}
+	trace.SpanFromContext(ctx).SetAttributes(attribute.Int64(keyCount, left))
+	return nil
+}
+
+// Count returns the count left: 0 once the latch is open. A latch that does
+// not exist (never created, or expired) counts as a new one: Count returns
+// the CountDown's count, without creating it. Transient Redis errors are
+// retried with backoff for as long as ctx allows. On failure Count returns 0
+// and an error: one matching ctx.Err() when ctx ended first, one matching
+// ErrCountMismatch, locker.ErrClosed, or the Redis error.
+func (l *CountDown) Count(ctx context.Context) (n int, err error) {
+	ctx, op := l.tel.Start(ctx, primitive, "Count", l.name)
+	defer func() { l.end(op, outcomeRead, err) }()
+	if err := ctx.Err(); err != nil {
+		return 0, l.errorf("count", err)
+	}
+	var left int64
+	err = retry.Do(ctx, l.b, l.backoff, func(ctx context.Context) error {
+		var err error
+		left, err = l.state(ctx)
+		return err
+	})
+	if err != nil {
+		return 0, l.errorf("count", err)
+	}
+	trace.SpanFromContext(ctx).SetAttributes(attribute.Int64(keyCount, left))
+	return int(left), nil
+}
+
+// Await blocks until the latch is open or ctx is done. It returns at once
+// when the count is already zero. Otherwise it subscribes to the latch's wake
+// channel, checks the count again (a count-down may have opened the latch
+// before the subscription took effect), and then checks it on every wake-up
+// message and, since pub/sub may lose messages, at the latest after the
+// backoff's poll interval (1s by default). Transient Redis errors are retried
+// for as long as ctx allows. Await does not create the latch: a latch that
+// does not exist is waited for like a new one.
+//
+// On success Await returns nil: the count was zero at some instant during
+// the call. On failure it returns a non-nil error: one matching ctx.Err()
+// when ctx ended first (also before any I/O when ctx is already done), one
+// matching locker.ErrClosed when the backend was closed, one matching
+// ErrCountMismatch, or the Redis error.
+func (l *CountDown) Await(ctx context.Context) (err error) {
+	ctx, op := l.tel.Start(ctx, primitive, "Await", l.name)
+	defer func() {
+		outcome := outcomeOpen
+		if err != nil {
+			outcome = telemetry.Failed
+		}
+		op.End(outcome, err, true)
+	}()
+	if err := ctx.Err(); err != nil {
+		return l.errorf("await", err)
+	}
+	var last error // the last transient error, when the last check failed
+	loop := acquire.Loop{Backend: l.b, Channel: l.wake, Backoff: l.backoff, Op: op}
+	err = loop.Wait(ctx, func(ctx context.Context) (bool, time.Duration, error) {
+		left, err := l.state(ctx)
+		if err != nil {
+			if backend.IsTransient(err) {
+				last = err
+			}
+			return false, 0, err
+		}
+		last = nil
+		return left == 0, 0, nil
+	})
+	if err != nil && ctx.Err() != nil && errors.Is(err, locker.ErrNotAcquired) {
+		// The loop speaks of acquisitions; a wait reports its context.
+		err = retry.Ended(ctx.Err(), last)
+	}
+	return l.errorf("await", err)
+}
+
+// Reset replaces the latch, whatever its count and state, by a new closed
+// latch of the CountDown's count (an open one for a count of 0), which lasts the
+// TTL. It is the explicit way to reuse a name or to change its count: create
+// a CountDown with the new count and Reset it. Count-downs made before the reset
+// are forgotten; Await calls in progress go on waiting, now for the new
+// latch. Transient Redis errors are retried with backoff for as long as ctx
+// allows; a retry of a reset that was applied (its reply lost) is recognised
+// and not applied twice. On failure Reset returns an error (matching
+// ctx.Err() when ctx ended first); a reset whose reply was lost before ctx
+// ended may have been applied.
+func (l *CountDown) Reset(ctx context.Context) (err error) {
+	ctx, op := l.tel.Start(ctx, primitive, "Reset", l.name)
+	defer func() { l.end(op, outcomeReset, err) }()
+	if err := ctx.Err(); err != nil {
+		return l.errorf("reset", err)
+	}
+	id := rand.Text()
+	err = retry.Do(ctx, l.b, l.backoff, func(ctx context.Context) error {
+		_, err := l.run(ctx, script.LatchReset, l.wake, l.size, l.ttlMs, id)
+		return err
+	})
+	return l.errorf("reset", err)
+}
+
+// state reads the count left.
+func (l *CountDown) state(ctx context.Context) (int64, error) {
+	r, err := l.run(ctx, script.LatchState, l.size)
+	return r.At(1), err
+}
+
+// run runs a latch script and turns a count mismatch into an error.
+func (l *CountDown) run(ctx context.Context, s *backend.Script, args ...any) (backend.Reply, error) {
+	r, err := backend.Run(ctx, l.b, s, l.keys, args...)
+	switch {
+	case err != nil:
+		return nil, err
+	case r.Status() == script.LatchMismatch:
+		return nil, fmt.Errorf("%w: the latch exists with count %d, this handle's count is %d (Reset replaces it): %w",
+			ErrCountMismatch, r.At(1), l.count, locker.ErrInvalid)
+	case r.Status() != backend.StatusOK:
+		return nil, fmt.Errorf("%s: script %s: unexpected status %d", primitive, s.Name(), r.Status())
+	}
+	return r, nil
+}
+
+func (l *CountDown) end(op *telemetry.Op, outcome string, err error) {
+	if err != nil {
+		outcome = telemetry.Failed
+	}
+	op.End(outcome, err, false)
+}
+
+func (l *CountDown) errorf(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("latch %q: %s: %w", l.name, op, err)
+}

@@ -1,0 +1,417 @@
+package latch_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redisync/redisync/backend"
+	"github.com/redisync/redisync/internal/deploytest"
+	"github.com/redisync/redisync/internal/redistest"
+	"github.com/redisync/redisync/latch"
+	"github.com/redisync/redisync/locker"
+)
+
+func TestMain(m *testing.M) { redistest.Main(m) }
+
+var seq atomic.Int64
+
+// unique returns a latch name of its own for the test.
+func unique(t *testing.T) string {
+	return fmt.Sprintf("lt-%s-%d-%d", t.Name(), time.Now().UnixNano(), seq.Add(1))
+}
+
+func ctxFor(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func newLatch(t *testing.T, b backend.Backend, name string, count int, opts ...latch.Option) *latch.CountDown {
+	t.Helper()
+	l, err := latch.New(b, name, count, opts...)
+	if err != nil {
+		t.Fatalf("New(%q, %d): %v", name, count, err)
+	}
+	return l
+}
+
+func count(t *testing.T, l *latch.CountDown) int {
+	t.Helper()
+	n, err := l.Count(ctxFor(t, 10*time.Second))
+	if err != nil {
+		t.Fatalf("Count: %v", err)
+	}
+	return n
+}
+
+// latchKey returns the key of the latch called name.
+func latchKey(name string) string { return "redisync:{" + name + "}:latch" }
+
+// TestFiftyCountersFiveClients: a latch of 50 is counted down by 50
+// goroutines spread over 5 clients while 4 waiters per client wait. Every
+// waiter must return exactly once, without error, and only after the 50th
+// count-down began; the latch must publish its opening exactly once, and
+// count-downs past zero must change nothing.
+func TestFiftyCountersFiveClients(t *testing.T) {
+	deploytest.Each(t, func(t *testing.T, d deploytest.Deployment) {
+		const clients, counters, waitersPer = 5, 50, 4
+		name := unique(t)
+		ctx := ctxFor(t, 60*time.Second)
+		wake := d.Subscribe(t, "redisync:{"+name+"}:wake")
+
+		var (
+			started   atomic.Int64 // count-downs begun
+			finished  atomic.Int64 // count-downs returned
+			early     atomic.Int64 // waiters released before the 50th count-down began
+			lastDown  atomic.Int64 // UnixNano when the last count-down returned
+			wg        sync.WaitGroup
+			mu        sync.Mutex
+			released  = make(map[int]int)    // waiter -> returns
+			latencies = make([]time.Time, 0) // when each waiter returned
+			errs      = make(chan error, clients*(waitersPer+counters))
+		)
+		handles := make([]*latch.CountDown, clients)
+		for c := range clients {
+			handles[c] = newLatch(t, d.NewBackend(t), name, counters)
+		}
+		for w := range clients * waitersPer {
+			l := handles[w%clients]
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				err := l.Await(ctx)
+				at := time.Now()
+				if started.Load() < counters {
+					early.Add(1)
+				}
+				mu.Lock()
+				released[w]++
+				latencies = append(latencies, at)
+				mu.Unlock()
+				if err != nil {
+					errs <- fmt.Errorf("waiter %d: %w", w, err)
+				}
+			}()
+		}
+		// Let the waiters subscribe before the count-downs start, so that
+		// most of them are woken by the message rather than find the latch
+		// open.
+		time.Sleep(200 * time.Millisecond)
+		if n := count(t, handles[0]); n != counters {
+			t.Fatalf("Count before any count-down = %d; want %d", n, counters)
+		}
+		begin := time.Now()
+		var downs sync.WaitGroup
+		for i := range counters {
+			l := handles[i%clients]
+			downs.Add(1)
+			go func() {
+				defer downs.Done()
+				started.Add(1)
+				if err := l.CountDown(ctx); err != nil {
+					errs <- fmt.Errorf("count-down %d: %w", i, err)
+				}
+				finished.Add(1)
+				lastDown.Store(time.Now().UnixNano())
+			}()
+		}
+		downs.Wait()
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Error(err)
+		}
+		// Count-downs past zero change nothing and publish nothing.
+		for c := range clients {
+			if err := handles[c].CountDown(ctx); err != nil {
+				t.Errorf("CountDown on the open latch: %v", err)
+			}
+		}
+		if n := count(t, handles[1]); n != 0 {
+			t.Errorf("Count after %d count-downs = %d; want 0", counters+clients, n)
+		}
+		// One message for the opening, and no other: wait a little for a
+		// late one.
+		var messages int
+		for {
+			mctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+			_, err := wake.ReceiveMessage(mctx)
+			cancel()
+			if err != nil {
+				break
+			}
+			messages++
+		}
+		for w := range clients * waitersPer {
+			if released[w] != 1 {
+				t.Errorf("waiter %d returned %d times; want 1", w, released[w])
+			}
+		}
+		if early.Load() != 0 {
+			t.Errorf("%d waiters returned before the %dth count-down began; want 0", early.Load(), counters)
+		}
+		if messages != 1 {
+			t.Errorf("%d wake-up messages on the latch's channel; want exactly 1", messages)
+		}
+		sort.Slice(latencies, func(i, j int) bool { return latencies[i].Before(latencies[j]) })
+		last := time.Unix(0, lastDown.Load())
+		t.Logf("%s: %d count-downs from %d clients in %v; %d waiters released once each, the last %v after the last count-down returned; %d opening message(s)",
+			d.Name, counters, clients, last.Sub(begin).Round(time.Millisecond), len(latencies),
+			latencies[len(latencies)-1].Sub(last).Round(time.Millisecond), messages)
+	})
+}
+
+func TestLifecycle(t *testing.T) {
+	deploytest.Each(t, func(t *testing.T, d deploytest.Deployment) {
+		ctx := ctxFor(t, 30*time.Second)
+		b := d.NewBackend(t)
+		name := unique(t)
+		l := newLatch(t, b, name, 3, latch.WithTTL(time.Minute))
+
+		if n := count(t, l); n != 3 {
+			t.Errorf("Count of a latch never created = %d; want 3", n)
+		}
+		if n, err := d.Raw.Exists(ctx, latchKey(name)).Result(); err != nil || n != 0 {
+			t.Errorf("EXISTS after Count = (%d, %v); want 0: Count must not create the latch", n, err)
+		}
+		for want := 2; want >= 0; want-- {
+			if err := l.CountDown(ctx); err != nil {
+				t.Fatalf("CountDown: %v", err)
+			}
+			if n := count(t, l); n != want {
+				t.Errorf("Count = %d; want %d", n, want)
+			}
+			ttl, err := d.Raw.PTTL(ctx, latchKey(name)).Result()
+			if err != nil || ttl <= 0 || ttl > time.Minute {
+				t.Errorf("PTTL of the latch = (%v, %v); want in (0, 1m]", ttl, err)
+			}
+		}
+		if err := l.Await(ctx); err != nil {
+			t.Errorf("Await on an open latch = %v; want nil", err)
+		}
+		fields, err := d.Raw.HKeys(ctx, latchKey(name)).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		sort.Strings(fields)
+		if fmt.Sprint(fields) != "[c n]" {
+			t.Errorf("fields of the open latch = %v; want [c n] (count-down ids dropped)", fields)
+		}
+
+		// Reset closes it again, with the count of the handle.
+		if err := l.Reset(ctx); err != nil {
+			t.Fatalf("Reset: %v", err)
+		}
+		if n := count(t, l); n != 3 {
+			t.Errorf("Count after Reset = %d; want 3", n)
+		}
+		short, cancel := context.WithTimeout(ctx, 150*time.Millisecond)
+		defer cancel()
+		if err := l.Await(short); !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, locker.ErrNotAcquired) {
+			t.Errorf("Await on a closed latch until the deadline = %v; want context.DeadlineExceeded only", err)
+		}
+	})
+}
+
+func TestCountMismatch(t *testing.T) {
+	deploytest.Each(t, func(t *testing.T, d deploytest.Deployment) {
+		ctx := ctxFor(t, 30*time.Second)
+		b := d.NewBackend(t)
+		name := unique(t)
+		three := newLatch(t, b, name, 3)
+		four := newLatch(t, b, name, 4)
+		if err := three.CountDown(ctx); err != nil {
+			t.Fatal(err)
+		}
+		calls := []struct {
+			op   string
+			call func() error
+		}{
+			{"CountDown", func() error { return four.CountDown(ctx) }},
+			{"Count", func() error { _, err := four.Count(ctx); return err }},
+			{"Await", func() error { return four.Await(ctx) }},
+		}
+		for _, c := range calls {
+			err := c.call()
+			if !errors.Is(err, latch.ErrCountMismatch) || !errors.Is(err, locker.ErrInvalid) {
+				t.Errorf("%s with count 4 on a latch of 3 = %v; want ErrCountMismatch and locker.ErrInvalid", c.op, err)
+			}
+		}
+		if n := count(t, three); n != 2 {
+			t.Errorf("Count after the rejected calls = %d; want 2 (unchanged)", n)
+		}
+		// Reset is the explicit way to change the count.
+		if err := four.Reset(ctx); err != nil {
+			t.Fatalf("Reset to 4: %v", err)
+		}
+		if n := count(t, four); n != 4 {
+			t.Errorf("Count after Reset to 4 = %d; want 4", n)
+		}
+		if _, err := three.Count(ctx); !errors.Is(err, latch.ErrCountMismatch) {
+			t.Errorf("Count with the old count 3 after Reset to 4 = %v; want ErrCountMismatch", err)
+		}
+	})
+}
+
+// TestResetDuringAwait: waiters of a latch that is reset wait for the new
+// latch; a reset to another count wakes them with a mismatch.
+func TestResetDuringAwait(t *testing.T) {
+	deploytest.Each(t, func(t *testing.T, d deploytest.Deployment) {
+		ctx := ctxFor(t, 30*time.Second)
+		name := unique(t)
+		waiter := newLatch(t, d.NewBackend(t), name, 2)
+		other := newLatch(t, d.NewBackend(t), name, 2)
+		done := make(chan error, 1)
+		go func() { done <- waiter.Await(ctx) }()
+		if err := other.CountDown(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := other.Reset(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := other.CountDown(ctx); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("Await returned (%v) after one count-down of a latch reset to 2", err)
+		case <-time.After(300 * time.Millisecond):
+		}
+		if err := other.CountDown(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-done; err != nil {
+			t.Errorf("Await after the reset latch opened = %v; want nil", err)
+		}
+
+		// A reset to another count: the waiter is told, not released.
+		if err := other.Reset(ctx); err != nil {
+			t.Fatal(err)
+		}
+		go func() { done <- waiter.Await(ctx) }()
+		time.Sleep(100 * time.Millisecond)
+		zero := newLatch(t, d.NewBackend(t), name, 0)
+		if err := zero.Reset(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-done; !errors.Is(err, latch.ErrCountMismatch) {
+			t.Errorf("Await after a Reset to another count = %v; want ErrCountMismatch", err)
+		}
+		if err := zero.Await(ctx); err != nil {
+			t.Errorf("Await on a latch reset to 0 = %v; want nil", err)
+		}
+	})
+}
+
+// TestExpiry: an abandoned latch disappears after its TTL and then reads as
+// a new one.
+func TestExpiry(t *testing.T) {
+	deploytest.Each(t, func(t *testing.T, d deploytest.Deployment) {
+		ctx := ctxFor(t, 30*time.Second)
+		name := unique(t)
+		l := newLatch(t, d.NewBackend(t), name, 2, latch.WithTTL(300*time.Millisecond))
+		if err := l.CountDown(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if n := count(t, l); n != 1 {
+			t.Fatalf("Count = %d; want 1", n)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for d.Raw.Exists(ctx, latchKey(name)).Val() != 0 {
+			if time.Now().After(deadline) {
+				t.Fatal("latch key still there 10s after its 300ms TTL")
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		if n := count(t, l); n != 2 {
+			t.Errorf("Count after expiry = %d; want 2 (a new latch)", n)
+		}
+	})
+}
+
+// TestRetriedCountDownCountsOnce: the reply of a count-down is lost after it
+// was applied; the retry must not count it again.
+func TestRetriedCountDownCountsOnce(t *testing.T) {
+	deploytest.Each(t, func(t *testing.T, d deploytest.Deployment) {
+		ctx := ctxFor(t, 30*time.Second)
+		var lose atomic.Int64
+		f := &deploytest.Faulty{
+			Backend: d.NewBackend(t),
+			Lose: func(c *backend.Call) bool {
+				return c.Script.Name() == "latch.count_down" && lose.Add(1) <= 2
+			},
+		}
+		name := unique(t)
+		l := newLatch(t, f, name, 3, latch.WithBackoff(locker.ConstantBackoff(time.Millisecond)))
+		if err := l.CountDown(ctx); err != nil {
+			t.Fatalf("CountDown with two lost replies = %v; want nil after retries", err)
+		}
+		if _, lost := f.Failed(); lost != 2 {
+			t.Fatalf("%d replies lost; want 2", lost)
+		}
+		if n := count(t, l); n != 2 {
+			t.Errorf("Count after one count-down applied three times = %d; want 2", n)
+		}
+	})
+}
+
+// TestAwaitPollsWithoutMessages: with wake-up messages lost, Await still
+// returns, by polling.
+func TestAwaitPollsWithoutMessages(t *testing.T) {
+	deploytest.Each(t, func(t *testing.T, d deploytest.Deployment) {
+		ctx := ctxFor(t, 30*time.Second)
+		name := unique(t)
+		waiter := newLatch(t, &deaf{d.NewBackend(t)}, name, 1, latch.WithBackoff(locker.ConstantBackoff(50*time.Millisecond)))
+		counter := newLatch(t, d.NewBackend(t), name, 1)
+		done := make(chan error, 1)
+		go func() { done <- waiter.Await(ctx) }()
+		time.Sleep(100 * time.Millisecond)
+		if err := counter.CountDown(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-done; err != nil {
+			t.Errorf("Await without wake-ups = %v; want nil", err)
+		}
+	})
+}
+
+// TestAwaitWokenByMessage: with a poll interval far longer than the test,
+// Await returns only if the opening message wakes it.
+func TestAwaitWokenByMessage(t *testing.T) {
+	deploytest.Each(t, func(t *testing.T, d deploytest.Deployment) {
+		ctx := ctxFor(t, 60*time.Second)
+		name := unique(t)
+		waiter := newLatch(t, d.NewBackend(t), name, 1, latch.WithBackoff(locker.ConstantBackoff(time.Hour)))
+		counter := newLatch(t, d.NewBackend(t), name, 1)
+		done := make(chan error, 1)
+		go func() { done <- waiter.Await(ctx) }()
+		time.Sleep(300 * time.Millisecond) // subscribed by now, most likely; either way it must return
+		if err := counter.CountDown(ctx); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Await = %v; want nil", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("Await not woken 30s after the latch opened, with a poll interval of 1h")
+		}
+	})
+}
+
+// deaf is a Backend whose subscriptions never fire.
+type deaf struct{ backend.Backend }
+
+func (deaf) Subscribe(context.Context, string) (backend.Subscription, error) { return silent{}, nil }
+
+type silent struct{}
+
+func (silent) C() <-chan struct{} { return nil }
+func (silent) Close()             {}
