@@ -344,7 +344,11 @@ func (q *quorum) raise(ctx context.Context, call *Call, per []*Call, ok []int, t
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, results[i] = Run(rctx, q.nodes[n], raiseFence, fence, fmt.Sprint(token), holdopt.Millis(holdopt.FenceTTL))
+			_, err := Run(rctx, q.nodes[n], raiseFence, fence, fmt.Sprint(token), holdopt.Millis(holdopt.FenceTTL))
+			if err != nil && rctx.Err() != nil && ctx.Err() == nil {
+				err = errNodeTimeout // cut by the per-node timeout: worth a retry
+			}
+			results[i] = err
 		}()
 	}
 	wg.Wait()

@@ -2,6 +2,7 @@ package script_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -39,8 +40,9 @@ func TestMutexScripts(t *testing.T) {
 		ctx := context.Background()
 		b := backend.New(rdb)
 		defer b.Close()
-		keys := []string{"redisync:{" + t.Name() + "}:lock", "redisync:{" + t.Name() + "}:fence"}
-		wake := "redisync:{" + t.Name() + "}:wake"
+		name := fmt.Sprintf("%s-%d", t.Name(), time.Now().UnixNano())
+		keys := []string{"redisync:{" + name + "}:lock", "redisync:{" + name + "}:fence"}
+		wake := "redisync:{" + name + "}:wake"
 		acquire := func(owner string) backend.Reply {
 			t.Helper()
 			r, err := backend.Run(ctx, b, script.MutexAcquire, keys, owner, wake, 10000, fenceTTL, "host/1")
