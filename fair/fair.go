@@ -1,0 +1,352 @@
+package fair
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/redisync/redisync/backend"
+	"github.com/redisync/redisync/internal/acquire"
+	"github.com/redisync/redisync/internal/fifo"
+	"github.com/redisync/redisync/internal/holdopt"
+	"github.com/redisync/redisync/internal/keyspace"
+	"github.com/redisync/redisync/internal/script"
+	"github.com/redisync/redisync/internal/telemetry"
+	"github.com/redisync/redisync/locker"
+)
+
+const primitive = "fair"
+
+// A Mutex is a mutual exclusion lock granted in order of arrival, shared by
+// every process that uses the same name on the same Redis deployment. Create
+// one with New; the zero value is not usable. A Mutex must not be copied
+// after first use.
+//
+// Like sync.Mutex, a Mutex guards one hold at a time and is not associated
+// with a goroutine: any goroutine may Unlock it. Unlike mutex.Mutex, the
+// goroutines that call Lock on the same Mutex (or on Mutex values with the
+// same name in one process) do not queue locally first: each Lock call takes
+// its own place in the shared line when it arrives, so that goroutines of one
+// process are served in arrival order with everybody else's.
+type Mutex struct {
+	_    noCopy
+	b    backend.Backend
+	name string
+	q    *fifo.Queue
+	tel  *telemetry.T
+	// slot is full while the handle has a hold, or a TryLock in flight: a
+	// Lock granted on the server waits here for an earlier hold of the
+	// handle that ended without Unlock.
+	slot chan struct{}
+
+	mu   sync.Mutex
+	cur  *fifo.Hold // the live hold, nil when unlocked
+	last *fifo.Hold // the previous hold, for Token and Err after Unlock
+}
+
+var (
+	_ locker.Locker = (*Mutex)(nil)
+	_ locker.Fair   = (*Mutex)(nil)
+	_ locker.Lease  = (*Mutex)(nil)
+)
+
+// New returns the Mutex called name on b. It does no I/O. It returns an error
+// matching locker.ErrInvalid for a nil or unusable Backend, a bad name (empty,
+// longer than 512 bytes, or containing '{', '}' or control characters) or a
+// bad option.
+func New(b backend.Backend, name string, opts ...Option) (*Mutex, error) {
+	if err := backend.Check(b); err != nil {
+		return nil, fmt.Errorf("%s: %w", primitive, err)
+	}
+	if err := keyspace.Validate(primitive, name); err != nil {
+		return nil, err
+	}
+	cfg := fifo.NewSettings()
+	for _, o := range opts {
+		if o != nil {
+			o.apply(&cfg)
+		}
+	}
+	if err := cfg.Validate(primitive); err != nil {
+		return nil, err
+	}
+	return &Mutex{
+		b:    b,
+		name: name,
+		tel:  telemetry.Of(b),
+		slot: make(chan struct{}, 1),
+		q: fifo.New(fifo.Config{
+			Backend:      b,
+			Scripts:      script.Fair,
+			Primitive:    primitive,
+			Name:         name,
+			Limit:        1,
+			Hold:         cfg.Hold,
+			QueueTimeout: cfg.QueueTimeout,
+		}),
+	}, nil
+}
+
+// Name returns the name the Mutex was created with.
+func (m *Mutex) Name() string { return m.name }
+
+// Lock locks m, in turn. If the lock is held, or other callers are waiting
+// for it, Lock takes the next place in line and blocks until every caller
+// ahead of it has had the lock, or until ctx is done. Callers are served in
+// the order they joined the line, across all processes. A release wakes the
+// first in line only; a caller whose process dies while waiting leaves the
+// line when its heartbeats stop (after the queue timeout, 5s by default), so
+// it holds up the others for at most that long. Transient Redis errors are
+// retried with backoff for as long as ctx allows; the place in line is kept.
+//
+// On success m holds the lock until Unlock; the hold is renewed by the
+// watchdog unless WithWatchdog(false) was given. Token, Done, Err and Until
+// describe the hold.
+//
+// On failure Lock returns a non-nil error, m does not hold the lock, and the
+// caller has left the line: a cancelled waiter leaves at once, so that
+// nobody waits behind it. A context that is already done fails Lock before
+// any I/O. When ctx ends, the error matches both locker.ErrNotAcquired and
+// ctx.Err().
+func (m *Mutex) Lock(ctx context.Context) (err error) {
+	ctx, op := m.tel.Start(ctx, primitive, "Lock", m.name)
+	defer func() {
+		outcome := telemetry.Acquired
+		if err != nil {
+			outcome = telemetry.NotAcquired
+		}
+		op.End(outcome, err, true)
+	}()
+	if ctx.Err() != nil {
+		return m.errorf("lock", acquire.NotAcquired(ctx, nil))
+	}
+	h, err := m.q.Acquire(ctx, op, 1)
+	if err != nil {
+		return m.errorf("lock", err)
+	}
+	if err := m.claim(ctx, op, h); err != nil {
+		m.giveBack(ctx, h)
+		return m.errorf("lock", err)
+	}
+	op.Token(h.Token())
+	return nil
+}
+
+// claim makes h the hold of the handle. The slot is free unless an earlier
+// hold of the handle ended without Unlock (it was lost): then claim waits for
+// that Unlock, while h is renewed.
+func (m *Mutex) claim(ctx context.Context, op *telemetry.Op, h *fifo.Hold) error {
+	select {
+	case m.slot <- struct{}{}:
+	default:
+		start := time.Now()
+		select {
+		case m.slot <- struct{}{}:
+			op.Waited(time.Since(start))
+		case <-ctx.Done():
+			return acquire.NotAcquired(ctx, nil)
+		case <-h.Done():
+			return h.Err()
+		case <-m.b.Done():
+			return locker.ErrClosed
+		}
+	}
+	m.mu.Lock()
+	m.cur = h
+	m.mu.Unlock()
+	return nil
+}
+
+// giveBack releases a hold that Lock will not return, on a context that
+// outlives the caller's.
+func (m *Mutex) giveBack(ctx context.Context, h *fifo.Hold) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+	defer cancel()
+	m.q.Release(ctx, fifo.Part{Hold: h, All: true})
+}
+
+// TryLock tries to lock m without waiting and reports whether it succeeded.
+// It makes one attempt, which succeeds only when the lock is free and nobody
+// is waiting for it: TryLock never jumps the line, and never joins it. It
+// returns false and a nil error when the lock is held or awaited, or when m
+// already has a hold. A non-nil error means the attempt failed and left
+// nothing held; a context that is already done fails TryLock before any I/O,
+// with an error matching locker.ErrNotAcquired and ctx.Err().
+func (m *Mutex) TryLock(ctx context.Context) (ok bool, err error) {
+	ctx, op := m.tel.Start(ctx, primitive, "TryLock", m.name)
+	defer func() {
+		outcome := telemetry.Acquired
+		switch {
+		case err != nil:
+			outcome = telemetry.NotAcquired
+		case !ok:
+			outcome = telemetry.Contended
+		}
+		op.End(outcome, err, true)
+	}()
+	if ctx.Err() != nil {
+		return false, m.errorf("trylock", acquire.NotAcquired(ctx, nil))
+	}
+	select {
+	case m.slot <- struct{}{}:
+	default:
+		return false, nil
+	}
+	h, err := m.q.Try(ctx, op, 1)
+	if h == nil {
+		<-m.slot
+		return false, m.errorf("trylock", err)
+	}
+	m.mu.Lock()
+	m.cur = h
+	m.mu.Unlock()
+	op.Token(h.Token())
+	return true, nil
+}
+
+// Unlock unlocks m and wakes the first caller in line. It stops the watchdog
+// before it returns. It returns an error matching locker.ErrNotHeld when m is
+// not locked (no Redis call is made then), and one matching locker.ErrLost
+// when the hold had already ended without Unlock (lost, or expired and taken
+// by another owner, which Unlock leaves alone). In every case m is unlocked
+// when Unlock returns, even when the release could not reach Redis: the hold
+// then expires with its TTL.
+func (m *Mutex) Unlock(ctx context.Context) (err error) {
+	ctx, op := m.tel.Start(ctx, primitive, "Unlock", m.name)
+	defer func() {
+		outcome := telemetry.Released
+		switch {
+		case errors.Is(err, locker.ErrLost):
+			outcome = telemetry.Lost
+		case err != nil:
+			outcome = telemetry.Failed
+		}
+		op.End(outcome, err, false)
+	}()
+	m.mu.Lock()
+	h := m.cur
+	m.cur = nil
+	if h != nil {
+		m.last = h
+	}
+	m.mu.Unlock()
+	if h == nil {
+		return m.errorf("unlock", fmt.Errorf("%w: unlock of unlocked mutex", locker.ErrNotHeld))
+	}
+	defer func() { <-m.slot }()
+	op.Token(h.Token())
+	return m.errorf("unlock", m.q.Release(ctx, fifo.Part{Hold: h, All: true})[0])
+}
+
+// Extend makes the current hold last at least ttl from now (it never shortens
+// it) and moves Until forward accordingly. It is how a fixed lease
+// (WithWatchdog(false)) is prolonged. It returns an error matching
+// locker.ErrNotHeld when m is not locked or the hold is gone, and one
+// matching locker.ErrInvalid for a ttl below 10ms.
+func (m *Mutex) Extend(ctx context.Context, ttl time.Duration) (err error) {
+	ctx, op := m.tel.Start(ctx, primitive, "Extend", m.name)
+	defer func() {
+		outcome := telemetry.Extended
+		if err != nil {
+			outcome = telemetry.NotHeld
+		}
+		op.End(outcome, err, false)
+	}()
+	if err := holdopt.ValidTTL(primitive, ttl); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	h := m.cur
+	m.mu.Unlock()
+	if h == nil {
+		return m.errorf("extend", fmt.Errorf("%w: mutex is not locked", locker.ErrNotHeld))
+	}
+	op.Token(h.Token())
+	return m.errorf("extend", h.Extend(ctx, ttl))
+}
+
+// QueueLen reports how many callers are waiting in line for the lock, in any
+// process. A waiter whose heartbeat is overdue is not counted.
+func (m *Mutex) QueueLen(ctx context.Context) (int, error) {
+	waiting, _, _, err := m.q.Stat(ctx)
+	if err != nil {
+		return 0, m.errorf("queuelen", err)
+	}
+	return int(waiting), nil
+}
+
+// Token returns the fencing token of the current hold, or of the last one
+// after Unlock; 0 before the first. Tokens of a name only grow: every
+// acquisition gets a token greater than every earlier one, whichever handle,
+// process or primitive of that name took it.
+func (m *Mutex) Token() int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	switch {
+	case m.cur != nil:
+		return m.cur.Token()
+	case m.last != nil:
+		return m.last.Token()
+	}
+	return 0
+}
+
+// Done returns a channel that is closed when the current hold ends: by Unlock,
+// or when it is lost (then Err reports why). Call it after Lock: without a
+// hold it returns a closed channel.
+func (m *Mutex) Done() <-chan struct{} {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.cur != nil {
+		return m.cur.Done()
+	}
+	return closed
+}
+
+// Err returns nil while the current hold is live, or when the last hold ended
+// by Unlock; after a hold was lost it returns an error matching
+// locker.ErrLost that says how.
+func (m *Mutex) Err() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	switch {
+	case m.cur != nil:
+		return m.cur.Err()
+	case m.last != nil:
+		return m.last.Err()
+	}
+	return nil
+}
+
+// Until returns the local validity deadline of the current hold: before it,
+// no other client can acquire the lock. It is the zero Time when m is not
+// locked or the hold was lost.
+func (m *Mutex) Until() time.Time {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.cur == nil {
+		return time.Time{}
+	}
+	return m.cur.Until()
+}
+
+func (m *Mutex) errorf(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("fair %q: %s: %w", m.name, op, err)
+}
+
+var closed = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
+
+// noCopy lets go vet's copylocks check report copies of a Mutex.
+type noCopy struct{}
+
+func (*noCopy) Lock()   {}
+func (*noCopy) Unlock() {}

@@ -1,0 +1,367 @@
+// Package fifo hands out a limited number of permits in order of arrival: it
+// is what the fair lock (one permit) and the weighted semaphore (n permits)
+// share. A Queue keeps, under the hash tag of the primitive's name, the holds
+// with their expiry, the waiters in arrival order with their heartbeat
+// deadline, and the limit (see internal/script/fifo_lib.lua).
+//
+// A waiter joins the queue when its first attempt finds the permits taken,
+// and draws a ticket from the name's fence sequence; the queue is ordered by
+// ticket. It then heartbeats its place every third of the queue timeout, and
+// is dropped, by whichever script runs next, once a heartbeat is overdue: a
+// dead waiter delays the queue by at most the queue timeout, and nothing is
+// ever rescored. A waiter that was dropped while alive (a long pause, Redis
+// out of reach) is put back at its old ticket by its next heartbeat.
+//
+// Permits go to a waiter when they are free on top of what every waiter ahead
+// of it wants, so a large request is never overtaken by smaller ones behind
+// it. A release (or an expiry, or a dropped waiter) publishes to the waiters
+// that the freed permits can serve, each on a channel of its own: one waiter
+// for a lock, as many as fit for a semaphore, never the whole queue. Because
+// messages can be lost, the first waiter also polls (bounded by the backoff),
+// a failed attempt's reply says when the next deadline passes, and every
+// heartbeat's reply says whether the waiter's permits fit.
+//
+// On a quorum backend the ticket is an acquisition (script Enqueue): it is
+// the largest ticket the nodes drew, the nodes' fence counters are raised to
+// it, and the heartbeats (the first one at once: a quorum's replies do not
+// say where a waiter stands) move the waiter to that ticket on every node, so
+// the nodes agree on the order of the waiters, and a waiter that joined after
+// another one's Enqueue returned is always behind it.
+package fifo
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/redisync/redisync/backend"
+	"github.com/redisync/redisync/internal/holdopt"
+	"github.com/redisync/redisync/internal/keyspace"
+	"github.com/redisync/redisync/internal/lease"
+	"github.com/redisync/redisync/internal/script"
+	"github.com/redisync/redisync/internal/telemetry"
+	"github.com/redisync/redisync/locker"
+)
+
+// Queue timeouts.
+const (
+	// DefaultQueueTimeout is how long a waiter keeps its place without a
+	// heartbeat. Waiters heartbeat every third of it, so a live one loses
+	// its place only when it cannot reach Redis for that long (and gets it
+	// back when it can again); a dead one holds up the queue for at most
+	// this long.
+	DefaultQueueTimeout = 5 * time.Second
+	// MinQueueTimeout is the shortest queue timeout accepted.
+	MinQueueTimeout = 50 * time.Millisecond
+)
+
+// ValidQueueTimeout checks a queue timeout for the primitive kind.
+func ValidQueueTimeout(kind string, d time.Duration) error {
+	if d < MinQueueTimeout {
+		return fmt.Errorf("%s: queue timeout %v: must be at least %v: %w", kind, d, MinQueueTimeout, locker.ErrInvalid)
+	}
+	return nil
+}
+
+// Config describes the Queue of one primitive handle.
+type Config struct {
+	Backend      backend.Backend
+	Scripts      script.FIFO
+	Primitive    string // "fair", "semaphore": names the keys and the metrics
+	Name         string
+	Limit        int64 // permits in all
+	Hold         holdopt.Config
+	QueueTimeout time.Duration
+}
+
+// A Queue admits the holders of one named primitive through one backend. It
+// is safe for concurrent use.
+type Queue struct {
+	b         backend.Backend
+	s         script.FIFO
+	keys      []string // state, deadlines, queue, fence counter
+	wake      string   // prefix of the waiters' wake channels
+	limit     int64
+	timeout   time.Duration
+	timeoutMs int64
+	fenceMs   int64
+	backoff   locker.Backoff
+	spec      lease.Spec
+	ids       idPool
+}
+
+// New returns the Queue described by c. It does no I/O.
+func New(c Config) *Queue {
+	ks := keyspace.New(c.Backend.Prefix(), c.Name)
+	q := &Queue{
+		b:         c.Backend,
+		s:         c.Scripts,
+		keys:      []string{ks.Key(c.Primitive), ks.Key(c.Primitive + ":deadlines"), ks.Key(c.Primitive + ":queue"), ks.Key("fence")},
+		wake:      ks.Key(c.Primitive + ":wake:"),
+		limit:     c.Limit,
+		timeout:   c.QueueTimeout,
+		timeoutMs: holdopt.Millis(c.QueueTimeout),
+		fenceMs:   holdopt.Millis(holdopt.FenceTTL),
+		backoff:   c.Hold.Backoff,
+	}
+	q.spec = lease.Spec{
+		Backend:   c.Backend,
+		Tel:       telemetry.Of(c.Backend),
+		Primitive: c.Primitive,
+		TTL:       c.Hold.TTL,
+		Watchdog:  c.Hold.Watchdog,
+		Renew: func(owner string, ttl time.Duration) *backend.Call {
+			return q.call(q.s.Renew, owner, "", 0, 0, ttl)
+		},
+	}
+	return q
+}
+
+// Keys returns the keys of the queue: state, deadlines, queue, fence counter.
+func (q *Queue) Keys() []string { return q.keys }
+
+// call builds a call of s with the common ARGV layout.
+func (q *Queue) call(s *backend.Script, owner, waiter string, k, ticket int64, ttl time.Duration) *backend.Call {
+	return &backend.Call{Script: s, Keys: q.keys, Args: []any{
+		owner, q.wake, waiter, k, q.limit, holdopt.Millis(ttl), q.timeoutMs, q.fenceMs, ticket,
+	}}
+}
+
+func (q *Queue) exec(ctx context.Context, c *backend.Call) (backend.Reply, error) {
+	q.b.Exec(ctx, c)
+	if c.Err != nil {
+		return nil, script.Limit(c.Err, q.limit)
+	}
+	return c.Reply, nil
+}
+
+// A Hold is a grant of permits: a lease, and the waiter that queued for it.
+type Hold struct {
+	*lease.Lease
+	waiter string
+}
+
+// Try makes one attempt for k permits without joining the queue: they must
+// be free on top of what every waiter wants. It returns a nil Hold and a nil
+// error when they are not. On an error nothing is left held.
+func (q *Queue) Try(ctx context.Context, op *telemetry.Op, k int64) (*Hold, error) {
+	owner := rand.Text()
+	h, _, err := q.attempt(ctx, owner, "", k)
+	op.Attempt(err == nil && h == nil)
+	if err != nil {
+		q.cleanup(ctx, owner, "")
+		return nil, err
+	}
+	return h, nil
+}
+
+// Acquire waits in line for k permits until they are granted, ctx ends, or
+// an error that retrying cannot cure. When ctx ends the error matches
+// locker.ErrNotAcquired and ctx.Err(). On every error the waiter leaves the
+// queue and nothing is left held.
+func (q *Queue) Acquire(ctx context.Context, op *telemetry.Op, k int64) (*Hold, error) {
+	w := &waiter{q: q, op: op, k: k, owner: rand.Text(), id: q.ids.get()}
+	h, err := w.wait(ctx)
+	switch {
+	case err == nil:
+	case !w.joined && !w.unsure:
+		q.ids.put(w.id)
+	case q.cleanup(ctx, w.owner, w.id):
+		q.ids.put(w.id)
+	}
+	return h, err
+}
+
+// An idPool keeps the waiter ids of a handle that are known to be out of
+// every line, so that the next waiter of the handle can reuse one: its wake
+// channel is then most likely still subscribed (the backend keeps a channel
+// a few seconds after its last use), which spares a subscription round trip
+// now and an unsubscription later. An id whose waiter may still be queued
+// somewhere (a release or cleanup that failed) is never reused.
+type idPool struct {
+	mu  sync.Mutex
+	ids []string
+}
+
+const maxPooledIDs = 64
+
+func (p *idPool) get() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if n := len(p.ids); n > 0 {
+		id := p.ids[n-1]
+		p.ids = p.ids[:n-1]
+		return id
+	}
+	return rand.Text()
+}
+
+func (p *idPool) put(id string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if id != "" && len(p.ids) < maxPooledIDs {
+		p.ids = append(p.ids, id)
+	}
+}
+
+// reply is what a failed attempt learned.
+type reply struct {
+	pos  int64         // place in line from 1, placeNone, or placeUnknown
+	hint time.Duration // until the earliest deadline, 0 when unknown
+}
+
+const (
+	placeUnknown = 0  // the reply did not say (a quorum's combined reply)
+	placeNone    = -1 // not queued
+	placeLate    = -2 // granted after its validity ran out, and undone
+)
+
+// attempt makes one acquisition attempt for owner, queued as waiter (or "").
+func (q *Queue) attempt(ctx context.Context, owner, waiter string, k int64) (*Hold, reply, error) {
+	sent := time.Now()
+	c := q.call(q.s.Acquire, owner, waiter, k, 0, q.spec.TTL)
+	r, err := q.exec(ctx, c)
+	if err != nil {
+		return nil, reply{}, err
+	}
+	switch r.Status() {
+	case backend.StatusOK:
+		l, valid := lease.Start(&q.spec, owner, r.At(1), sent)
+		if !valid {
+			// The grant came back after its validity ran out: give it
+			// back, place in line included, and try again.
+			q.undo(ctx, c)
+			return nil, reply{pos: placeLate}, nil
+		}
+		return &Hold{Lease: l, waiter: waiter}, reply{}, nil
+	case backend.StatusContended:
+		return nil, reply{pos: r.At(2), hint: time.Duration(r.At(1)) * time.Millisecond}, nil
+	}
+	return nil, reply{}, fmt.Errorf("%s: unexpected acquire status %d", q.spec.Primitive, r.Status())
+}
+
+// join puts waiter in line (ticket 0: a new place) or keeps it there. It
+// returns its ticket and whether its permits fit now.
+func (q *Queue) join(ctx context.Context, s *backend.Script, waiter string, k, ticket int64) (int64, bool, error) {
+	r, err := q.exec(ctx, q.call(s, waiter, waiter, k, ticket, 0))
+	if err != nil {
+		return 0, false, err
+	}
+	if r.Status() != backend.StatusOK {
+		// A quorum that did not reach a majority (the place was given
+		// back on every node): as transient as a network error.
+		return 0, false, errNoPlace
+	}
+	return r.At(1), r.At(2) == 1, nil
+}
+
+// errNoPlace is the transient failure of a join that no majority granted.
+var errNoPlace error = noPlace{}
+
+type noPlace struct{}
+
+func (noPlace) Error() string   { return "no majority kept the place in line" }
+func (noPlace) Transient() bool { return true }
+
+// cleanup gives back whatever owner may hold and drops waiter, after a
+// failed or doubtful acquisition, on a context that outlives the caller's.
+// It reports whether the release reached Redis.
+func (q *Queue) cleanup(ctx context.Context, owner, waiter string) bool {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+	defer cancel()
+	c := q.call(q.s.Release, owner, waiter, 0, 0, 0)
+	q.b.Exec(ctx, c)
+	return c.Err == nil
+}
+
+// undo runs the undo of an acquire call on a context that outlives the
+// caller's.
+func (q *Queue) undo(ctx context.Context, c *backend.Call) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+	defer cancel()
+	q.b.Exec(ctx, &backend.Call{Script: q.s.Undo, Keys: c.Keys, Args: c.Args})
+}
+
+// A Part is what one release gives back of one hold: n permits, or all of
+// them.
+type Part struct {
+	Hold *Hold
+	N    int64
+	All  bool
+}
+
+// Release gives back the parts in one round trip and returns one error per
+// part. A hold given back in full is stopped before the release is sent and
+// ended when it returns; its error matches locker.ErrLost when the hold had
+// already ended without release. A hold given back in part stays live; if the
+// partial release fails the hold can no longer be vouched for: it is stopped
+// and ends as lost, and its permits come back when it expires.
+func (q *Queue) Release(ctx context.Context, parts ...Part) []error {
+	calls := make([]*backend.Call, len(parts))
+	for i, p := range parts {
+		n := p.N
+		if p.All {
+			p.Hold.Stop()
+			n = 0
+		}
+		calls[i] = q.call(q.s.Release, p.Hold.Owner(), p.Hold.waiter, n, 0, 0)
+	}
+	q.b.Exec(ctx, calls...)
+	errs := make([]error, len(parts))
+	for i, p := range parts {
+		c := calls[i]
+		var cause error
+		if c.Err == nil {
+			cause = script.NotHeld(c.Reply.Status())
+		}
+		switch {
+		case p.All:
+			if lost := p.Hold.Finish(cause); lost != nil {
+				errs[i] = lost
+			} else {
+				errs[i] = c.Err
+			}
+			if c.Err == nil {
+				q.ids.put(p.Hold.waiter)
+			}
+		case c.Err != nil:
+			errs[i] = c.Err
+			p.Hold.Finish(fmt.Errorf("release of %d permits failed: %w", p.N, c.Err))
+		case cause != nil:
+			errs[i] = p.Hold.Finish(cause)
+		}
+	}
+	return errs
+}
+
+// Stat returns the live waiters, the permits out in live holds, and the limit
+// the name is in use with (0 when it is not in use).
+func (q *Queue) Stat(ctx context.Context) (waiting, out, limit int64, err error) {
+	r, err := q.exec(ctx, q.call(q.s.Stat, "", "", 0, 0, 0))
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	return r.At(1), r.At(2), r.At(3), nil
+}
+
+// Settings is the configuration of a FIFO primitive handle: the settings
+// every hold has, and the queue timeout.
+type Settings struct {
+	Hold         holdopt.Config
+	QueueTimeout time.Duration
+}
+
+// NewSettings returns the defaults.
+func NewSettings() Settings {
+	return Settings{Hold: holdopt.New(), QueueTimeout: DefaultQueueTimeout}
+}
+
+// Validate reports the first bad value, naming the primitive kind.
+func (s *Settings) Validate(kind string) error {
+	if err := s.Hold.Validate(kind); err != nil {
+		return err
+	}
+	return ValidQueueTimeout(kind, s.QueueTimeout)
+}

@@ -1,0 +1,50 @@
+-- fifo_acquire.lua: take k permits if they are free on top of what the
+-- waiters ahead of the caller want (see fifo_lib.lua for KEYS and ARGV).
+-- ARGV[2] owner token of the new hold, ARGV[4] the caller's waiter id (its
+-- place in the queue, if it has one), ARGV[5] k, ARGV[6] n, ARGV[7] ttl ms,
+-- ARGV[9] fence counter ttl ms.
+-- Returns {1, fencing token} when held (also when ARGV[2] already holds: a
+-- retried attempt), or {0, ms until the earliest deadline (0: none), the
+-- caller's place in the queue from 1, or -1 when it is not queued}. Fails
+-- with "LIMIT <n>" when the name is in use with another limit.
+local n = tonumber(ARGV[6])
+local stored = limit()
+if stored and stored ~= n then
+  return redis.error_reply('LIMIT ' .. num(stored))
+end
+local owner, id, k, ttl = 'h:' .. ARGV[2], ARGV[4], tonumber(ARGV[5]), tonumber(ARGV[7])
+local freed = reclaim()
+local rec = redis.call('HGET', state, owner)
+if rec then
+  local _, token = parse(rec)
+  if (tonumber(redis.call('ZSCORE', deadlines, owner)) or 0) < at(ttl) then
+    redis.call('ZADD', deadlines, num(at(ttl)), owner)
+  end
+  extend(ttl)
+  return {1, token}
+end
+local ok, rank = fits(id, k, n)
+if not ok then
+  if freed then
+    wake()
+  end
+  local place = -1
+  if rank then
+    place = rank + 1
+  end
+  return {0, hint(), place}
+end
+local ticket = 0
+if rank then
+  ticket = tonumber(redis.call('ZSCORE', queue, id))
+  drop_waiter(id)
+end
+local token = next_number()
+redis.call('HSET', state, owner, num(k) .. ' ' .. num(token) .. ' ' .. num(ticket), 'n', num(n))
+redis.call('HINCRBY', state, 'used', k)
+redis.call('ZADD', deadlines, num(at(ttl)), owner)
+extend(ttl)
+if freed then
+  wake()
+end
+return {1, token}

@@ -1,0 +1,44 @@
+-- fifo_join.lua: put waiter ARGV[2] in the queue, or keep it there: its
+-- heartbeat. KEYS and ARGV as in fifo_lib.lua; ARGV[4] the same waiter id,
+-- ARGV[5] permits wanted, ARGV[6] n, ARGV[8] heartbeat timeout ms, ARGV[9]
+-- fence counter ttl ms, ARGV[10] the waiter's ticket, or 0 to draw one.
+-- A waiter that is not queued (new, or dropped after missing its
+-- heartbeats) is queued at its ticket, so it keeps its place; a waiter queued
+-- at a lower ticket is moved to it (the nodes of a quorum may have drawn
+-- different tickets; the waiter keeps the largest).
+-- Returns {1, ticket, 1 if the permits fit now else 0, place from 1}. Fails
+-- with "LIMIT <n>" when the name is in use with another limit.
+local n = tonumber(ARGV[6])
+local stored = limit()
+if stored and stored ~= n then
+  return redis.error_reply('LIMIT ' .. num(stored))
+end
+local id, k, timeout, ticket = ARGV[2], tonumber(ARGV[5]), tonumber(ARGV[8]), tonumber(ARGV[10])
+local changed = reclaim()
+local score = tonumber(redis.call('ZSCORE', queue, id))
+if not score then
+  if ticket > 0 then
+    score = ticket
+    raise_fence(ticket)
+  else
+    score = next_number()
+  end
+  redis.call('ZADD', queue, num(score), id)
+  redis.call('HSET', state, 'w:' .. id, num(k), 'n', num(n))
+elseif ticket > score then
+  score = ticket
+  redis.call('ZADD', queue, num(score), id)
+  raise_fence(ticket)
+  changed = true
+end
+redis.call('ZADD', deadlines, num(at(timeout)), 'w:' .. id)
+extend(timeout)
+if changed then
+  wake()
+end
+local ok, rank = fits(id, k, n)
+local fit = 0
+if ok then
+  fit = 1
+end
+return {1, score, fit, rank + 1}

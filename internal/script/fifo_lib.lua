@@ -1,0 +1,185 @@
+-- fifo_lib.lua: definitions shared by the fifo_*.lua scripts, which the Go
+-- side prepends to each of them. A FIFO primitive (the fair lock: one permit;
+-- the weighted semaphore: n permits) keeps:
+--
+-- KEYS[1] state hash: n = the limit, used = permits out,
+--         h:<owner> = "<permits> <fencing token> <ticket>" per hold,
+--         w:<waiter> = "<permits wanted>" per waiter
+-- KEYS[2] deadlines zset: h:<owner> -> hold expiry, w:<waiter> -> heartbeat
+--         deadline, both in server milliseconds
+-- KEYS[3] queue zset: <waiter> -> ticket; the lowest ticket is served first
+-- KEYS[4] fence counter: fencing tokens and tickets, one growing sequence
+--
+-- ARGV[1] publish command, ARGV[2] owner token of a hold (or, for the queue
+-- scripts, the waiter id), ARGV[3] wake channel prefix (a waiter's channel is
+-- the prefix followed by its id), ARGV[4] waiter id or "", ARGV[5] permits,
+-- ARGV[6] limit n, ARGV[7] hold ttl ms, ARGV[8] heartbeat timeout ms,
+-- ARGV[9] fence counter ttl ms, ARGV[10] ticket (0: none yet).
+--
+-- Expired holds and waiters are removed lazily by whichever script runs
+-- next, in deadline order, each at O(log N): nothing is ever rescored.
+local state, deadlines, queue, fence = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local pub, prefix = ARGV[1], ARGV[3]
+-- How many waiters, from the head, a script looks at: a waiter further back
+-- is not admitted (nor woken) until the queue ahead of it is shorter.
+local SCAN = 256
+local clock = redis.call('TIME')
+local nowus = tonumber(clock[1]) * 1000000 + tonumber(clock[2])
+-- now is the server time in whole milliseconds, rounded down. A deadline is
+-- rounded up, and passes only once now is beyond it, so that a hold never
+-- ends before its full TTL (as a key with PX does).
+local now = math.floor(nowus / 1000)
+
+-- Numbers go to Redis formatted in full: Lua would print 16-digit values in
+-- exponent form and lose digits.
+local function num(v)
+  return string.format('%.0f', v)
+end
+
+-- at returns the deadline ms milliseconds from now.
+local function at(ms)
+  return math.floor((nowus + 999) / 1000) + ms
+end
+
+local function used()
+  return tonumber(redis.call('HGET', state, 'used')) or 0
+end
+
+local function limit()
+  return tonumber(redis.call('HGET', state, 'n'))
+end
+
+-- parse splits a hold record into permits, fencing token and ticket.
+local function parse(rec)
+  local k, token, ticket = string.match(rec, '^(%d+) (%d+) (%d+)$')
+  return tonumber(k), tonumber(token), tonumber(ticket)
+end
+
+local function want(id)
+  return tonumber(redis.call('HGET', state, 'w:' .. id)) or 1
+end
+
+-- drop_waiter removes a waiter; it reports whether the waiter was queued.
+local function drop_waiter(id)
+  redis.call('ZREM', deadlines, 'w:' .. id)
+  redis.call('HDEL', state, 'w:' .. id)
+  return redis.call('ZREM', queue, id) == 1
+end
+
+-- drop_hold removes a hold of k permits.
+local function drop_hold(member, k)
+  redis.call('ZREM', deadlines, member)
+  redis.call('HDEL', state, member)
+  if redis.call('HINCRBY', state, 'used', -k) < 0 then
+    redis.call('HSET', state, 'used', 0)
+  end
+end
+
+-- reclaim removes the holds and waiters whose deadline has passed and
+-- reports whether it removed any.
+local function reclaim()
+  local dead = redis.call('ZRANGEBYSCORE', deadlines, '-inf', '(' .. num(now), 'LIMIT', 0, 128)
+  for _, member in ipairs(dead) do
+    if string.sub(member, 1, 2) == 'h:' then
+      local rec = redis.call('HGET', state, member)
+      if rec then
+        drop_hold(member, (parse(rec)))
+      else
+        redis.call('ZREM', deadlines, member)
+      end
+    else
+      drop_waiter(string.sub(member, 3))
+    end
+  end
+  return #dead > 0
+end
+
+-- fits reports whether k permits may go to waiter id now: they must be free
+-- on top of what every waiter ahead of it wants. A caller that is not queued
+-- counts as the last in line. The second result is the caller's rank from 0,
+-- or false when it is not queued.
+local function fits(id, k, n)
+  local rank = false
+  if id ~= '' then
+    rank = redis.call('ZRANK', queue, id)
+  end
+  local ahead = rank or redis.call('ZCARD', queue)
+  local room = n - used() - k
+  if room < 0 or ahead > SCAN then
+    return false, rank
+  end
+  if ahead > 0 then
+    for _, w in ipairs(redis.call('ZRANGE', queue, 0, ahead - 1)) do
+      room = room - want(w)
+      if room < 0 then
+        return false, rank
+      end
+    end
+  end
+  return true, rank
+end
+
+-- wake publishes to every waiter, from the head, that the free permits can
+-- serve: the head alone for a lock, as many as fit for a semaphore.
+local function wake()
+  local n = limit()
+  if not n then
+    return
+  end
+  local room = n - used()
+  if room <= 0 then
+    return
+  end
+  for _, w in ipairs(redis.call('ZRANGE', queue, 0, SCAN - 1)) do
+    room = room - want(w)
+    if room < 0 then
+      return
+    end
+    redis.call(pub, prefix .. w, 'w')
+  end
+end
+
+-- extend makes the three keys live until a deadline ms from now has passed,
+-- never less: they outlive every deadline they hold.
+local function extend(ms)
+  ms = ms + 2
+  for _, key in ipairs({state, deadlines, queue}) do
+    if redis.call('PTTL', key) < ms then
+      redis.call('PEXPIRE', key, num(ms))
+    end
+  end
+end
+
+-- tidy deletes the state once nothing is held or queued, so that the name
+-- can be used with another limit.
+local function tidy()
+  if redis.call('ZCARD', deadlines) == 0 then
+    redis.call('DEL', state, queue)
+  end
+end
+
+-- next_number draws the next number of the fence sequence: the larger of
+-- the counter plus one and the server clock in microseconds, so that it
+-- still grows when the counter expired or a failover lost its last writes.
+local function next_number()
+  local v = math.max((tonumber(redis.call('GET', fence)) or 0) + 1, nowus)
+  redis.call('SET', fence, num(v), 'PX', ARGV[9])
+  return v
+end
+
+-- raise_fence makes the counter at least v.
+local function raise_fence(v)
+  if (tonumber(redis.call('GET', fence)) or 0) < v then
+    redis.call('SET', fence, num(v), 'PX', ARGV[9])
+  end
+end
+
+-- hint returns the milliseconds until the earliest deadline has passed, when
+-- a hold may expire or a silent waiter be dropped (0: none).
+local function hint()
+  local first = redis.call('ZRANGE', deadlines, 0, 0, 'WITHSCORES')
+  if first[2] then
+    return math.max(tonumber(first[2]) + 1 - now, 1)
+  end
+  return 0
+end

@@ -1,0 +1,205 @@
+package script_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redisync/redisync/backend"
+	"github.com/redisync/redisync/internal/script"
+	"github.com/redisync/redisync/locker"
+)
+
+// fifoRig runs the FIFO scripts of one name with the ARGV layout of
+// fifo_lib.lua.
+type fifoRig struct {
+	t       *testing.T
+	ctx     context.Context
+	b       backend.Backend
+	rdb     *redis.Client
+	keys    []string
+	wake    string
+	limit   int64
+	timeout int64 // heartbeat timeout, ms
+}
+
+func newFIFORig(t *testing.T, rdb *redis.Client, limit int64) *fifoRig {
+	b := backend.New(rdb)
+	t.Cleanup(func() { _ = b.Close() })
+	base := fmt.Sprintf("redisync:{%s-%d}:", t.Name(), time.Now().UnixNano())
+	return &fifoRig{
+		t: t, ctx: context.Background(), b: b, rdb: rdb, limit: limit, timeout: 10000,
+		keys: []string{base + "semaphore", base + "semaphore:deadlines", base + "semaphore:queue", base + "fence"},
+		wake: base + "semaphore:wake:",
+	}
+}
+
+func (r *fifoRig) run(s *backend.Script, owner, waiter string, k, ticket int64) backend.Reply {
+	r.t.Helper()
+	reply, err := backend.Run(r.ctx, r.b, s, r.keys, owner, r.wake, waiter, k, r.limit, 10000, r.timeout, fenceTTL, ticket)
+	if err != nil {
+		r.t.Fatalf("%s(%s, %s, %d): %v", s.Name(), owner, waiter, k, err)
+	}
+	return reply
+}
+
+func (r *fifoRig) acquire(owner, waiter string, k int64) backend.Reply {
+	r.t.Helper()
+	return r.run(script.Semaphore.Acquire, owner, waiter, k, 0)
+}
+
+func (r *fifoRig) join(waiter string, k, ticket int64) backend.Reply {
+	r.t.Helper()
+	return r.run(script.Semaphore.Enqueue, waiter, waiter, k, ticket)
+}
+
+func (r *fifoRig) stat() (waiting, out int64) {
+	r.t.Helper()
+	s := r.run(script.Semaphore.Stat, "", "", 0, 0)
+	return s.At(1), s.At(2)
+}
+
+func TestFIFOScripts(t *testing.T) {
+	servers(t, func(t *testing.T, rdb *redis.Client) {
+		r := newFIFORig(t, rdb, 3)
+
+		// An uncontended request is granted at once, with a token.
+		a := r.acquire("hA", "", 2)
+		if a.Status() != backend.StatusOK || a.At(1) <= 0 {
+			t.Fatalf("acquire(2 of 3) = %v; want [1 token]", a)
+		}
+		if again := r.acquire("hA", "", 2); again.Status() != backend.StatusOK || again.At(1) != a.At(1) {
+			t.Errorf("retried acquire = %v; want [1 %d] (the same hold)", again, a.At(1))
+		}
+		// Too many: contended, and not queued.
+		if c := r.acquire("hB", "wB", 2); c.Status() != backend.StatusContended || c.At(1) <= 0 || c.At(2) != -1 {
+			t.Errorf("acquire(2) with 1 free = %v; want [0 ms>0 -1]", c)
+		}
+		// Join in order: tickets grow, and joining again keeps the place.
+		jb := r.join("wB", 2, 0)
+		jc := r.join("wC", 1, 0)
+		if jb.Status() != backend.StatusOK || jc.At(1) <= jb.At(1) || jb.At(1) <= a.At(1) {
+			t.Fatalf("tickets: acquire token %d, B %v, C %v; want growing", a.At(1), jb, jc)
+		}
+		if again := r.join("wB", 2, 0); again.At(1) != jb.At(1) || again.At(3) != 1 {
+			t.Errorf("join again = %v; want ticket %d at place 1", again, jb.At(1))
+		}
+		// C would fit (1 free) but B, ahead of it, does not: C waits.
+		if c := r.acquire("hC", "wC", 1); c.Status() != backend.StatusContended || c.At(2) != 2 {
+			t.Errorf("acquire by C behind B = %v; want [0 _ 2]", c)
+		}
+		if jc := r.join("wC", 1, jc.At(1)); jc.At(2) != 0 {
+			t.Errorf("heartbeat of C = %v; want fit 0", jc)
+		}
+		if w, out := r.stat(); w != 2 || out != 2 {
+			t.Errorf("stat = %d waiting, %d out; want 2, 2", w, out)
+		}
+		// A releases one of its two: B fits now (2 free), C behind it too
+		// only if 3 were free: it is not.
+		if rel := r.run(script.Semaphore.Release, "hA", "", 1, 0); rel.Status() != backend.StatusOK || rel.At(1) != 1 {
+			t.Errorf("release of 1 of 2 = %v; want [1 1]", rel)
+		}
+		b := r.acquire("hB", "wB", 2)
+		if b.Status() != backend.StatusOK || b.At(1) <= jc.At(1) {
+			t.Fatalf("acquire by B at the head = %v; want [1 token > every ticket]", b)
+		}
+		// The undo of B's acquisition gives back the hold and B's place,
+		// ahead of C.
+		if u := r.run(script.Semaphore.Undo, "hB", "wB", 2, 0); u.Status() != backend.StatusOK {
+			t.Errorf("undo = %v; want [1]", u)
+		}
+		if u := r.run(script.Semaphore.Undo, "hB", "wB", 2, 0); u.Status() != backend.StatusGone {
+			t.Errorf("second undo = %v; want [-1] (harmless)", u)
+		}
+		if again := r.join("wB", 2, 0); again.At(1) != jb.At(1) || again.At(3) != 1 {
+			t.Errorf("B after the undo = %v; want its ticket %d at place 1", again, jb.At(1))
+		}
+		if c := r.acquire("hC", "wC", 1); c.Status() != backend.StatusContended {
+			t.Errorf("acquire by C after B's undo = %v; want contended", c)
+		}
+		// A heartbeat with a larger ticket (the quorum's) moves B behind C,
+		// and a heartbeat puts a dropped waiter back at its ticket.
+		if m := r.run(script.Semaphore.Beat, "wB", "wB", 2, jc.At(1)+1); m.At(1) != jc.At(1)+1 || m.At(3) != 2 {
+			t.Errorf("heartbeat with a larger ticket = %v; want ticket %d at place 2", m, jc.At(1)+1)
+		}
+		if rel := r.run(script.Semaphore.Release, "nobody", "wC", 0, 0); rel.Status() != backend.StatusGone {
+			t.Errorf("leave of C = %v; want [-1] (no hold)", rel)
+		}
+		if w, _ := r.stat(); w != 1 {
+			t.Errorf("waiting after C left = %d; want 1", w)
+		}
+		if back := r.run(script.Semaphore.Beat, "wC", "wC", 1, jc.At(1)); back.At(1) != jc.At(1) || back.At(3) != 1 {
+			t.Errorf("heartbeat of the dropped C = %v; want back at ticket %d, place 1", back, jc.At(1))
+		}
+		// Every key has a TTL.
+		for _, k := range r.keys {
+			if ttl := rdb.PTTL(r.ctx, k).Val(); ttl <= 0 {
+				t.Errorf("PTTL %s = %v; want > 0", k, ttl)
+			}
+		}
+		// When nothing is held or queued the state goes, and with it the
+		// limit.
+		r.run(script.Semaphore.Release, "hA", "", 0, 0)
+		r.run(script.Semaphore.Release, "x", "wB", 0, 0)
+		r.run(script.Semaphore.Release, "x", "wC", 0, 0)
+		if n := rdb.Exists(r.ctx, r.keys[0], r.keys[1], r.keys[2]).Val(); n != 0 {
+			t.Errorf("%d keys left after everything was released; want 0 (the fence counter aside)", n)
+		}
+	})
+}
+
+func TestFIFOExpiry(t *testing.T) {
+	servers(t, func(t *testing.T, rdb *redis.Client) {
+		r := newFIFORig(t, rdb, 1)
+		r.timeout = 100
+		if a := r.acquire("hA", "", 1); a.Status() != backend.StatusOK {
+			t.Fatalf("acquire = %v", a)
+		}
+		r.join("wDead", 1, 0)
+		r.join("wLive", 1, 0)
+		r.run(script.Semaphore.Release, "hA", "", 0, 0)
+		// The dead waiter is at the head: the line is blocked until its
+		// heartbeat is overdue, and the reply says when that is.
+		c := r.acquire("hLive", "wLive", 1)
+		if c.Status() != backend.StatusContended || c.At(1) <= 0 || c.At(1) > 102 || c.At(2) != 2 {
+			t.Fatalf("acquire behind a silent waiter = %v; want [0 ms<=102 2]", c)
+		}
+		r.join("wLive", 1, 0)
+		time.Sleep(time.Duration(c.At(1)+20) * time.Millisecond)
+		if g := r.acquire("hLive", "wLive", 1); g.Status() != backend.StatusOK {
+			t.Errorf("acquire after the silent waiter's deadline = %v; want [1 token]", g)
+		}
+		if w, out := r.stat(); w != 0 || out != 1 {
+			t.Errorf("stat = %d waiting, %d out; want 0, 1", w, out)
+		}
+	})
+}
+
+func TestFIFOLimit(t *testing.T) {
+	servers(t, func(t *testing.T, rdb *redis.Client) {
+		r := newFIFORig(t, rdb, 2)
+		r.acquire("hA", "", 1)
+		r.limit = 5
+		_, err := backend.Run(r.ctx, r.b, script.Semaphore.Acquire, r.keys, "hB", r.wake, "", 1, 5, 10000, 10000, fenceTTL, 0)
+		if err == nil || !strings.Contains(err.Error(), "LIMIT 2") {
+			t.Fatalf("acquire with another limit = %v; want the error reply LIMIT 2", err)
+		}
+		lerr := script.Limit(err, 5)
+		if !errors.Is(lerr, locker.ErrInvalid) || !strings.Contains(lerr.Error(), "limit 5") || !strings.Contains(lerr.Error(), "limit 2") {
+			t.Errorf("Limit(%v) = %v; want locker.ErrInvalid naming both limits", err, lerr)
+		}
+		// Deep inside a quorum's error tree too.
+		deep := &backend.QuorumError{Errs: []error{errors.New("other"), &backend.NodeError{Addr: "n", Err: fmt.Errorf("x: %w", err)}}}
+		if lerr := script.Limit(deep, 5); !errors.Is(lerr, locker.ErrInvalid) {
+			t.Errorf("Limit(quorum error) = %v; want locker.ErrInvalid", lerr)
+		}
+		if other := errors.New("boom"); script.Limit(other, 5) != other {
+			t.Errorf("Limit of an unrelated error changed it")
+		}
+	})
+}

@@ -1,0 +1,51 @@
+package semaphore
+
+import (
+	"time"
+
+	"github.com/redisync/redisync/internal/fifo"
+	"github.com/redisync/redisync/locker"
+)
+
+// An Option configures a Weighted. Later options override earlier ones;
+// NewWeighted reports bad values.
+type Option interface{ apply(*fifo.Settings) }
+
+type optionFunc func(*fifo.Settings)
+
+func (f optionFunc) apply(s *fifo.Settings) { f(s) }
+
+// WithTTL sets how long the permits of one acquisition last on the server
+// without renewal: how long the permits of a crashed holder stay out. The
+// default is 15s. With the watchdog on (the default) they are renewed every
+// TTL/3 for as long as they are held; with it off they expire TTL after they
+// were acquired unless extended. The TTL must be at least 10ms.
+func WithTTL(d time.Duration) Option {
+	return optionFunc(func(s *fifo.Settings) { s.Hold.TTL = d })
+}
+
+// WithWatchdog turns renewal on or off. The default is on. Off, the permits
+// of an acquisition are a fixed lease: they expire TTL after they were
+// acquired (Done closes at the validity deadline, with locker.ErrLost) unless
+// Extend prolongs them.
+func WithWatchdog(on bool) Option {
+	return optionFunc(func(s *fifo.Settings) { s.Hold.Watchdog = on })
+}
+
+// WithBackoff sets the pacing of retries after transient Redis errors and the
+// longest the first request in line sleeps without a wake-up message before it
+// tries again. The default starts at 100ms and doubles to 1s, with jitter. A
+// nil Backoff is an error.
+func WithBackoff(b locker.Backoff) Option {
+	return optionFunc(func(s *fifo.Settings) { s.Hold.SetBackoff(b) })
+}
+
+// WithQueueTimeout sets how long a waiting request keeps its place in line
+// without a heartbeat, measured on the Redis server's clock. Waiters
+// heartbeat every third of it, so it bounds how long a request whose process
+// died holds up the line; a live request that could not reach Redis for that
+// long is put back at its old place when it reaches Redis again. The default
+// is 5s; it must be at least 50ms.
+func WithQueueTimeout(d time.Duration) Option {
+	return optionFunc(func(s *fifo.Settings) { s.QueueTimeout = d })
+}

@@ -1,0 +1,150 @@
+package semaphore_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+	"go.uber.org/goleak"
+
+	"github.com/redisync/redisync/backend"
+	"github.com/redisync/redisync/internal/embedded"
+	"github.com/redisync/redisync/locker"
+	"github.com/redisync/redisync/semaphore"
+	"github.com/redisync/redisync/tracing"
+)
+
+func find(spans []sdktrace.ReadOnlySpan, name string) []sdktrace.ReadOnlySpan {
+	var out []sdktrace.ReadOnlySpan
+	for _, s := range spans {
+		if s.Name() == name {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func attrs(s sdktrace.ReadOnlySpan) map[attribute.Key]attribute.Value {
+	m := make(map[attribute.Key]attribute.Value)
+	for _, kv := range s.Attributes() {
+		m[kv.Key] = kv.Value
+	}
+	return m
+}
+
+func TestSpans(t *testing.T) {
+	s, err := embedded.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	rdb := redis.NewClient(&redis.Options{Addr: s.Addr()})
+	defer rdb.Close()
+	b := backend.New(rdb, backend.WithTracing(tracing.WithTracerProvider(tp)))
+	defer b.Close()
+	ctx := context.Background()
+
+	sem, _ := semaphore.NewWeighted(b, "gpu", 2)
+	other, _ := semaphore.NewWeighted(b, "gpu", 2)
+	if err := sem.Acquire(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := other.TryAcquire(ctx, 1); ok || err != nil {
+		t.Fatalf("TryAcquire = (%v, %v); want (false, nil)", ok, err)
+	}
+	if err := sem.Acquire(ctx, 3); !errors.Is(err, locker.ErrInvalid) {
+		t.Fatalf("Acquire(3) of 2 = %v; want locker.ErrInvalid", err)
+	}
+	if err := sem.Release(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	spans := rec.Ended()
+	acq := find(spans, "semaphore.Acquire")
+	if len(acq) != 2 {
+		t.Fatalf("%d semaphore.Acquire spans; want 2", len(acq))
+	}
+	a := attrs(acq[0])
+	if acq[0].SpanKind() != trace.SpanKindInternal || acq[0].Status().Code != codes.Unset ||
+		a["redisync.permits"].AsInt64() != 2 || a["redisync.outcome"].AsString() != "acquired" ||
+		a["redisync.fencing_token"].AsInt64() != sem.Token() || a["redisync.name"].AsString() != "gpu" {
+		t.Errorf("semaphore.Acquire span: %v %v %v", acq[0].SpanKind(), acq[0].Status(), acq[0].Attributes())
+	}
+	if bad := attrs(acq[1]); acq[1].Status().Code != codes.Error || bad["error.type"].AsString() != "invalid" {
+		t.Errorf("rejected semaphore.Acquire span: status %v, attributes %v; want an error of type invalid", acq[1].Status(), acq[1].Attributes())
+	}
+	try := find(spans, "semaphore.TryAcquire")
+	if len(try) != 1 || attrs(try[0])["redisync.outcome"].AsString() != "contended" || try[0].Status().Code != codes.Unset {
+		t.Errorf("TryAcquire span: %v; want outcome contended, status unset", try)
+	}
+	rel := find(spans, "semaphore.Release")
+	if len(rel) != 1 || attrs(rel[0])["redisync.permits"].AsInt64() != 2 || attrs(rel[0])["redisync.outcome"].AsString() != "released" {
+		t.Errorf("Release span: %v", rel)
+	}
+	for _, name := range []string{"EVALSHA semaphore.acquire", "EVALSHA semaphore.release"} {
+		if len(find(spans, name)) == 0 {
+			t.Errorf("no %s span", name)
+		}
+	}
+}
+
+// TestCloseStopsEverything holds permits (a watchdog and watchers run) and
+// blocks a waiter (pub/sub, heartbeats), closes the backends, and checks that
+// the permits are reported lost, the waiter returns, and no goroutine is
+// left.
+func TestCloseStopsEverything(t *testing.T) {
+	ignore := goleak.IgnoreCurrent()
+	s, err := embedded.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c1 := redis.NewClient(&redis.Options{Addr: s.Addr()})
+	c2 := redis.NewClient(&redis.Options{Addr: s.Addr()})
+	b1, b2 := backend.New(c1), backend.New(c2)
+	ctx := context.Background()
+	held, _ := semaphore.NewWeighted(b1, "leak", 2, semaphore.WithTTL(time.Second))
+	waiter, _ := semaphore.NewWeighted(b2, "leak", 2, semaphore.WithQueueTimeout(300*time.Millisecond))
+	for range 2 {
+		if err := held.Acquire(ctx, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- waiter.Acquire(ctx, 1) }()
+	for n, _ := held.QueueLen(ctx); n != 1; n, _ = held.QueueLen(ctx) {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond) // a heartbeat or two
+	if err := b2.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-waited; !errors.Is(err, locker.ErrClosed) {
+		t.Errorf("waiter's Acquire after Close = %v; want locker.ErrClosed", err)
+	}
+	if err := b1.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-held.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("permits not ended by Close")
+	}
+	if err := held.Err(); !errors.Is(err, locker.ErrLost) || !errors.Is(err, locker.ErrClosed) {
+		t.Errorf("Err after Close = %v; want locker.ErrLost and locker.ErrClosed", err)
+	}
+	if err := held.Release(ctx, 2); !errors.Is(err, locker.ErrLost) {
+		t.Errorf("Release after Close = %v; want locker.ErrLost", err)
+	}
+	_ = c1.Close()
+	_ = c2.Close()
+	s.Close()
+	goleak.VerifyNone(t, ignore)
+}
