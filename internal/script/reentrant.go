@@ -1,0 +1,28 @@
+package script
+
+import (
+	_ "embed"
+
+	"github.com/redisync/redisync/backend"
+)
+
+var (
+	//go:embed reentrant_acquire.lua
+	reentrantAcquireSrc string
+	//go:embed reentrant_undo.lua
+	reentrantUndoSrc string
+	//go:embed reentrant_release.lua
+	reentrantReleaseSrc string
+	//go:embed reentrant_renew.lua
+	reentrantRenewSrc string
+)
+
+// Scripts of package reentrant. The acquisition and its undo take the same
+// KEYS and ARGV; the undo gives back one level of nesting, and only if that
+// acquisition took it.
+var (
+	ReentrantUndo    = backend.NewScript("reentrant.undo", backend.Release, reentrantUndoSrc, nil)
+	ReentrantAcquire = backend.NewScript("reentrant.acquire", backend.Acquire, reentrantAcquireSrc, ReentrantUndo)
+	ReentrantRelease = backend.NewScript("reentrant.release", backend.Release, reentrantReleaseSrc, nil)
+	ReentrantRenew   = backend.NewScript("reentrant.renew", backend.Renew, reentrantRenewSrc, nil)
+)

@@ -1,0 +1,119 @@
+package script_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redisync/redisync/backend"
+	"github.com/redisync/redisync/internal/script"
+)
+
+func TestReentrantScripts(t *testing.T) {
+	if s := script.ReentrantAcquire; s.Kind() != backend.Acquire || s.Undo() != script.ReentrantUndo || s.Undo().Kind() != backend.Release {
+		t.Fatal("reentrant.acquire must be an Acquire whose Undo is reentrant.undo, a Release")
+	}
+	servers(t, func(t *testing.T, rdb *redis.Client) {
+		ctx := context.Background()
+		b := backend.New(rdb)
+		defer b.Close()
+		base := fmt.Sprintf("redisync:{%s-%d}:", t.Name(), time.Now().UnixNano())
+		keys := []string{base + "reentrant", base + "fence"}
+		wake := base + "wake"
+		run := func(s *backend.Script, args ...any) backend.Reply {
+			t.Helper()
+			r, err := backend.Run(ctx, b, s, keys, args...)
+			if err != nil {
+				t.Fatalf("%s: %v", s.Name(), err)
+			}
+			return r
+		}
+		acquire := func(owner string, count int) backend.Reply {
+			t.Helper()
+			return run(script.ReentrantAcquire, owner, wake, 10000, fenceTTL, count)
+		}
+		undo := func(owner string, count int) backend.Reply {
+			t.Helper()
+			return run(script.ReentrantUndo, owner, wake, 10000, fenceTTL, count)
+		}
+		release := func(owner string, left int) backend.Reply {
+			t.Helper()
+			return run(script.ReentrantRelease, owner, wake, left)
+		}
+		count := func(owner string) int64 {
+			t.Helper()
+			n, _ := rdb.HGet(ctx, keys[0], owner).Int64()
+			return n
+		}
+
+		r := acquire("A", 1)
+		tok := r.At(1)
+		if r.Status() != backend.StatusOK || tok <= 0 || r.At(2) != 1 {
+			t.Fatalf("first acquire = %v; want [1 token 1]", r)
+		}
+		if ttl := rdb.PTTL(ctx, keys[0]).Val(); ttl <= 0 || ttl > 10*time.Second {
+			t.Errorf("lock TTL = %v; want in (0, 10s]", ttl)
+		}
+		if r := acquire("A", 1); r.Status() != backend.StatusOK || r.At(1) != tok || count("A") != 1 {
+			t.Errorf("retried first acquire = %v, count %d; want [1 %d 1], count 1", r, count("A"), tok)
+		}
+		if r := acquire("A", 2); r.Status() != backend.StatusOK || r.At(1) != tok || r.At(2) != 2 {
+			t.Errorf("re-entry = %v; want [1 %d 2] (the first hold's token)", r, tok)
+		}
+		if r := acquire("B", 1); r.Status() != backend.StatusContended || r.At(1) <= 0 {
+			t.Errorf("acquire by another owner = %v; want [0 ms-left]", r)
+		}
+		// Undo gives back exactly what its acquisition took.
+		if r := undo("A", 3); r.Status() != backend.StatusGone || count("A") != 2 {
+			t.Errorf("undo of an acquisition that took nothing = %v, count %d; want [-1], count 2", r, count("A"))
+		}
+		if r := undo("A", 2); r.Status() != backend.StatusOK || count("A") != 1 {
+			t.Errorf("undo of the re-entry = %v, count %d; want [1 1], count 1", r, count("A"))
+		}
+		if r := undo("A", 2); r.Status() != backend.StatusGone || count("A") != 1 {
+			t.Errorf("second undo of the re-entry = %v, count %d; want [-1], count 1", r, count("A"))
+		}
+		// Releases set the count, so a retried one is harmless.
+		acquire("A", 2)
+		for range 2 {
+			if r := release("A", 1); r.Status() != backend.StatusOK || count("A") != 1 {
+				t.Errorf("release to 1 = %v, count %d; want [1 1], count 1", r, count("A"))
+			}
+		}
+		if r := run(script.ReentrantRenew, "B", 20000); r.Status() != backend.StatusTaken {
+			t.Errorf("renew by another owner = %v; want [-2]", r)
+		}
+		if r := run(script.ReentrantRenew, "A", 20000); r.Status() != backend.StatusOK || r.At(1) != 20000 {
+			t.Errorf("renew = %v; want [1 20000]", r)
+		}
+		if r := release("B", 0); r.Status() != backend.StatusTaken {
+			t.Errorf("release by another owner = %v; want [-2]", r)
+		}
+		if r := release("A", 0); r.Status() != backend.StatusOK || rdb.Exists(ctx, keys[0]).Val() != 0 {
+			t.Errorf("last release = %v; want [1 0] and the key gone", r)
+		}
+		if r := release("A", 0); r.Status() != backend.StatusGone {
+			t.Errorf("release after the end = %v; want [-1]", r)
+		}
+		if r := run(script.ReentrantRenew, "A", 1000); r.Status() != backend.StatusGone {
+			t.Errorf("renew after the end = %v; want [-1]", r)
+		}
+		// A re-entry never recreates a hold that is gone.
+		if r := acquire("A", 3); r.Status() != backend.StatusContended || rdb.Exists(ctx, keys[0]).Val() != 0 {
+			t.Errorf("re-entry of a gone hold = %v; want [0 0] and no key", r)
+		}
+		r = acquire("C", 1)
+		if r.Status() != backend.StatusOK || r.At(1) <= tok {
+			t.Errorf("next first hold = %v; want a token > %d", r, tok)
+		}
+		if r := undo("C", 1); r.Status() != backend.StatusOK || rdb.Exists(ctx, keys[0]).Val() != 0 {
+			t.Errorf("undo of a first hold = %v; want [1 0] and the key gone", r)
+		}
+		if ttl := rdb.PTTL(ctx, keys[1]).Val(); ttl <= 0 {
+			t.Errorf("fence counter TTL = %v; want a TTL", ttl)
+		}
+	})
+}

@@ -1,0 +1,48 @@
+package script
+
+import (
+	_ "embed"
+
+	"github.com/redisync/redisync/backend"
+)
+
+var (
+	//go:embed rwmutex_lock.lua
+	rwmutexLockSrc string
+	//go:embed rwmutex_unlock.lua
+	rwmutexUnlockSrc string
+	//go:embed rwmutex_rlock.lua
+	rwmutexRLockSrc string
+	//go:embed rwmutex_runlock.lua
+	rwmutexRUnlockSrc string
+	//go:embed rwmutex_rrenew.lua
+	rwmutexRRenewSrc string
+)
+
+// release and undo set the variable that rwmutex_unlock.lua and
+// rwmutex_runlock.lua read to tell a release from the undo of a grant.
+const (
+	release = "local release = true\n"
+	undo    = "local release = false\n"
+)
+
+// Scripts of package rwmutex. All but the renewals take the same six KEYS:
+// writer hash, readers, waiting writers, waiting readers, readers' turn and
+// fence counter.
+//
+// A release (Unlock, RUnlock, or the cleanup after a Lock or RLock that gave
+// up) also withdraws the owner from the waiters; the undo of a grant, which a
+// quorum runs when a majority was not reached, gives back the hold only, so
+// that a waiting writer keeps new readers out while it retries.
+var (
+	RWMutexUnlock   = backend.NewScript("rwmutex.unlock", backend.Release, release+rwmutexUnlockSrc, nil)
+	RWMutexLockUndo = backend.NewScript("rwmutex.lock_undo", backend.Release, undo+rwmutexUnlockSrc, nil)
+	RWMutexLock     = backend.NewScript("rwmutex.lock", backend.Acquire, rwmutexLockSrc, RWMutexLockUndo)
+	// RWMutexRenew renews the write hold: the writer hash has the layout of
+	// a mutex's lock hash, so the mutex's renewal serves it.
+	RWMutexRenew     = backend.NewScript("rwmutex.renew", backend.Renew, mutexRenewSrc, nil)
+	RWMutexRUnlock   = backend.NewScript("rwmutex.runlock", backend.Release, release+rwmutexRUnlockSrc, nil)
+	RWMutexRLockUndo = backend.NewScript("rwmutex.rlock_undo", backend.Release, undo+rwmutexRUnlockSrc, nil)
+	RWMutexRLock     = backend.NewScript("rwmutex.rlock", backend.Acquire, rwmutexRLockSrc, RWMutexRLockUndo)
+	RWMutexRRenew    = backend.NewScript("rwmutex.rrenew", backend.Renew, rwmutexRRenewSrc, nil)
+)

@@ -1,0 +1,71 @@
+-- rwmutex_lock.lua: take the write hold of a readers/writer lock.
+-- KEYS[1] writer hash {o = owner token, f = fencing token}
+-- KEYS[2] readers: sorted set of reader owner tokens scored by expiry (server ms)
+-- KEYS[3] waiting writers: sorted set of owner tokens scored by expiry
+-- KEYS[4] waiting readers: sorted set of owner tokens scored by expiry
+-- KEYS[5] readers' turn: sorted set of reader owner tokens scored by expiry
+-- KEYS[6] fence counter
+-- ARGV[1] publish command, ARGV[2] owner token, ARGV[3] writers' wake channel
+-- (unused), ARGV[4] readers' wake channel, ARGV[5] turn ms (unused), ARGV[6]
+-- ttl ms, ARGV[7] fence counter ttl ms, ARGV[8] '1' to register as a waiting
+-- writer when blocked (Lock), '0' not to (TryLock)
+-- Returns {1, fencing token} when held (also when ARGV[2] already holds it: a
+-- retried attempt), {0, ms until a retry may succeed} otherwise.
+local t = redis.call('TIME')
+local now = t[1] * 1000 + math.floor(t[2] / 1000)
+local owner = ARGV[2]
+local ttl = tonumber(ARGV[6])
+
+local holder = redis.call('HGET', KEYS[1], 'o')
+if holder == owner then
+  redis.call('PEXPIRE', KEYS[1], ttl)
+  redis.call('ZREM', KEYS[3], owner)
+  return {1, tonumber(redis.call('HGET', KEYS[1], 'f'))}
+end
+
+-- A blocked writer records that it waits, which keeps new readers out (writer
+-- preference); the record expires unless the writer retries, which it does
+-- at least every third of the TTL, so a crashed waiter blocks readers for at
+-- most one TTL. notify tells the holders of shared read holds that a writer
+-- waits, so that they stop admitting new local readers.
+local function blocked(ms, notify)
+  if ARGV[8] == '1' then
+    redis.call('ZADD', KEYS[3], now + ttl, owner)
+    if redis.call('PTTL', KEYS[3]) < ttl then
+      redis.call('PEXPIRE', KEYS[3], ttl)
+    end
+    if notify then
+      redis.call(ARGV[1], ARGV[4], 'i')
+    end
+  end
+  local cap = math.max(math.floor(ttl / 3), 1)
+  if ms <= 0 or ms > cap then
+    ms = cap
+  end
+  return {0, ms}
+end
+
+if holder then
+  return blocked(redis.call('PTTL', KEYS[1]), false)
+end
+-- Readers that were waiting when the last writer left go first.
+redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', now)
+local turn = redis.call('ZRANGE', KEYS[5], -1, -1, 'WITHSCORES')
+if #turn > 0 then
+  return blocked(tonumber(turn[2]) - now, false)
+end
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+local first = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
+if #first > 0 then
+  return blocked(tonumber(first[2]) - now, true)
+end
+
+-- The token is the larger of the counter plus one and the server clock in
+-- microseconds, as for every other primitive.
+local token = math.max((tonumber(redis.call('GET', KEYS[6])) or 0) + 1, t[1] * 1000000 + t[2])
+local s = string.format('%.0f', token)
+redis.call('SET', KEYS[6], s, 'PX', ARGV[7])
+redis.call('HSET', KEYS[1], 'o', owner, 'f', s)
+redis.call('PEXPIRE', KEYS[1], ttl)
+redis.call('ZREM', KEYS[3], owner)
+return {1, token}

@@ -1,0 +1,66 @@
+-- rwmutex_rlock.lua: take a read hold of a readers/writer lock.
+-- KEYS as rwmutex_lock.lua
+-- ARGV[1] publish command (unused), ARGV[2] owner token, ARGV[3] readers' wake
+-- channel (unused), ARGV[4] writers' wake channel (unused), ARGV[5] ttl ms,
+-- ARGV[6] fence counter ttl ms, ARGV[7] '1' to register as a waiting reader
+-- when blocked (RLock), '0' not to (TryRLock)
+-- Returns {1, fencing token} when held (a retried attempt of a holder gets a
+-- new, larger token), {0, ms until a retry may succeed} otherwise.
+local t = redis.call('TIME')
+local now = t[1] * 1000 + math.floor(t[2] / 1000)
+local owner = ARGV[2]
+local ttl = tonumber(ARGV[5])
+
+local function token()
+  local tk = math.max((tonumber(redis.call('GET', KEYS[6])) or 0) + 1, t[1] * 1000000 + t[2])
+  redis.call('SET', KEYS[6], string.format('%.0f', tk), 'PX', ARGV[6])
+  return tk
+end
+
+-- Hold until expiry: the readers key lives as long as its longest hold.
+local function hold(expiry)
+  redis.call('ZADD', KEYS[2], expiry, owner)
+  if redis.call('PTTL', KEYS[2]) < expiry - now then
+    redis.call('PEXPIRE', KEYS[2], expiry - now)
+  end
+end
+
+local mine = tonumber(redis.call('ZSCORE', KEYS[2], owner))
+if mine and mine > now then
+  hold(math.max(mine, now + ttl))
+  return {1, token()}
+end
+
+-- A blocked reader records that it waits, so that the writer's release gives
+-- it a turn before the next writer.
+local function blocked(ms)
+  if ARGV[7] == '1' then
+    redis.call('ZADD', KEYS[4], now + ttl, owner)
+    if redis.call('PTTL', KEYS[4]) < ttl then
+      redis.call('PEXPIRE', KEYS[4], ttl)
+    end
+  end
+  local cap = math.max(math.floor(ttl / 3), 1)
+  if ms <= 0 or ms > cap then
+    ms = cap
+  end
+  return {0, ms}
+end
+
+if redis.call('HGET', KEYS[1], 'o') then
+  return blocked(redis.call('PTTL', KEYS[1]))
+end
+redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', now)
+local turn = redis.call('ZREM', KEYS[5], owner) == 1
+if not turn then
+  -- Writer preference: a waiting writer keeps new readers out.
+  redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
+  local writer = redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')
+  if #writer > 0 then
+    return blocked(tonumber(writer[2]) - now)
+  end
+end
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+hold(now + ttl)
+redis.call('ZREM', KEYS[4], owner)
+return {1, token()}

@@ -1,0 +1,310 @@
+package script_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redisync/redisync/backend"
+	"github.com/redisync/redisync/internal/script"
+)
+
+// rw runs the read/write scripts on the lock called name.
+type rw struct {
+	t      *testing.T
+	ctx    context.Context
+	b      backend.Backend
+	rdb    *redis.Client
+	keys   []string
+	wake   string
+	rwake  string
+	ttl    int64
+	turnMs int64
+}
+
+func newRW(t *testing.T, rdb *redis.Client, ttl, turn int64) *rw {
+	b := backend.New(rdb)
+	t.Cleanup(func() { _ = b.Close() })
+	base := fmt.Sprintf("redisync:{%s-%d}:", t.Name(), time.Now().UnixNano())
+	r := &rw{t: t, ctx: context.Background(), b: b, rdb: rdb, wake: base + "wake", rwake: base + "rwake", ttl: ttl, turnMs: turn}
+	for _, k := range []string{"writer", "readers", "wwait", "rwait", "rturn", "fence"} {
+		r.keys = append(r.keys, base+k)
+	}
+	return r
+}
+
+func (r *rw) run(s *backend.Script, keys []string, args ...any) backend.Reply {
+	r.t.Helper()
+	rep, err := backend.Run(r.ctx, r.b, s, keys, args...)
+	if err != nil {
+		r.t.Fatalf("%s: %v", s.Name(), err)
+	}
+	return rep
+}
+
+func (r *rw) lock(owner string, wait bool) backend.Reply {
+	r.t.Helper()
+	return r.run(script.RWMutexLock, r.keys, owner, r.wake, r.rwake, r.turnMs, r.ttl, fenceTTL, rwFlag(wait))
+}
+
+func (r *rw) unlock(owner string) backend.Reply {
+	r.t.Helper()
+	return r.run(script.RWMutexUnlock, r.keys, owner, r.wake, r.rwake, r.turnMs)
+}
+
+func (r *rw) rlock(owner string, wait bool) backend.Reply {
+	r.t.Helper()
+	return r.run(script.RWMutexRLock, r.keys, owner, r.rwake, r.wake, r.ttl, fenceTTL, rwFlag(wait))
+}
+
+func (r *rw) runlock(owner string) backend.Reply {
+	r.t.Helper()
+	return r.run(script.RWMutexRUnlock, r.keys, owner, r.rwake, r.wake)
+}
+
+// members returns the members of the sorted set key i.
+func (r *rw) members(i int) string {
+	r.t.Helper()
+	m, err := r.rdb.ZRange(r.ctx, r.keys[i], 0, -1).Result()
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return strings.Join(m, ",")
+}
+
+// expiring checks that every key of the lock has a TTL.
+func (r *rw) expiring() {
+	r.t.Helper()
+	for _, k := range r.keys {
+		switch ttl := r.rdb.PTTL(r.ctx, k).Val(); {
+		case ttl == -2: // absent
+		case ttl <= 0:
+			r.t.Errorf("key %s has no TTL (%v)", k, ttl)
+		}
+	}
+}
+
+func rwFlag(on bool) int {
+	if on {
+		return 1
+	}
+	return 0
+}
+
+const (
+	rwWriter = iota
+	rwReaders
+	rwWWait
+	rwRWait
+	rwTurn
+)
+
+func wantOK(t *testing.T, what string, r backend.Reply) int64 {
+	t.Helper()
+	if r.Status() != backend.StatusOK {
+		t.Fatalf("%s = %v; want [1 ...]", what, r)
+	}
+	return r.At(1)
+}
+
+func wantContended(t *testing.T, what string, r backend.Reply, ttl int64) {
+	t.Helper()
+	if r.Status() != backend.StatusContended || r.At(1) <= 0 || r.At(1) > ttl/3 {
+		t.Fatalf("%s = %v; want [0 ms] with 0 < ms <= %d", what, r, ttl/3)
+	}
+}
+
+func TestRWMutexScripts(t *testing.T) {
+	if script.RWMutexLock.Undo() != script.RWMutexLockUndo || script.RWMutexRLock.Undo() != script.RWMutexRLockUndo {
+		t.Fatal("the acquisitions' Undo scripts are not rwmutex.lock_undo and rwmutex.rlock_undo")
+	}
+	for _, s := range []*backend.Script{script.RWMutexLock, script.RWMutexRLock} {
+		if s.Kind() != backend.Acquire || s.Undo().Kind() != backend.Release {
+			t.Errorf("%s: kind %v, undo kind %v; want Acquire and Release", s.Name(), s.Kind(), s.Undo().Kind())
+		}
+	}
+	servers(t, func(t *testing.T, rdb *redis.Client) {
+		const ttl = 10000
+		r := newRW(t, rdb, ttl, 3000)
+
+		// Readers share.
+		a := wantOK(t, "rlock A", r.rlock("A", true))
+		if again := wantOK(t, "retried rlock A", r.rlock("A", true)); again <= a {
+			t.Errorf("token of a retried rlock = %d; want > %d", again, a)
+		}
+		b := wantOK(t, "rlock B", r.rlock("B", true))
+		if got := r.members(rwReaders); got != "A,B" {
+			t.Errorf("readers = %q; want A,B", got)
+		}
+		if ttl := rdb.PTTL(r.ctx, r.keys[rwReaders]).Val(); ttl <= 0 || ttl > 10*time.Second {
+			t.Errorf("readers TTL = %v; want in (0, 10s]", ttl)
+		}
+
+		// A writer is blocked; only Lock (wait) registers it.
+		wantContended(t, "trylock W", r.lock("W", false), ttl)
+		if got := r.members(rwWWait); got != "" {
+			t.Errorf("waiting writers after a TryLock = %q; want none", got)
+		}
+		wantContended(t, "lock W", r.lock("W", true), ttl)
+		if got := r.members(rwWWait); got != "W" {
+			t.Errorf("waiting writers = %q; want W", got)
+		}
+		// ...and keeps new readers out.
+		wantContended(t, "tryrlock C", r.rlock("C", false), ttl)
+		wantContended(t, "rlock C", r.rlock("C", true), ttl)
+		if got := r.members(rwRWait); got != "C" {
+			t.Errorf("waiting readers = %q; want C", got)
+		}
+		r.expiring()
+
+		// Renewals.
+		if rep := r.run(script.RWMutexRRenew, r.keys[rwReaders:rwReaders+1], "A", 20000); rep.Status() != backend.StatusOK || rep.At(1) != 20000 {
+			t.Errorf("rrenew A = %v; want [1 20000]", rep)
+		}
+		if rep := r.run(script.RWMutexRRenew, r.keys[rwReaders:rwReaders+1], "Z", 20000); rep.Status() != backend.StatusGone {
+			t.Errorf("rrenew of a reader that holds nothing = %v; want [-1]", rep)
+		}
+
+		// The last reader out lets the writer in.
+		wantOK(t, "runlock A", r.runlock("A"))
+		if rep := r.runlock("A"); rep.Status() != backend.StatusGone {
+			t.Errorf("second runlock A = %v; want [-1]", rep)
+		}
+		wantContended(t, "lock W with B inside", r.lock("W", true), ttl)
+		wantOK(t, "runlock B", r.runlock("B"))
+		w := wantOK(t, "lock W", r.lock("W", true))
+		if w <= b || w <= a {
+			t.Errorf("writer token %d; want > every reader token (%d, %d)", w, a, b)
+		}
+		if again := wantOK(t, "retried lock W", r.lock("W", true)); again != w {
+			t.Errorf("retried lock by the holder = %d; want the same token %d", again, w)
+		}
+		if got := r.members(rwWWait); got != "" {
+			t.Errorf("waiting writers after the grant = %q; want none", got)
+		}
+		if rep := r.run(script.RWMutexRenew, r.keys[:1], "W", 20000); rep.Status() != backend.StatusOK {
+			t.Errorf("renew W = %v; want [1 ...]", rep)
+		}
+		if rep := r.runlock("W"); rep.Status() != backend.StatusTaken {
+			t.Errorf("runlock by a reader that holds nothing while a writer holds = %v; want [-2]", rep)
+		}
+
+		// Readers waiting when the writer leaves get a turn before the next
+		// writer.
+		wantContended(t, "rlock C under W", r.rlock("C", true), ttl)
+		wantContended(t, "lock V under W", r.lock("V", true), ttl)
+		if rep := r.unlock("V"); rep.Status() != backend.StatusTaken {
+			t.Errorf("unlock by another owner = %v; want [-2]", rep)
+		}
+		wantOK(t, "unlock W", r.unlock("W"))
+		if got, left := r.members(rwTurn), r.members(rwRWait); got != "C" || left != "" {
+			t.Errorf("turn = %q, waiting readers = %q; want C and none", got, left)
+		}
+		if ttl := rdb.PTTL(r.ctx, r.keys[rwTurn]).Val(); ttl <= 0 || ttl > 3*time.Second {
+			t.Errorf("turn TTL = %v; want in (0, 3s]", ttl)
+		}
+		wantContended(t, "lock V during the readers' turn", r.lock("V", true), ttl)
+		wantContended(t, "rlock D (no turn, V waits)", r.rlock("D", false), ttl)
+		c := wantOK(t, "rlock C (its turn)", r.rlock("C", true))
+		if c <= w {
+			t.Errorf("reader token after the writer = %d; want > %d", c, w)
+		}
+		if got := r.members(rwTurn); got != "" {
+			t.Errorf("turn after C came in = %q; want empty", got)
+		}
+		wantOK(t, "runlock C", r.runlock("C"))
+		wantOK(t, "lock V", r.lock("V", true))
+		wantOK(t, "unlock V", r.unlock("V"))
+		if rep := r.unlock("V"); rep.Status() != backend.StatusGone {
+			t.Errorf("second unlock = %v; want [-1]", rep)
+		}
+
+		// The undo of a contended attempt (which a quorum runs) leaves the
+		// writer waiting; its release, when it gives up, withdraws it and
+		// lets readers in.
+		wantOK(t, "rlock E", r.rlock("E", true))
+		wantContended(t, "lock X", r.lock("X", true), ttl)
+		if rep := r.run(script.RWMutexLockUndo, r.keys, "X", r.wake, r.rwake, r.turnMs, r.ttl, fenceTTL, 1); rep.Status() != backend.StatusGone {
+			t.Errorf("undo of a contended lock = %v; want [-1]", rep)
+		}
+		wantContended(t, "tryrlock F while X waits", r.rlock("F", false), ttl)
+		if rep := r.unlock("X"); rep.Status() != backend.StatusGone {
+			t.Errorf("release by a writer that gave up = %v; want [-1] (it held nothing)", rep)
+		}
+		wantOK(t, "tryrlock F after X gave up", r.rlock("F", false))
+		wantOK(t, "runlock E", r.runlock("E"))
+		wantOK(t, "runlock F", r.runlock("F"))
+
+		// The undo of a write grant gives the hold back without a readers'
+		// turn; a reader that gives up its turn lets the writers go.
+		wantOK(t, "lock Y", r.lock("Y", true))
+		wantContended(t, "rlock G under Y", r.rlock("G", true), ttl)
+		if rep := r.run(script.RWMutexLockUndo, r.keys, "Y", r.wake, r.rwake, r.turnMs, r.ttl, fenceTTL, 1); rep.Status() != backend.StatusOK {
+			t.Errorf("undo of a write grant = %v; want [1]", rep)
+		}
+		if got := r.members(rwTurn); got != "" {
+			t.Errorf("turn after an undo = %q; want none", got)
+		}
+		wantOK(t, "lock Y again", r.lock("Y", true))
+		wantOK(t, "unlock Y", r.unlock("Y"))
+		if got := r.members(rwTurn); got != "G" {
+			t.Errorf("turn after the release = %q; want G", got)
+		}
+		wantContended(t, "lock Z during G's turn", r.lock("Z", false), ttl)
+		if rep := r.runlock("G"); rep.Status() != backend.StatusGone {
+			t.Errorf("release by a reader that gave up = %v; want [-1] (it held nothing)", rep)
+		}
+		wantOK(t, "lock Z after G gave up its turn", r.lock("Z", false))
+		wantOK(t, "unlock Z", r.unlock("Z"))
+		r.expiring()
+
+		// Undo of what took nothing is harmless.
+		if rep := r.unlock("nobody"); rep.Status() != backend.StatusGone {
+			t.Errorf("unlock of nothing = %v; want [-1]", rep)
+		}
+		if rep := r.runlock("nobody"); rep.Status() != backend.StatusGone {
+			t.Errorf("runlock of nothing = %v; want [-1]", rep)
+		}
+		for i := range rwTurn + 1 {
+			if n := rdb.Exists(r.ctx, r.keys[i]).Val(); n != 0 {
+				t.Errorf("key %s left after everyone left", r.keys[i])
+			}
+		}
+	})
+}
+
+// TestRWMutexExpiry checks that a crashed reader's hold, a waiting writer's
+// claim and a readers' turn all end with their time on the server's clock.
+func TestRWMutexExpiry(t *testing.T) {
+	servers(t, func(t *testing.T, rdb *redis.Client) {
+		const ttl = 150
+		r := newRW(t, rdb, ttl, 50)
+		wantOK(t, "rlock A", r.rlock("A", true))
+		wantContended(t, "lock W", r.lock("W", false), ttl)
+		time.Sleep(2 * ttl * time.Millisecond)
+		wantOK(t, "lock W after the reader's hold expired", r.lock("W", true))
+		if rep := r.runlock("A"); rep.Status() == backend.StatusOK {
+			t.Errorf("runlock of an expired read hold = %v; want a negative status", rep)
+		}
+		wantContended(t, "rlock C under W", r.rlock("C", true), ttl)
+		wantOK(t, "unlock W", r.unlock("W"))
+		wantContended(t, "lock V during the turn", r.lock("V", true), ttl)
+		time.Sleep(100 * time.Millisecond) // the turn (50ms) lapses: C never came
+		wantOK(t, "lock V after the turn expired", r.lock("V", true))
+		wantOK(t, "unlock V", r.unlock("V"))
+
+		wantOK(t, "rlock D", r.rlock("D", true))
+		wantContended(t, "lock X", r.lock("X", true), ttl)
+		wantOK(t, "runlock D", r.runlock("D"))
+		// X crashed without taking the lock or withdrawing: its claim keeps
+		// readers out for one TTL at most.
+		wantContended(t, "rlock E while X's claim lives", r.rlock("E", false), ttl)
+		time.Sleep(2 * ttl * time.Millisecond)
+		wantOK(t, "rlock E after X's claim expired", r.rlock("E", false))
+		wantOK(t, "runlock E", r.runlock("E"))
+	})
+}

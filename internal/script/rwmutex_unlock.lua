@@ -1,0 +1,60 @@
+-- rwmutex_unlock.lua: end the write hold (rwmutex.unlock), or give back a
+-- grant (rwmutex.lock_undo, the undo of rwmutex_lock.lua). The two scripts
+-- are this source after a first line that sets release: true for the
+-- former, false for the latter.
+-- KEYS as rwmutex_lock.lua (KEYS[6] unused)
+-- ARGV[1] publish command, ARGV[2] owner token, ARGV[3] writers' wake channel,
+-- ARGV[4] readers' wake channel, ARGV[5] turn ms: how long the readers that
+-- were waiting keep writers out while they come in
+-- A release also withdraws the owner from the waiting writers, as after a
+-- Lock that gave up (on a quorum, a node that did not grant the hold may
+-- still have it waiting); an undo leaves the waiting as it is.
+-- Returns {1} when the hold was released, {-1} when nothing was held, {-2}
+-- when another owner holds the write lock (it is left alone).
+local t = redis.call('TIME')
+local now = t[1] * 1000 + math.floor(t[2] / 1000)
+local owner = ARGV[2]
+local waited = false
+if release then
+  waited = redis.call('ZREM', KEYS[3], owner) == 1
+end
+local holder = redis.call('HGET', KEYS[1], 'o')
+if holder ~= owner then
+  if waited and not holder then
+    -- The last waiting writer gone, the readers it kept out may come in.
+    redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
+    if redis.call('EXISTS', KEYS[3]) == 0 then
+      redis.call(ARGV[1], ARGV[4], 'c')
+    end
+  end
+  if not holder then
+    return {-1}
+  end
+  return {-2}
+end
+redis.call('DEL', KEYS[1])
+-- As with sync.RWMutex, the readers that waited for this writer get in before
+-- the next writer: they are given a turn, which writers wait for until every
+-- one of them came in or the turn expired.
+local turn = false
+if release then
+  redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now)
+  local waiting = redis.call('ZRANGE', KEYS[4], 0, -1)
+  if #waiting > 0 then
+    local expiry = now + tonumber(ARGV[5])
+    for _, r in ipairs(waiting) do
+      redis.call('ZADD', KEYS[5], expiry, r)
+    end
+    redis.call('DEL', KEYS[4])
+    if redis.call('PTTL', KEYS[5]) < tonumber(ARGV[5]) then
+      redis.call('PEXPIRE', KEYS[5], ARGV[5])
+    end
+    turn = true
+  end
+end
+if not turn then
+  redis.call(ARGV[1], ARGV[3], 'w')
+end
+-- Wake every waiting reader at once.
+redis.call(ARGV[1], ARGV[4], 'w')
+return {1}

@@ -1,0 +1,529 @@
+package reentrant
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/redisync/redisync/backend"
+	"github.com/redisync/redisync/internal/acquire"
+	"github.com/redisync/redisync/internal/gate"
+	"github.com/redisync/redisync/internal/holdopt"
+	"github.com/redisync/redisync/internal/keyspace"
+	"github.com/redisync/redisync/internal/lease"
+	"github.com/redisync/redisync/internal/script"
+	"github.com/redisync/redisync/internal/telemetry"
+	"github.com/redisync/redisync/locker"
+)
+
+const primitive = "reentrant"
+
+// A Mutex is a re-entrant mutual exclusion lock shared by every process that
+// uses the same name on the same Redis deployment. Its owner is an ownership
+// scope carried by the context (see WithOwner): a scope that holds the lock
+// may lock it again, and must unlock it as many times as it locked it before
+// anyone else gets in. Create one with New; the zero value is not usable. A
+// Mutex must not be copied after first use.
+//
+// Mutex values with the same name are the same lock: a scope re-enters
+// through any of them (on the same Backend), and different scopes exclude
+// each other, in one process or many. Inside a process, the scopes that want
+// the same name through the same Backend queue locally first, so that only
+// one of them at a time contends through Redis; a scope that holds the lock
+// never waits in that queue to re-enter it.
+type Mutex struct {
+	_       noCopy
+	b       backend.Backend
+	name    string
+	keys    []string // lock hash, fence counter
+	wake    string
+	ttlMs   int64
+	backoff locker.Backoff
+	tel     *telemetry.T
+	spec    lease.Spec
+
+	mu  sync.Mutex
+	cur *hold // the hold last taken or re-entered through m
+}
+
+var (
+	_ locker.Reentrant = (*Mutex)(nil)
+	_ locker.Lease     = (*Mutex)(nil)
+)
+
+// New returns the Mutex called name on b. It does no I/O. It returns an error
+// matching locker.ErrInvalid for a nil or unusable Backend, a bad name
+// (empty, longer than 512 bytes, or containing '{', '}' or control
+// characters) or a bad option.
+func New(b backend.Backend, name string, opts ...Option) (*Mutex, error) {
+	if err := backend.Check(b); err != nil {
+		return nil, fmt.Errorf("%s: %w", primitive, err)
+	}
+	if err := keyspace.Validate(primitive, name); err != nil {
+		return nil, err
+	}
+	cfg := holdopt.New()
+	for _, o := range opts {
+		if o != nil {
+			o.apply(&cfg)
+		}
+	}
+	if err := cfg.Validate(primitive); err != nil {
+		return nil, err
+	}
+	ks := keyspace.New(b.Prefix(), name)
+	m := &Mutex{
+		b:       b,
+		name:    name,
+		keys:    []string{ks.Key("reentrant"), ks.Key("fence")},
+		wake:    ks.Wake(),
+		ttlMs:   holdopt.Millis(cfg.TTL),
+		backoff: cfg.Backoff,
+		tel:     telemetry.Of(b),
+	}
+	m.spec = lease.Spec{
+		Backend:   b,
+		Tel:       m.tel,
+		Primitive: primitive,
+		TTL:       cfg.TTL,
+		Watchdog:  cfg.Watchdog,
+		Renew: func(owner string, ttl time.Duration) *backend.Call {
+			return &backend.Call{Script: script.ReentrantRenew, Keys: m.keys[:1], Args: []any{owner, holdopt.Millis(ttl)}}
+		},
+	}
+	return m, nil
+}
+
+// Name returns the name the Mutex was created with.
+func (m *Mutex) Name() string { return m.name }
+
+// Lock locks m for the scope in ctx. If the scope already holds the lock,
+// Lock enters it again, counting one more hold, and keeps the hold's fencing
+// token, watchdog and validity. Otherwise, if another owner holds the lock,
+// Lock blocks until it is released or expires, or until ctx is done; a
+// release wakes the waiter through pub/sub, and without a message it tries
+// again when the holder's TTL runs out or after the backoff's poll interval.
+// Transient Redis errors are retried with backoff for as long as ctx allows.
+//
+// On success the scope holds the lock one time more; it is renewed by the
+// watchdog (unless WithWatchdog(false) was given) until the scope's last
+// Unlock. Token, Done, Err and Until describe the hold.
+//
+// On failure Lock returns a non-nil error and the scope's holds are as they
+// were: an attempt whose reply was lost is undone before Lock returns. A
+// context without a scope is an error matching locker.ErrInvalid. A context
+// that is already done fails Lock before any I/O. When ctx ends, the error
+// matches both locker.ErrNotAcquired and ctx.Err(). When the scope's hold was
+// lost, a re-entry fails with an error matching locker.ErrNotAcquired and
+// locker.ErrLost, and the scope must still Unlock each of its holds.
+func (m *Mutex) Lock(ctx context.Context) (err error) {
+	ctx, op := m.tel.Start(ctx, primitive, "Lock", m.name)
+	outcome := telemetry.Acquired
+	defer func() {
+		if err != nil {
+			outcome = telemetry.NotAcquired
+		}
+		op.End(outcome, err, true)
+	}()
+	if ctx.Err() != nil {
+		return m.errorf("lock", acquire.NotAcquired(ctx, nil))
+	}
+	s := scopeOf(ctx)
+	if s == nil {
+		return m.errorf("lock", errNoScope)
+	}
+	start := time.Now()
+	e, _, err := s.enter(ctx, m.keys[0], false)
+	if err != nil {
+		op.Waited(time.Since(start))
+		return m.errorf("lock", acquire.NotAcquired(ctx, nil))
+	}
+	defer s.leave(m.keys[0], e)
+	if e.h != nil {
+		return m.errorf("lock", m.reenter(ctx, op, s, e, false))
+	}
+
+	// A first hold: queue behind the other scopes of the process, then
+	// contend through Redis.
+	pass, waited, err := gate.Enter(ctx, m.b, m.keys[0], m.b.Done())
+	if waited {
+		op.Waited(time.Since(start))
+	}
+	switch {
+	case errors.Is(err, locker.ErrClosed):
+		return m.errorf("lock", err)
+	case err != nil:
+		return m.errorf("lock", acquire.NotAcquired(ctx, nil))
+	}
+	unsure := false
+	loop := acquire.Loop{Backend: m.b, Channel: m.wake, Backoff: m.backoff, Op: op}
+	err = loop.Wait(ctx, func(ctx context.Context) (bool, time.Duration, error) {
+		ok, retry, err := m.attempt(ctx, s, e, pass)
+		unsure = unsure || err != nil
+		return ok, retry, err
+	})
+	if err != nil {
+		if unsure {
+			m.undo(ctx, s.owner, 1)
+		}
+		pass.Release()
+		return m.errorf("lock", err)
+	}
+	op.Token(e.h.l.Token())
+	return nil
+}
+
+// TryLock tries to lock m for the scope in ctx without waiting for another
+// owner, and reports whether it succeeded. A scope that holds the lock enters
+// it again (one attempt). Otherwise, if the lock is held, or wanted by
+// another goroutine of this process, it returns false and a nil error. A
+// non-nil error means the attempt failed and left the scope's holds as they
+// were; a context without a scope is an error matching locker.ErrInvalid; a
+// context that is already done fails TryLock before any I/O, with an error
+// matching locker.ErrNotAcquired and ctx.Err().
+func (m *Mutex) TryLock(ctx context.Context) (ok bool, err error) {
+	ctx, op := m.tel.Start(ctx, primitive, "TryLock", m.name)
+	defer func() {
+		outcome := telemetry.Acquired
+		switch {
+		case err != nil:
+			outcome = telemetry.NotAcquired
+		case !ok:
+			outcome = telemetry.Contended
+		}
+		op.End(outcome, err, true)
+	}()
+	if ctx.Err() != nil {
+		return false, m.errorf("trylock", acquire.NotAcquired(ctx, nil))
+	}
+	s := scopeOf(ctx)
+	if s == nil {
+		return false, m.errorf("trylock", errNoScope)
+	}
+	e, busy, err := s.enter(ctx, m.keys[0], true)
+	switch {
+	case busy:
+		return false, nil
+	case err != nil:
+		return false, m.errorf("trylock", acquire.NotAcquired(ctx, nil))
+	}
+	defer s.leave(m.keys[0], e)
+	if e.h != nil {
+		if err := m.reenter(ctx, op, s, e, true); err != nil {
+			return false, m.errorf("trylock", err)
+		}
+		return true, nil
+	}
+	pass, free := gate.TryEnter(m.b, m.keys[0])
+	if !free {
+		return false, nil
+	}
+	ok, _, err = m.attempt(ctx, s, e, pass)
+	op.Attempt(err == nil && !ok)
+	if err != nil {
+		m.undo(ctx, s.owner, 1)
+	}
+	if !ok {
+		pass.Release()
+		return false, m.errorf("trylock", err)
+	}
+	op.Token(e.h.l.Token())
+	return true, nil
+}
+
+// attempt makes one attempt at a first hold for s; on success the hold,
+// with pass, is recorded in e.
+func (m *Mutex) attempt(ctx context.Context, s *scope, e *entry, pass gate.Pass) (bool, time.Duration, error) {
+	sent := time.Now()
+	r, err := backend.Run(ctx, m.b, script.ReentrantAcquire, m.keys, m.acquireArgs(s.owner, 1)...)
+	if err != nil {
+		return false, 0, err
+	}
+	switch r.Status() {
+	case backend.StatusOK:
+		l, valid := lease.Start(&m.spec, s.owner, r.At(1), sent)
+		if !valid {
+			// The grant came back after its validity ran out: give it back
+			// and try again.
+			m.undo(ctx, s.owner, 1)
+			return false, 0, nil
+		}
+		h := &hold{l: l, pass: pass}
+		s.set(e, m.b, h, 1)
+		m.use(h)
+		return true, 0, nil
+	case backend.StatusContended:
+		return false, time.Duration(r.At(1)) * time.Millisecond, nil
+	}
+	return false, 0, fmt.Errorf("reentrant: unexpected acquire status %d", r.Status())
+}
+
+// errGone stops a re-entry whose hold is no longer on the server.
+var errGone = errors.New("the hold is no longer on the server")
+
+// reenter adds one hold to the scope's hold in e. With once it makes a
+// single attempt; otherwise it retries transient errors until ctx ends.
+func (m *Mutex) reenter(ctx context.Context, op *telemetry.Op, s *scope, e *entry, once bool) error {
+	h := e.h
+	if e.b != m.b {
+		return errBackend
+	}
+	if err := h.l.Err(); err != nil {
+		return fmt.Errorf("%w: %w", locker.ErrNotAcquired, err)
+	}
+	target := h.count + 1
+	unsure := false
+	attempt := func(ctx context.Context) (bool, time.Duration, error) {
+		r, err := backend.Run(ctx, m.b, script.ReentrantAcquire, m.keys, m.acquireArgs(s.owner, target)...)
+		switch {
+		case err != nil:
+			unsure = true
+			return false, 0, err
+		case r.Status() == backend.StatusOK:
+			return true, 0, nil
+		case r.Status() == backend.StatusContended:
+			return false, 0, errGone
+		}
+		return false, 0, fmt.Errorf("reentrant: unexpected acquire status %d", r.Status())
+	}
+	var err error
+	if once {
+		var ok bool
+		ok, _, err = attempt(ctx)
+		op.Attempt(false)
+		if err == nil && !ok {
+			err = errGone
+		}
+	} else {
+		loop := acquire.Loop{Backend: m.b, Channel: m.wake, Backoff: m.backoff, Op: op}
+		err = loop.Wait(ctx, attempt)
+	}
+	switch {
+	case errors.Is(err, errGone):
+		// Expired or deleted: the hold is lost, before the watchdog would
+		// notice.
+		h.l.Finish(fmt.Errorf("re-entry: %w", errGone))
+		return fmt.Errorf("%w: %w", locker.ErrNotAcquired, h.l.Err())
+	case err != nil:
+		if unsure {
+			m.undo(ctx, s.owner, target)
+		}
+		return err
+	}
+	s.set(e, m.b, h, target)
+	m.use(h)
+	op.Token(h.l.Token())
+	return nil
+}
+
+func (m *Mutex) acquireArgs(owner string, count int) []any {
+	return []any{owner, m.wake, m.ttlMs, holdopt.Millis(holdopt.FenceTTL), count}
+}
+
+// undo gives back what an acquisition of count for owner may have taken,
+// after a failed or doubtful attempt, on a context that outlives the
+// caller's.
+func (m *Mutex) undo(ctx context.Context, owner string, count int) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+	defer cancel()
+	_, _ = backend.Run(ctx, m.b, script.ReentrantUndo, m.keys, m.acquireArgs(owner, count)...)
+}
+
+// use makes h the hold that m's Lease methods describe.
+func (m *Mutex) use(h *hold) {
+	m.mu.Lock()
+	m.cur = h
+	m.mu.Unlock()
+}
+
+// Unlock undoes one Lock of the scope in ctx. The scope's last Unlock ends
+// its hold: it stops the watchdog, releases the lock and wakes a waiter. It
+// returns an error matching locker.ErrNotHeld when the scope does not hold
+// the lock (never locked, or unlocked as many times as locked; no Redis call
+// is made then), one matching locker.ErrInvalid for a context without a
+// scope, and one matching locker.ErrLost when the hold had ended without
+// Unlock: each of the scope's outstanding Unlocks then reports the loss, and
+// the last one frees the scope to lock again. In every case the scope holds
+// one hold less when Unlock returns, even when the release could not reach
+// Redis: the hold then expires with its TTL. Unlock waits for other
+// goroutines of the scope that are entering or leaving the lock; if ctx ends
+// first, it returns ctx.Err() and changes nothing.
+func (m *Mutex) Unlock(ctx context.Context) (err error) {
+	ctx, op := m.tel.Start(ctx, primitive, "Unlock", m.name)
+	outcome := telemetry.Released
+	defer func() {
+		switch {
+		case errors.Is(err, locker.ErrLost):
+			outcome = telemetry.Lost
+		case err != nil:
+			outcome = telemetry.Failed
+		}
+		op.End(outcome, err, false)
+	}()
+	s := scopeOf(ctx)
+	if s == nil {
+		return m.errorf("unlock", errNoScope)
+	}
+	notHeld := m.errorf("unlock", fmt.Errorf("%w: unlock of a lock the scope does not hold", locker.ErrNotHeld))
+	if h, _ := s.held(m.keys[0]); h == nil {
+		return notHeld
+	}
+	e, _, err := s.enter(ctx, m.keys[0], false)
+	if err != nil {
+		return m.errorf("unlock", err)
+	}
+	defer s.leave(m.keys[0], e)
+	h := e.h
+	switch {
+	case h == nil:
+		return notHeld
+	case e.b != m.b:
+		return m.errorf("unlock", errBackend)
+	}
+	op.Token(h.l.Token())
+	left := h.count - 1
+	if left > 0 {
+		err := h.l.Err()
+		if err == nil {
+			r, rerr := backend.Run(ctx, m.b, script.ReentrantRelease, m.keys, s.owner, m.wake, left)
+			switch {
+			case rerr != nil:
+				err = rerr
+			case r.Status() != backend.StatusOK:
+				h.l.Finish(script.NotHeld(r.Status()))
+				err = h.l.Err()
+			}
+		}
+		s.set(e, m.b, h, left)
+		return m.errorf("unlock", err)
+	}
+	h.l.Stop()
+	r, rerr := backend.Run(ctx, m.b, script.ReentrantRelease, m.keys, s.owner, m.wake, 0)
+	var cause error
+	if rerr == nil {
+		cause = script.NotHeld(r.Status())
+	}
+	lost := h.l.Finish(cause)
+	s.set(e, m.b, h, 0)
+	h.pass.Release()
+	if lost != nil {
+		return m.errorf("unlock", lost)
+	}
+	return m.errorf("unlock", rerr)
+}
+
+// HoldCount reports how many times the scope in ctx holds m: how many Unlock
+// calls it owes. It is 0 when the scope does not hold the lock. After the
+// hold was lost it returns the Unlocks still owed and an error matching
+// locker.ErrLost. A context without a scope is an error matching
+// locker.ErrInvalid. HoldCount makes no Redis call.
+func (m *Mutex) HoldCount(ctx context.Context) (int, error) {
+	s := scopeOf(ctx)
+	if s == nil {
+		return 0, m.errorf("holdcount", errNoScope)
+	}
+	h, n := s.held(m.keys[0])
+	if h == nil {
+		return 0, nil
+	}
+	return n, m.errorf("holdcount", h.l.Err())
+}
+
+// Extend makes the current hold (see Token) last at least ttl from now (it
+// never shortens it) and moves Until forward accordingly. It is how a fixed
+// lease (WithWatchdog(false)) is prolonged. It returns an error matching
+// locker.ErrNotHeld when the hold has ended or there is none, and one
+// matching locker.ErrInvalid for a ttl below 10ms.
+func (m *Mutex) Extend(ctx context.Context, ttl time.Duration) (err error) {
+	ctx, op := m.tel.Start(ctx, primitive, "Extend", m.name)
+	defer func() {
+		outcome := telemetry.Extended
+		if err != nil {
+			outcome = telemetry.NotHeld
+		}
+		op.End(outcome, err, false)
+	}()
+	if err := holdopt.ValidTTL(primitive, ttl); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	h := m.cur
+	m.mu.Unlock()
+	if h == nil {
+		return m.errorf("extend", fmt.Errorf("%w: reentrant mutex is not locked", locker.ErrNotHeld))
+	}
+	op.Token(h.l.Token())
+	return m.errorf("extend", h.l.Extend(ctx, ttl))
+}
+
+// Token returns the fencing token of the current hold: the hold that the last
+// successful Lock or TryLock through m took or entered, whichever scope it
+// was for, until it ends, and after that the token it had; 0 before the
+// first. A re-entry keeps the token of the first hold. Tokens of a name only
+// grow: every first hold gets a token greater than every earlier one,
+// whichever handle or process took it.
+func (m *Mutex) Token() int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.cur == nil {
+		return 0
+	}
+	return m.cur.l.Token()
+}
+
+// Done returns a channel that is closed when the current hold (see Token)
+// ends: by the scope's last Unlock, or when it is lost (then Err reports
+// why). Without a hold it returns a closed channel.
+func (m *Mutex) Done() <-chan struct{} {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.cur == nil {
+		return closed
+	}
+	return m.cur.l.Done()
+}
+
+// Err returns nil while the current hold (see Token) is live or after it
+// ended by Unlock; after it was lost it returns an error matching
+// locker.ErrLost that says how.
+func (m *Mutex) Err() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.cur == nil {
+		return nil
+	}
+	return m.cur.l.Err()
+}
+
+// Until returns the local validity deadline of the current hold (see Token):
+// before it, no other owner can acquire the lock. It is the zero Time when
+// the hold has ended or there is none.
+func (m *Mutex) Until() time.Time {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.cur == nil {
+		return time.Time{}
+	}
+	return m.cur.l.Until()
+}
+
+func (m *Mutex) errorf(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("reentrant %q: %s: %w", m.name, op, err)
+}
+
+var closed = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
+
+// noCopy lets go vet's copylocks check report copies of a Mutex.
+type noCopy struct{}
+
+func (*noCopy) Lock()   {}
+func (*noCopy) Unlock() {}

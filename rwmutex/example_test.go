@@ -1,0 +1,173 @@
+package rwmutex_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redisync/redisync/backend"
+	"github.com/redisync/redisync/locker"
+	"github.com/redisync/redisync/rwmutex"
+)
+
+// embeddedRedis starts an in-process Redis for the examples; a real program
+// connects to its Redis instead.
+func embeddedRedis() (*redis.Client, func()) {
+	mr, err := miniredis.Run()
+	if err != nil {
+		panic(err)
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	return rdb, func() { _ = rdb.Close(); mr.Close() }
+}
+
+// A cache read by many and rebuilt by one: readers share the lock, the
+// writer has it alone, and its token orders the rebuilds.
+func Example() {
+	rdb, stop := embeddedRedis()
+	defer stop()
+	b := backend.New(rdb)
+	defer b.Close()
+	ctx := context.Background()
+
+	rw, err := rwmutex.New(b, "cache:users")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	cache := map[string]string{}
+
+	if err := rw.Lock(ctx); err != nil {
+		fmt.Println(err)
+		return
+	}
+	cache["ada"] = "Ada Lovelace"
+	rebuilt := rw.Token()
+	if err := rw.Unlock(ctx); err != nil {
+		fmt.Println(err)
+	}
+
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := rw.RLock(ctx); err != nil {
+				fmt.Println(err)
+				return
+			}
+			defer rw.RUnlock(ctx)
+			_ = cache["ada"]
+		}()
+	}
+	wg.Wait()
+	fmt.Println("rebuilt with token > 0:", rebuilt > 0)
+	// Output:
+	// rebuilt with token > 0: true
+}
+
+// Readers, in one process or several, hold the lock together; a writer
+// cannot get in until they leave.
+func ExampleRWMutex_RLock() {
+	rdb, stop := embeddedRedis()
+	defer stop()
+	b := backend.New(rdb)
+	defer b.Close()
+	ctx := context.Background()
+
+	here, _ := rwmutex.New(b, "catalog")
+	there, _ := rwmutex.New(b, "catalog") // another replica, say
+	_ = here.RLock(ctx)
+	_ = there.RLock(ctx)
+	ok, err := there.TryLock(ctx)
+	fmt.Println("writer while read-locked:", ok, err)
+	_ = here.RUnlock(ctx)
+	_ = there.RUnlock(ctx)
+	ok, err = there.TryLock(ctx)
+	fmt.Println("writer after the readers left:", ok, err)
+	_ = there.Unlock(ctx)
+	// Output:
+	// writer while read-locked: false <nil>
+	// writer after the readers left: true <nil>
+}
+
+// A writer that waits keeps new readers out, so readers that keep coming
+// cannot starve it.
+func ExampleRWMutex_Lock() {
+	rdb, stop := embeddedRedis()
+	defer stop()
+	b := backend.New(rdb)
+	defer b.Close()
+	ctx := context.Background()
+
+	reader, _ := rwmutex.New(b, "prices")
+	writer, _ := rwmutex.New(b, "prices")
+	late, _ := rwmutex.New(b, "prices")
+	_ = reader.RLock(ctx)
+	locked := make(chan error)
+	go func() { locked <- writer.Lock(ctx) }()
+	// Once the writer waits, new readers are turned away.
+	ok := true
+	for end := time.Now().Add(5 * time.Second); ok && time.Now().Before(end); {
+		if ok, _ = late.TryRLock(ctx); ok {
+			_ = late.RUnlock(ctx)
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	fmt.Println("new reader while a writer waits:", ok)
+	_ = reader.RUnlock(ctx)
+	fmt.Println("writer:", <-locked)
+	_ = writer.Unlock(ctx)
+	// Output:
+	// new reader while a writer waits: false
+	// writer: <nil>
+}
+
+// RLocker adapts the read side to locker.Locker, and through locker.Sync to
+// sync.Locker.
+func ExampleRWMutex_RLocker() {
+	rdb, stop := embeddedRedis()
+	defer stop()
+	b := backend.New(rdb)
+	defer b.Close()
+
+	rw, _ := rwmutex.New(b, "settings")
+	var l sync.Locker = locker.Sync(rw.RLocker())
+	l.Lock()
+	fmt.Println("read-locked, token > 0:", rw.Token() > 0)
+	l.Unlock()
+	// Output:
+	// read-locked, token > 0: true
+}
+
+// A Lock bounded by a deadline fails with an error that matches both
+// ErrNotAcquired and the context's error, and leaves the readers free to
+// come in.
+func ExampleRWMutex_Lock_timeout() {
+	rdb, stop := embeddedRedis()
+	defer stop()
+	b := backend.New(rdb)
+	defer b.Close()
+	ctx := context.Background()
+
+	reader, _ := rwmutex.New(b, "report")
+	writer, _ := rwmutex.New(b, "report")
+	_ = reader.RLock(ctx)
+	defer reader.RUnlock(ctx)
+
+	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	err := writer.Lock(short)
+	fmt.Println(errors.Is(err, locker.ErrNotAcquired), errors.Is(err, context.DeadlineExceeded))
+	ok, _ := writer.TryRLock(ctx)
+	fmt.Println("readers admitted again:", ok)
+	_ = writer.RUnlock(ctx)
+	// Output:
+	// true true
+	// readers admitted again: true
+}

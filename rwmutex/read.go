@@ -1,0 +1,356 @@
+package rwmutex
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"time"
+
+	"github.com/redisync/redisync/backend"
+	"github.com/redisync/redisync/internal/acquire"
+	"github.com/redisync/redisync/internal/lease"
+	"github.com/redisync/redisync/internal/script"
+	"github.com/redisync/redisync/internal/telemetry"
+	"github.com/redisync/redisync/locker"
+)
+
+// A readHold is the one hold on the server that the readers of a handle
+// share. Its fields are guarded by the handle's mu.
+type readHold struct {
+	l       *lease.Lease
+	readers int           // readers of the handle inside
+	closed  bool          // admits no more readers: a writer waits, or the last reader is leaving
+	drained chan struct{} // closed once the hold is released and the handle has none
+	stop    context.CancelFunc
+}
+
+// admits reports whether a new reader may join h.
+func (h *readHold) admits() bool {
+	if h.closed {
+		return false
+	}
+	select {
+	case <-h.l.Done():
+		return false
+	default:
+		return true
+	}
+}
+
+// RLock locks m for reading. If the handle's readers already share a live
+// read hold that admits newcomers, RLock joins it without talking to Redis.
+// Otherwise it takes a new read hold, blocking while a writer holds the lock
+// or waits for it (in any process), until the writer has unlocked, or until
+// ctx is done; the other readers of the handle wait for that hold instead of
+// contending themselves. A read hold stops admitting newcomers as soon as
+// the handle learns that a writer waits; they then wait until the writer has
+// had its turn.
+//
+// On success the caller holds a read lock until its RUnlock; the shared hold
+// is renewed by the watchdog while any reader of the handle is inside.
+// Token, Done, Err and Until describe the shared hold.
+//
+// On failure RLock returns a non-nil error and the caller holds nothing: a
+// hold it may have taken is released and its place among the waiting readers
+// withdrawn. A context that is already done fails RLock before any I/O. When
+// ctx ends, the error matches both locker.ErrNotAcquired and ctx.Err().
+func (m *RWMutex) RLock(ctx context.Context) (err error) {
+	ctx, op := m.tel.Start(ctx, primitive, "RLock", m.name)
+	defer func() {
+		outcome := telemetry.Acquired
+		if err != nil {
+			outcome = telemetry.NotAcquired
+		}
+		op.End(outcome, err, true)
+	}()
+	if ctx.Err() != nil {
+		return m.errorf("rlock", acquire.NotAcquired(ctx, nil))
+	}
+	for {
+		m.mu.Lock()
+		if h := m.r; h != nil && h.admits() {
+			h.readers++
+			op.Token(h.l.Token())
+			m.mu.Unlock()
+			return nil
+		}
+		var wait <-chan struct{}
+		switch {
+		case m.r != nil:
+			wait = m.r.drained // a hold closed to newcomers: let it drain
+		case m.lead != nil:
+			wait = m.lead // another reader of the handle is taking the hold
+		}
+		if wait == nil {
+			lead := make(chan struct{})
+			m.lead = lead
+			m.mu.Unlock()
+			err := m.rlockRemote(ctx, op)
+			m.mu.Lock()
+			m.lead = nil
+			close(lead)
+			m.mu.Unlock()
+			return m.errorf("rlock", err)
+		}
+		m.mu.Unlock()
+		start := time.Now()
+		select {
+		case <-wait:
+			op.Waited(time.Since(start))
+		case <-ctx.Done():
+			op.Waited(time.Since(start))
+			return m.errorf("rlock", acquire.NotAcquired(ctx, nil))
+		case <-m.b.Done():
+			return m.errorf("rlock", locker.ErrClosed)
+		}
+	}
+}
+
+// rlockRemote takes a new read hold for the handle, with the caller as its
+// first reader.
+func (m *RWMutex) rlockRemote(ctx context.Context, op *telemetry.Op) error {
+	owner := rand.Text()
+	loop := acquire.Loop{Backend: m.b, Channel: m.rwake, Backoff: m.backoff, Op: op}
+	err := loop.Wait(ctx, func(ctx context.Context) (bool, time.Duration, error) {
+		return m.rattempt(ctx, owner, true)
+	})
+	if err != nil {
+		m.cleanup(ctx, owner, false)
+		return err
+	}
+	op.Token(m.readToken())
+	return nil
+}
+
+// TryRLock tries to lock m for reading without waiting and reports whether it
+// succeeded. It joins the handle's shared read hold if that admits newcomers;
+// otherwise, if another reader of the handle is taking a hold or the hold is
+// draining, it returns false; otherwise it makes one attempt, which fails
+// while a writer holds the lock or waits for it. A false result comes with a
+// nil error and leaves no claim behind. A non-nil error means the attempt
+// failed (and left nothing held); a context that is already done fails
+// TryRLock before any I/O, with an error matching locker.ErrNotAcquired and
+// ctx.Err().
+func (m *RWMutex) TryRLock(ctx context.Context) (ok bool, err error) {
+	ctx, op := m.tel.Start(ctx, primitive, "TryRLock", m.name)
+	defer func() { op.End(tryOutcome(ok, err), err, true) }()
+	if ctx.Err() != nil {
+		return false, m.errorf("tryrlock", acquire.NotAcquired(ctx, nil))
+	}
+	m.mu.Lock()
+	if h := m.r; h != nil && h.admits() {
+		h.readers++
+		op.Token(h.l.Token())
+		m.mu.Unlock()
+		return true, nil
+	}
+	if m.r != nil || m.lead != nil {
+		m.mu.Unlock()
+		return false, nil
+	}
+	lead := make(chan struct{})
+	m.lead = lead
+	m.mu.Unlock()
+	defer func() {
+		m.mu.Lock()
+		m.lead = nil
+		close(lead)
+		m.mu.Unlock()
+	}()
+	owner := rand.Text()
+	ok, _, err = m.rattempt(ctx, owner, false)
+	op.Attempt(err == nil && !ok)
+	if err != nil {
+		m.cleanup(ctx, owner, false)
+		return false, m.errorf("tryrlock", err)
+	}
+	if ok {
+		op.Token(m.readToken())
+	}
+	return ok, nil
+}
+
+// rattempt makes one read acquisition attempt for owner; on success it
+// installs the handle's read hold with one reader. wait registers a
+// contended attempt as a waiting reader.
+func (m *RWMutex) rattempt(ctx context.Context, owner string, wait bool) (bool, time.Duration, error) {
+	sent := time.Now()
+	r, err := backend.Run(ctx, m.b, script.RWMutexRLock, m.keys, m.rlockArgs(owner, wait)...)
+	if err != nil {
+		return false, 0, err
+	}
+	switch r.Status() {
+	case backend.StatusOK:
+		l, valid := lease.Start(&m.rspec, owner, r.At(1), sent)
+		if !valid {
+			m.cleanup(ctx, owner, false)
+			return false, 0, nil
+		}
+		wctx, stop := context.WithCancel(context.Background())
+		h := &readHold{l: l, readers: 1, drained: make(chan struct{}), stop: stop}
+		m.mu.Lock()
+		m.r = h
+		m.mu.Unlock()
+		go m.watch(wctx, h)
+		return true, 0, nil
+	case backend.StatusContended:
+		return false, time.Duration(r.At(1)) * time.Millisecond, nil
+	}
+	return false, 0, fmt.Errorf("rwmutex: unexpected rlock status %d", r.Status())
+}
+
+// watch closes h to newcomers when a writer announces that it waits, so that
+// the handle's readers drain and the writer gets in although they keep
+// coming. A waiting writer announces itself on the readers' channel with
+// every attempt it makes, at least every third of the TTL, so a lost message
+// only delays it. The other messages on that channel while a read hold is
+// live (a writer giving up, a reconnect) close h too, which costs the
+// newcomers one round trip.
+func (m *RWMutex) watch(ctx context.Context, h *readHold) {
+	sub, err := m.b.Subscribe(ctx, m.rwake)
+	if err != nil {
+		return
+	}
+	defer sub.Close()
+	select {
+	case <-sub.C():
+		m.mu.Lock()
+		h.closed = true
+		m.mu.Unlock()
+	case <-h.l.Done():
+	case <-ctx.Done():
+	}
+}
+
+// RUnlock undoes a single RLock call. The last reader of the handle to leave
+// releases the shared read hold, which, when it was the last read hold of the
+// lock, wakes the writers. RUnlock returns an error matching
+// locker.ErrNotHeld when m is not locked for reading by the handle (no Redis
+// call is made then), and one matching locker.ErrLost when the shared hold
+// had ended without RUnlock (each of its readers gets it). In every case the
+// caller's read lock is gone when RUnlock returns, even when the release
+// could not reach Redis: the hold then expires with its TTL. As with
+// sync.RWMutex, RUnlock does not say which RLock it undoes: the readers of a
+// handle are interchangeable.
+func (m *RWMutex) RUnlock(ctx context.Context) (err error) {
+	ctx, op := m.tel.Start(ctx, primitive, "RUnlock", m.name)
+	defer func() { op.End(releaseOutcome(err), err, false) }()
+	m.mu.Lock()
+	h := m.r
+	if h == nil || h.readers == 0 {
+		m.mu.Unlock()
+		return m.errorf("runlock", fmt.Errorf("%w: runlock of unlocked rwmutex", locker.ErrNotHeld))
+	}
+	op.Token(h.l.Token())
+	h.readers--
+	if h.readers > 0 {
+		m.mu.Unlock()
+		return m.errorf("runlock", h.l.Err())
+	}
+	h.closed = true
+	m.mu.Unlock()
+
+	h.stop()
+	err = m.end(ctx, h.l, false)
+	m.mu.Lock()
+	if m.r == h {
+		m.r = nil
+	}
+	m.last, m.rlast = h.l, h.l
+	close(h.drained)
+	m.mu.Unlock()
+	return m.errorf("runlock", err)
+}
+
+// readToken returns the token of the handle's read hold.
+func (m *RWMutex) readToken() int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.r != nil {
+		return m.r.l.Token()
+	}
+	return 0
+}
+
+// RLocker returns a locker.Locker whose Lock, TryLock and Unlock call m's
+// RLock, TryRLock and RUnlock, for code that takes a lock it only reads
+// under. The value also implements locker.Lease, describing the read hold
+// that the handle's readers share (its Extend extends that hold), and can be
+// passed to locker.Sync.
+func (m *RWMutex) RLocker() locker.Locker {
+	return rlocker{m}
+}
+
+type rlocker struct{ m *RWMutex }
+
+var (
+	_ locker.Locker = rlocker{}
+	_ locker.Lease  = rlocker{}
+)
+
+func (r rlocker) Lock(ctx context.Context) error            { return r.m.RLock(ctx) }
+func (r rlocker) TryLock(ctx context.Context) (bool, error) { return r.m.TryRLock(ctx) }
+func (r rlocker) Unlock(ctx context.Context) error          { return r.m.RUnlock(ctx) }
+func (r rlocker) Token() int64                              { return r.m.readLease().token() }
+func (r rlocker) Done() <-chan struct{}                     { return r.m.readLease().done() }
+func (r rlocker) Err() error                                { return r.m.readLease().err() }
+func (r rlocker) Until() time.Time                          { return r.m.readLease().until() }
+func (r rlocker) Extend(ctx context.Context, d time.Duration) error {
+	m := r.m
+	m.mu.Lock()
+	var l *lease.Lease
+	if m.r != nil && m.r.readers > 0 {
+		l = m.r.l
+	}
+	m.mu.Unlock()
+	return m.extend(ctx, "Extend", l, d)
+}
+
+// readView is the read hold of a handle, or the last hold it had, as the
+// Lease methods of an RLocker see it.
+type readView struct {
+	live, last *lease.Lease
+}
+
+func (m *RWMutex) readLease() readView {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.r != nil {
+		return readView{live: m.r.l}
+	}
+	return readView{last: m.rlast}
+}
+
+func (v readView) token() int64 {
+	switch {
+	case v.live != nil:
+		return v.live.Token()
+	case v.last != nil:
+		return v.last.Token()
+	}
+	return 0
+}
+
+func (v readView) done() <-chan struct{} {
+	if v.live != nil {
+		return v.live.Done()
+	}
+	return closed
+}
+
+func (v readView) err() error {
+	switch {
+	case v.live != nil:
+		return v.live.Err()
+	case v.last != nil:
+		return v.last.Err()
+	}
+	return nil
+}
+
+func (v readView) until() time.Time {
+	if v.live != nil {
+		return v.live.Until()
+	}
+	return time.Time{}
+}

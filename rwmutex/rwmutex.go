@@ -1,0 +1,455 @@
+package rwmutex
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/redisync/redisync/backend"
+	"github.com/redisync/redisync/internal/acquire"
+	"github.com/redisync/redisync/internal/gate"
+	"github.com/redisync/redisync/internal/holdopt"
+	"github.com/redisync/redisync/internal/keyspace"
+	"github.com/redisync/redisync/internal/lease"
+	"github.com/redisync/redisync/internal/script"
+	"github.com/redisync/redisync/internal/telemetry"
+	"github.com/redisync/redisync/locker"
+)
+
+const primitive = "rwmutex"
+
+// An RWMutex is a readers/writer lock shared by every process that uses the
+// same name on the same Redis deployment: it is held by any number of readers
+// or by one writer. Create one with New; the zero value is not usable. An
+// RWMutex must not be copied after first use.
+//
+// Like sync.RWMutex, an RWMutex is not associated with a goroutine, and a
+// blocked Lock call excludes new readers from acquiring the lock, in every
+// process, until the writer has had its turn; the readers that were waiting
+// when a writer unlocks get in before the next writer. Recursive read locking
+// is prohibited, as with sync.RWMutex: a goroutine that holds a read lock and
+// calls RLock again deadlocks once a writer waits.
+//
+// The readers of one RWMutex value share one hold on the server: the first
+// RLock takes it, later ones join it without a round trip, and the last
+// RUnlock releases it. The writers of a process that use the same name
+// through the same Backend, with one handle or several, queue locally, so
+// that only one of them at a time contends through Redis.
+type RWMutex struct {
+	_       noCopy
+	b       backend.Backend
+	name    string
+	keys    []string // writer, readers, waiting writers, waiting readers, readers' turn, fence
+	wake    string   // wakes waiting writers
+	rwake   string   // wakes waiting readers; tells read holders that a writer waits
+	ttlMs   int64
+	turnMs  int64
+	backoff locker.Backoff
+	tel     *telemetry.T
+	wspec   lease.Spec
+	rspec   lease.Spec
+
+	mu    sync.Mutex
+	w     *lease.Lease  // the live write hold, nil when not write-locked
+	wpass gate.Pass     // the process-wide writers' gate, taken with w
+	r     *readHold     // the read hold of the handle's readers, nil when none
+	lead  chan struct{} // non-nil while a reader takes r; closed after
+	last  *lease.Lease  // the previous hold of either kind, for Token and Err
+	rlast *lease.Lease  // the previous read hold, for the RLocker's Token and Err
+}
+
+var (
+	_ locker.RWLocker = (*RWMutex)(nil)
+	_ locker.Lease    = (*RWMutex)(nil)
+)
+
+// New returns the RWMutex called name on b. It does no I/O. It returns an
+// error matching locker.ErrInvalid for a nil or unusable Backend, a bad name
+// (empty, longer than 512 bytes, or containing '{', '}' or control
+// characters) or a bad option.
+func New(b backend.Backend, name string, opts ...Option) (*RWMutex, error) {
+	if err := backend.Check(b); err != nil {
+		return nil, fmt.Errorf("%s: %w", primitive, err)
+	}
+	if err := keyspace.Validate(primitive, name); err != nil {
+		return nil, err
+	}
+	cfg := holdopt.New()
+	for _, o := range opts {
+		if o != nil {
+			o.apply(&cfg)
+		}
+	}
+	if err := cfg.Validate(primitive); err != nil {
+		return nil, err
+	}
+	ks := keyspace.New(b.Prefix(), name)
+	m := &RWMutex{
+		b:    b,
+		name: name,
+		keys: []string{ks.Key("writer"), ks.Key("readers"), ks.Key("wwait"), ks.Key("rwait"),
+			ks.Key("rturn"), ks.Key("fence")},
+		wake:    ks.Wake(),
+		rwake:   ks.Key("rwake"),
+		ttlMs:   holdopt.Millis(cfg.TTL),
+		turnMs:  max(holdopt.Millis(cfg.TTL/3), 1),
+		backoff: cfg.Backoff,
+		tel:     telemetry.Of(b),
+	}
+	m.wspec = lease.Spec{
+		Backend:   b,
+		Tel:       m.tel,
+		Primitive: primitive,
+		TTL:       cfg.TTL,
+		Watchdog:  cfg.Watchdog,
+		Renew: func(owner string, ttl time.Duration) *backend.Call {
+			return &backend.Call{Script: script.RWMutexRenew, Keys: m.keys[:1], Args: []any{owner, holdopt.Millis(ttl)}}
+		},
+	}
+	m.rspec = m.wspec
+	m.rspec.Renew = func(owner string, ttl time.Duration) *backend.Call {
+		return &backend.Call{Script: script.RWMutexRRenew, Keys: m.keys[1:2], Args: []any{owner, holdopt.Millis(ttl)}}
+	}
+	return m, nil
+}
+
+// Name returns the name the RWMutex was created with.
+func (m *RWMutex) Name() string { return m.name }
+
+// Lock locks m for writing. If the lock is held, by readers or a writer of any
+// process (this one included), Lock blocks until it is free, or until ctx is
+// done. While Lock waits, new readers are kept out: the readers already in
+// finish, and their last RUnlock wakes the writer. A release wakes the waiter
+// through pub/sub; without a message it tries again when the holder's TTL
+// runs out or after the backoff's poll interval. Transient Redis errors are
+// retried with backoff for as long as ctx allows.
+//
+// On success m holds the write lock until Unlock; the hold is renewed by the
+// watchdog unless WithWatchdog(false) was given. Token, Done, Err and Until
+// describe the hold.
+//
+// On failure Lock returns a non-nil error and m does not hold the lock: Lock
+// withdraws from the waiting writers (letting in the readers it kept out)
+// and releases whatever an attempt with a lost reply may have taken. A context
+// that is already done fails Lock before any I/O. When ctx ends, the error
+// matches both locker.ErrNotAcquired and ctx.Err().
+func (m *RWMutex) Lock(ctx context.Context) (err error) {
+	ctx, op := m.tel.Start(ctx, primitive, "Lock", m.name)
+	outcome := telemetry.Acquired
+	defer func() {
+		if err != nil {
+			outcome = telemetry.NotAcquired
+		}
+		op.End(outcome, err, true)
+	}()
+	if ctx.Err() != nil {
+		return m.errorf("lock", acquire.NotAcquired(ctx, nil))
+	}
+	start := time.Now()
+	pass, waited, err := gate.Enter(ctx, m.b, m.keys[0], m.b.Done())
+	if waited {
+		op.Waited(time.Since(start))
+	}
+	switch {
+	case errors.Is(err, locker.ErrClosed):
+		return m.errorf("lock", err)
+	case err != nil:
+		return m.errorf("lock", acquire.NotAcquired(ctx, nil))
+	}
+	owner := rand.Text()
+	loop := acquire.Loop{Backend: m.b, Channel: m.wake, Backoff: m.backoff, Op: op}
+	err = loop.Wait(ctx, func(ctx context.Context) (bool, time.Duration, error) {
+		return m.attempt(ctx, owner, pass, true)
+	})
+	if err != nil {
+		// Contended attempts registered the writer as waiting, which keeps
+		// readers out: withdraw, and give back a grant whose reply was lost.
+		m.cleanup(ctx, owner, true)
+		pass.Release()
+		return m.errorf("lock", err)
+	}
+	op.Token(m.Token())
+	return nil
+}
+
+// TryLock tries to lock m for writing without waiting and reports whether it
+// succeeded. It makes one attempt; if the lock is held, or a writer of this
+// process holds or waits for it, it returns false and a nil error, and leaves
+// no claim behind (readers are not kept out). A non-nil error means the
+// attempt failed (and left nothing held); a context that is already done
+// fails TryLock before any I/O, with an error matching locker.ErrNotAcquired
+// and ctx.Err().
+func (m *RWMutex) TryLock(ctx context.Context) (ok bool, err error) {
+	ctx, op := m.tel.Start(ctx, primitive, "TryLock", m.name)
+	defer func() { op.End(tryOutcome(ok, err), err, true) }()
+	if ctx.Err() != nil {
+		return false, m.errorf("trylock", acquire.NotAcquired(ctx, nil))
+	}
+	pass, free := gate.TryEnter(m.b, m.keys[0])
+	if !free {
+		return false, nil
+	}
+	owner := rand.Text()
+	ok, _, err = m.attempt(ctx, owner, pass, false)
+	op.Attempt(err == nil && !ok)
+	if err != nil {
+		m.cleanup(ctx, owner, true)
+	}
+	if !ok {
+		pass.Release()
+		return false, m.errorf("trylock", err)
+	}
+	op.Token(m.Token())
+	return true, nil
+}
+
+// attempt makes one write acquisition attempt for owner; on success the hold
+// keeps pass until Unlock. wait registers a contended attempt as a waiting
+// writer.
+func (m *RWMutex) attempt(ctx context.Context, owner string, pass gate.Pass, wait bool) (bool, time.Duration, error) {
+	sent := time.Now()
+	r, err := backend.Run(ctx, m.b, script.RWMutexLock, m.keys, m.lockArgs(owner, wait)...)
+	if err != nil {
+		return false, 0, err
+	}
+	switch r.Status() {
+	case backend.StatusOK:
+		l, valid := lease.Start(&m.wspec, owner, r.At(1), sent)
+		if !valid {
+			// The grant came back after its validity ran out: give it back
+			// and try again.
+			m.cleanup(ctx, owner, true)
+			return false, 0, nil
+		}
+		m.mu.Lock()
+		m.w, m.wpass = l, pass
+		m.mu.Unlock()
+		return true, 0, nil
+	case backend.StatusContended:
+		return false, time.Duration(r.At(1)) * time.Millisecond, nil
+	}
+	return false, 0, fmt.Errorf("rwmutex: unexpected lock status %d", r.Status())
+}
+
+func (m *RWMutex) lockArgs(owner string, wait bool) []any {
+	return []any{owner, m.wake, m.rwake, m.turnMs, m.ttlMs, holdopt.Millis(holdopt.FenceTTL), flag(wait)}
+}
+
+func (m *RWMutex) rlockArgs(owner string, wait bool) []any {
+	return []any{owner, m.rwake, m.wake, m.ttlMs, holdopt.Millis(holdopt.FenceTTL), flag(wait)}
+}
+
+// releaseCall returns the call that ends owner's hold of the given kind and
+// withdraws owner from the waiters.
+func (m *RWMutex) releaseCall(owner string, write bool) *backend.Call {
+	if write {
+		return &backend.Call{Script: script.RWMutexUnlock, Keys: m.keys, Args: []any{owner, m.wake, m.rwake, m.turnMs}}
+	}
+	return &backend.Call{Script: script.RWMutexRUnlock, Keys: m.keys, Args: []any{owner, m.rwake, m.wake}}
+}
+
+// cleanup releases whatever owner may hold and withdraws it from the
+// waiters, after a failed acquisition or a grant that cannot be used, on a
+// context that outlives the caller's.
+func (m *RWMutex) cleanup(ctx context.Context, owner string, write bool) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+	defer cancel()
+	m.b.Exec(ctx, m.releaseCall(owner, write))
+}
+
+// Unlock unlocks m for writing. It wakes the readers that were waiting, all at
+// once, and lets them in before the next writer; with no reader waiting it
+// wakes a writer. It stops the watchdog before it returns. It returns an error
+// matching locker.ErrNotHeld when m is not write-locked (no Redis call is made
+// then), and one matching locker.ErrLost when the hold had already ended
+// without Unlock (lost, or expired and taken by another owner, which Unlock
+// leaves alone). In every case m is not write-locked when Unlock returns, even
+// when the release could not reach Redis: the hold then expires with its TTL.
+func (m *RWMutex) Unlock(ctx context.Context) (err error) {
+	ctx, op := m.tel.Start(ctx, primitive, "Unlock", m.name)
+	defer func() { op.End(releaseOutcome(err), err, false) }()
+	m.mu.Lock()
+	l, pass := m.w, m.wpass
+	m.w, m.wpass = nil, gate.Pass{}
+	if l != nil {
+		m.last = l
+	}
+	m.mu.Unlock()
+	if l == nil {
+		return m.errorf("unlock", fmt.Errorf("%w: unlock of unlocked rwmutex", locker.ErrNotHeld))
+	}
+	defer pass.Release()
+	op.Token(l.Token())
+	return m.errorf("unlock", m.end(ctx, l, true))
+}
+
+// end releases the hold l of the given kind and closes its Done channel. It
+// returns the loss if the hold had been lost, or the release's error.
+func (m *RWMutex) end(ctx context.Context, l *lease.Lease, write bool) error {
+	l.Stop()
+	call := m.releaseCall(l.Owner(), write)
+	m.b.Exec(ctx, call)
+	var cause error
+	if call.Err == nil {
+		cause = script.NotHeld(call.Reply.Status())
+	}
+	if lost := l.Finish(cause); lost != nil {
+		return lost
+	}
+	return call.Err
+}
+
+// Extend makes the current hold, the write hold or else the read hold that
+// the handle's readers share, last at least ttl from now (it never shortens
+// it) and moves Until forward accordingly. It is how a fixed lease
+// (WithWatchdog(false)) is prolonged. It returns an error matching
+// locker.ErrNotHeld when m is not locked or the hold is gone, and one matching
+// locker.ErrInvalid for a ttl below 10ms.
+func (m *RWMutex) Extend(ctx context.Context, ttl time.Duration) error {
+	m.mu.Lock()
+	l := m.w
+	if l == nil && m.r != nil && m.r.readers > 0 {
+		l = m.r.l
+	}
+	m.mu.Unlock()
+	return m.extend(ctx, "Extend", l, ttl)
+}
+
+func (m *RWMutex) extend(ctx context.Context, method string, l *lease.Lease, ttl time.Duration) (err error) {
+	ctx, op := m.tel.Start(ctx, primitive, method, m.name)
+	defer func() {
+		outcome := telemetry.Extended
+		if err != nil {
+			outcome = telemetry.NotHeld
+		}
+		op.End(outcome, err, false)
+	}()
+	if err := holdopt.ValidTTL(primitive, ttl); err != nil {
+		return err
+	}
+	if l == nil {
+		return m.errorf("extend", fmt.Errorf("%w: rwmutex is not locked", locker.ErrNotHeld))
+	}
+	op.Token(l.Token())
+	return m.errorf("extend", l.Extend(ctx, ttl))
+}
+
+// current returns the live hold: the write hold, else the read hold.
+func (m *RWMutex) current() *lease.Lease {
+	switch {
+	case m.w != nil:
+		return m.w
+	case m.r != nil:
+		return m.r.l
+	}
+	return nil
+}
+
+// Token returns the fencing token of the current hold, write or read, or of
+// the last one after it ended; 0 before the first. The readers of one handle
+// share one hold and so one token. Tokens of a name only grow: every
+// acquisition, read or write, gets a token greater than every earlier one,
+// whichever handle or process took it, so a resource can reject a writer, or
+// a reader, whose token is below the last writer's.
+func (m *RWMutex) Token() int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if l := m.current(); l != nil {
+		return l.Token()
+	}
+	if m.last != nil {
+		return m.last.Token()
+	}
+	return 0
+}
+
+// Done returns a channel that is closed when the current hold ends. For the
+// write hold that is its Unlock or its loss; for the read hold that the
+// handle's readers share it is the last reader's RUnlock or the loss of the
+// hold, which every reader must treat as the end of its read. Without a hold
+// Done returns a closed channel.
+func (m *RWMutex) Done() <-chan struct{} {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if l := m.current(); l != nil {
+		return l.Done()
+	}
+	return closed
+}
+
+// Err returns nil while the current hold is live, or when the last hold ended
+// by Unlock or RUnlock; after a hold was lost it returns an error matching
+// locker.ErrLost that says how.
+func (m *RWMutex) Err() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if l := m.current(); l != nil {
+		return l.Err()
+	}
+	if m.last != nil {
+		return m.last.Err()
+	}
+	return nil
+}
+
+// Until returns the local validity deadline of the current hold: before it, no
+// writer (for a read hold) or no other client at all (for the write hold) can
+// acquire the lock. It is the zero Time when m is not locked or the hold was
+// lost.
+func (m *RWMutex) Until() time.Time {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if l := m.current(); l != nil {
+		return l.Until()
+	}
+	return time.Time{}
+}
+
+func (m *RWMutex) errorf(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("rwmutex %q: %s: %w", m.name, op, err)
+}
+
+func flag(on bool) int {
+	if on {
+		return 1
+	}
+	return 0
+}
+
+func tryOutcome(ok bool, err error) string {
+	switch {
+	case err != nil:
+		return telemetry.NotAcquired
+	case !ok:
+		return telemetry.Contended
+	}
+	return telemetry.Acquired
+}
+
+func releaseOutcome(err error) string {
+	switch {
+	case errors.Is(err, locker.ErrLost):
+		return telemetry.Lost
+	case err != nil:
+		return telemetry.Failed
+	}
+	return telemetry.Released
+}
+
+var closed = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
+
+// noCopy lets go vet's copylocks check report copies of an RWMutex.
+type noCopy struct{}
+
+func (*noCopy) Lock()   {}
+func (*noCopy) Unlock() {}
