@@ -32,7 +32,7 @@ type config struct {
 
 // DefaultNodeTimeout is how long a quorum waits for each node unless
 // WithNodeTimeout says otherwise.
-const DefaultNodeTimeout = 250 * time.Millisecond
+const DefaultNodeTimeout = 500 * time.Millisecond
 
 func newConfig(opts []Option) config {
 	c := config{prefix: DefaultPrefix, nodeTimeout: DefaultNodeTimeout}
@@ -111,7 +111,7 @@ func WithReplicaAcks(n int, timeout time.Duration) Option {
 // WithNodeTimeout sets how long a quorum (NewQuorum) waits for each node in
 // each step; a node that answers later is counted as failed, so one slow node
 // is outvoted rather than waited for. It should be much smaller than the TTL
-// of the locks. The default is DefaultNodeTimeout, 250ms; it must be at least
+// of the locks. The default is DefaultNodeTimeout, 500ms; it must be at least
 // 1ms. New ignores it.
 func WithNodeTimeout(d time.Duration) Option {
 	return optionFunc(func(c *config) {

@@ -20,7 +20,7 @@ import (
 // primitive built on a Backend runs on it unchanged.
 //
 // Each step runs on every node in parallel, and waits for each node at most
-// the per-node timeout (WithNodeTimeout, 250ms by default), so a slow or dead
+// the per-node timeout (WithNodeTimeout, 500ms by default), so a slow or dead
 // node is outvoted, not waited for:
 //
 //   - an acquisition succeeds when a majority grants it; its fencing token
