@@ -109,9 +109,9 @@ func TestHelp(t *testing.T) {
 // waitHeld polls status until name is held (or not held).
 func waitHeld(t *testing.T, url, name string, held bool) {
 	t.Helper()
-	want := "held         no"
+	want := "not held"
 	if held {
-		want = "held         yes"
+		want = "held        yes"
 	}
 	for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
 		if r := runCLI(t, url, "status", name); strings.Contains(r.stdout, want) {
@@ -136,7 +136,7 @@ func TestNotAcquired(t *testing.T) {
 		t.Errorf("--wait 200ms on a held lock: exit %d (%s); want %d", r.code, r.stderr, exitNotAcquired)
 	}
 	r := runCLI(t, url, "status", name)
-	if !strings.Contains(r.stdout, "held         yes, by ") || !strings.Contains(r.stdout, "/") || !strings.Contains(r.stdout, "last token") {
+	if !strings.Contains(r.stdout, "held        yes, by ") || !strings.Contains(r.stdout, "/") || !strings.Contains(r.stdout, "last token") {
 		t.Errorf("status of a held lock:\n%s", r.stdout)
 	}
 }
@@ -276,5 +276,74 @@ func TestLostHoldTerminatesCommand(t *testing.T) {
 		if !strings.Contains(errb.String(), want) {
 			t.Errorf("stderr lacks %q:\n%s", want, errb.String())
 		}
+	}
+}
+
+// TestFairAndSemaphore runs commands under a fair lock and under a semaphore
+// of 2 permits: 5 fair runs never overlap, 6 semaphore runs never have more
+// than 2 commands inside at once, and status shows both.
+func TestFairAndSemaphore(t *testing.T) {
+	url := nodeURL(t)
+	dir := t.TempDir()
+	count := func(name string, args []string, runs int, limit int) {
+		t.Helper()
+		log := filepath.Join(dir, name)
+		script := `echo in >> ` + log + `; sleep 0.1; echo out >> ` + log
+		var wg sync.WaitGroup
+		for range runs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				a := append(append([]string{}, args...), name, "--", "sh", "-c", script)
+				if r := runCLI(t, url, a...); r.code != 0 {
+					t.Errorf("redisync %v: exit %d: %s", a, r.code, r.stderr)
+				}
+			}()
+		}
+		wg.Wait()
+		b, err := os.ReadFile(log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inside, most := 0, 0
+		for _, line := range strings.Fields(string(b)) {
+			if line == "in" {
+				inside++
+			} else {
+				inside--
+			}
+			most = max(most, inside)
+		}
+		t.Logf("%s: at most %d commands inside at once (limit %d)", name, most, limit)
+		if most > limit || most == 0 {
+			t.Errorf("%s: %d commands inside at once; want 1 to %d", name, most, limit)
+		}
+	}
+	count(uniq(t)+"-fair", []string{"run", "--fair"}, 5, 1)
+	count(uniq(t)+"-sem", []string{"sem", "run", "--permits", "2"}, 6, 2)
+
+	sem := uniq(t) + "-held"
+	holder := cli(url, "sem", "run", "--permits", "3", "--weight", "2", sem, "--", "sleep", "30")
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = holder.Process.Kill(); _ = holder.Wait() }()
+	for end := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		r := runCLI(t, url, "status", sem)
+		if strings.Contains(r.stdout, "2 of 3 out") {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("status never showed the permits out:\n%s", r.stdout)
+		}
+	}
+	if r := runCLI(t, url, "sem", "run", "--permits", "3", "--weight", "2", "--try", sem, "--", "true"); r.code != exitNotAcquired {
+		t.Errorf("sem run --try with too few permits left: exit %d (%s); want %d", r.code, r.stderr, exitNotAcquired)
+	}
+	if r := runCLI(t, url, "sem", "run", "--permits", "4", "--try", sem, "--", "true"); r.code != exitUsage || !strings.Contains(r.stderr, "limit") {
+		t.Errorf("sem run with another limit: exit %d (%s); want %d and an error naming the limit", r.code, r.stderr, exitUsage)
+	}
+	if r := runCLI(t, url, "sem", "run", "--permits", "0", sem, "--", "true"); r.code != exitUsage {
+		t.Errorf("sem run --permits 0: exit %d; want %d", r.code, exitUsage)
 	}
 }

@@ -4,7 +4,8 @@
 //
 // Usage:
 //
-//	redisync run [--wait D | --try] [--ttl D] [--grace D] NAME -- COMMAND [ARGS...]
+//	redisync run [--wait D | --try] [--ttl D] [--grace D] [--fair] NAME -- COMMAND [ARGS...]
+//	redisync sem run --permits N [--weight K] [--wait D | --try] [--ttl D] [--grace D] NAME -- COMMAND [ARGS...]
 //	redisync status NAME
 //	redisync help [COMMAND]
 //
@@ -82,9 +83,10 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 const usage = `redisync runs commands under distributed locks held in Redis.
 
 Usage:
-  redisync run [flags] NAME -- COMMAND [ARGS...]  run COMMAND while holding lock NAME
-  redisync status NAME                            show who holds NAME, its TTL and last token
-  redisync help [COMMAND]                         show help
+  redisync run [flags] NAME -- COMMAND [ARGS...]       run COMMAND while holding lock NAME
+  redisync sem run --permits N [flags] NAME -- COMMAND  run COMMAND holding a permit of semaphore NAME
+  redisync status NAME                                 show who holds NAME, TTL left, waiters, last token
+  redisync help [COMMAND]                              show help
 
 Connection (every command; default $REDIS_URL, else redis://127.0.0.1:6379/0):
   --url URL                      redis:// or rediss:// URL of one node
@@ -105,6 +107,14 @@ func dispatch(args []string, stdout, stderr io.Writer) error {
 	switch args[0] {
 	case "run":
 		return runCmd(args[1:], "run", stdout, stderr)
+	case "sem":
+		if len(args) >= 2 && args[1] == "run" {
+			return runCmd(args[2:], "sem run", stdout, stderr)
+		}
+		if len(args) >= 2 && (args[1] == "-h" || args[1] == "-help" || args[1] == "--help") {
+			return runCmd([]string{"--help"}, "sem run", stdout, stderr)
+		}
+		return fail(exitUsage, "sem: want \"sem run\"; see redisync help sem")
 	case "status":
 		return statusCmd(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":

@@ -14,9 +14,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/redisync/redisync/fair"
 	"github.com/redisync/redisync/internal/holdopt"
 	"github.com/redisync/redisync/locker"
 	"github.com/redisync/redisync/mutex"
+	"github.com/redisync/redisync/semaphore"
 )
 
 // holder is what run needs of a lock or a semaphore permit.
@@ -28,28 +30,54 @@ type holder interface {
 	release(ctx context.Context) error
 }
 
-type mutexHolder struct{ m *mutex.Mutex }
-
-func (h mutexHolder) acquire(ctx context.Context, try bool) (bool, error) {
-	if try {
-		return h.m.TryLock(ctx)
+// lockHolder adapts a lock (mutex.Mutex or fair.Mutex).
+type lockHolder struct {
+	l interface {
+		locker.Locker
+		locker.Lease
 	}
-	return true, h.m.Lock(ctx)
 }
-func (h mutexHolder) token() int64                      { return h.m.Token() }
-func (h mutexHolder) done() <-chan struct{}             { return h.m.Done() }
-func (h mutexHolder) err() error                        { return h.m.Err() }
-func (h mutexHolder) release(ctx context.Context) error { return h.m.Unlock(ctx) }
+
+func (h lockHolder) acquire(ctx context.Context, try bool) (bool, error) {
+	if try {
+		return h.l.TryLock(ctx)
+	}
+	return true, h.l.Lock(ctx)
+}
+func (h lockHolder) token() int64                      { return h.l.Token() }
+func (h lockHolder) done() <-chan struct{}             { return h.l.Done() }
+func (h lockHolder) err() error                        { return h.l.Err() }
+func (h lockHolder) release(ctx context.Context) error { return h.l.Unlock(ctx) }
+
+// semHolder adapts k permits of a semaphore.
+type semHolder struct {
+	s *semaphore.Weighted
+	k int64
+}
+
+func (h semHolder) acquire(ctx context.Context, try bool) (bool, error) {
+	if try {
+		return h.s.TryAcquire(ctx, h.k)
+	}
+	return true, h.s.Acquire(ctx, h.k)
+}
+func (h semHolder) token() int64                      { return h.s.Token() }
+func (h semHolder) done() <-chan struct{}             { return h.s.Done() }
+func (h semHolder) err() error                        { return h.s.Err() }
+func (h semHolder) release(ctx context.Context) error { return h.s.Release(ctx, h.k) }
 
 // forwarded are the signals passed on to the command.
 var forwarded = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2}
 
 type runFlags struct {
 	conn
-	wait  time.Duration
-	try   bool
-	ttl   time.Duration
-	grace time.Duration
+	wait    time.Duration
+	try     bool
+	ttl     time.Duration
+	grace   time.Duration
+	fair    bool
+	permits int64
+	weight  int64
 }
 
 func runCmd(args []string, name string, stdout, stderr io.Writer) error {
@@ -61,9 +89,20 @@ func runCmd(args []string, name string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&f.try, "try", false, "make one attempt; do not wait")
 	fs.DurationVar(&f.ttl, "ttl", holdopt.DefaultTTL, "how long the lock outlives a crashed redisync (`D`, renewed while the command runs)")
 	fs.DurationVar(&f.grace, "grace", 10*time.Second, "after a lost hold, time `D` between SIGTERM and SIGKILL of the command")
+	if name == "sem run" {
+		fs.Int64Var(&f.permits, "permits", 0, "`N` commands (permits) may run at once under NAME; required, the same for every caller")
+		fs.Int64Var(&f.weight, "weight", 1, "permits this command takes (`K`)")
+	} else {
+		fs.BoolVar(&f.fair, "fair", false, "take the lock in order of arrival (a fair lock)")
+	}
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: redisync %s [flags] NAME -- COMMAND [ARGS...]\n\n", name)
-		fmt.Fprint(fs.Output(), "Runs COMMAND while holding the lock NAME, as flock(1) does across machines.\n\n")
+		if name == "sem run" {
+			fmt.Fprint(fs.Output(), "Runs COMMAND while holding --weight of the --permits permits of semaphore NAME:\n"+
+				"at most N such commands run at once, across machines.\n\n")
+		} else {
+			fmt.Fprint(fs.Output(), "Runs COMMAND while holding the lock NAME, as flock(1) does across machines.\n\n")
+		}
 		fmt.Fprint(fs.Output(), "The command gets its fencing token in REDISYNC_TOKEN. Signals to redisync are forwarded to it;\n"+
 			"if the hold is lost it gets SIGTERM, then SIGKILL after --grace.\n"+
 			"Exit status: the command's, or 2 bad usage, 69 Redis unreachable, 75 not acquired, 76 hold lost.\n\nFlags:\n")
@@ -88,6 +127,10 @@ func runCmd(args []string, name string, stdout, stderr io.Writer) error {
 		return fail(exitUsage, "%s: --wait %v: must not be negative", name, f.wait)
 	case f.grace < 0:
 		return fail(exitUsage, "%s: --grace %v: must not be negative", name, f.grace)
+	case name == "sem run" && f.permits < 1:
+		return fail(exitUsage, "sem run: --permits %d: must be at least 1", f.permits)
+	case name == "sem run" && (f.weight < 1 || f.weight > f.permits):
+		return fail(exitUsage, "sem run: --weight %d: must be between 1 and --permits %d", f.weight, f.permits)
 	}
 	lockName, command := rest[0], rest[1:]
 
@@ -98,7 +141,7 @@ func runCmd(args []string, name string, stdout, stderr io.Writer) error {
 	}
 	defer s.Close()
 
-	h, err := f.newHolder(s, lockName)
+	h, err := f.newHolder(s, name, lockName)
 	if err != nil {
 		return err
 	}
@@ -108,12 +151,27 @@ func runCmd(args []string, name string, stdout, stderr io.Writer) error {
 	return supervise(ctx, h, f, lockName, command, stderr)
 }
 
-func (f *runFlags) newHolder(s *session, name string) (holder, error) {
-	m, err := mutex.New(s.b, name, mutex.WithTTL(f.ttl))
+func (f *runFlags) newHolder(s *session, cmd, name string) (holder, error) {
+	var h holder
+	var err error
+	switch {
+	case cmd == "sem run":
+		var sem *semaphore.Weighted
+		sem, err = semaphore.NewWeighted(s.b, name, f.permits, semaphore.WithTTL(f.ttl))
+		h = semHolder{sem, f.weight}
+	case f.fair:
+		var m *fair.Mutex
+		m, err = fair.New(s.b, name, fair.WithTTL(f.ttl))
+		h = lockHolder{m}
+	default:
+		var m *mutex.Mutex
+		m, err = mutex.New(s.b, name, mutex.WithTTL(f.ttl))
+		h = lockHolder{m}
+	}
 	if err != nil {
 		return nil, fail(exitUsage, "%v", err)
 	}
-	return mutexHolder{m}, nil
+	return h, nil
 }
 
 // acquireOrFail takes the lock, or returns the exit error saying why not.

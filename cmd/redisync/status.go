@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -21,9 +22,9 @@ func statusCmd(args []string, stdout, stderr io.Writer) error {
 	c.register(fs)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), "Usage: redisync status [flags] NAME\n\n"+
-			"Shows whether lock NAME is held and by which host and process, how long its hold has left,\n"+
-			"the last fencing token issued, and how many processes wait for it. Owner tokens, which\n"+
-			"are credentials, are never shown.\n\nFlags:\n")
+			"Shows every primitive named NAME (mutex, fair lock, readers/writer lock, reentrant lock,\n"+
+			"semaphore): whether it is held and by whom, how long the holds have left, how many wait,\n"+
+			"and the last fencing token issued. Owner tokens, which are credentials, are never shown.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -48,48 +49,158 @@ func statusCmd(args []string, stdout, stderr io.Writer) error {
 	defer s.Close()
 	ks := keyspace.New(s.b.Prefix(), name)
 
-	fmt.Fprintf(stdout, "lock         %s (%s)\n", name, s.where)
+	fmt.Fprintf(stdout, "name         %s (%s)\n", name, s.where)
 	for i, cl := range s.clients {
-		st, err := readStatus(ctx, cl, ks)
-		if err != nil {
-			return fail(exitUnavailable, "status: %v", err)
-		}
 		if len(s.clients) > 1 {
 			fmt.Fprintf(stdout, "node %d       %s\n", i+1, cl.(*redis.Client).Options().Addr)
 		}
-		st.print(stdout)
+		if err := printStatus(ctx, stdout, cl, ks); err != nil {
+			return fail(exitUnavailable, "status: %v", err)
+		}
 	}
 	return nil
 }
 
-type lockStatus struct {
-	held      bool
-	holder    string
-	ttl       time.Duration
-	token     int64
-	listeners int64
+// reader reads keys for status, remembering the first error.
+type reader struct {
+	ctx context.Context
+	cl  redis.UniversalClient
+	err error
+	now int64 // server time, ms
 }
 
-func readStatus(ctx context.Context, cl redis.UniversalClient, ks keyspace.Space) (lockStatus, error) {
-	var st lockStatus
-	lock := ks.Key("lock")
-	h, err := cl.HMGet(ctx, lock, "o", "h").Result()
+func (r *reader) keep(err error) {
+	if err != nil && !errors.Is(err, redis.Nil) && r.err == nil {
+		r.err = err
+	}
+}
+
+func (r *reader) exists(key string) bool {
+	n, err := r.cl.Exists(r.ctx, key).Result()
+	r.keep(err)
+	return n > 0
+}
+
+func (r *reader) hgetall(key string) map[string]string {
+	m, err := r.cl.HGetAll(r.ctx, key).Result()
+	r.keep(err)
+	return m
+}
+
+func (r *reader) pttl(key string) time.Duration {
+	d, err := r.cl.PTTL(r.ctx, key).Result()
+	r.keep(err)
+	return d
+}
+
+// live returns the members of a sorted set scored by expiry (server ms)
+// that have not expired, and the latest expiry.
+func (r *reader) live(key string) (n int, last time.Duration) {
+	zs, err := r.cl.ZRangeByScoreWithScores(r.ctx, key, &redis.ZRangeBy{Min: "(" + strconv.FormatInt(r.now, 10), Max: "+inf"}).Result()
+	r.keep(err)
+	for _, z := range zs {
+		last = max(last, time.Duration(int64(z.Score)-r.now)*time.Millisecond)
+	}
+	return len(zs), last
+}
+
+func printStatus(ctx context.Context, w io.Writer, cl redis.UniversalClient, ks keyspace.Space) error {
+	r := &reader{ctx: ctx, cl: cl}
+	t, err := cl.Time(ctx).Result()
 	if err != nil {
-		return st, fmt.Errorf("read %s: %w", lock, err)
+		return err
 	}
-	st.held = h[0] != nil
-	if s, ok := h[1].(string); ok {
-		st.holder = s
+	r.now = t.UnixMilli()
+	found := false
+	line := func(label, format string, args ...any) {
+		fmt.Fprintf(w, "  %-11s %s\n", label, fmt.Sprintf(format, args...))
 	}
-	if st.held {
-		if st.ttl, err = cl.PTTL(ctx, lock).Result(); err != nil {
-			return st, err
+
+	if lock := ks.Key("lock"); r.exists(lock) {
+		found = true
+		h := r.hgetall(lock)
+		fmt.Fprintln(w, "mutex")
+		holder := h["h"]
+		if holder == "" {
+			holder = "an unknown process"
 		}
+		line("held", "yes, by %s", holder)
+		line("ttl left", "%v", r.pttl(lock))
+	}
+	if lock := ks.Key("reentrant"); r.exists(lock) {
+		found = true
+		h := r.hgetall(lock)
+		count := 0
+		for k, v := range h {
+			if k != "f" {
+				count, _ = strconv.Atoi(v)
+			}
+		}
+		fmt.Fprintln(w, "reentrant lock")
+		line("held", "yes, %d time(s) by its owner", count)
+		line("ttl left", "%v", r.pttl(lock))
+	}
+	writer, readers := ks.Key("writer"), ks.Key("readers")
+	if r.exists(writer) || r.exists(readers) || r.exists(ks.Key("wwait")) {
+		found = true
+		fmt.Fprintln(w, "readers/writer lock")
+		if r.exists(writer) {
+			line("write", "held, ttl left %v", r.pttl(writer))
+		} else {
+			line("write", "free")
+		}
+		n, last := r.live(readers)
+		line("read", "%d read hold(s), the last ending in %v", n, last)
+		ww, _ := r.live(ks.Key("wwait"))
+		rw, _ := r.live(ks.Key("rwait"))
+		line("waiting", "%d writer(s), %d reader(s)", ww, rw)
+	}
+	for _, kind := range []string{"fair", "semaphore"} {
+		state := ks.Key(kind)
+		if !r.exists(state) {
+			continue
+		}
+		found = true
+		h := r.hgetall(state)
+		deadlines, err := cl.ZRangeByScoreWithScores(ctx, state+":deadlines", &redis.ZRangeBy{Min: "(" + strconv.FormatInt(r.now, 10), Max: "+inf"}).Result()
+		r.keep(err)
+		holds, waiters, permits := 0, 0, 0
+		var last time.Duration
+		for _, z := range deadlines {
+			member := z.Member.(string)
+			switch {
+			case strings.HasPrefix(member, "h:"):
+				holds++
+				if f := strings.Fields(h[member]); len(f) > 0 {
+					k, _ := strconv.Atoi(f[0])
+					permits += k
+				}
+				last = max(last, time.Duration(int64(z.Score)-r.now)*time.Millisecond)
+			case strings.HasPrefix(member, "w:"):
+				waiters++
+			}
+		}
+		if kind == "fair" {
+			fmt.Fprintln(w, "fair lock")
+			if holds > 0 {
+				line("held", "yes, ttl left %v", last)
+			} else {
+				line("held", "no")
+			}
+		} else {
+			fmt.Fprintln(w, "semaphore")
+			line("permits", "%d of %s out, in %d hold(s), the last ending in %v", permits, h["n"], holds, last)
+		}
+		line("waiting", "%d in line", waiters)
+	}
+	if !found {
+		fmt.Fprintln(w, "not held, nobody waiting")
 	}
 	if v, err := cl.Get(ctx, ks.Key("fence")).Result(); err == nil {
-		st.token, _ = strconv.ParseInt(v, 10, 64)
-	} else if !errors.Is(err, redis.Nil) {
-		return st, err
+		fmt.Fprintf(w, "last token   %s\n", v)
+	} else {
+		r.keep(err)
+		fmt.Fprintln(w, "last token   none in the last 24h")
 	}
 	var subs map[string]int64
 	if _, ok := cl.(*redis.ClusterClient); ok {
@@ -97,28 +208,9 @@ func readStatus(ctx context.Context, cl redis.UniversalClient, ks keyspace.Space
 	} else {
 		subs, err = cl.PubSubNumSub(ctx, ks.Wake()).Result()
 	}
-	if err != nil {
-		return st, err
+	r.keep(err)
+	if n := subs[ks.Wake()]; n > 0 {
+		fmt.Fprintf(w, "listening    %d process(es) subscribed to its wake-ups\n", n)
 	}
-	st.listeners = subs[ks.Wake()]
-	return st, nil
-}
-
-func (st lockStatus) print(w io.Writer) {
-	if st.held {
-		holder := st.holder
-		if holder == "" {
-			holder = "an unknown process"
-		}
-		fmt.Fprintf(w, "held         yes, by %s\n", holder)
-		fmt.Fprintf(w, "ttl left     %v\n", st.ttl.Round(time.Millisecond))
-	} else {
-		fmt.Fprintf(w, "held         no\n")
-	}
-	if st.token > 0 {
-		fmt.Fprintf(w, "last token   %d\n", st.token)
-	} else {
-		fmt.Fprintf(w, "last token   none in the last 24h\n")
-	}
-	fmt.Fprintf(w, "waiting      %d process(es) listening for its release\n", st.listeners)
+	return r.err
 }
