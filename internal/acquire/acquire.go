@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/redisync/redisync/backend"
@@ -24,6 +25,9 @@ type Attempt func(ctx context.Context) (acquired bool, retry time.Duration, err 
 type Loop struct {
 	Backend backend.Backend
 	Channel string         // wake channel of the primitive
+	// Channels, when not empty, replaces Channel: a wake-up on any of them
+	// ends a wait (a multi-lock waits for any of its members).
+	Channels []string
 	Backoff locker.Backoff // error retries and the fallback poll interval
 	Op      *telemetry.Op  // counts attempts and wait time
 }
@@ -76,7 +80,7 @@ func (l Loop) Wait(ctx context.Context, attempt Attempt) error {
 		default:
 			lastErr, errs = nil, 0
 			if sub == nil {
-				s, serr := l.Backend.Subscribe(ctx, l.Channel)
+				s, serr := l.subscribe(ctx)
 				if serr == nil {
 					sub = s
 					continue
@@ -129,4 +133,60 @@ func NotAcquired(ctx context.Context, cause error) error {
 		return fmt.Errorf("%w: %w (last error: %w)", locker.ErrNotAcquired, err, cause)
 	}
 	return fmt.Errorf("%w: %w", locker.ErrNotAcquired, err)
+}
+
+// subscribe subscribes to the loop's channel or channels.
+func (l Loop) subscribe(ctx context.Context) (backend.Subscription, error) {
+	if len(l.Channels) == 0 {
+		return l.Backend.Subscribe(ctx, l.Channel)
+	}
+	m := &merged{c: make(chan struct{}, 1), stop: make(chan struct{})}
+	for _, ch := range l.Channels {
+		s, err := l.Backend.Subscribe(ctx, ch)
+		if err != nil {
+			m.Close()
+			return nil, err
+		}
+		m.subs = append(m.subs, s)
+		m.wg.Add(1)
+		go m.forward(s)
+	}
+	return m, nil
+}
+
+// merged fans the signals of several subscriptions into one channel.
+type merged struct {
+	c    chan struct{}
+	subs []backend.Subscription
+	stop chan struct{}
+	wg   sync.WaitGroup
+	once sync.Once
+}
+
+func (m *merged) C() <-chan struct{} { return m.c }
+
+func (m *merged) forward(s backend.Subscription) {
+	defer m.wg.Done()
+	for {
+		select {
+		case <-s.C():
+			select {
+			case m.c <- struct{}{}:
+			default:
+			}
+		case <-m.stop:
+			return
+		}
+	}
+}
+
+// Close stops the forwarding goroutines and closes the subscriptions.
+func (m *merged) Close() {
+	m.once.Do(func() {
+		close(m.stop)
+		m.wg.Wait()
+		for _, s := range m.subs {
+			s.Close()
+		}
+	})
 }
