@@ -1,0 +1,20 @@
+package script
+
+import (
+	_ "embed"
+
+	"github.com/redisync/redisync/backend"
+)
+
+var (
+	//go:embed multi_acquire.lua
+	multiAcquireSrc string
+	//go:embed multi_release.lua
+	multiReleaseSrc string
+)
+
+// Scripts of package multi, for a set of mutexes whose keys share one slot.
+var (
+	MultiRelease = backend.NewScript("multi.release", backend.Release, multiReleaseSrc, nil)
+	MultiAcquire = backend.NewScript("multi.acquire", backend.Acquire, multiAcquireSrc, MultiRelease)
+)

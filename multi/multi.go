@@ -1,0 +1,528 @@
+package multi
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redisync/redisync/backend"
+	"github.com/redisync/redisync/internal/acquire"
+	"github.com/redisync/redisync/internal/holdopt"
+	"github.com/redisync/redisync/internal/keyspace"
+	"github.com/redisync/redisync/internal/lease"
+	"github.com/redisync/redisync/internal/script"
+	"github.com/redisync/redisync/internal/telemetry"
+	"github.com/redisync/redisync/locker"
+)
+
+const primitive = "multi"
+
+// A Lock holds several locks as one: all of them, or none. Create one with
+// New; the zero value is not usable. A Lock must not be copied after first
+// use. Like the locks it is made of, a Lock guards one hold at a time and any
+// goroutine may Unlock it; a second Lock call on the same Lock waits, locally,
+// for the first hold to be unlocked.
+type Lock struct {
+	_       noCopy
+	b       backend.Backend
+	members []Member // in lock order
+	label   string   // the members, for spans and errors
+	cfg     holdopt.Config
+	tel     *telemetry.T
+
+	// The ordered path: one handle per member.
+	handles []handle
+
+	// The atomic path (every member a mutex, all keys in one slot): one
+	// script takes every hold, which are ordinary mutex holds.
+	atomic bool
+	keys   []string // lock hash and fence counter of each member
+	wakes  []string
+	specs  []lease.Spec
+
+	gate chan struct{} // taken from Lock (or a successful TryLock) to Unlock
+
+	mu   sync.Mutex
+	cur  *hold
+	last *hold
+}
+
+var _ locker.Locker = (*Lock)(nil)
+
+// hold is one acquisition of every member.
+type hold struct {
+	tokens []int64
+	owner  string         // atomic path
+	leases []*lease.Lease // atomic path
+	dones  []<-chan struct{}
+	errs   func() error
+	done   chan struct{}
+	once   sync.Once
+}
+
+// New returns the Lock over members on b. It does no I/O. The members are
+// locked in a fixed order (by name, then by kind) whatever the order given,
+// so that two Locks over overlapping members never deadlock each other.
+//
+// When every member is a Mutex and the backend can run one script over all
+// their keys (a single node or a Sentinel-managed master, or a Cluster when
+// all the names hash to one slot), the holds are taken by one atomic script:
+// all at once or none, without holding some while waiting for others.
+// Otherwise the members are locked one after the other in that order, and
+// released in reverse order when one fails.
+//
+// New returns an error matching locker.ErrInvalid for an unusable backend,
+// no member, a bad name, the same name twice, or a bad option.
+func New(b backend.Backend, members []Member, opts ...Option) (*Lock, error) {
+	if err := backend.Check(b); err != nil {
+		return nil, fmt.Errorf("%s: %w", primitive, err)
+	}
+	if len(members) == 0 {
+		return nil, fmt.Errorf("%s: no member: %w", primitive, locker.ErrInvalid)
+	}
+	cfg := holdopt.New()
+	for _, o := range opts {
+		if o != nil {
+			o.apply(&cfg)
+		}
+	}
+	if err := cfg.Validate(primitive); err != nil {
+		return nil, err
+	}
+	sorted := slices.Clone(members)
+	slices.SortFunc(sorted, func(a, b Member) int {
+		if c := strings.Compare(a.name, b.name); c != 0 {
+			return c
+		}
+		return int(a.kind) - int(b.kind)
+	})
+	labels := make([]string, len(sorted))
+	for i, m := range sorted {
+		if err := keyspace.Validate(primitive, m.name); err != nil {
+			return nil, err
+		}
+		if i > 0 && sorted[i-1].name == m.name {
+			return nil, fmt.Errorf("%s: %q and %q: the same name twice: %w", primitive, sorted[i-1], m, locker.ErrInvalid)
+		}
+		labels[i] = m.String()
+	}
+	l := &Lock{b: b, members: sorted, label: strings.Join(labels, ", "), cfg: cfg, tel: telemetry.Of(b), gate: make(chan struct{}, 1)}
+	allMutex := true
+	for _, m := range sorted {
+		allMutex = allMutex && m.kind == kindMutex
+		ks := keyspace.New(b.Prefix(), m.name)
+		l.keys = append(l.keys, ks.Key("lock"), ks.Key("fence"))
+		l.wakes = append(l.wakes, ks.Wake())
+	}
+	if allMutex && backend.SameSlot(b, l.keys...) {
+		l.atomic = true
+		l.specs = make([]lease.Spec, len(sorted))
+		for i := range sorted {
+			lock := l.keys[2*i : 2*i+1]
+			l.specs[i] = lease.Spec{Backend: b, Tel: l.tel, Primitive: primitive, TTL: cfg.TTL, Watchdog: cfg.Watchdog,
+				Renew: func(owner string, ttl time.Duration) *backend.Call {
+					return &backend.Call{Script: script.MutexRenew, Keys: lock, Args: []any{owner, holdopt.Millis(ttl)}}
+				}}
+		}
+		return l, nil
+	}
+	l.keys, l.wakes = nil, nil
+	for _, m := range sorted {
+		h, err := m.newHandle(b, cfg)
+		if err != nil {
+			return nil, err
+		}
+		l.handles = append(l.handles, h)
+	}
+	return l, nil
+}
+
+// Members returns the members in the order they are locked.
+func (l *Lock) Members() []Member { return slices.Clone(l.members) }
+
+// Atomic reports whether one script takes all the holds at once.
+func (l *Lock) Atomic() bool { return l.atomic }
+
+// Lock locks every member. It blocks until all are held or ctx is done. On
+// success every member is held until Unlock. On failure Lock returns a
+// non-nil error and no member is held: members taken on the way are released.
+// When ctx ends, the error matches both locker.ErrNotAcquired and ctx.Err().
+func (l *Lock) Lock(ctx context.Context) (err error) {
+	_, err = l.lock(ctx, "Lock", false)
+	return err
+}
+
+// TryLock tries once to lock every member without waiting for another
+// holder, and reports whether it succeeded. A false result with a nil error
+// means some member is held by someone else (or this Lock is held); nothing
+// is held then.
+func (l *Lock) TryLock(ctx context.Context) (bool, error) {
+	return l.lock(ctx, "TryLock", true)
+}
+
+func (l *Lock) lock(ctx context.Context, method string, try bool) (ok bool, err error) {
+	ctx, op := l.tel.Start(ctx, primitive, method, l.label)
+	defer func() {
+		outcome := telemetry.Acquired
+		switch {
+		case err != nil:
+			outcome = telemetry.NotAcquired
+		case !ok:
+			outcome = telemetry.Contended
+		}
+		op.End(outcome, err, true)
+	}()
+	if ctx.Err() != nil {
+		return false, l.errorf(method, acquire.NotAcquired(ctx, nil))
+	}
+	if try {
+		select {
+		case l.gate <- struct{}{}:
+		default:
+			return false, nil
+		}
+	} else {
+		start := time.Now()
+		select {
+		case l.gate <- struct{}{}:
+		case <-ctx.Done():
+			op.Waited(time.Since(start))
+			return false, l.errorf(method, acquire.NotAcquired(ctx, nil))
+		case <-l.b.Done():
+			return false, l.errorf(method, locker.ErrClosed)
+		}
+	}
+	var h *hold
+	if l.atomic {
+		h, err = l.lockAtomic(ctx, op, try)
+	} else {
+		h, err = l.lockOrdered(ctx, op, try)
+	}
+	if err != nil || h == nil {
+		<-l.gate
+		return false, l.errorf(method, err)
+	}
+	l.mu.Lock()
+	l.cur = h
+	l.mu.Unlock()
+	h.watch()
+	return true, nil
+}
+
+// lockOrdered locks the member handles one after the other.
+func (l *Lock) lockOrdered(ctx context.Context, op *telemetry.Op, try bool) (*hold, error) {
+	h := &hold{tokens: make([]int64, len(l.handles)), done: make(chan struct{})}
+	for i, m := range l.handles {
+		var err error
+		ok := true
+		if try {
+			ok, err = m.TryLock(ctx)
+		} else {
+			err = m.Lock(ctx)
+		}
+		op.Attempt(err == nil && !ok)
+		if err != nil || !ok {
+			l.unlockFirst(ctx, i)
+			if err != nil {
+				err = fmt.Errorf("%s: %w", l.members[i], err)
+			}
+			return nil, err
+		}
+		h.tokens[i] = m.Token()
+		h.dones = append(h.dones, m.Done())
+	}
+	h.errs = func() error {
+		for i, m := range l.handles {
+			if err := m.Err(); err != nil {
+				return fmt.Errorf("%s: %w", l.members[i], err)
+			}
+		}
+		return nil
+	}
+	op.Token(h.tokens[0])
+	return h, nil
+}
+
+// unlockFirst releases the first n handles, last first, on a context that
+// outlives the caller's.
+func (l *Lock) unlockFirst(ctx context.Context, n int) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	for i := n - 1; i >= 0; i-- {
+		_ = l.handles[i].Unlock(ctx)
+	}
+}
+
+// args returns the arguments of the atomic scripts for owner.
+func (l *Lock) args(owner string) []any {
+	args := []any{owner, l.wakes[0], holdopt.Millis(l.cfg.TTL), holdopt.Millis(holdopt.FenceTTL), holdopt.Holder()}
+	for _, w := range l.wakes {
+		args = append(args, w)
+	}
+	return args
+}
+
+// lockAtomic takes every hold with one script per attempt.
+func (l *Lock) lockAtomic(ctx context.Context, op *telemetry.Op, try bool) (*hold, error) {
+	owner := rand.Text()
+	args := l.args(owner)
+	var h *hold
+	unsure := false
+	attempt := func(ctx context.Context) (bool, time.Duration, error) {
+		sent := time.Now()
+		r, err := backend.Run(ctx, l.b, script.MultiAcquire, l.keys, args...)
+		if err != nil {
+			unsure = true
+			return false, 0, err
+		}
+		switch r.Status() {
+		case backend.StatusContended:
+			return false, time.Duration(r.At(1)) * time.Millisecond, nil
+		case backend.StatusOK:
+		default:
+			return false, 0, fmt.Errorf("multi: unexpected acquire status %d", r.Status())
+		}
+		next := &hold{owner: owner, tokens: make([]int64, len(l.members)), done: make(chan struct{})}
+		for i := range l.members {
+			ls, valid := lease.Start(&l.specs[i], owner, r.At(i+1), sent)
+			if !valid {
+				// The grant came back after its validity: give it back.
+				for _, x := range next.leases {
+					_ = x.Finish(nil)
+				}
+				l.release(ctx, args)
+				return false, 0, nil
+			}
+			next.leases = append(next.leases, ls)
+			next.tokens[i] = ls.Token()
+			next.dones = append(next.dones, ls.Done())
+		}
+		next.errs = func() error {
+			for i, x := range next.leases {
+				if err := x.Err(); err != nil {
+					return fmt.Errorf("%s: %w", l.members[i], err)
+				}
+			}
+			return nil
+		}
+		h = next
+		return true, 0, nil
+	}
+	var err error
+	if try {
+		var ok bool
+		ok, _, err = attempt(ctx)
+		op.Attempt(err == nil && !ok)
+	} else {
+		loop := acquire.Loop{Backend: l.b, Channels: l.wakes, Backoff: l.cfg.Backoff, Op: op}
+		err = loop.Wait(ctx, attempt)
+	}
+	if err != nil && unsure {
+		l.release(ctx, args)
+	}
+	if h != nil {
+		op.Token(h.tokens[0])
+	}
+	return h, err
+}
+
+// release gives back whatever the owner in args holds, on a context that
+// outlives the caller's.
+func (l *Lock) release(ctx context.Context, args []any) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+	defer cancel()
+	_, _ = backend.Run(ctx, l.b, script.MultiRelease, l.keys, args...)
+}
+
+// watch closes h.done when the hold of any member ends.
+func (h *hold) watch() {
+	for _, d := range h.dones {
+		go func() {
+			<-d
+			h.once.Do(func() { close(h.done) })
+		}()
+	}
+}
+
+// Unlock unlocks every member, in reverse lock order. It returns an error
+// matching locker.ErrNotHeld when l is not locked, and one matching
+// locker.ErrLost when the hold of a member had ended without Unlock. Every
+// member is unlocked when Unlock returns, even on error.
+func (l *Lock) Unlock(ctx context.Context) (err error) {
+	ctx, op := l.tel.Start(ctx, primitive, "Unlock", l.label)
+	defer func() {
+		outcome := telemetry.Released
+		switch {
+		case errors.Is(err, locker.ErrLost):
+			outcome = telemetry.Lost
+		case err != nil:
+			outcome = telemetry.Failed
+		}
+		op.End(outcome, err, false)
+	}()
+	l.mu.Lock()
+	h := l.cur
+	l.cur = nil
+	if h != nil {
+		l.last = h
+	}
+	l.mu.Unlock()
+	if h == nil {
+		return l.errorf("Unlock", fmt.Errorf("%w: unlock of an unlocked multi-lock", locker.ErrNotHeld))
+	}
+	defer func() { <-l.gate }()
+	if !l.atomic {
+		var errs []error
+		for i := len(l.handles) - 1; i >= 0; i-- {
+			if err := l.handles[i].Unlock(ctx); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", l.members[i], err))
+			}
+		}
+		return l.errorf("Unlock", errors.Join(errs...))
+	}
+	for _, x := range h.leases {
+		x.Stop()
+	}
+	r, rerr := backend.Run(ctx, l.b, script.MultiRelease, l.keys, l.args(h.owner)...)
+	var errs []error
+	for i, x := range h.leases {
+		if lost := x.Finish(nil); lost != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", l.members[i], lost))
+		}
+	}
+	switch {
+	case len(errs) > 0:
+	case rerr != nil:
+		errs = append(errs, rerr)
+	case r.Status() != backend.StatusOK || int(r.At(1)) < len(h.leases):
+		gone := len(h.leases) - int(max(r.At(1), 0))
+		errs = append(errs, fmt.Errorf("%w: %d of %d holds had ended: %w", locker.ErrLost, gone, len(h.leases), locker.ErrNotHeld))
+	}
+	return l.errorf("Unlock", errors.Join(errs...))
+}
+
+// Token returns the fencing token of the member called name in the current
+// (or last) hold, or 0 when there is none or no such member.
+func (l *Lock) Token(name string) int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	h := l.cur
+	if h == nil {
+		h = l.last
+	}
+	if h == nil {
+		return 0
+	}
+	for i, m := range l.members {
+		if m.name == name {
+			return h.tokens[i]
+		}
+	}
+	return 0
+}
+
+// Tokens returns the fencing token of every member of the current (or last)
+// hold, by name; nil before the first.
+func (l *Lock) Tokens() map[string]int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	h := l.cur
+	if h == nil {
+		h = l.last
+	}
+	if h == nil {
+		return nil
+	}
+	out := make(map[string]int64, len(l.members))
+	for i, m := range l.members {
+		out[m.name] = h.tokens[i]
+	}
+	return out
+}
+
+// Done returns a channel that is closed when the hold of any member ends:
+// by Unlock, or lost (then Err says which and how). Without a hold it
+// returns a closed channel.
+func (l *Lock) Done() <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.cur != nil {
+		return l.cur.done
+	}
+	return closed
+}
+
+// Err returns nil while every member's hold is live, or after Unlock of
+// holds that were all live; otherwise an error matching locker.ErrLost that
+// names the member.
+func (l *Lock) Err() error {
+	l.mu.Lock()
+	h := l.cur
+	if h == nil {
+		h = l.last
+	}
+	l.mu.Unlock()
+	if h == nil {
+		return nil
+	}
+	return h.errs()
+}
+
+// Until returns the earliest validity deadline among the members' holds, or
+// the zero Time when l is not locked or a hold has ended.
+func (l *Lock) Until() time.Time {
+	l.mu.Lock()
+	h := l.cur
+	l.mu.Unlock()
+	if h == nil {
+		return time.Time{}
+	}
+	var until time.Time
+	add := func(u time.Time) bool {
+		if u.IsZero() {
+			return false
+		}
+		if until.IsZero() || u.Before(until) {
+			until = u
+		}
+		return true
+	}
+	if l.atomic {
+		for _, x := range h.leases {
+			if !add(x.Until()) {
+				return time.Time{}
+			}
+		}
+	} else {
+		for _, m := range l.handles {
+			if !add(m.Until()) {
+				return time.Time{}
+			}
+		}
+	}
+	return until
+}
+
+func (l *Lock) errorf(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("multi [%s]: %s: %w", l.label, strings.ToLower(op), err)
+}
+
+var closed = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
+
+// noCopy lets go vet's copylocks check report copies of a Lock.
+type noCopy struct{}
+
+func (*noCopy) Lock()   {}
+func (*noCopy) Unlock() {}
