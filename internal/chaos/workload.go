@@ -16,6 +16,12 @@ type Holder interface {
 	Done() <-chan struct{}
 }
 
+// A Moded Holder says how its holds share the lock; a Holder that is not one
+// takes the Workload's Mode and Weight.
+type Moded interface {
+	Mode() (Mode, int)
+}
+
 // A Workload makes goroutines take a Holder in a loop, write to a fenced
 // resource inside, and record every hold.
 type Workload struct {
@@ -93,6 +99,9 @@ func (w *Workload) loop(g int, h Holder, stop <-chan struct{}) {
 			continue
 		}
 		x := Hold{Lock: w.Lock, Client: g, Mode: w.Mode, Weight: w.Weight, Call: call, Acquired: hist.Now(), Token: h.Token()}
+		if m, ok := h.(Moded); ok {
+			x.Mode, x.Weight = m.Mode()
+		}
 		done := h.Done()
 		var doneAt atomic.Int64
 		watch := make(chan struct{})
@@ -104,8 +113,13 @@ func (w *Workload) loop(g int, h Holder, stop <-chan struct{}) {
 			}
 		}()
 
-		w.holding.Store(int64(g) + 1)
-		paused := w.pause.CompareAndSwap(true, false)
+		exclusive := x.Mode == Exclusive
+		if exclusive {
+			w.holding.Store(int64(g) + 1)
+		}
+		// Only exclusive holds write to the fenced resource (and pause):
+		// shared holds overlap by design.
+		paused := exclusive && w.pause.CompareAndSwap(true, false)
 		select {
 		case <-done:
 		default:
@@ -118,11 +132,13 @@ func (w *Workload) loop(g int, h Holder, stop <-chan struct{}) {
 				time.Sleep(w.PauseFor)
 				resume()
 			}
-			if w.Shadow != nil {
-				w.Shadow.Write(x.Token)
-			}
-			if !w.Resource.Write(x.Token) && paused {
-				w.StaleWrites.Add(1)
+			if exclusive {
+				if w.Shadow != nil {
+					w.Shadow.Write(x.Token)
+				}
+				if !w.Resource.Write(x.Token) && paused {
+					w.StaleWrites.Add(1)
+				}
 			}
 		}
 		time.Sleep(w.Section)
