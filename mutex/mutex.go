@@ -26,11 +26,13 @@ const primitive = "mutex"
 // is not usable. A Mutex must not be copied after first use.
 //
 // Like sync.Mutex, a Mutex guards one hold at a time and is not associated
-// with a goroutine: any goroutine may Unlock it. Mutex values with the same
-// name exclude each other, in one process or many. Inside a process, the
-// goroutines that want the same name through the same Backend, with one
-// handle or several, queue locally first, so that only one of them at a time
-// contends through Redis and a release wakes one waiter per process.
+// with a goroutine: any goroutine may Unlock it, and a second Lock on a
+// locked Mutex waits for that Unlock, even after the hold was lost. Mutex
+// values with the same name exclude each other, in one process or many.
+// Inside a process, the goroutines that want the same name through the same
+// Backend, with one handle or several, queue locally first, so that only one
+// of them at a time contends through Redis and a release wakes one waiter
+// per process; a lost hold gives its place in that queue back at once.
 type Mutex struct {
 	_       noCopy
 	b       backend.Backend
@@ -41,6 +43,14 @@ type Mutex struct {
 	backoff locker.Backoff
 	tel     *telemetry.T
 	spec    lease.Spec
+	// script arguments that never change, boxed once
+	wakeArg, ttlArg, fenceArg, holderArg any
+
+	// held has room for one: it is taken from the start of Lock (or a
+	// successful TryLock) to Unlock, so that a second Lock on this handle
+	// waits for the first hold's Unlock, even after a loss, when the
+	// process-wide gate is already given back to the other handles.
+	held chan struct{}
 
 	mu   sync.Mutex
 	cur  *lease.Lease // the live hold, nil when unlocked
@@ -82,7 +92,10 @@ func New(b backend.Backend, name string, opts ...Option) (*Mutex, error) {
 		ttlMs:   holdopt.Millis(cfg.TTL),
 		backoff: cfg.Backoff,
 		tel:     telemetry.Of(b),
+		held:    make(chan struct{}, 1),
 	}
+	m.wakeArg, m.ttlArg = m.wake, m.ttlMs
+	m.fenceArg, m.holderArg = holdopt.Millis(holdopt.FenceTTL), holdopt.Holder()
 	m.spec = lease.Spec{
 		Backend:   b,
 		Tel:       m.tel,
@@ -128,14 +141,31 @@ func (m *Mutex) Lock(ctx context.Context) (err error) {
 		return m.errorf("lock", acquire.NotAcquired(ctx, nil))
 	}
 	start := time.Now()
+	blocked := false
+	select {
+	case m.held <- struct{}{}:
+	default:
+		// This handle is locked: wait for its Unlock.
+		blocked = true
+		select {
+		case m.held <- struct{}{}:
+		case <-ctx.Done():
+			op.Waited(time.Since(start))
+			return m.errorf("lock", acquire.NotAcquired(ctx, nil))
+		case <-m.b.Done():
+			return m.errorf("lock", locker.ErrClosed)
+		}
+	}
 	pass, waited, err := gate.Enter(ctx, m.b, m.keys[0], m.b.Done())
-	if waited {
+	if waited || blocked {
 		op.Waited(time.Since(start))
 	}
 	switch {
 	case errors.Is(err, locker.ErrClosed):
+		<-m.held
 		return m.errorf("lock", err)
 	case err != nil:
+		<-m.held
 		return m.errorf("lock", acquire.NotAcquired(ctx, nil))
 	}
 	owner := rand.Text()
@@ -151,6 +181,7 @@ func (m *Mutex) Lock(ctx context.Context) (err error) {
 			m.cleanup(ctx, owner)
 		}
 		pass.Release()
+		<-m.held
 		return m.errorf("lock", err)
 	}
 	op.Token(m.Token())
@@ -178,8 +209,14 @@ func (m *Mutex) TryLock(ctx context.Context) (ok bool, err error) {
 	if ctx.Err() != nil {
 		return false, m.errorf("trylock", acquire.NotAcquired(ctx, nil))
 	}
+	select {
+	case m.held <- struct{}{}:
+	default:
+		return false, nil
+	}
 	pass, free := gate.TryEnter(m.b, m.keys[0])
 	if !free {
+		<-m.held
 		return false, nil
 	}
 	owner := rand.Text()
@@ -190,6 +227,7 @@ func (m *Mutex) TryLock(ctx context.Context) (ok bool, err error) {
 	}
 	if !ok {
 		pass.Release()
+		<-m.held
 		return false, m.errorf("trylock", err)
 	}
 	op.Token(m.Token())
@@ -200,7 +238,7 @@ func (m *Mutex) TryLock(ctx context.Context) (ok bool, err error) {
 // pass until Unlock.
 func (m *Mutex) attempt(ctx context.Context, owner string, pass gate.Pass) (bool, time.Duration, error) {
 	sent := time.Now()
-	r, err := backend.Run(ctx, m.b, script.MutexAcquire, m.keys, owner, m.wake, m.ttlMs, holdopt.Millis(holdopt.FenceTTL), holdopt.Holder())
+	r, err := backend.Run(ctx, m.b, script.MutexAcquire, m.keys, owner, m.wakeArg, m.ttlArg, m.fenceArg, m.holderArg)
 	if err != nil {
 		return false, 0, err
 	}
@@ -216,6 +254,9 @@ func (m *Mutex) attempt(ctx context.Context, owner string, pass gate.Pass) (bool
 		m.mu.Lock()
 		m.cur, m.pass = l, pass
 		m.mu.Unlock()
+		// A lost hold lets the other handles of the process contend at
+		// once; this handle stays locked until Unlock.
+		l.OnLoss(pass.Release)
 		return true, 0, nil
 	case backend.StatusContended:
 		return false, time.Duration(r.At(1)) * time.Millisecond, nil
@@ -228,7 +269,7 @@ func (m *Mutex) attempt(ctx context.Context, owner string, pass gate.Pass) (bool
 func (m *Mutex) cleanup(ctx context.Context, owner string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 	defer cancel()
-	_, _ = backend.Run(ctx, m.b, script.MutexRelease, m.keys, owner, m.wake)
+	_, _ = backend.Run(ctx, m.b, script.MutexRelease, m.keys, owner, m.wakeArg)
 }
 
 // Unlock unlocks m and wakes a waiter. It stops the watchdog before it
@@ -260,10 +301,13 @@ func (m *Mutex) Unlock(ctx context.Context) (err error) {
 	if l == nil {
 		return m.errorf("unlock", fmt.Errorf("%w: unlock of unlocked mutex", locker.ErrNotHeld))
 	}
-	defer pass.Release()
+	defer func() {
+		pass.Release()
+		<-m.held
+	}()
 	op.Token(l.Token())
 	l.Stop()
-	r, rerr := backend.Run(ctx, m.b, script.MutexRelease, m.keys, l.Owner(), m.wake)
+	r, rerr := backend.Run(ctx, m.b, script.MutexRelease, m.keys, l.Owner(), m.wakeArg)
 	var cause error
 	if rerr == nil {
 		cause = script.NotHeld(r.Status())

@@ -58,6 +58,9 @@ func TestBehaviourQuorum(t *testing.T) {
 				NewBackend: func(t *testing.T) backend.Backend { return quorumOf(t, addrsOf(nodes)) },
 				Raw:        raw,
 				New:        newLock,
+				// Every acquisition is a round on every node: fewer of them
+				// keep the suite's time in bounds.
+				Acquisitions: 1000,
 			})
 		})
 	}

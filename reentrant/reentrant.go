@@ -251,6 +251,9 @@ func (m *Mutex) attempt(ctx context.Context, s *scope, e *entry, pass gate.Pass)
 			return false, 0, nil
 		}
 		h := &hold{l: l, pass: pass}
+		// A lost hold lets the other scopes of the process contend at
+		// once; this scope still owes its Unlocks.
+		l.OnLoss(pass.Release)
 		s.set(e, m.b, h, 1)
 		m.use(h)
 		return true, 0, nil

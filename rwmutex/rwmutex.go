@@ -52,6 +52,11 @@ type RWMutex struct {
 	wspec   lease.Spec
 	rspec   lease.Spec
 
+	// wheld has room for one: taken from Lock (or a successful TryLock) to
+	// Unlock, so that a second Lock on this handle waits for the first
+	// hold's Unlock even after a loss, when wpass is already given back.
+	wheld chan struct{}
+
 	mu    sync.Mutex
 	w     *lease.Lease  // the live write hold, nil when not write-locked
 	wpass gate.Pass     // the process-wide writers' gate, taken with w
@@ -98,6 +103,7 @@ func New(b backend.Backend, name string, opts ...Option) (*RWMutex, error) {
 		turnMs:  max(holdopt.Millis(cfg.TTL/3), 1),
 		backoff: cfg.Backoff,
 		tel:     telemetry.Of(b),
+		wheld:   make(chan struct{}, 1),
 	}
 	m.wspec = lease.Spec{
 		Backend:   b,
@@ -149,14 +155,30 @@ func (m *RWMutex) Lock(ctx context.Context) (err error) {
 		return m.errorf("lock", acquire.NotAcquired(ctx, nil))
 	}
 	start := time.Now()
+	blocked := false
+	select {
+	case m.wheld <- struct{}{}:
+	default:
+		blocked = true // this handle is write-locked: wait for its Unlock
+		select {
+		case m.wheld <- struct{}{}:
+		case <-ctx.Done():
+			op.Waited(time.Since(start))
+			return m.errorf("lock", acquire.NotAcquired(ctx, nil))
+		case <-m.b.Done():
+			return m.errorf("lock", locker.ErrClosed)
+		}
+	}
 	pass, waited, err := gate.Enter(ctx, m.b, m.keys[0], m.b.Done())
-	if waited {
+	if waited || blocked {
 		op.Waited(time.Since(start))
 	}
 	switch {
 	case errors.Is(err, locker.ErrClosed):
+		<-m.wheld
 		return m.errorf("lock", err)
 	case err != nil:
+		<-m.wheld
 		return m.errorf("lock", acquire.NotAcquired(ctx, nil))
 	}
 	owner := rand.Text()
@@ -169,6 +191,7 @@ func (m *RWMutex) Lock(ctx context.Context) (err error) {
 		// readers out: withdraw, and give back a grant whose reply was lost.
 		m.cleanup(ctx, owner, true)
 		pass.Release()
+		<-m.wheld
 		return m.errorf("lock", err)
 	}
 	op.Token(m.Token())
@@ -188,8 +211,14 @@ func (m *RWMutex) TryLock(ctx context.Context) (ok bool, err error) {
 	if ctx.Err() != nil {
 		return false, m.errorf("trylock", acquire.NotAcquired(ctx, nil))
 	}
+	select {
+	case m.wheld <- struct{}{}:
+	default:
+		return false, nil
+	}
 	pass, free := gate.TryEnter(m.b, m.keys[0])
 	if !free {
+		<-m.wheld
 		return false, nil
 	}
 	owner := rand.Text()
@@ -200,6 +229,7 @@ func (m *RWMutex) TryLock(ctx context.Context) (ok bool, err error) {
 	}
 	if !ok {
 		pass.Release()
+		<-m.wheld
 		return false, m.errorf("trylock", err)
 	}
 	op.Token(m.Token())
@@ -227,6 +257,9 @@ func (m *RWMutex) attempt(ctx context.Context, owner string, pass gate.Pass, wai
 		m.mu.Lock()
 		m.w, m.wpass = l, pass
 		m.mu.Unlock()
+		// A lost hold lets the other writers of the process contend at
+		// once; this handle stays write-locked until Unlock.
+		l.OnLoss(pass.Release)
 		return true, 0, nil
 	case backend.StatusContended:
 		return false, time.Duration(r.At(1)) * time.Millisecond, nil
@@ -281,7 +314,10 @@ func (m *RWMutex) Unlock(ctx context.Context) (err error) {
 	if l == nil {
 		return m.errorf("unlock", fmt.Errorf("%w: unlock of unlocked rwmutex", locker.ErrNotHeld))
 	}
-	defer pass.Release()
+	defer func() {
+		pass.Release()
+		<-m.wheld
+	}()
 	op.Token(l.Token())
 	return m.errorf("unlock", m.end(ctx, l, true))
 }

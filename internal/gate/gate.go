@@ -48,17 +48,27 @@ func unref(k key, g *gate) {
 	}
 }
 
-// A Pass is a taken gate. Release gives it back; it must be called exactly
-// once.
+// A Pass is a taken gate. Release gives it back. The zero Pass holds
+// nothing.
 type Pass struct {
-	k key
-	g *gate
+	k    key
+	g    *gate
+	once *sync.Once
 }
 
-// Release gives the gate back to the next goroutine.
+func newPass(k key, g *gate) Pass { return Pass{k, g, new(sync.Once)} }
+
+// Release gives the gate back to the next goroutine. Only the first call
+// does anything, so that a hold may give its pass back early, when it is
+// lost, and again at Unlock.
 func (p Pass) Release() {
-	<-p.g.ch
-	unref(p.k, p.g)
+	if p.g == nil {
+		return
+	}
+	p.once.Do(func() {
+		<-p.g.ch
+		unref(p.k, p.g)
+	})
 }
 
 // Enter takes the gate of (owner, name), waiting until it is free, ctx is
@@ -69,12 +79,12 @@ func Enter(ctx context.Context, owner any, name string, closed <-chan struct{}) 
 	g := ref(k)
 	select {
 	case g.ch <- struct{}{}:
-		return Pass{k, g}, false, nil
+		return newPass(k, g), false, nil
 	default:
 	}
 	select {
 	case g.ch <- struct{}{}:
-		return Pass{k, g}, true, nil
+		return newPass(k, g), true, nil
 	case <-ctx.Done():
 		unref(k, g)
 		return Pass{}, true, ctx.Err()
@@ -90,7 +100,7 @@ func TryEnter(owner any, name string) (Pass, bool) {
 	g := ref(k)
 	select {
 	case g.ch <- struct{}{}:
-		return Pass{k, g}, true
+		return newPass(k, g), true
 	default:
 		unref(k, g)
 		return Pass{}, false

@@ -59,6 +59,7 @@ type Lease struct {
 	ended     bool
 	err       error
 	done      chan struct{}
+	onLoss    []func()
 	wd        *watchdog
 }
 
@@ -176,17 +177,38 @@ func (l *Lease) Finish(cause error) error {
 	return nil
 }
 
+// OnLoss registers f to run once if the hold is lost (at once if it already
+// was). Primitives use it to give back their place in the process's local
+// queue, so that other handles need not wait for the holder's Unlock.
+func (l *Lease) OnLoss(f func()) {
+	l.mu.Lock()
+	if l.err == nil {
+		l.onLoss = append(l.onLoss, f)
+		l.mu.Unlock()
+		return
+	}
+	l.mu.Unlock()
+	f()
+}
+
 // lose ends the hold as lost with cause.
 func (l *Lease) lose(cause error) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	if l.ended {
+		l.mu.Unlock()
 		return
 	}
 	l.ended = true
 	l.err = fmt.Errorf("%w: %w", locker.ErrLost, cause)
-	close(l.done)
+	// Metrics first: whoever waits on Done may read them.
 	l.spec.Tel.HoldEnded(context.Background(), l.spec.Primitive, time.Since(l.acquired), true)
+	close(l.done)
+	hooks := l.onLoss
+	l.onLoss = nil
+	l.mu.Unlock()
+	for _, f := range hooks {
+		f()
+	}
 }
 
 var errExpired = errors.New("not renewed before its validity deadline")
