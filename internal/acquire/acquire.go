@@ -24,12 +24,12 @@ type Attempt func(ctx context.Context) (acquired bool, retry time.Duration, err 
 // Loop is the configuration of a wait.
 type Loop struct {
 	Backend backend.Backend
-	Channel string         // wake channel of the primitive
+	Channel string // wake channel of the primitive
 	// Channels, when not empty, replaces Channel: a wake-up on any of them
 	// ends a wait (a multi-lock waits for any of its members).
 	Channels []string
-	Backoff locker.Backoff // error retries and the fallback poll interval
-	Op      *telemetry.Op  // counts attempts and wait time
+	Backoff  locker.Backoff // error retries and the fallback poll interval
+	Op       *telemetry.Op  // counts attempts and wait time
 }
 
 // Wait calls attempt until it acquires, returns a permanent error, or ctx
