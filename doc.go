@@ -8,6 +8,13 @@
 //	locker     the shared vocabulary: Locker, Lease, errors, Backoff, Sync (a sync.Locker adapter)
 //	backend    Backend over a go-redis client (one node, Sentinel, Cluster) or a RedLock quorum
 //	mutex      mutex.Mutex, an exclusive lock with watchdog, fencing token and lost-hold signal
+//	rwmutex    rwmutex.RWMutex, many readers or one writer, with writer preference
+//	reentrant  reentrant.Mutex, taken again by its owner, an ownership scope in the context
+//	fair       fair.Mutex, granted in order of arrival
+//	semaphore  semaphore.Weighted, n permits that come back when their holder dies
+//	latch      latch.CountDown, released when a count reaches zero
+//	multi      multi.Lock, several locks held as one, all or nothing
+//	fence      writes guarded by fencing tokens; compare-and-set by version
 //	tracing    OpenTelemetry options: span and metric schema
 //
 // # Getting started

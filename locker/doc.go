@@ -13,8 +13,10 @@
 //
 // A lock handle is not tied to a goroutine. Like [sync.Mutex], one handle
 // guards one hold at a time: a second Lock on the same handle waits, locally
-// and without talking to Redis, until the first hold is unlocked, and any
-// goroutine may Unlock it.
+// and without talking to Redis, until the first hold is unlocked (even if it
+// was lost), and any goroutine may Unlock it. The fair lock is the exception
+// to the local waiting: every Lock call takes its own place in the shared
+// line, so that order of arrival holds across processes.
 //
 // # Errors
 //

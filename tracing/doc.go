@@ -12,16 +12,21 @@
 //
 // # Spans
 //
-// Each public call of a primitive records one INTERNAL span named after the
-// call: mutex.Lock, mutex.TryLock, mutex.Unlock, mutex.Extend. It covers the
-// whole call, local queueing, waits for other holders and retries included,
-// and carries:
+// Each public call of a primitive records one INTERNAL span named
+// "<package>.<Method>": mutex.Lock, mutex.TryLock, mutex.Unlock,
+// mutex.Extend; rwmutex.Lock, rwmutex.RLock, rwmutex.RUnlock and the rest;
+// reentrant.Lock; fair.Lock; semaphore.Acquire, semaphore.TryAcquire,
+// semaphore.Release; latch.CountDown, latch.Await; fence.Set, fence.Get,
+// fence.Update; multi.Lock; and so on (each package's doc lists its spans).
+// A span covers the whole call, local queueing, waits for other holders and
+// retries included, and carries:
 //
-//	redisync.primitive      "mutex", ...
+//	redisync.primitive      "mutex", "rwmutex", "semaphore", ...
 //	redisync.name           the lock's name
 //	redisync.outcome        acquired, contended, not_acquired, released, extended, not_held, lost, error
-//	redisync.attempts       acquire attempts made (Lock, TryLock)
-//	redisync.wait.duration  seconds spent blocked behind other holders (Lock, TryLock)
+//	                        (and a few of the primitive's own, such as a latch's opened)
+//	redisync.attempts       acquire attempts made (acquisitions)
+//	redisync.wait.duration  seconds spent blocked behind other holders (acquisitions)
 //	redisync.fencing_token  the token of the hold acquired, released or extended
 //
 // A failed call sets the span status to Error with the error's text and
@@ -35,11 +40,16 @@
 // semantic conventions: named "EVALSHA <script>" (or "BATCH EVALSHA <script>"
 // for a pipeline of renewals), with db.system.name "redis", db.operation.name
 // "EVALSHA", db.stored_procedure.name the script's name (mutex.acquire,
-// mutex.release, mutex.renew), db.operation.batch.size for batches, and
+// mutex.release, mutex.renew, fair.enqueue, ...), db.operation.batch.size
+// for batches, and
 // server.address and server.port from the client's configuration. A Redis
 // error sets db.response.status_code to its prefix. The script's text and
 // arguments are never recorded: they carry owner tokens, which are
 // credentials; no attribute carries an owner token.
+//
+// A quorum backend (backend.NewQuorum) adds an INTERNAL span "redlock
+// <script>" per step, with redisync.quorum.nodes, redisync.quorum.required
+// and redisync.quorum.granted, above the CLIENT spans of its nodes.
 //
 // # Combining with redisotel
 //

@@ -14,6 +14,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -22,26 +23,72 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/backend"
+	"github.com/redisync/redisync/fair"
+	"github.com/redisync/redisync/fence"
 	"github.com/redisync/redisync/internal/redistest"
+	"github.com/redisync/redisync/latch"
+	"github.com/redisync/redisync/multi"
 	"github.com/redisync/redisync/mutex"
+	"github.com/redisync/redisync/reentrant"
+	"github.com/redisync/redisync/rwmutex"
+	"github.com/redisync/redisync/semaphore"
 )
 
 func TestMain(m *testing.M) { redistest.Main(m) }
 
-// ACLRule is the Redis ACL rule documented in README.md for a user that may
-// run redisync and nothing else, with the default prefix.
-const ACLRule = "resetkeys ~redisync:* resetchannels &redisync:* -@all " +
-	"+ping +hello +auth +client|setname +evalsha +eval " +
-	"+subscribe +unsubscribe +ssubscribe +sunsubscribe +publish +spublish " +
-	"+time +get +set +del +exists +pexpire +pttl " +
-	"+hget +hset +hdel +hincrby +hlen +hgetall +hmget +hexists " +
-	"+zadd +zrem +zrange +zrangebyscore +zremrangebyscore +zscore +zcard +zrank +zcount +zincrby +zrevrange " +
-	"+incr +incrby +decr +decrby +expire +pexpireat +type"
+// aclRule returns the rule of the Redis ACL user documented in README.md:
+// the text after "ACL SETUSER redisync on >PASSWORD " on its line.
+func aclRule(t *testing.T) string {
+	t.Helper()
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const lead = "ACL SETUSER redisync on >PASSWORD "
+	for _, line := range strings.Split(string(readme), "\n") {
+		if i := strings.Index(line, lead); i >= 0 {
+			return strings.TrimSpace(line[i+len(lead):])
+		}
+	}
+	t.Fatalf("README.md has no line with %q", lead)
+	return ""
+}
+
+// TestACLRuleCoversScripts checks that every command the Lua scripts call,
+// and the publish commands they get as an argument, is allowed by the
+// documented rule.
+func TestACLRuleCoversScripts(t *testing.T) {
+	rule := " " + aclRule(t) + " "
+	files, err := filepath.Glob("../script/*.lua")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no Lua scripts found: %v", err)
+	}
+	call := regexp.MustCompile(`redis\.p?call\(\s*'([A-Za-z|]+)'`)
+	quoted := regexp.MustCompile(`cmd = '([A-Za-z]+)'`)
+	used := map[string]bool{"publish": true, "spublish": true}
+	for _, f := range files {
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, re := range []*regexp.Regexp{call, quoted} {
+			for _, m := range re.FindAllStringSubmatch(string(src), -1) {
+				used[strings.ToLower(m[1])] = true
+			}
+		}
+	}
+	for cmd := range used {
+		if !strings.Contains(rule, " +"+cmd+" ") {
+			t.Errorf("the scripts call %s, which the README's ACL rule does not allow", cmd)
+		}
+	}
+	t.Logf("%d commands used by the scripts, all allowed", len(used))
+}
 
 // TestACLUser runs the mutex as a user limited by ACLRule: it works, and the
 // same user is refused a key outside the prefix (NOPERM, not retried).
 func TestACLUser(t *testing.T) {
-	n := redistest.StartNode(t, redistest.WithConfig("user locker on >s3cret "+ACLRule))
+	n := redistest.StartNode(t, redistest.WithConfig("user locker on >s3cret "+aclRule(t)))
 	rdb := redis.NewClient(&redis.Options{Addr: n.Addr, Username: "locker", Password: "s3cret", ContextTimeoutEnabled: true})
 	defer rdb.Close()
 	b := backend.New(rdb)
@@ -67,6 +114,13 @@ func TestACLUser(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// Every other primitive, once, as the same user.
+	for _, p := range everyPrimitive {
+		if err := p.run(ctx, b); err != nil {
+			t.Errorf("%s as the confined user: %v", p.name, err)
+		}
+	}
+
 	other := backend.New(rdb, backend.WithPrefix("elsewhere"))
 	defer other.Close()
 	m, _ := mutex.New(other, "acl")
@@ -81,6 +135,85 @@ func TestACLUser(t *testing.T) {
 	if err := rdb.Do(ctx, "CONFIG", "GET", "maxmemory").Err(); err == nil || !strings.Contains(err.Error(), "NOPERM") {
 		t.Errorf("CONFIG as the confined user = %v; want NOPERM", err)
 	}
+}
+
+// everyPrimitive exercises each primitive's scripts and wake-ups.
+var everyPrimitive = []struct {
+	name string
+	run  func(ctx context.Context, b backend.Backend) error
+}{
+	{"rwmutex", func(ctx context.Context, b backend.Backend) error {
+		m, _ := rwmutex.New(b, "acl-rw")
+		w, _ := rwmutex.New(b, "acl-rw")
+		if err := m.RLock(ctx); err != nil {
+			return err
+		}
+		waited := make(chan error, 1)
+		go func() { waited <- w.Lock(ctx) }()
+		time.Sleep(50 * time.Millisecond)
+		if err := m.RUnlock(ctx); err != nil {
+			return err
+		}
+		if err := <-waited; err != nil {
+			return err
+		}
+		return w.Unlock(ctx)
+	}},
+	{"reentrant", func(ctx context.Context, b backend.Backend) error {
+		m, _ := reentrant.New(b, "acl-re")
+		ctx = reentrant.WithOwner(ctx)
+		for range 2 {
+			if err := m.Lock(ctx); err != nil {
+				return err
+			}
+		}
+		return errors.Join(m.Unlock(ctx), m.Unlock(ctx))
+	}},
+	{"fair", func(ctx context.Context, b backend.Backend) error {
+		a, _ := fair.New(b, "acl-fair")
+		w, _ := fair.New(b, "acl-fair")
+		if err := a.Lock(ctx); err != nil {
+			return err
+		}
+		waited := make(chan error, 1)
+		go func() { waited <- w.Lock(ctx) }() // joins the line
+		time.Sleep(50 * time.Millisecond)
+		if err := a.Unlock(ctx); err != nil {
+			return err
+		}
+		if err := <-waited; err != nil {
+			return err
+		}
+		return w.Unlock(ctx)
+	}},
+	{"semaphore", func(ctx context.Context, b backend.Backend) error {
+		s, _ := semaphore.NewWeighted(b, "acl-sem", 2)
+		if err := s.Acquire(ctx, 2); err != nil {
+			return err
+		}
+		return s.Release(ctx, 2)
+	}},
+	{"latch", func(ctx context.Context, b backend.Backend) error {
+		l, _ := latch.New(b, "acl-latch", 1)
+		if err := l.CountDown(ctx); err != nil {
+			return err
+		}
+		return l.Await(ctx)
+	}},
+	{"fence", func(ctx context.Context, b backend.Backend) error {
+		if err := fence.Set(ctx, b, "acl-fence", 5, []byte("v")); err != nil {
+			return err
+		}
+		_, err := fence.Update(ctx, b, "acl-fence", func(old []byte) ([]byte, error) { return append(old, '!'), nil })
+		return err
+	}},
+	{"multi", func(ctx context.Context, b backend.Backend) error {
+		l, _ := multi.New(b, []multi.Member{multi.Mutex("acl-m1"), multi.Mutex("acl-m2")})
+		if err := l.Lock(ctx); err != nil {
+			return err
+		}
+		return l.Unlock(ctx)
+	}},
 }
 
 // certs writes a CA and a server certificate for 127.0.0.1 into dir and

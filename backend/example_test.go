@@ -1,0 +1,77 @@
+package backend_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redisync/redisync/backend"
+	"github.com/redisync/redisync/mutex"
+)
+
+// One Backend per process serves every primitive; it is built over the
+// go-redis client of the deployment.
+func ExampleNew() {
+	mr, _ := miniredis.Run() // a real program connects to its Redis instead
+	defer mr.Close()
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr(), ContextTimeoutEnabled: true})
+	defer rdb.Close()
+
+	b := backend.New(rdb, backend.WithPrefix("billing"))
+	defer b.Close()
+	if err := backend.Check(b); err != nil {
+		fmt.Println(err)
+		return
+	}
+	mu, _ := mutex.New(b, "invoice:7")
+	_ = mu.Lock(context.Background())
+	fmt.Println(mr.Exists("billing:{invoice:7}:lock"))
+	_ = mu.Unlock(context.Background())
+	// Output:
+	// true
+}
+
+// Sentinel and Cluster deployments use go-redis' own clients; the replica
+// acknowledgement option makes a hold count only once a replica has it.
+// (This example is compiled, not run: it needs real servers.)
+func ExampleNew_deployments() {
+	sentinel := backend.New(redis.NewFailoverClient(&redis.FailoverOptions{
+		MasterName:    "mymaster",
+		SentinelAddrs: []string{"10.0.0.1:26379", "10.0.0.2:26379", "10.0.0.3:26379"},
+	}), backend.WithReplicaAcks(1, 100*time.Millisecond))
+	defer sentinel.Close()
+
+	cluster := backend.New(redis.NewClusterClient(&redis.ClusterOptions{
+		Addrs: []string{"10.0.0.1:7000", "10.0.0.2:7000", "10.0.0.3:7000"},
+	}))
+	defer cluster.Close()
+}
+
+// A quorum over independent nodes reports node failures that keep it from a
+// majority as a QuorumError naming each node.
+func ExampleNewQuorum() {
+	var clients []redis.UniversalClient
+	for _, addr := range []string{"127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3"} { // nothing listens here
+		c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: 50 * time.Millisecond})
+		defer c.Close()
+		clients = append(clients, c)
+	}
+	q, err := backend.NewQuorum(clients, backend.WithNodeTimeout(100*time.Millisecond))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer q.Close()
+	mu, _ := mutex.New(q, "orders:42")
+	_, err = mu.TryLock(context.Background())
+	var qe *backend.QuorumError
+	if errors.As(err, &qe) {
+		fmt.Printf("%d of %d nodes failed, %d needed\n", len(qe.Errs), qe.Nodes, qe.Required)
+	}
+	// Output:
+	// 3 of 3 nodes failed, 2 needed
+}
