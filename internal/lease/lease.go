@@ -60,6 +60,7 @@ type Lease struct {
 	err       error
 	done      chan struct{}
 	onLoss    []func()
+	stopping  bool // Stop was called: renewal results are ignored
 	wd        *watchdog
 }
 
@@ -150,6 +151,7 @@ func (l *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 func (l *Lease) Stop() {
 	l.wd.unregister(l)
 	l.mu.Lock()
+	l.stopping = true
 	idle := l.idle
 	l.mu.Unlock()
 	if idle != nil {

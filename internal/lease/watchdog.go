@@ -12,9 +12,16 @@ import (
 	"github.com/redisync/redisync/locker"
 )
 
+// Idle is how long a watchdog keeps its goroutine once it has no holds left,
+// so that a backend that takes and releases holds in quick succession does
+// not start a goroutine for each. A variable so that tests can change it.
+var Idle = time.Second
+
 // A watchdog renews and times out the holds taken through one backend. Its
-// goroutine runs while it has holds and exits when the last one ends or the
-// backend closes.
+// goroutine runs while it has holds, and exits when the backend closes or
+// when it has been without holds for Idle. It is not woken when a hold ends:
+// it notices at its next scheduled look (the time the earliest of its holds
+// was due), so it may outlive its last hold by up to TTL/3 plus Idle.
 type watchdog struct {
 	b      backend.Backend
 	ctx    context.Context
@@ -24,7 +31,12 @@ type watchdog struct {
 	holds   map[*Lease]struct{}
 	running bool
 	kick    chan struct{}
-	wg      sync.WaitGroup // renewals in flight
+	// wakeAt is when run looks at the holds next; idleSince is when the
+	// watchdog found itself without holds (zero while it has some).
+	wakeAt    time.Time
+	idleSince time.Time
+	inflight  int // renewal batches running
+	wg        sync.WaitGroup // renewals in flight
 }
 
 var registry = struct {
@@ -44,20 +56,28 @@ func register(b backend.Backend, l *Lease) *watchdog {
 	}
 	wd.mu.Lock()
 	wd.holds[l] = struct{}{}
-	if !wd.running {
+	start := !wd.running
+	if start {
 		wd.running = true
 		go wd.run()
 	}
+	// A running watchdog looks again at wakeAt; it needs waking only if
+	// the new hold is due before that. A new one scans first anyway.
+	urgent := !start && l.due().Before(wd.wakeAt)
 	wd.mu.Unlock()
-	wd.poke()
+	if urgent {
+		wd.poke()
+	}
 	return wd
 }
 
+// unregister removes l. The watchdog is not woken: it has nothing to do for
+// l any more, and it retires when it next finds itself without holds for
+// Idle.
 func (wd *watchdog) unregister(l *Lease) {
 	wd.mu.Lock()
 	delete(wd.holds, l)
 	wd.mu.Unlock()
-	wd.poke()
 }
 
 func (wd *watchdog) poke() {
@@ -77,6 +97,9 @@ func (wd *watchdog) run() {
 		}
 		if len(batch) > 0 {
 			wd.wg.Add(1)
+			wd.mu.Lock()
+			wd.inflight++
+			wd.mu.Unlock()
 			go wd.renew(batch)
 		}
 		timer.Reset(time.Until(next))
@@ -99,15 +122,26 @@ func (wd *watchdog) scan() (next time.Time, batch []*Lease, more bool) {
 	defer registry.Unlock()
 	wd.mu.Lock()
 	defer wd.mu.Unlock()
-	if len(wd.holds) == 0 {
-		wd.running = false
-		if registry.m[wd.b] == wd {
-			delete(registry.m, wd.b)
-		}
-		wd.cancel()
-		return time.Time{}, nil, false
-	}
 	now := time.Now()
+	if len(wd.holds) == 0 {
+		if wd.idleSince.IsZero() {
+			wd.idleSince = now
+		}
+		// Retire only when no renewal is in flight: its context is the
+		// watchdog's, and cancelling it would fail a renewal that a Stop
+		// is waiting for.
+		if now.Sub(wd.idleSince) >= Idle && wd.inflight == 0 {
+			wd.running = false
+			if registry.m[wd.b] == wd {
+				delete(registry.m, wd.b)
+			}
+			wd.cancel()
+			return time.Time{}, nil, false
+		}
+		wd.wakeAt = wd.idleSince.Add(Idle)
+		return wd.wakeAt, nil, true
+	}
+	wd.idleSince = time.Time{}
 	next = now.Add(time.Hour)
 	for l := range wd.holds {
 		l.mu.Lock()
@@ -134,7 +168,21 @@ func (wd *watchdog) scan() (next time.Time, batch []*Lease, more bool) {
 		}
 		l.mu.Unlock()
 	}
+	if len(wd.holds) == 0 {
+		wd.idleSince = now
+		next = now.Add(Idle)
+	}
+	wd.wakeAt = next
 	return next, batch, true
+}
+
+// due returns when the watchdog must look at l next: its renewal time, a
+// little early, or its deadline. l.mu is held, or l is not shared yet.
+func (l *Lease) due() time.Time {
+	if l.spec.Watchdog && l.idle == nil {
+		return earliest(l.deadline, l.nextRenew.Add(-l.spec.TTL/30))
+	}
+	return l.deadline
 }
 
 func earliest(a, b time.Time) time.Time {
@@ -160,6 +208,9 @@ func (wd *watchdog) renew(batch []*Lease) {
 	for i, l := range batch {
 		l.renewed(calls[i], sent)
 	}
+	wd.mu.Lock()
+	wd.inflight--
+	wd.mu.Unlock()
 	wd.poke()
 }
 
@@ -175,6 +226,13 @@ func (l *Lease) renewed(call *backend.Call, sent time.Time) {
 	l.mu.Lock()
 	idle := l.idle
 	l.idle = nil
+	if l.stopping {
+		// Stop is waiting for this renewal: the hold is being released and
+		// its outcome no longer matters.
+		l.mu.Unlock()
+		close(idle)
+		return
+	}
 	switch status := call.Reply.Status(); {
 	case call.Err == nil && status == backend.StatusOK:
 		if d := sent.Add(l.spec.TTL - Drift(l.spec.TTL)); d.After(l.deadline) {

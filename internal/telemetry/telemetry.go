@@ -156,13 +156,40 @@ type Op struct {
 	token     int64
 }
 
+// Span start options that never change, built once.
+var (
+	kindInternal = trace.WithSpanKind(trace.SpanKindInternal)
+	kindClient   = trace.WithSpanKind(trace.SpanKindClient)
+)
+
+// spanNames interns "<primitive>.<method>", so that a call does not build
+// its span name.
+var spanNames = struct {
+	sync.RWMutex
+	m map[[2]string]string
+}{m: make(map[[2]string]string)}
+
+func spanName(primitive, method string) string {
+	k := [2]string{primitive, method}
+	spanNames.RLock()
+	name, ok := spanNames.m[k]
+	spanNames.RUnlock()
+	if ok {
+		return name
+	}
+	name = primitive + "." + method
+	spanNames.Lock()
+	spanNames.m[k] = name
+	spanNames.Unlock()
+	return name
+}
+
 // Start opens the INTERNAL span "<primitive>.<method>" for a public call on
 // the lock called name.
 func (t *T) Start(ctx context.Context, primitive, method, name string) (context.Context, *Op) {
 	op := &Op{t: t, start: time.Now(), primitive: KeyPrimitive.String(primitive)}
-	ctx, op.span = t.tracer.Start(ctx, primitive+"."+method,
-		trace.WithSpanKind(trace.SpanKindInternal),
-		trace.WithAttributes(op.primitive, KeyName.String(name)))
+	ctx, op.span = t.tracer.Start(ctx, spanName(primitive, method),
+		kindInternal, trace.WithAttributes(op.primitive, KeyName.String(name)))
 	op.ctx = ctx
 	return ctx, op
 }
@@ -171,7 +198,7 @@ func (t *T) Start(ctx context.Context, primitive, method, name string) (context.
 // held by someone else.
 func (o *Op) Attempt(contended bool) {
 	o.attempts++
-	if contended {
+	if contended && o.t.contention.Enabled(o.ctx) {
 		o.t.contention.Add(o.ctx, 1, metric.WithAttributes(o.primitive))
 	}
 }
@@ -189,7 +216,9 @@ func (o *Op) Token(tok int64) { o.token = tok }
 // when the call was an acquisition (acquire true).
 func (o *Op) End(outcome string, err error, acquire bool) {
 	elapsed := time.Since(o.start)
-	if acquire {
+	// Measurements are only built when a meter takes them: without an SDK
+	// the instruments are disabled and a call costs no allocation.
+	if acquire && (o.t.acquireDur.Enabled(o.ctx) || o.wait > 0 && o.t.waitDur.Enabled(o.ctx)) {
 		attrs := metric.WithAttributes(o.primitive, KeyOutcome.String(outcome))
 		o.t.acquireDur.Record(o.ctx, elapsed.Seconds(), attrs)
 		if o.wait > 0 {
@@ -216,7 +245,9 @@ func (t *T) HoldEnded(ctx context.Context, primitive string, held time.Duration,
 		outcome = Lost
 	}
 	p := KeyPrimitive.String(primitive)
-	t.holdDur.Record(ctx, held.Seconds(), metric.WithAttributes(p, KeyOutcome.String(outcome)))
+	if t.holdDur.Enabled(ctx) {
+		t.holdDur.Record(ctx, held.Seconds(), metric.WithAttributes(p, KeyOutcome.String(outcome)))
+	}
 	if lost {
 		t.lost.Add(ctx, 1, metric.WithAttributes(p))
 	}
@@ -250,20 +281,34 @@ func EndQuorum(span trace.Span, granted int, err error) {
 // server.port on client spans.
 type Server struct {
 	attrs []attribute.KeyValue
+	spans *spanCache
+}
+
+// spanCache keeps the name and start options of the client spans of single
+// calls, which depend only on the operation and the script.
+type spanCache struct {
+	sync.RWMutex
+	m map[[2]string]clientSpan
+}
+
+type clientSpan struct {
+	name string
+	opts []trace.SpanStartOption
 }
 
 // NewServer parses a configured "host:port" address; an empty or unparsable
 // address yields no attributes.
 func NewServer(addr string) Server {
+	srv := Server{spans: &spanCache{m: make(map[[2]string]clientSpan)}}
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil || host == "" {
-		return Server{}
+		return srv
 	}
-	attrs := []attribute.KeyValue{semconv.ServerAddress(host)}
+	srv.attrs = []attribute.KeyValue{semconv.ServerAddress(host)}
 	if p, err := strconv.Atoi(port); err == nil {
-		attrs = append(attrs, semconv.ServerPort(p))
+		srv.attrs = append(srv.attrs, semconv.ServerPort(p))
 	}
-	return Server{attrs: attrs}
+	return srv
 }
 
 // ClientSpan opens a CLIENT span for one Redis round trip that runs the named
@@ -273,6 +318,26 @@ func (t *T) ClientSpan(ctx context.Context, srv Server, operation, script string
 	if !t.clientSpans {
 		return ctx, noop.Span{}
 	}
+	if n <= 1 && srv.spans != nil {
+		k := [2]string{operation, script}
+		srv.spans.RLock()
+		cs, ok := srv.spans.m[k]
+		srv.spans.RUnlock()
+		if !ok {
+			name, opts := clientSpanStart(srv, operation, script, n)
+			cs = clientSpan{name: name, opts: opts}
+			srv.spans.Lock()
+			srv.spans.m[k] = cs
+			srv.spans.Unlock()
+		}
+		return t.tracer.Start(ctx, cs.name, cs.opts...)
+	}
+	name, opts := clientSpanStart(srv, operation, script, n)
+	return t.tracer.Start(ctx, name, opts...)
+}
+
+// clientSpanStart returns the name and start options of a client span.
+func clientSpanStart(srv Server, operation, script string, n int) (string, []trace.SpanStartOption) {
 	name := operation + " " + script
 	attrs := make([]attribute.KeyValue, 0, 6)
 	attrs = append(attrs, semconv.DBSystemNameRedis)
@@ -284,7 +349,7 @@ func (t *T) ClientSpan(ctx context.Context, srv Server, operation, script string
 	}
 	attrs = append(attrs, semconv.DBStoredProcedureName(script))
 	attrs = append(attrs, srv.attrs...)
-	return t.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+	return name, []trace.SpanStartOption{kindClient, trace.WithAttributes(attrs...)}
 }
 
 // EndClient ends a client span, recording err when it is not nil.
