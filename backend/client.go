@@ -296,6 +296,12 @@ func (c *client) Close() error {
 	return nil
 }
 
+// Listening reports whether channel is subscribed already, so that
+// Subscribe would return at once.
+func (c *client) Listening(channel string) bool {
+	return c.hub != nil && !c.closed() && c.hub.Listening(channel)
+}
+
 // Stats reports the wake channels subscribed and the pub/sub connections open.
 func (c *client) Stats() (channels, conns int) {
 	if c.hub == nil {

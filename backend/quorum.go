@@ -119,6 +119,16 @@ func (q *quorum) Close() error {
 	return nil
 }
 
+// Listening reports whether every node listens on channel already.
+func (q *quorum) Listening(channel string) bool {
+	for _, n := range q.nodes {
+		if !n.Listening(channel) {
+			return false
+		}
+	}
+	return true
+}
+
 // Stats reports the wake channels subscribed and the pub/sub connections
 // open, summed over the nodes.
 func (q *quorum) Stats() (channels, conns int) {
@@ -227,7 +237,10 @@ func (q *quorum) Exec(ctx context.Context, calls ...*Call) {
 			granted++
 		}
 	}
-	var undo []*Call // undo[i] set for the acquisitions that failed
+	// undo[n] lists the calls to give back on node n: the failed
+	// acquisitions that node granted, or whose outcome there is unknown. A
+	// node that answered "held by another" took nothing and is left alone.
+	undo := make([][]*Call, len(q.nodes))
 	for i, call := range calls {
 		per := make([]*Call, len(q.nodes))
 		for n := range q.nodes {
@@ -236,7 +249,11 @@ func (q *quorum) Exec(ctx context.Context, calls ...*Call) {
 		switch call.Script.kind {
 		case Acquire:
 			if !q.acquire(ctx, call, per) && call.Script.undo != nil {
-				undo = append(undo, &Call{Script: call.Script.undo, Keys: call.Keys, Args: call.Args})
+				for n, r := range per {
+					if r.Err != nil || r.Reply.Status() == StatusOK {
+						undo[n] = append(undo[n], &Call{Script: call.Script.undo, Keys: call.Keys, Args: call.Args})
+					}
+				}
 			}
 		case Renew, Write:
 			q.majorityOf(call, per)
@@ -246,14 +263,29 @@ func (q *quorum) Exec(ctx context.Context, calls ...*Call) {
 			q.firstOf(call, per)
 		}
 	}
-	if len(undo) > 0 {
-		// Give back what a minority granted, on every node, before
-		// returning: a retry of the same owner must not be undone by a late
-		// undo of this attempt.
-		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), q.timeout)
-		q.fanout(uctx, undo)
-		cancel()
+	q.undo(ctx, undo)
+}
+
+// undo gives back, on each node, what a failed acquisition took there, and
+// returns when every node has answered or timed out: a retry of the same
+// owner must not be undone by a late undo of this attempt.
+func (q *quorum) undo(ctx context.Context, perNode [][]*Call) {
+	var wg sync.WaitGroup
+	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), q.timeout)
+	defer cancel()
+	for n, calls := range perNode {
+		if len(calls) == 0 {
+			continue
+		}
+		wg.Add(1)
+		q.wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer q.wg.Done()
+			q.nodes[n].Exec(uctx, calls...)
+		}()
 	}
+	wg.Wait()
 }
 
 // tally sorts the nodes' results of one call.

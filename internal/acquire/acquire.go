@@ -56,6 +56,14 @@ func (l Loop) Wait(ctx context.Context, attempt Attempt) error {
 			timer.Stop()
 		}
 	}()
+	// When the process listens on the channel already (another waiter, or
+	// one that just left), subscribing costs nothing: do it first, and a
+	// contended attempt needs no second try.
+	if l.listening() {
+		if s, err := l.subscribe(ctx); err == nil {
+			sub = s
+		}
+	}
 	for {
 		ok, retry, err := attempt(ctx)
 		l.Op.Attempt(err == nil && !ok)
@@ -133,6 +141,25 @@ func NotAcquired(ctx context.Context, cause error) error {
 		return fmt.Errorf("%w: %w (last error: %w)", locker.ErrNotAcquired, err, cause)
 	}
 	return fmt.Errorf("%w: %w", locker.ErrNotAcquired, err)
+}
+
+// listening reports whether the backend already listens on every channel
+// of the loop.
+func (l Loop) listening() bool {
+	b, ok := l.Backend.(interface{ Listening(string) bool })
+	if !ok {
+		return false
+	}
+	chans := l.Channels
+	if len(chans) == 0 {
+		chans = []string{l.Channel}
+	}
+	for _, c := range chans {
+		if !b.Listening(c) {
+			return false
+		}
+	}
+	return true
 }
 
 // subscribe subscribes to the loop's channel or channels.

@@ -22,12 +22,15 @@ var (
 	mutexReleaseSrc string
 	//go:embed mutex_renew.lua
 	mutexRenewSrc string
+	//go:embed mutex_undo.lua
+	mutexUndoSrc string
 )
 
 // Scripts of package mutex.
 var (
 	MutexRelease = backend.NewScript("mutex.release", backend.Release, mutexReleaseSrc, nil)
-	MutexAcquire = backend.NewScript("mutex.acquire", backend.Acquire, mutexAcquireSrc, MutexRelease)
+	MutexUndo    = backend.NewScript("mutex.undo", backend.Release, mutexUndoSrc, nil)
+	MutexAcquire = backend.NewScript("mutex.acquire", backend.Acquire, mutexAcquireSrc, MutexUndo)
 	MutexRenew   = backend.NewScript("mutex.renew", backend.Renew, mutexRenewSrc, nil)
 )
 

@@ -330,6 +330,15 @@ func (h *Hub) Close() error {
 	return nil
 }
 
+// Listening reports whether channel name is subscribed and confirmed now, so
+// that a new Sub would be ready without a round trip.
+func (h *Hub) Listening(name string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	ch := h.channels[name]
+	return ch != nil && ch.confirmed
+}
+
 // Stats reports the number of subscribed channels and open shards.
 func (h *Hub) Stats() (channels, shards int) {
 	h.mu.Lock()
