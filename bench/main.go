@@ -1,0 +1,442 @@
+// Command bench measures redisync against the other Go lock libraries for
+// Redis, side by side in one run and against the same redis-server, with the
+// round trip of a trivial command beside them as the physical limit.
+//
+//	cd bench && go run . -out results
+//
+// It starts its own redis-server processes on loopback (one, and three more
+// for the quorum), runs five scenarios, and writes results.md (tables with
+// ratios), chart.svg and results.json to the -out directory. See README.md.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime/pprof"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+)
+
+type config struct {
+	out        string
+	reps       int
+	pairs      int
+	dur        time.Duration
+	cs         time.Duration
+	spin       bool
+	budget     time.Duration
+	poll       time.Duration
+	waiters    int
+	names      int
+	scenarios  string
+	only       string
+	redis      string
+	timeout    time.Duration
+	verbose    bool
+	cpuprofile string
+	memprofile string
+}
+
+func main() {
+	var cfg config
+	quick := false
+	flag.StringVar(&cfg.out, "out", "results", "directory for results.md, chart.svg and results.json")
+	flag.IntVar(&cfg.reps, "reps", 3, "repetitions of every measurement (figures are medians across them)")
+	flag.IntVar(&cfg.pairs, "pairs", 2000, "scenario 1: Lock+Unlock pairs measured per repetition")
+	flag.DurationVar(&cfg.dur, "dur", 1500*time.Millisecond, "scenarios 2, 3, 5: measured time per repetition (after 250ms of warm-up)")
+	flag.DurationVar(&cfg.cs, "cs", 100*time.Microsecond, "scenarios 2, 3, 5: critical section")
+	flag.BoolVar(&cfg.spin, "spin", false, "the critical section burns the CPU (default: it blocks in the kernel, like I/O)")
+	flag.DurationVar(&cfg.budget, "budget", 5*time.Second, "matched waiting: the wait budget of every Lock call")
+	flag.DurationVar(&cfg.poll, "poll", 10*time.Millisecond, "matched waiting: retry interval of the libraries that poll")
+	flag.IntVar(&cfg.waiters, "waiters", 10000, "scenario 4: blocked waiters")
+	flag.IntVar(&cfg.names, "names", 1000, "scenario 4: names they wait for")
+	flag.StringVar(&cfg.scenarios, "scenarios", "1,2,3,4,5", "scenarios to run")
+	flag.StringVar(&cfg.only, "only", "", "run only the rows of these libraries (comma-separated keys: redisync,rwmutex,redsync,redislock,rueidislock)")
+	flag.StringVar(&cfg.redis, "redis-server", "redis-server", "redis-server executable")
+	flag.DurationVar(&cfg.timeout, "timeout", 3*time.Minute, "bound on the whole run: at the bound it stops measuring and writes what it has")
+	flag.BoolVar(&cfg.verbose, "v", false, "a progress line per measurement")
+	flag.BoolVar(&quick, "quick", false, "a fast, rough run: 1 repetition, fewer pairs and waiters, shorter runs")
+	flag.StringVar(&cfg.cpuprofile, "cpuprofile", "", "write a CPU profile of the measurements to this file")
+	flag.StringVar(&cfg.memprofile, "memprofile", "", "write an allocation profile to this file at the end")
+	flag.Parse()
+	if quick {
+		cfg.reps, cfg.pairs, cfg.dur, cfg.waiters, cfg.names = 1, 500, time.Second, 2000, 200
+	}
+	if err := run(cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		stopAll()
+		os.Exit(1)
+	}
+}
+
+func run(cfg config) error {
+	if cfg.reps < 1 || cfg.pairs < 1 || cfg.dur <= 0 || cfg.waiters < 1 || cfg.names < 1 || cfg.names > cfg.waiters {
+		return errors.New("bad flags: -reps, -pairs, -dur, -waiters must be positive and -names at most -waiters")
+	}
+	// An interrupt stops the run; the -timeout bound stops the
+	// measurements and writes what was measured. Either way the servers
+	// are stopped, and a run that does not stop is ended.
+	sigCtx, interrupt := context.WithCancel(context.Background())
+	defer interrupt()
+	ctx, cancel := context.WithTimeout(sigCtx, cfg.timeout)
+	defer cancel()
+	defer stopAll()
+	sig := make(chan os.Signal, 2)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		grace := 10 * time.Second
+		select {
+		case <-sig:
+			fmt.Fprintln(os.Stderr, "bench: interrupted; stopping")
+			interrupt()
+		case <-ctx.Done():
+			if sigCtx.Err() != nil || !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return
+			}
+			fmt.Fprintf(os.Stderr, "bench: the run reached -timeout %v; writing what was measured\n", cfg.timeout)
+			grace = 30 * time.Second
+		}
+		select {
+		case <-sig:
+		case <-time.After(grace):
+		}
+		stopAll()
+		os.Exit(130)
+	}()
+
+	want := map[string]bool{}
+	for _, s := range strings.Split(cfg.scenarios, ",") {
+		want[strings.TrimSpace(s)] = true
+	}
+	only := map[string]bool{}
+	for _, s := range strings.Split(cfg.only, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			only[s] = true
+		}
+	}
+	keep := func(impls []Impl) []Impl {
+		if len(only) == 0 {
+			return impls
+		}
+		return slices.DeleteFunc(impls, func(i Impl) bool { return !only[i.Key] })
+	}
+
+	p := newProgress(cfg.verbose)
+	p.say("starting redis-server x4 on loopback")
+	srvs, err := startServers(ctx, cfg.redis, 4)
+	if err != nil {
+		return err
+	}
+	single, quorum := srvs[:1], srvs[1:]
+	pids := make([]int, len(srvs))
+	for i, s := range srvs {
+		pids[i] = s.pid()
+	}
+	if cfg.cpuprofile != "" {
+		f, err := os.Create(cfg.cpuprofile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+
+	res := &Results{
+		Started: time.Now().UTC().Format(time.RFC3339),
+		Command: "go run . " + strings.Join(os.Args[1:], " "),
+		Machine: machine(srvs[0].Version),
+		Params: Params{
+			Reps: cfg.reps, Pairs: cfg.pairs, Dur: cfg.dur.String(), CS: cfg.cs.String(), Spin: cfg.spin,
+			Budget: cfg.budget.String(), Poll: cfg.poll.String(), Waiters: cfg.waiters, Names: cfg.names,
+			Clients: 4, Goroutines: 8,
+		},
+		Versions: map[string]string{
+			"go-redsync/redsync/v4": verRedsync, "bsm/redislock": verRedislock,
+			"redis/rueidis (rueidislock)": verRueidis, "redis/go-redis/v9": verGoRedis,
+		},
+	}
+	la0, cpu0 := loadavg(), snapCPU(pids)
+
+	// Rows at documented defaults, then with matched waiting.
+	defaults := []Impl{redisyncImpl(cfg.budget), redsyncDefaults(), redislockDefaults(), rueidisDefaults()}
+	matched := []Impl{redsyncMatched(cfg.budget, cfg.poll), redislockMatched(cfg.budget, cfg.poll), rueidisMatched(cfg.budget)}
+	ccfg := contendedCfg{clients: 4, goroutines: 8, cs: cfg.cs, spin: cfg.spin, warm: 250 * time.Millisecond, dur: cfg.dur}
+	csKind := "blocking, like I/O"
+	if cfg.spin {
+		csKind = "spinning"
+	}
+
+	// The physical limit, measured at the start of every repetition of
+	// every scenario, so that its median spans the same time as the rows.
+	res.Limit = newRow(Impl{Key: "limit", Label: "physical limit", Setup: "go-redis client, sequential calls on one connection: PING, and EVALSHA of `return 1`"})
+	// rec records a measurement, unless the -timeout bound cut it short.
+	rec := func(r *Row, s sample, err error) {
+		if err != nil && ctx.Err() != nil {
+			return
+		}
+		r.record(s, err)
+	}
+	measureLimit := func(sec *Section) {
+		s, err := limit(ctx, single, min(cfg.pairs, 1000))
+		rec(res.Limit, s, err)
+		rec(sec.Limit, s, err)
+	}
+
+	if want["1"] {
+		sec := res.section("1", "Uncontended Lock+Unlock, one goroutine, one name")
+		// Waiting plays no part here: one row per library, and rueidislock
+		// in both of its set-ups (3 keys by default, 1 on one instance).
+		rows := keep([]Impl{redisyncImpl(cfg.budget), redsyncDefaults(), redislockDefaults(), rueidisDefaults(), rueidisMatched(cfg.budget)})
+		for _, impl := range rows {
+			sec.row(impl)
+		}
+		for rep := range cfg.reps {
+			if ctx.Err() != nil {
+				break
+			}
+			p.step("1 uncontended", "all rows, interleaved", rep, cfg.reps)
+			if err := uncontendedRep(ctx, single, sec, res.Limit, rotate(rows, rep), cfg.pairs); err != nil && ctx.Err() == nil {
+				return err
+			}
+		}
+	}
+	if sigCtx.Err() != nil {
+		return sigCtx.Err()
+	}
+
+	if want["2"] {
+		sec := res.section("2", fmt.Sprintf("One name, %d clients x %d goroutines, %v critical section (%s)", ccfg.clients, ccfg.goroutines, ccfg.cs, csKind))
+		rows := keep(slices.Concat(defaults, matched))
+		for rep := range cfg.reps {
+			if ctx.Err() != nil {
+				break
+			}
+			measureLimit(sec)
+			for _, impl := range rotate(rows, rep) {
+				if ctx.Err() != nil {
+					break
+				}
+				p.step("2 contended", impl.Label, rep, cfg.reps)
+				s, err := contended(ctx, single, impl, ccfg)
+				rec(sec.row(impl), s, err)
+			}
+		}
+	}
+	if sigCtx.Err() != nil {
+		return sigCtx.Err()
+	}
+
+	if want["2"] {
+		// The hand-off alone: two clients of one goroutine each, so that the
+		// machine's CPUs are not saturated by the contenders themselves.
+		sec := res.section("2p", fmt.Sprintf("Hand-off between two clients of one goroutine each, %v critical section (%s)", ccfg.cs, csKind))
+		pcfg := ccfg
+		pcfg.clients, pcfg.goroutines = 2, 1
+		pcfg.dur = max(cfg.dur*2/3, 100*time.Millisecond)
+		rows := keep(slices.Concat([]Impl{redisyncImpl(cfg.budget)}, matched))
+		for rep := range cfg.reps {
+			if ctx.Err() != nil {
+				break
+			}
+			measureLimit(sec)
+			for _, impl := range rotate(rows, rep) {
+				if ctx.Err() != nil {
+					break
+				}
+				p.step("2 hand-off", impl.Label, rep, cfg.reps)
+				s, err := contended(ctx, single, impl, pcfg)
+				rec(sec.row(impl), s, err)
+			}
+		}
+	}
+	if sigCtx.Err() != nil {
+		return sigCtx.Err()
+	}
+
+	if want["3"] {
+		sec := res.section("3", fmt.Sprintf("Read-heavy: 95%% reads, 5%% writes, %d clients x %d goroutines, %v critical section (%s)", ccfg.clients, ccfg.goroutines, ccfg.cs, csKind))
+		rw := rwmutexImpl(cfg.budget)
+		if rw == nil {
+			sec.Skipped = "skipped: rwmutex not available (this build used -tags norwmutex)"
+		} else {
+			plain := redisyncImpl(cfg.budget)
+			plain.Key, plain.Label = "redisync", "redisync Mutex"
+			rows := keep(slices.Concat([]Impl{*rw, plain}, matched))
+			for rep := range cfg.reps {
+				if ctx.Err() != nil {
+					break
+				}
+				measureLimit(sec)
+				for _, impl := range rotate(rows, rep) {
+					if ctx.Err() != nil {
+						break
+					}
+					if ctx.Err() != nil {
+						break
+					}
+					p.step("3 read-heavy", impl.Label, rep, cfg.reps)
+					s, err := readHeavy(ctx, single, impl, ccfg, 0.95)
+					rec(sec.row(impl), s, err)
+				}
+			}
+		}
+	}
+	if sigCtx.Err() != nil {
+		return sigCtx.Err()
+	}
+
+	if want["4"] {
+		sec := res.section("4", fmt.Sprintf("%d blocked waiters over %d names in one process", cfg.waiters, cfg.names))
+		// One repetition: it is the heaviest scenario, and its figures
+		// (connections, memory, time to serve) vary little.
+		wcfg := waitersCfg{waiters: cfg.waiters, names: cfg.names, settle: 2 * time.Second, limit: 12 * time.Second}
+		budget := 30 * time.Second
+		rows := keep([]Impl{redisyncImpl(budget), redsyncMatched(budget, cfg.poll), redislockMatched(budget, cfg.poll), rueidisMatched(budget)})
+		sec.Note = fmt.Sprintf("One repetition. Every Lock call has a %v budget; the serving phase is cut off after %v.", budget, wcfg.limit)
+		measureLimit(sec)
+		for _, impl := range rows {
+			if ctx.Err() != nil {
+				break
+			}
+			p.step("4 waiters", impl.Label, 0, 1)
+			s, err := waiters(ctx, single[0], impl, wcfg)
+			rec(sec.row(impl), s, err)
+		}
+	}
+	if sigCtx.Err() != nil {
+		return sigCtx.Err()
+	}
+
+	if want["5"] {
+		secU := res.section("5a", "Quorum of 3 nodes: uncontended Lock+Unlock")
+		secC := res.section("5b", fmt.Sprintf("Quorum of 3 nodes: one name, %d clients x %d goroutines", ccfg.clients, ccfg.goroutines))
+		res.QuorumLimit = newRow(Impl{Key: "limit", Label: "physical limit (3 nodes)", Setup: "no-op EVALSHA sent to the 3 nodes in parallel, waiting for all"})
+		urows := keep([]Impl{redisyncImpl(cfg.budget), redsyncDefaults()})
+		crows := keep([]Impl{redisyncImpl(cfg.budget), redsyncDefaults(), redsyncMatched(cfg.budget, cfg.poll)})
+		for _, impl := range urows {
+			secU.row(impl)
+		}
+		for rep := range cfg.reps {
+			if ctx.Err() != nil {
+				break
+			}
+			p.step("5 quorum uncontended", "all rows, interleaved", rep, cfg.reps)
+			if err := uncontendedRep(ctx, quorum, secU, res.QuorumLimit, rotate(urows, rep), cfg.pairs/2); err != nil && ctx.Err() == nil {
+				return err
+			}
+			s, err := limit(ctx, quorum, min(cfg.pairs, 1000)/2)
+			rec(res.QuorumLimit, s, err)
+			rec(secC.Limit, s, err)
+			for _, impl := range rotate(crows, rep) {
+				if ctx.Err() != nil {
+					break
+				}
+				p.step("5 quorum contended", impl.Label, rep, cfg.reps)
+				s, err := contended(ctx, quorum, impl, ccfg)
+				rec(secC.row(impl), s, err)
+			}
+		}
+	}
+	if sigCtx.Err() != nil {
+		return sigCtx.Err()
+	}
+
+	if ctx.Err() != nil {
+		res.CutShort = fmt.Sprintf("The run reached its -timeout bound (%v): the figures are those measured until then.", cfg.timeout)
+	}
+	res.Load = load(cpu0, snapCPU(pids), la0, loadavg())
+	res.Elapsed = time.Since(p.start).Round(time.Second).String()
+	res.finish()
+
+	if cfg.memprofile != "" {
+		f, err := os.Create(cfg.memprofile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+			return err
+		}
+	}
+	if err := os.MkdirAll(cfg.out, 0o755); err != nil {
+		return err
+	}
+	md := res.markdown()
+	files := map[string][]byte{"results.md": []byte(md), "chart.svg": []byte(res.svg())}
+	js, err := json.MarshalIndent(res, "", "  ")
+	if err != nil {
+		return err
+	}
+	files["results.json"] = append(js, '\n')
+	for name, b := range files {
+		if err := os.WriteFile(filepath.Join(cfg.out, name), b, 0o644); err != nil {
+			return err
+		}
+	}
+	fmt.Printf("bench: %s in %s; wrote %s\n", res.Command, res.Elapsed, filepath.Join(cfg.out, "{results.md,chart.svg,results.json}"))
+	fmt.Print(res.targetsText())
+	return nil
+}
+
+// uncontendedRep runs one repetition of an uncontended section: every row
+// and the limit, interleaved; the limit goes to the section and to all.
+func uncontendedRep(ctx context.Context, srvs []*server, sec *Section, all *Row, rows []Impl, pairs int) error {
+	out, errs, err := uncontended(ctx, srvs, rows, pairs, max(pairs/10, 20), 100, 60*time.Second)
+	if err != nil {
+		return err
+	}
+	sec.Limit.record(out[0], nil)
+	all.record(out[0], nil)
+	for i, impl := range rows {
+		sec.row(impl).record(out[i+1], errs[i])
+	}
+	return nil
+}
+
+// rotate returns rows starting at rep modulo their number, so that every
+// row takes every place in the order across repetitions.
+func rotate(rows []Impl, rep int) []Impl {
+	if len(rows) == 0 {
+		return nil
+	}
+	k := rep % len(rows)
+	return slices.Concat(rows[k:], rows[:k])
+}
+
+// progress prints a line when a long run moves on, quiet otherwise.
+type progress struct {
+	start   time.Time
+	last    time.Time
+	verbose bool
+}
+
+func newProgress(verbose bool) *progress {
+	return &progress{start: time.Now(), last: time.Now(), verbose: verbose}
+}
+
+func (p *progress) say(msg string) {
+	if p.verbose {
+		fmt.Fprintf(os.Stderr, "bench [%3.0fs] %s\n", time.Since(p.start).Seconds(), msg)
+	}
+}
+
+// step reports a measurement: every one with -v, otherwise one line every
+// 15 seconds.
+func (p *progress) step(scenario, label string, rep, reps int) {
+	if !p.verbose && time.Since(p.last) < 15*time.Second {
+		return
+	}
+	p.last = time.Now()
+	fmt.Fprintf(os.Stderr, "bench [%3.0fs] scenario %s: %s (repetition %d/%d)\n", time.Since(p.start).Seconds(), scenario, label, rep+1, reps)
+}

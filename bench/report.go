@@ -1,0 +1,422 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"strings"
+)
+
+// A column of a scenario table.
+type column struct {
+	head string
+	cell func(r *Row) string
+}
+
+func statUs(k string) func(*Row) string {
+	return func(r *Row) string { return fmtStatUs(r.stat(k)) }
+}
+
+func statN(k string, prec int) func(*Row) string {
+	return func(r *Row) string { return fmtStatN(r.stat(k), prec) }
+}
+
+// versus is the column "redisync / this row" of metric k, for a metric
+// where lower is better (time) or higher is better (rate); either way the
+// ratio is redisync's figure over the row's.
+func versus(me *Row, k string) func(*Row) string {
+	return func(r *Row) string {
+		if r == me {
+			return "1"
+		}
+		return fmtRatio(pairedRatio(me.stat(k), r.stat(k), 1))
+	}
+}
+
+func pct(k string) func(*Row) string {
+	return func(r *Row) string {
+		v := r.get(k)
+		if v < 0 {
+			return "—"
+		}
+		return fmt.Sprintf("%.0f%%", v)
+	}
+}
+
+// overLimit is the row's metric k over f times the limit's metric lk, taken
+// repetition by repetition.
+func overLimit(k string, lim *Row, lk string, f float64) func(*Row) string {
+	return func(r *Row) string { return fmtRatio(pairedRatio(r.stat(k), lim.stat(lk), f)) }
+}
+
+func (r *Results) columns(s *Section) []column {
+	switch s.ID {
+	case "1":
+		me := s.first("redisync")
+		return []column{
+			{"Lock+Unlock p50", statUs("p50")},
+			{"p99", statUs("p99")},
+			{"allocs/pair", statN("allocs", 0)},
+			{"bytes/pair", statN("bytes", 0)},
+			{"round trips/pair (client)", statN("rt", 2)},
+			{"commands/pair (server)", statN("cmds", 2)},
+			{"server time/pair", statUs("server_us")},
+			{"redisync ÷ row (p50)", versus(me, "p50")},
+			{"row ÷ 2 round trips (p50)", overLimit("p50", s.Limit, "eval_p50", 2)},
+		}
+	case "2", "2p", "5b":
+		me := s.first("redisync")
+		return []column{
+			{"acquisitions/s", statN("acq_s", 0)},
+			{"hand-offs/s", statN("handoff_s", 0)},
+			{"re-taken by the releaser", pct("self_pct")},
+			{"fairness", statN("fairness", 2)},
+			{"hand-off gap p50", statUs("gap_p50")},
+			{"gap p99", statUs("gap_p99")},
+			{"longest wait", statUs("wait_max")},
+			{"round trips/acquisition (client)", statN("rt_acq", 1)},
+			{"gave up", statN("gave_up", 0)},
+			{"overlaps", statN("violations", 0)},
+			{"redisync ÷ row (acq/s)", versus(me, "acq_s")},
+			{"redisync ÷ row (hand-offs/s)", versus(me, "handoff_s")},
+			{"gap p50 in round trips", func(row *Row) string {
+				x := pairedRatio(row.stat("gap_p50"), s.Limit.stat("eval_p50"), 1)
+				if x <= 0 {
+					return "—"
+				}
+				return fmt.Sprintf("%.1f", x)
+			}},
+		}
+	case "3":
+		me := s.first("rwmutex")
+		if me == nil {
+			me = s.first("redisync")
+		}
+		return []column{
+			{"operations/s", statN("ops_s", 0)},
+			{"read lock p50", statUs("read_p50")},
+			{"read p99", statUs("read_p99")},
+			{"write lock p50", statUs("write_p50")},
+			{"write p99", statUs("write_p99")},
+			{"round trips/op (client)", statN("rt_op", 2)},
+			{"gave up", statN("gave_up", 0)},
+			{"overlaps", statN("violations", 0)},
+			{"RWMutex ÷ row (ops/s)", versus(me, "ops_s")},
+		}
+	case "4":
+		me := s.first("redisync")
+		return []column{
+			{"all served in", func(row *Row) string {
+				if row.get("all_served") == 0 {
+					return fmt.Sprintf("not all in time: %.0f served, %.0f gave up, the rest still waiting", row.get("served"), row.get("gave_up"))
+				}
+				return fmtUs(row.get("serve_s") * 1e6)
+			}},
+			{"pub/sub connections", statN("pubsub", 0)},
+			{"connections (all)", statN("conns", 0)},
+			{"memory/waiter", func(row *Row) string {
+				v := row.get("mem_waiter")
+				if v < 0 && row.Stats["mem_waiter"].NA {
+					return "—"
+				}
+				return fmt.Sprintf("%.1f KiB", v/1024)
+			}},
+			{"goroutines/waiter", statN("goroutines", 2)},
+			{"round trips/s while blocked", func(row *Row) string {
+				v := row.get("blocked_rt_s")
+				if v < 0 {
+					return "—"
+				}
+				return fmt.Sprintf("%.0f", v)
+			}},
+			{"redisync ÷ row (time)", func(row *Row) string {
+				if row == me {
+					return "1"
+				}
+				if row.get("all_served") == 0 {
+					return "—"
+				}
+				return fmtRatio(pairedRatio(me.stat("serve_s"), row.stat("serve_s"), 1))
+			}},
+		}
+	case "5a":
+		me := s.first("redisync")
+		return []column{
+			{"Lock+Unlock p50", statUs("p50")},
+			{"p99", statUs("p99")},
+			{"allocs/pair", statN("allocs", 0)},
+			{"round trips/pair (client)", statN("rt", 2)},
+			{"commands/pair (servers)", statN("cmds", 2)},
+			{"server time/pair", statUs("server_us")},
+			{"redisync ÷ row (p50)", versus(me, "p50")},
+			{"row ÷ 2 fan-out round trips", overLimit("p50", s.Limit, "eval_p50", 2)},
+		}
+	}
+	return nil
+}
+
+func (r *Results) markdown() string {
+	var b strings.Builder
+	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	m := r.Machine
+	w("# redisync benchmark results\n\n")
+	w("Run %s, `%s`, took %s. Each figure is the median over %d repetitions, with the range across them in brackets (p99 columns are the median of the repetitions' p99). Ratios are the claim; absolute times depend on the machine.\n\n", r.Started, r.Command, r.Elapsed, r.Params.Reps)
+	if r.CutShort != "" {
+		w("**%s**\n\n", r.CutShort)
+	}
+	w("**Machine:** %s, %d cores", m.CPU, m.Cores)
+	if m.MemGiB != "" {
+		w(", %s GiB", m.MemGiB)
+	}
+	w(", %s", m.OS)
+	if m.Kernel != "" {
+		w(" (kernel %s)", m.Kernel)
+	}
+	w("; %s; redis-server %s on loopback (started by the command, no persistence); go-redis %s.\n\n", m.Go, m.Redis, m.GoRedis)
+	w("**Load observed:** load average %s at the start, %s at the end.", r.Load.LoadAvgStart, r.Load.LoadAvgEnd)
+	if r.Load.Known {
+		w(" During the run the machine's CPUs were busy %.2f of %d cores on average: this program %.2f, its redis-servers %.2f, other processes %.2f; the hypervisor took %.2f (steal).", r.Load.BusyCores, m.Cores, r.Load.BenchCores, r.Load.RedisCores, r.Load.OtherCores, r.Load.StealCores)
+	}
+	w("\n\n")
+	w("**Libraries:** redisync (this repository), go-redsync/redsync %s, bsm/redislock %s, rueidis/rueidislock %s; the go-redis based ones on go-redis %s with its default options and the same counting hook.\n\n", verRedsync, verRedislock, verRueidis, verGoRedis)
+
+	w("## Targets\n\n| | goal | measured | verdict |\n|---|---|---|---|\n")
+	for _, t := range r.Targets {
+		v := t.Met
+		if v == "missed" {
+			v = "**missed**"
+		}
+		w("| %s | %s | %s | %s |\n", t.ID, t.Goal, t.Measured, v)
+	}
+	w("\n")
+
+	w("## Physical limit\n\nMeasured at the start of every repetition of every scenario (%d times); the figures are the medians of those measurements.\n\n", len(r.Limit.Stats["eval_p50"].All))
+	w("| round trip on one connection | median | p99 |\n|---|---|---|\n")
+	w("| PING | %s | %s |\n", fmtStatUs(r.Limit.stat("ping_p50")), fmtStatUs(r.Limit.stat("ping_p99")))
+	w("| EVALSHA of `return 1` (one round trip, \"RTT\" below) | %s | %s |\n", fmtStatUs(r.Limit.stat("eval_p50")), fmtStatUs(r.Limit.stat("eval_p99")))
+	if rtt := r.rtt(); rtt > 0 {
+		w("| two round trips (2 × EVALSHA): the floor of Lock+Unlock | %s | |\n", fmtUs(2*rtt))
+	}
+	if r.QuorumLimit != nil {
+		w("| EVALSHA of `return 1` on 3 nodes in parallel (quorum RTT) | %s | %s |\n", fmtStatUs(r.QuorumLimit.stat("eval_p50")), fmtStatUs(r.QuorumLimit.stat("eval_p99")))
+	}
+	if len(r.Limit.Errors) > 0 {
+		w("\nErrors: %s\n", strings.Join(r.Limit.Errors, "; "))
+	}
+	w("\n")
+
+	for _, s := range r.Sections {
+		w("## %s. %s\n\n", s.ID, s.Title)
+		if s.Skipped != "" {
+			w("%s\n\n", s.Skipped)
+			continue
+		}
+		cols := r.columns(s)
+		w("| library |")
+		for _, c := range cols {
+			w(" %s |", c.head)
+		}
+		w("\n|---|")
+		for range cols {
+			w("---|")
+		}
+		w("\n")
+		for _, row := range s.Rows {
+			label := row.Label
+			if strings.HasPrefix(row.Key, "redisync") || row.Key == "rwmutex" {
+				label = "**" + label + "**"
+			}
+			w("| %s |", label)
+			for _, c := range cols {
+				w(" %s |", c.cell(row))
+			}
+			w("\n")
+		}
+		w("\n")
+		if s.Note != "" {
+			w("%s\n\n", s.Note)
+		}
+		for _, row := range s.Rows {
+			if len(row.Errors) > 0 {
+				w("- %s failed: %s\n", row.Label, strings.Join(row.Errors, "; "))
+			}
+		}
+		b.WriteString(sectionNote(s.ID, r))
+	}
+
+	w("## Configurations\n\n")
+	seen := map[string]bool{}
+	for _, s := range r.Sections {
+		for _, row := range s.Rows {
+			key := row.Label + row.Setup
+			if seen[key] {
+				continue
+			}
+			seen[key] = true
+			w("- **%s** (scenario %s): %s\n", row.Label, s.ID, row.Setup)
+		}
+	}
+	w("\n")
+	b.WriteString(definitions)
+	return b.String()
+}
+
+func sectionNote(id string, r *Results) string {
+	switch id {
+	case "1":
+		return "The rows and the physical limit take turns in blocks of 100 pairs, so that they see the same conditions; ratios are taken repetition by repetition, then their median. Round trips are counted by a hook on the client (go-redis hook; a wrapper on the rueidis client); commands are counted by the server (MONITOR, over a separate pass of 200 pairs, without the commands scripts run). Server time is what INFO commandstats adds up for those commands during the timed pairs (a script's time includes the commands it runs; the network is not included). rueidislock sends its 3 keys' commands concurrently by default, so its round trips overlap.\n\n"
+	case "2p":
+		return "The same loop with 2 goroutines in 2 clients: with one waiter at a time the hand-off gap is the lock's own latency, not the queueing of 32 goroutines on 2 cores. Matched rows only.\n\n"
+	case "2":
+		return fmt.Sprintf("The \"matched\" rows give every Lock the same %s budget as redisync, and the libraries that poll a retry every %s instead of their default interval. \"Gave up\" counts Lock calls that returned without the lock before the end of the run (retries exhausted or budget spent); they are retried.\n\n", r.Params.Budget, r.Params.Poll)
+	case "3":
+		return "The other libraries have no readers/writer lock: their readers take the exclusive lock. redisync RWMutex uses one handle per client, shared by its goroutines (its readers then share one hold on the server); the others use one handle per goroutine.\n\n"
+	case "4":
+		return "Connections are those the server saw for the waiting client beyond its state before the waiters started (CLIENT LIST); pub/sub connections are those in subscriber mode. Memory per waiter is the growth of Go heap and stacks after a GC, divided by the waiters. rueidislock waits on client-side caching invalidations on its one connection rather than on pub/sub.\n\n"
+	}
+	return ""
+}
+
+const definitions = `## Definitions
+
+- **RTT**: the median time of one EVALSHA of a script that returns 1, sequentially on one connection of a go-redis client: what one script step of any lock costs at least.
+- **Hand-offs/s**: acquisitions by another goroutine than the one that released last; the rest were **re-taken by the releaser**, which loops straight back to Lock (a lock that lets the releaser in again before its waiters has a high share there, and a low fairness).
+- **Hand-off gap**: from the moment a holder starts to unlock (right after its critical section) to the moment the next holder's Lock returns, when that holder is another goroutine; as seen by one clock in one process.
+- **Fairness**: Jain's index of the acquisitions of the 32 goroutines: 1 when they all got the same number, 1/32 when one got them all.
+- **Longest wait**: the longest Lock call of the measured period, counting calls still waiting when it ended.
+- **Overlaps**: times a holder found another holder inside: must be 0.
+- **redisync ÷ row**: redisync's figure divided by the row's. For times, below 1 means redisync is faster; for rates (per second), above 1 means redisync does more.
+`
+
+// --- chart ----------------------------------------------------------------------
+
+type bar struct {
+	label string
+	value float64
+	ours  bool
+	text  string
+}
+
+type panel struct {
+	title string
+	bars  []bar
+	log   bool
+	ref   float64 // a reference line, 0 for none
+	refL  string
+}
+
+func (r *Results) panels() []panel {
+	var ps []panel
+	add := func(id, title, k string, scale float64, unit string, log bool, ref float64, refL string) {
+		s := r.find(id)
+		if s == nil || s.Skipped != "" {
+			return
+		}
+		p := panel{title: title, log: log, ref: ref, refL: refL}
+		for _, row := range s.Rows {
+			v := row.get(k)
+			if v <= 0 || k == "serve_s" && row.get("all_served") != 1 {
+				continue
+			}
+			v *= scale
+			p.bars = append(p.bars, bar{label: row.Label, value: v, ours: strings.HasPrefix(row.Key, "redisync") || row.Key == "rwmutex", text: fmtVal(v, unit)})
+		}
+		if len(p.bars) > 0 {
+			ps = append(ps, p)
+		}
+	}
+	rtt := r.rtt()
+	add("1", "1. Uncontended Lock+Unlock, median (µs, lower is better)", "p50", 1, "µs", false, 2*rtt, "2 round trips")
+	add("2", "2. Contended, 4×8 goroutines: acquisitions/s (higher is better)", "acq_s", 1, "/s", false, 0, "")
+	add("2", "2. Contended: hand-offs to another goroutine/s (higher is better)", "handoff_s", 1, "/s", false, 0, "")
+	add("2", "2. Hand-off gap to another goroutine, median (µs, lower is better)", "gap_p50", 1, "µs", false, rtt, "1 round trip")
+	add("2p", "2. Two clients of one goroutine: hand-off gap, median (µs, lower is better)", "gap_p50", 1, "µs", false, rtt, "1 round trip")
+	add("3", "3. Read-heavy 95/5: operations/s (higher is better)", "ops_s", 1, "/s", false, 0, "")
+	add("4", fmt.Sprintf("4. %d waiters: time until all served (ms, log scale, lower is better)", r.Params.Waiters), "serve_s", 1000, "ms", true, 0, "")
+	if q := r.QuorumLimit; q != nil {
+		add("5a", "5. Quorum of 3, uncontended Lock+Unlock, median (µs, lower is better)", "p50", 1, "µs", false, 2*q.get("eval_p50"), "2 fan-out round trips")
+	}
+	add("5b", "5. Quorum of 3, contended: acquisitions/s (higher is better)", "acq_s", 1, "/s", false, 0, "")
+	return ps
+}
+
+func fmtVal(v float64, unit string) string {
+	switch {
+	case v >= 100:
+		return fmt.Sprintf("%.0f %s", v, unit)
+	case v >= 10:
+		return fmt.Sprintf("%.1f %s", v, unit)
+	default:
+		return fmt.Sprintf("%.2f %s", v, unit)
+	}
+}
+
+// svg draws the panels as horizontal bar charts, with the standard library
+// only.
+func (r *Results) svg() string {
+	const (
+		width  = 820.0
+		left   = 190.0
+		right  = 90.0
+		barH   = 16.0
+		gap    = 5.0
+		titleH = 26.0
+		padB   = 18.0
+	)
+	ps := r.panels()
+	height := 40.0
+	for _, p := range ps {
+		height += titleH + float64(len(p.bars))*(barH+gap) + padB
+	}
+	var b strings.Builder
+	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	w(`<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" viewBox="0 0 %.0f %.0f" font-family="sans-serif" font-size="11">`+"\n", width, height, width, height)
+	w(`<rect width="100%%" height="100%%" fill="white"/>` + "\n")
+	w(`<text x="10" y="20" font-size="14" font-weight="bold">redisync and its peers on one redis-server (%s, %d cores)</text>`+"\n", esc(r.Machine.CPU), r.Machine.Cores)
+	y := 40.0
+	plotW := width - left - right
+	for _, p := range ps {
+		w(`<text x="10" y="%.1f" font-size="12" font-weight="bold">%s</text>`+"\n", y+14, esc(p.title))
+		y += titleH
+		lo, hi := math.Inf(1), 0.0
+		for _, bb := range p.bars {
+			lo, hi = math.Min(lo, bb.value), math.Max(hi, bb.value)
+		}
+		if p.ref > 0 {
+			lo, hi = math.Min(lo, p.ref), math.Max(hi, p.ref)
+		}
+		var pos func(v float64) float64
+		if p.log {
+			l0, l1 := math.Floor(math.Log10(lo)), math.Ceil(math.Log10(hi))
+			if l1 <= l0 {
+				l1 = l0 + 1
+			}
+			pos = func(v float64) float64 { return left + plotW*(math.Log10(v)-l0)/(l1-l0) }
+		} else {
+			pos = func(v float64) float64 { return left + plotW*v/(hi*1.08) }
+		}
+		top := y
+		for _, bb := range p.bars {
+			fill := "#9aa5b1"
+			if bb.ours {
+				fill = "#d9480f"
+			}
+			x1 := math.Max(pos(bb.value), left+1)
+			w(`<text x="%.1f" y="%.1f" text-anchor="end">%s</text>`+"\n", left-6, y+barH-4, esc(bb.label))
+			w(`<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"/>`+"\n", left, y, x1-left, barH, fill)
+			w(`<text x="%.1f" y="%.1f">%s</text>`+"\n", x1+4, y+barH-4, esc(bb.text))
+			y += barH + gap
+		}
+		if p.ref > 0 {
+			x := pos(p.ref)
+			w(`<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#1c7ed6" stroke-dasharray="4 3"/>`+"\n", x, top-4, x, y)
+			w(`<text x="%.1f" y="%.1f" fill="#1c7ed6" font-size="10">%s</text>`+"\n", x+3, y+9, esc(p.refL))
+		}
+		y += padB
+	}
+	w("</svg>\n")
+	return b.String()
+}
+
+func esc(s string) string {
+	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;").Replace(s)
+}

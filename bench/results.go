@@ -1,0 +1,306 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+)
+
+// Params are the parameters of the run.
+type Params struct {
+	Reps       int    `json:"reps"`
+	Pairs      int    `json:"pairs"`
+	Dur        string `json:"duration"`
+	CS         string `json:"critical_section"`
+	Spin       bool   `json:"spin"`
+	Budget     string `json:"budget"`
+	Poll       string `json:"poll"`
+	Waiters    int    `json:"waiters"`
+	Names      int    `json:"names"`
+	Clients    int    `json:"clients"`
+	Goroutines int    `json:"goroutines"`
+}
+
+// Results is everything one run produces.
+type Results struct {
+	Started     string            `json:"started"`
+	Elapsed     string            `json:"elapsed"`
+	Command     string            `json:"command"`
+	CutShort    string            `json:"cut_short,omitempty"`
+	Machine     Machine           `json:"machine"`
+	Load        Load              `json:"load"`
+	Params      Params            `json:"params"`
+	Versions    map[string]string `json:"versions"`
+	Limit       *Row              `json:"limit"`
+	QuorumLimit *Row              `json:"quorum_limit,omitempty"`
+	Sections    []*Section        `json:"sections"`
+	Targets     []Target          `json:"targets"`
+}
+
+// A Section is one scenario's table.
+type Section struct {
+	ID    string `json:"id"`
+	Title string `json:"title"`
+	Rows  []*Row `json:"rows"`
+	// Limit is the physical limit measured in each repetition of the
+	// section, for ratios taken repetition by repetition.
+	Limit   *Row   `json:"limit"`
+	Note    string `json:"note,omitempty"`
+	Skipped string `json:"skipped,omitempty"`
+}
+
+// A Row is one library in one configuration, in one scenario.
+type Row struct {
+	Key    string          `json:"key"`
+	Label  string          `json:"label"`
+	Setup  string          `json:"setup"`
+	Stats  map[string]Stat `json:"stats"`
+	Errors []string        `json:"errors,omitempty"`
+	reps   map[string]*series
+}
+
+func newRow(impl Impl) *Row {
+	return &Row{Key: impl.Key, Label: impl.Label, Setup: impl.Setup, reps: map[string]*series{}}
+}
+
+func (r *Results) section(id, title string) *Section {
+	s := &Section{ID: id, Title: title, Limit: newRow(Impl{Key: "limit", Label: "physical limit"})}
+	r.Sections = append(r.Sections, s)
+	return s
+}
+
+func (r *Results) find(id string) *Section {
+	for _, s := range r.Sections {
+		if s.ID == id {
+			return s
+		}
+	}
+	return nil
+}
+
+// row returns the section's row for impl, creating it.
+func (s *Section) row(impl Impl) *Row {
+	for _, r := range s.Rows {
+		if r.Label == impl.Label {
+			return r
+		}
+	}
+	r := newRow(impl)
+	s.Rows = append(s.Rows, r)
+	return r
+}
+
+// record adds one repetition's figures, or its error.
+func (r *Row) record(s sample, err error) {
+	if err != nil {
+		msg := err.Error()
+		if !slices.Contains(r.Errors, msg) {
+			r.Errors = append(r.Errors, msg)
+		}
+		return
+	}
+	for k, v := range s {
+		if r.reps[k] == nil {
+			r.reps[k] = &series{}
+		}
+		r.reps[k].add(v)
+	}
+}
+
+// get returns the median of metric k, or -1 when it was not measured.
+func (r *Row) get(k string) float64 {
+	if r == nil {
+		return -1
+	}
+	s, ok := r.Stats[k]
+	if !ok || s.NA {
+		return -1
+	}
+	return s.Med
+}
+
+func (r *Row) stat(k string) Stat {
+	if r == nil {
+		return Stat{NA: true}
+	}
+	s, ok := r.Stats[k]
+	if !ok {
+		return Stat{NA: true}
+	}
+	return s
+}
+
+// finish turns the repetitions into Stats and evaluates the targets.
+func (r *Results) finish() {
+	rows := []*Row{r.Limit, r.QuorumLimit}
+	for _, s := range r.Sections {
+		rows = append(rows, s.Limit)
+		rows = append(rows, s.Rows...)
+	}
+	for _, row := range rows {
+		if row == nil {
+			continue
+		}
+		row.Stats = map[string]Stat{}
+		keys := make([]string, 0, len(row.reps))
+		for k := range row.reps {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			row.Stats[k] = row.reps[k].stat()
+		}
+	}
+	r.Targets = r.targets()
+}
+
+// rtt is the physical limit: the median round trip of a no-op EVALSHA.
+func (r *Results) rtt() float64 { return r.Limit.get("eval_p50") }
+
+// limitStat returns metric k of the section's limit.
+func (s *Section) limitStat(k string) Stat {
+	if s == nil {
+		return Stat{NA: true}
+	}
+	return s.Limit.stat(k)
+}
+
+// byKey returns the rows of section id whose Key is key.
+func (s *Section) byKey(key string) []*Row {
+	if s == nil {
+		return nil
+	}
+	var out []*Row
+	for _, r := range s.Rows {
+		if r.Key == key {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func (s *Section) first(key string) *Row {
+	rows := s.byKey(key)
+	if len(rows) == 0 {
+		return nil
+	}
+	return rows[0]
+}
+
+// peers returns the rows of the other libraries.
+func (s *Section) peers() []*Row {
+	if s == nil {
+		return nil
+	}
+	var out []*Row
+	for _, r := range s.Rows {
+		switch r.Key {
+		case "redsync", "redislock", "rueidislock":
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// A Target is one of the goals the project set itself, and how the run did.
+type Target struct {
+	ID       string `json:"id"`
+	Goal     string `json:"goal"`
+	Measured string `json:"measured"`
+	Met      string `json:"met"` // "met", "missed", "not measured"
+}
+
+func verdict(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "missed"
+}
+
+func (r *Results) targets() []Target {
+	var out []Target
+	s1, s2, s4 := r.find("1"), r.find("2"), r.find("4")
+	na := func(id, goal string) Target { return Target{ID: id, Goal: goal, Measured: "—", Met: "not measured"} }
+
+	// (1) uncontended: within 1.2x of two round trips, no slower than the
+	// fastest peer.
+	{
+		goal := "Lock+Unlock median within 1.2× of two round trips (2 × no-op EVALSHA)"
+		me := s1.first("redisync")
+		if x := pairedRatio(me.stat("p50"), s1.limitStat("eval_p50"), 2); x > 0 {
+			out = append(out, Target{ID: "1a", Goal: goal, Measured: fmt.Sprintf("%s vs 2 × %s: %.2f×", fmtUs(me.get("p50")), fmtUs(s1.Limit.get("eval_p50")), x), Met: verdict(x <= 1.2)})
+		} else {
+			out = append(out, na("1a", goal))
+		}
+		goal = "Lock+Unlock median no slower than the fastest peer"
+		var best *Row
+		for _, p := range s1.peers() {
+			if v := p.get("p50"); v > 0 && (best == nil || v < best.get("p50")) {
+				best = p
+			}
+		}
+		if x := pairedRatio(me.stat("p50"), best.stat("p50"), 1); x > 0 {
+			out = append(out, Target{ID: "1b", Goal: goal, Measured: fmt.Sprintf("%s vs %s (%s): %s", fmtUs(me.get("p50")), fmtUs(best.get("p50")), best.Label, fmtRatio(x)), Met: verdict(x <= 1)})
+		} else {
+			out = append(out, na("1b", goal))
+		}
+	}
+	// (2) contended: 3x the best peer's acquisitions per second, hand-off
+	// gap under 3 round trips.
+	{
+		goal := "acquisitions/s at least 3× the best peer's (defaults or matched)"
+		me := s2.first("redisync")
+		var best *Row
+		for _, p := range s2.peers() {
+			if v := p.get("acq_s"); v > 0 && (best == nil || v > best.get("acq_s")) {
+				best = p
+			}
+		}
+		if x := pairedRatio(me.stat("acq_s"), best.stat("acq_s"), 1); x > 0 {
+			var handoffs string
+			var bestH *Row
+			for _, p := range s2.peers() {
+				if v := p.get("handoff_s"); v > 0 && (bestH == nil || v > bestH.get("handoff_s")) {
+					bestH = p
+				}
+			}
+			if y := pairedRatio(me.stat("handoff_s"), bestH.stat("handoff_s"), 1); y > 0 {
+				handoffs = fmt.Sprintf("; hand-offs to another goroutine: %.0f/s vs %.0f/s (%s): %s", me.get("handoff_s"), bestH.get("handoff_s"), bestH.Label, fmtRatio(y))
+			}
+			out = append(out, Target{ID: "2a", Goal: goal, Measured: fmt.Sprintf("%.0f/s vs %.0f/s (%s): %s%s", me.get("acq_s"), best.get("acq_s"), best.Label, fmtRatio(x), handoffs), Met: verdict(x >= 3)})
+		} else {
+			out = append(out, na("2a", goal))
+		}
+		goal = "hand-off gap median under 3 round trips"
+		if x := pairedRatio(me.stat("gap_p50"), s2.limitStat("eval_p50"), 1); x > 0 {
+			m := fmt.Sprintf("%s = %.1f round trips of %s (p99 %s)", fmtUs(me.get("gap_p50")), x, fmtUs(s2.Limit.get("eval_p50")), fmtUs(me.get("gap_p99")))
+			sp := r.find("2p")
+			if y := pairedRatio(sp.first("redisync").stat("gap_p50"), sp.limitStat("eval_p50"), 1); y > 0 {
+				m += fmt.Sprintf("; between 2 clients of 1 goroutine: %s = %.1f round trips", fmtUs(sp.first("redisync").get("gap_p50")), y)
+			}
+			out = append(out, Target{ID: "2b", Goal: goal, Measured: m, Met: verdict(x < 3)})
+		} else {
+			out = append(out, na("2b", goal))
+		}
+	}
+	// (4) one pub/sub connection per node whatever the number of waiters.
+	{
+		goal := "one pub/sub connection per node for all the waiters"
+		row := s4.first("redisync")
+		ps := row.get("pubsub")
+		if ps >= 0 {
+			out = append(out, Target{ID: "4", Goal: goal, Measured: fmt.Sprintf("%.0f pub/sub connection(s) seen by the server for %d waiters (%.0f connections in all)", ps, r.Params.Waiters, row.get("conns")), Met: verdict(ps == 1)})
+		} else {
+			out = append(out, na("4", goal))
+		}
+	}
+	return out
+}
+
+func (r *Results) targetsText() string {
+	s := ""
+	for _, t := range r.Targets {
+		s += fmt.Sprintf("  target %-3s %-7s %s: %s\n", t.ID, t.Met, t.Goal, t.Measured)
+	}
+	return s
+}
