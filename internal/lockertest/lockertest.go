@@ -42,6 +42,13 @@ type Setup struct {
 	Raw []redis.UniversalClient
 	// New returns the lock called name on b.
 	New func(b backend.Backend, name string, o Options) (Lock, error)
+	// Contender, if set, returns the lock that competes with New's in the
+	// tests: the writer when New is a reader. It defaults to New.
+	Contender func(b backend.Backend, name string, o Options) (Lock, error)
+	// Shared says that New's holds share the lock with each other (the
+	// read side): the mutual exclusion test and the checks that a second
+	// hold of the same kind is refused are skipped.
+	Shared bool
 
 	// Clients, Goroutines and Acquisitions size the mutual exclusion test;
 	// zero values mean 8, 4 and 2000.
@@ -99,6 +106,19 @@ func (s *Setup) lock(t *testing.T, b backend.Backend, name string, o Options) Lo
 	l, err := s.New(b, name, o)
 	if err != nil {
 		t.Fatalf("New(%q): %v", name, err)
+	}
+	return l
+}
+
+// contender returns the lock that competes with the lock under test.
+func (s *Setup) contender(t *testing.T, b backend.Backend, name string, o Options) Lock {
+	t.Helper()
+	if s.Contender == nil {
+		return s.lock(t, b, name, o)
+	}
+	l, err := s.Contender(b, name, o)
+	if err != nil {
+		t.Fatalf("Contender(%q): %v", name, err)
 	}
 	return l
 }
@@ -178,6 +198,9 @@ func (r *Resource) Counts() (entries, overlaps, stale int) {
 }
 
 func testMutualExclusion(t *testing.T, s *Setup) {
+	if s.Shared {
+		t.Skip("shared holds overlap by design; the readers/writer suite checks exclusion between modes")
+	}
 	n := name(t)
 	var res Resource
 	var wg sync.WaitGroup
@@ -234,15 +257,17 @@ func testTryLock(t *testing.T, s *Setup) {
 	ctx := ctxFor(t, time.Minute)
 	b1, b2 := s.backend(t), s.backend(t)
 	a := s.lock(t, b1, n, Options{TTL: 10 * time.Second, Watchdog: true})
-	other := s.lock(t, b2, n, Options{TTL: 10 * time.Second, Watchdog: true})
+	other := s.contender(t, b2, n, Options{TTL: 10 * time.Second, Watchdog: true})
 	if ok, err := a.TryLock(ctx); !ok || err != nil {
 		t.Fatalf("TryLock on a free lock = (%v, %v); want (true, nil)", ok, err)
 	}
 	if ok, err := other.TryLock(ctx); ok || err != nil {
 		t.Fatalf("TryLock by another client = (%v, %v); want (false, nil)", ok, err)
 	}
-	if ok, err := a.TryLock(ctx); ok || err != nil {
+	if ok, err := a.TryLock(ctx); !s.Shared && (ok || err != nil) {
 		t.Fatalf("TryLock on the held handle = (%v, %v); want (false, nil)", ok, err)
+	} else if s.Shared && ok {
+		_ = a.Unlock(ctx) // a shared hold joined: give it back
 	}
 	first := a.Token()
 	if err := a.Unlock(ctx); err != nil {
@@ -265,7 +290,7 @@ func testWoken(t *testing.T, s *Setup) {
 	holder := s.lock(t, s.backend(t), n, Options{TTL: 30 * time.Second, Watchdog: true})
 	// A waiter that never polls on its own: only a wake-up message or the
 	// holder's expiry (30s away) can make it try again.
-	waiter := s.lock(t, s.backend(t), n, Options{TTL: 30 * time.Second, Watchdog: true, Backoff: locker.ConstantBackoff(time.Hour)})
+	waiter := s.contender(t, s.backend(t), n, Options{TTL: 30 * time.Second, Watchdog: true, Backoff: locker.ConstantBackoff(time.Hour)})
 	if err := holder.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -293,7 +318,7 @@ func testWatchdog(t *testing.T, s *Setup) {
 	ctx := ctxFor(t, time.Minute)
 	const ttl = 300 * time.Millisecond
 	l := s.lock(t, s.backend(t), n, Options{TTL: ttl, Watchdog: true})
-	other := s.lock(t, s.backend(t), n, Options{TTL: ttl, Watchdog: true})
+	other := s.contender(t, s.backend(t), n, Options{TTL: ttl, Watchdog: true})
 	if err := l.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -336,7 +361,7 @@ func testLostDeleted(t *testing.T, s *Setup) {
 	if err := l.Unlock(ctx); !isLost(err) {
 		t.Errorf("Unlock of a lost hold = %v; want locker.ErrLost", err)
 	}
-	other := s.lock(t, s.backend(t), n, Options{TTL: time.Second, Watchdog: true})
+	other := s.contender(t, s.backend(t), n, Options{TTL: time.Second, Watchdog: true})
 	if ok, err := other.TryLock(ctx); !ok || err != nil {
 		t.Fatalf("TryLock after loss = (%v, %v); want (true, nil)", ok, err)
 	}
@@ -349,7 +374,7 @@ func testLostFirst(t *testing.T, s *Setup) {
 	n := name(t)
 	ctx := ctxFor(t, time.Minute)
 	l := s.lock(t, s.backend(t), n, Options{TTL: 200 * time.Millisecond, Watchdog: false})
-	other := s.lock(t, s.backend(t), n, Options{TTL: time.Second, Watchdog: true, Backoff: locker.ConstantBackoff(time.Millisecond)})
+	other := s.contender(t, s.backend(t), n, Options{TTL: time.Second, Watchdog: true, Backoff: locker.ConstantBackoff(time.Millisecond)})
 	if err := l.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -412,7 +437,7 @@ func testExtend(t *testing.T, s *Setup) {
 	n := name(t)
 	ctx := ctxFor(t, time.Minute)
 	l := s.lock(t, s.backend(t), n, Options{TTL: 200 * time.Millisecond, Watchdog: false})
-	other := s.lock(t, s.backend(t), n, Options{TTL: time.Second, Watchdog: true})
+	other := s.contender(t, s.backend(t), n, Options{TTL: time.Second, Watchdog: true})
 	if err := l.Extend(ctx, time.Second); !isNotHeld(err) {
 		t.Errorf("Extend before Lock = %v; want locker.ErrNotHeld", err)
 	}
@@ -469,7 +494,7 @@ func testMisuse(t *testing.T, s *Setup) {
 func testContextEnds(t *testing.T, s *Setup) {
 	n := name(t)
 	ctx := ctxFor(t, time.Minute)
-	holder := s.lock(t, s.backend(t), n, Options{TTL: 10 * time.Second, Watchdog: true})
+	holder := s.contender(t, s.backend(t), n, Options{TTL: 10 * time.Second, Watchdog: true})
 	waiter := s.lock(t, s.backend(t), n, Options{TTL: 10 * time.Second, Watchdog: true})
 	if err := holder.Lock(ctx); err != nil {
 		t.Fatal(err)
@@ -497,7 +522,7 @@ func testTakeover(t *testing.T, s *Setup) {
 	n := name(t)
 	ctx := ctxFor(t, time.Minute)
 	a := s.lock(t, s.backend(t), n, Options{TTL: 100 * time.Millisecond, Watchdog: false})
-	b := s.lock(t, s.backend(t), n, Options{TTL: 10 * time.Second, Watchdog: true})
+	b := s.contender(t, s.backend(t), n, Options{TTL: 10 * time.Second, Watchdog: true})
 	if err := a.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -66,6 +66,24 @@ func RunRW(t *testing.T, s RWSetup) {
 			Acquisitions: s.Operations / 2,
 		})
 	})
+	t.Run("Read", func(t *testing.T) {
+		// The lease behaviour of a read hold, against a writer.
+		Run(t, Setup{
+			NewBackend: s.NewBackend,
+			Raw:        s.Raw,
+			New: func(b backend.Backend, name string, o Options) (Lock, error) {
+				rw, err := s.New(b, name, o)
+				if err != nil {
+					return nil, err
+				}
+				return rw.RLocker().(Lock), nil
+			},
+			Contender: func(b backend.Backend, name string, o Options) (Lock, error) {
+				return s.New(b, name, o)
+			},
+			Shared: true,
+		})
+	})
 	tests := []struct {
 		name string
 		run  func(*testing.T, *RWSetup)
@@ -78,14 +96,8 @@ func RunRW(t *testing.T, s RWSetup) {
 		{"LastReaderWakesWriter", testLastReaderWakes},
 		{"WaitingReadersBeforeNextWriter", testReadersTurn},
 		{"CrashedReader", testCrashedReader},
-		{"ReadWatchdog", testReadWatchdog},
-		{"ReadLostWhenDeleted", testReadLost},
-		{"ReadLostBeforeWriterGetsIn", testReadLostFirst},
-		{"ReadUnlockStopsRenewal", testReadUnlockStops},
-		{"ReadExtend", testReadExtend},
 		{"ReadMisuse", testReadMisuse},
 		{"GiveUpLeavesNothing", testGiveUp},
-		{"ReadTakeover", testReadTakeover},
 		{"RLocker", testRLocker},
 	}
 	for _, tc := range tests {
@@ -659,155 +671,6 @@ func testCrashedReader(t *testing.T, s *RWSetup) {
 	}
 }
 
-func testReadWatchdog(t *testing.T, s *RWSetup) {
-	n := name(t)
-	ctx := ctxFor(t, time.Minute)
-	const ttl = 600 * time.Millisecond
-	l := s.lock(t, s.backend(t), n, Options{TTL: ttl, Watchdog: true})
-	writer := s.lock(t, s.backend(t), n, Options{TTL: ttl, Watchdog: true})
-	if err := l.RLock(ctx); err != nil {
-		t.Fatal(err)
-	}
-	end := time.Now().Add(6 * ttl)
-	for time.Now().Before(end) {
-		if ok, err := writer.TryLock(ctx); ok || err != nil {
-			t.Fatalf("TryLock by a writer %v into the read hold = (%v, %v); want (false, nil)", time.Until(end), ok, err)
-		}
-		select {
-		case <-l.Done():
-			t.Fatalf("read hold ended while renewed: %v", l.Err())
-		case <-time.After(ttl / 4):
-		}
-	}
-	if err := l.RUnlock(ctx); err != nil {
-		t.Fatalf("RUnlock after 6 TTLs: %v", err)
-	}
-	if err := l.Err(); err != nil {
-		t.Errorf("Err after RUnlock = %v; want nil", err)
-	}
-	if ok, err := writer.TryLock(ctx); !ok || err != nil {
-		t.Fatalf("TryLock after RUnlock = (%v, %v); want (true, nil)", ok, err)
-	}
-	_ = writer.Unlock(ctx)
-}
-
-func testReadLost(t *testing.T, s *RWSetup) {
-	n := name(t)
-	ctx := ctxFor(t, time.Minute)
-	b := s.backend(t)
-	l := s.lock(t, b, n, Options{TTL: 600 * time.Millisecond, Watchdog: true})
-	for range 2 {
-		if err := l.RLock(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
-	s.deleteKeys(t, b, n)
-	select {
-	case <-l.Done():
-	case <-ctx.Done():
-		t.Fatal("Done not closed after the read hold's keys were deleted")
-	}
-	if err := l.Err(); !isLost(err) {
-		t.Errorf("Err() = %v; want locker.ErrLost", err)
-	}
-	for i := range 2 {
-		if err := l.RUnlock(ctx); !isLost(err) {
-			t.Errorf("RUnlock %d of a lost read hold = %v; want locker.ErrLost", i, err)
-		}
-	}
-	if err := l.RUnlock(ctx); !isNotHeld(err) {
-		t.Errorf("RUnlock beyond the readers of a lost hold = %v; want locker.ErrNotHeld", err)
-	}
-	other := s.lock(t, s.backend(t), n, Options{TTL: time.Second, Watchdog: true})
-	if ok, err := other.TryLock(ctx); !ok || err != nil {
-		t.Fatalf("TryLock after loss = (%v, %v); want (true, nil)", ok, err)
-	}
-	_ = other.Unlock(ctx)
-	// The handle takes a new read hold after the lost one drained.
-	if err := l.RLock(ctx); err != nil {
-		t.Fatalf("RLock after the lost hold drained: %v", err)
-	}
-	_ = l.RUnlock(ctx)
-}
-
-func testReadLostFirst(t *testing.T, s *RWSetup) {
-	n := name(t)
-	ctx := ctxFor(t, time.Minute)
-	l := s.lock(t, s.backend(t), n, Options{TTL: 200 * time.Millisecond, Watchdog: false})
-	writer := s.lock(t, s.backend(t), n, Options{TTL: time.Second, Watchdog: true, Backoff: locker.ConstantBackoff(time.Millisecond)})
-	if err := l.RLock(ctx); err != nil {
-		t.Fatal(err)
-	}
-	var lostAt atomic.Int64
-	go func() {
-		<-l.Done()
-		lostAt.Store(time.Now().UnixNano())
-	}()
-	if err := writer.Lock(ctx); err != nil {
-		t.Fatal(err)
-	}
-	gotAt := time.Now().UnixNano()
-	if at := lostAt.Load(); at == 0 || at > gotAt {
-		t.Fatalf("a writer acquired before the reader's Done closed (lost at %d, acquired at %d)", at, gotAt)
-	}
-	if !isLost(l.Err()) {
-		t.Errorf("Err() = %v; want locker.ErrLost", l.Err())
-	}
-	_ = writer.Unlock(ctx)
-	_ = l.RUnlock(ctx)
-}
-
-func testReadUnlockStops(t *testing.T, s *RWSetup) {
-	n := name(t)
-	ctx := ctxFor(t, time.Minute)
-	const ttl = 300 * time.Millisecond
-	cb := &counting{Backend: s.backend(t)}
-	l := s.lock(t, cb, n, Options{TTL: ttl, Watchdog: true})
-	if err := l.RLock(ctx); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(3 * ttl)
-	if err := l.RUnlock(ctx); err != nil {
-		t.Fatal(err)
-	}
-	before := cb.renewals.Load()
-	if before == 0 {
-		t.Fatalf("no renewal of the read hold during 3 TTLs")
-	}
-	time.Sleep(4 * ttl)
-	if after := cb.renewals.Load(); after != before {
-		t.Errorf("renewals after RUnlock returned: %d; want 0", after-before)
-	}
-}
-
-func testReadExtend(t *testing.T, s *RWSetup) {
-	n := name(t)
-	ctx := ctxFor(t, time.Minute)
-	l := s.lock(t, s.backend(t), n, Options{TTL: 200 * time.Millisecond, Watchdog: false})
-	writer := s.lock(t, s.backend(t), n, Options{TTL: time.Second, Watchdog: true})
-	rl := l.RLocker().(Lock)
-	if err := rl.Extend(ctx, time.Second); !isNotHeld(err) {
-		t.Errorf("Extend before RLock = %v; want locker.ErrNotHeld", err)
-	}
-	if err := rl.Lock(ctx); err != nil {
-		t.Fatal(err)
-	}
-	before := rl.Until()
-	if err := rl.Extend(ctx, 2*time.Second); err != nil {
-		t.Fatalf("Extend: %v", err)
-	}
-	if !rl.Until().After(before) {
-		t.Errorf("Until did not move forward: %v then %v", before, rl.Until())
-	}
-	time.Sleep(500 * time.Millisecond) // past the original 200ms lease
-	if ok, err := writer.TryLock(ctx); ok || err != nil {
-		t.Fatalf("TryLock after the original read lease = (%v, %v); want (false, nil)", ok, err)
-	}
-	if err := rl.Unlock(ctx); err != nil {
-		t.Fatalf("Unlock: %v", err)
-	}
-}
-
 func testReadMisuse(t *testing.T, s *RWSetup) {
 	n := name(t)
 	ctx := ctxFor(t, time.Minute)
@@ -900,29 +763,6 @@ func testGiveUp(t *testing.T, s *RWSetup) {
 		t.Fatalf("TryRLock on a free lock = (%v, %v); want (true, nil)", ok, err)
 	}
 	_ = reader.RUnlock(ctx)
-}
-
-func testReadTakeover(t *testing.T, s *RWSetup) {
-	n := name(t)
-	ctx := ctxFor(t, time.Minute)
-	a := s.lock(t, s.backend(t), n, Options{TTL: 100 * time.Millisecond, Watchdog: false})
-	w := s.lock(t, s.backend(t), n, Options{TTL: 10 * time.Second, Watchdog: true})
-	if err := a.RLock(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Lock(ctx); err != nil { // after a's lease ran out
-		t.Fatal(err)
-	}
-	if err := a.RUnlock(ctx); !isNotHeld(err) && !isLost(err) {
-		t.Fatalf("RUnlock of an expired read hold = %v; want locker.ErrLost or locker.ErrNotHeld", err)
-	}
-	c := s.lock(t, s.backend(t), n, Options{TTL: time.Second, Watchdog: true})
-	if ok, err := c.TryRLock(ctx); ok || err != nil {
-		t.Fatalf("the stale RUnlock released the writer's lock: TryRLock = (%v, %v)", ok, err)
-	}
-	if err := w.Unlock(ctx); err != nil {
-		t.Fatalf("writer's Unlock: %v", err)
-	}
 }
 
 func testRLocker(t *testing.T, s *RWSetup) {
