@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/redisync/redisync/backend"
@@ -12,6 +11,7 @@ import (
 	"github.com/redisync/redisync/internal/fifo"
 	"github.com/redisync/redisync/internal/holdopt"
 	"github.com/redisync/redisync/internal/keyspace"
+	"github.com/redisync/redisync/internal/lease"
 	"github.com/redisync/redisync/internal/script"
 	"github.com/redisync/redisync/internal/telemetry"
 	"github.com/redisync/redisync/locker"
@@ -31,7 +31,7 @@ const primitive = "fair"
 // its own place in the shared line when it arrives, so that goroutines of one
 // process are served in arrival order with everybody else's.
 type Mutex struct {
-	_    noCopy
+	_    lease.NoCopy
 	b    backend.Backend
 	name string
 	q    *fifo.Queue
@@ -41,9 +41,9 @@ type Mutex struct {
 	// handle that ended without Unlock.
 	slot chan struct{}
 
-	mu   sync.Mutex
-	cur  *fifo.Hold // the live hold, nil when unlocked
-	last *fifo.Hold // the previous hold, for Token and Err after Unlock
+	// holds is the live hold and the previous one, for Token and Err after
+	// Unlock.
+	holds lease.Slot[*fifo.Hold]
 }
 
 var (
@@ -153,9 +153,7 @@ func (m *Mutex) claim(ctx context.Context, op *telemetry.Op, h *fifo.Hold) error
 			return locker.ErrClosed
 		}
 	}
-	m.mu.Lock()
-	m.cur = h
-	m.mu.Unlock()
+	m.holds.Set(h, nil)
 	return nil
 }
 
@@ -199,9 +197,7 @@ func (m *Mutex) TryLock(ctx context.Context) (ok bool, err error) {
 		<-m.slot
 		return false, m.errorf("trylock", err)
 	}
-	m.mu.Lock()
-	m.cur = h
-	m.mu.Unlock()
+	m.holds.Set(h, nil)
 	op.Token(h.Token())
 	return true, nil
 }
@@ -225,14 +221,8 @@ func (m *Mutex) Unlock(ctx context.Context) (err error) {
 		}
 		op.End(outcome, err, false)
 	}()
-	m.mu.Lock()
-	h := m.cur
-	m.cur = nil
-	if h != nil {
-		m.last = h
-	}
-	m.mu.Unlock()
-	if h == nil {
+	h, _, ok := m.holds.Take()
+	if !ok {
 		return m.errorf("unlock", fmt.Errorf("%w: unlock of unlocked mutex", locker.ErrNotHeld))
 	}
 	defer func() { <-m.slot }()
@@ -257,10 +247,8 @@ func (m *Mutex) Extend(ctx context.Context, ttl time.Duration) (err error) {
 	if err := holdopt.ValidTTL(primitive, ttl); err != nil {
 		return err
 	}
-	m.mu.Lock()
-	h := m.cur
-	m.mu.Unlock()
-	if h == nil {
+	h, ok := m.holds.Current()
+	if !ok {
 		return m.errorf("extend", fmt.Errorf("%w: mutex is not locked", locker.ErrNotHeld))
 	}
 	op.Token(h.Token())
@@ -281,56 +269,22 @@ func (m *Mutex) QueueLen(ctx context.Context) (int, error) {
 // after Unlock; 0 before the first. Tokens of a name only grow: every
 // acquisition gets a token greater than every earlier one, whichever handle,
 // process or primitive of that name took it.
-func (m *Mutex) Token() int64 {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	switch {
-	case m.cur != nil:
-		return m.cur.Token()
-	case m.last != nil:
-		return m.last.Token()
-	}
-	return 0
-}
+func (m *Mutex) Token() int64 { return m.holds.Token() }
 
 // Done returns a channel that is closed when the current hold ends: by Unlock,
 // or when it is lost (then Err reports why). Call it after Lock: without a
 // hold it returns a closed channel.
-func (m *Mutex) Done() <-chan struct{} {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.cur != nil {
-		return m.cur.Done()
-	}
-	return closed
-}
+func (m *Mutex) Done() <-chan struct{} { return m.holds.Done() }
 
 // Err returns nil while the current hold is live, or when the last hold ended
 // by Unlock; after a hold was lost it returns an error matching
 // locker.ErrLost that says how.
-func (m *Mutex) Err() error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	switch {
-	case m.cur != nil:
-		return m.cur.Err()
-	case m.last != nil:
-		return m.last.Err()
-	}
-	return nil
-}
+func (m *Mutex) Err() error { return m.holds.Err() }
 
 // Until returns the local validity deadline of the current hold: before it,
 // no other client can acquire the lock. It is the zero Time when m is not
 // locked or the hold was lost.
-func (m *Mutex) Until() time.Time {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.cur == nil {
-		return time.Time{}
-	}
-	return m.cur.Until()
-}
+func (m *Mutex) Until() time.Time { return m.holds.Until() }
 
 func (m *Mutex) errorf(op string, err error) error {
 	if err == nil {
@@ -338,15 +292,3 @@ func (m *Mutex) errorf(op string, err error) error {
 	}
 	return fmt.Errorf("fair %q: %s: %w", m.name, op, err)
 }
-
-var closed = func() chan struct{} {
-	c := make(chan struct{})
-	close(c)
-	return c
-}()
-
-// noCopy lets go vet's copylocks check report copies of a Mutex.
-type noCopy struct{}
-
-func (*noCopy) Lock()   {}
-func (*noCopy) Unlock() {}

@@ -28,7 +28,7 @@ const primitive = "multi"
 // goroutine may Unlock it; a second Lock call on the same Lock waits, locally,
 // for the first hold to be unlocked.
 type Lock struct {
-	_       noCopy
+	_       lease.NoCopy
 	b       backend.Backend
 	members []Member // in lock order
 	label   string   // the members, for spans and errors
@@ -454,7 +454,7 @@ func (l *Lock) Done() <-chan struct{} {
 	if l.cur != nil {
 		return l.cur.done
 	}
-	return closed
+	return lease.Closed()
 }
 
 // Err returns nil while every member's hold is live, or after Unlock of
@@ -514,15 +514,3 @@ func (l *Lock) errorf(op string, err error) error {
 	}
 	return fmt.Errorf("multi [%s]: %s: %w", l.label, strings.ToLower(op), err)
 }
-
-var closed = func() chan struct{} {
-	c := make(chan struct{})
-	close(c)
-	return c
-}()
-
-// noCopy lets go vet's copylocks check report copies of a Lock.
-type noCopy struct{}
-
-func (*noCopy) Lock()   {}
-func (*noCopy) Unlock() {}

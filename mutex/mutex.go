@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/redisync/redisync/backend"
@@ -34,7 +33,7 @@ const primitive = "mutex"
 // of them at a time contends through Redis and a release wakes one waiter
 // per process; a lost hold gives its place in that queue back at once.
 type Mutex struct {
-	_       noCopy
+	_       lease.NoCopy
 	b       backend.Backend
 	name    string
 	keys    []string // lock hash, fence counter
@@ -52,10 +51,9 @@ type Mutex struct {
 	// process-wide gate is already given back to the other handles.
 	held chan struct{}
 
-	mu   sync.Mutex
-	cur  *lease.Lease // the live hold, nil when unlocked
-	pass gate.Pass    // the process-wide gate, taken with cur
-	last *lease.Lease // the previous hold, for Token and Err after Unlock
+	// holds is the live hold, with its place in the process-wide gate, and
+	// the previous hold, for Token and Err after Unlock.
+	holds lease.Slot[*lease.Lease]
 }
 
 var (
@@ -251,9 +249,7 @@ func (m *Mutex) attempt(ctx context.Context, owner string, pass gate.Pass) (bool
 			m.cleanup(ctx, owner)
 			return false, 0, nil
 		}
-		m.mu.Lock()
-		m.cur, m.pass = l, pass
-		m.mu.Unlock()
+		m.holds.Set(l, pass.Release)
 		// A lost hold lets the other handles of the process contend at
 		// once; this handle stays locked until Unlock.
 		l.OnLoss(pass.Release)
@@ -291,18 +287,12 @@ func (m *Mutex) Unlock(ctx context.Context) (err error) {
 		}
 		op.End(outcome, err, false)
 	}()
-	m.mu.Lock()
-	l, pass := m.cur, m.pass
-	m.cur, m.pass = nil, gate.Pass{}
-	if l != nil {
-		m.last = l
-	}
-	m.mu.Unlock()
-	if l == nil {
+	l, release, ok := m.holds.Take()
+	if !ok {
 		return m.errorf("unlock", fmt.Errorf("%w: unlock of unlocked mutex", locker.ErrNotHeld))
 	}
 	defer func() {
-		pass.Release()
+		release()
 		<-m.held
 	}()
 	op.Token(l.Token())
@@ -339,10 +329,8 @@ func (m *Mutex) Extend(ctx context.Context, ttl time.Duration) (err error) {
 	if err := holdopt.ValidTTL(primitive, ttl); err != nil {
 		return err
 	}
-	m.mu.Lock()
-	l := m.cur
-	m.mu.Unlock()
-	if l == nil {
+	l, ok := m.holds.Current()
+	if !ok {
 		return m.errorf("extend", fmt.Errorf("%w: mutex is not locked", locker.ErrNotHeld))
 	}
 	op.Token(l.Token())
@@ -356,56 +344,22 @@ func (m *Mutex) Extend(ctx context.Context, ttl time.Duration) (err error) {
 // after Unlock; 0 before the first. Tokens of a name only grow: every
 // acquisition gets a token greater than every earlier one, whichever handle
 // or process took it.
-func (m *Mutex) Token() int64 {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	switch {
-	case m.cur != nil:
-		return m.cur.Token()
-	case m.last != nil:
-		return m.last.Token()
-	}
-	return 0
-}
+func (m *Mutex) Token() int64 { return m.holds.Token() }
 
 // Done returns a channel that is closed when the current hold ends: by Unlock,
 // or when it is lost (then Err reports why). Call it after Lock: without a
 // hold it returns a closed channel.
-func (m *Mutex) Done() <-chan struct{} {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.cur != nil {
-		return m.cur.Done()
-	}
-	return closed
-}
+func (m *Mutex) Done() <-chan struct{} { return m.holds.Done() }
 
 // Err returns nil while the current hold is live, or when the last hold ended
 // by Unlock; after a hold was lost it returns an error matching
 // locker.ErrLost that says how.
-func (m *Mutex) Err() error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	switch {
-	case m.cur != nil:
-		return m.cur.Err()
-	case m.last != nil:
-		return m.last.Err()
-	}
-	return nil
-}
+func (m *Mutex) Err() error { return m.holds.Err() }
 
 // Until returns the local validity deadline of the current hold: before it,
 // no other client can acquire the lock. It is the zero Time when m is not
 // locked or the hold was lost.
-func (m *Mutex) Until() time.Time {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.cur == nil {
-		return time.Time{}
-	}
-	return m.cur.Until()
-}
+func (m *Mutex) Until() time.Time { return m.holds.Until() }
 
 func (m *Mutex) errorf(op string, err error) error {
 	if err == nil {
@@ -413,15 +367,3 @@ func (m *Mutex) errorf(op string, err error) error {
 	}
 	return fmt.Errorf("mutex %q: %s: %w", m.name, op, err)
 }
-
-var closed = func() chan struct{} {
-	c := make(chan struct{})
-	close(c)
-	return c
-}()
-
-// noCopy lets go vet's copylocks check report copies of a Mutex.
-type noCopy struct{}
-
-func (*noCopy) Lock()   {}
-func (*noCopy) Unlock() {}

@@ -34,7 +34,7 @@ const primitive = "reentrant"
 // one of them at a time contends through Redis; a scope that holds the lock
 // never waits in that queue to re-enter it.
 type Mutex struct {
-	_       noCopy
+	_       lease.NoCopy
 	b       backend.Backend
 	name    string
 	keys    []string // lock hash, fence counter
@@ -483,7 +483,7 @@ func (m *Mutex) Done() <-chan struct{} {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.cur == nil {
-		return closed
+		return lease.Closed()
 	}
 	return m.cur.l.Done()
 }
@@ -518,15 +518,3 @@ func (m *Mutex) errorf(op string, err error) error {
 	}
 	return fmt.Errorf("reentrant %q: %s: %w", m.name, op, err)
 }
-
-var closed = func() chan struct{} {
-	c := make(chan struct{})
-	close(c)
-	return c
-}()
-
-// noCopy lets go vet's copylocks check report copies of a Mutex.
-type noCopy struct{}
-
-func (*noCopy) Lock()   {}
-func (*noCopy) Unlock() {}

@@ -335,7 +335,7 @@ func (v readView) done() <-chan struct{} {
 	if v.live != nil {
 		return v.live.Done()
 	}
-	return closed
+	return lease.Closed()
 }
 
 func (v readView) err() error {

@@ -39,7 +39,7 @@ const primitive = "rwmutex"
 // through the same Backend, with one handle or several, queue locally, so
 // that only one of them at a time contends through Redis.
 type RWMutex struct {
-	_       noCopy
+	_       lease.NoCopy
 	b       backend.Backend
 	name    string
 	keys    []string // writer, readers, waiting writers, waiting readers, readers' turn, fence
@@ -413,7 +413,7 @@ func (m *RWMutex) Done() <-chan struct{} {
 	if l := m.current(); l != nil {
 		return l.Done()
 	}
-	return closed
+	return lease.Closed()
 }
 
 // Err returns nil while the current hold is live, or when the last hold ended
@@ -477,15 +477,3 @@ func releaseOutcome(err error) string {
 	}
 	return telemetry.Released
 }
-
-var closed = func() chan struct{} {
-	c := make(chan struct{})
-	close(c)
-	return c
-}()
-
-// noCopy lets go vet's copylocks check report copies of an RWMutex.
-type noCopy struct{}
-
-func (*noCopy) Lock()   {}
-func (*noCopy) Unlock() {}

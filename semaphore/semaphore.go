@@ -17,6 +17,7 @@ import (
 	"github.com/redisync/redisync/internal/fifo"
 	"github.com/redisync/redisync/internal/holdopt"
 	"github.com/redisync/redisync/internal/keyspace"
+	"github.com/redisync/redisync/internal/lease"
 	"github.com/redisync/redisync/internal/script"
 	"github.com/redisync/redisync/internal/telemetry"
 	"github.com/redisync/redisync/locker"
@@ -43,7 +44,7 @@ const keyPermits = attribute.Key("redisync.permits")
 // token or a loss signal of their own use a handle each (handles are cheap:
 // NewWeighted does no I/O).
 type Weighted struct {
-	_    noCopy
+	_    lease.NoCopy
 	b    backend.Backend
 	name string
 	size int64
@@ -448,7 +449,7 @@ func (s *Weighted) Done() <-chan struct{} {
 	if s.cur != nil {
 		return s.cur.done
 	}
-	return closed
+	return lease.Closed()
 }
 
 // Err returns nil while the handle holds permits, or when its last hold ended
@@ -491,15 +492,3 @@ func (s *Weighted) errorf(op string, err error) error {
 	}
 	return fmt.Errorf("semaphore %q: %s: %w", s.name, op, err)
 }
-
-var closed = func() chan struct{} {
-	c := make(chan struct{})
-	close(c)
-	return c
-}()
-
-// noCopy lets go vet's copylocks check report copies of a Weighted.
-type noCopy struct{}
-
-func (*noCopy) Lock()   {}
-func (*noCopy) Unlock() {}

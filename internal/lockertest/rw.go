@@ -121,11 +121,6 @@ func (s *RWSetup) lock(t *testing.T, b backend.Backend, name string, o Options) 
 	return l
 }
 
-func (s *RWSetup) deleteKeys(t *testing.T, b backend.Backend, name string) {
-	t.Helper()
-	(&Setup{Raw: s.Raw}).deleteKeys(t, b, name)
-}
-
 // RWResource is a resource guarded by a readers/writer lock and fencing
 // tokens. A writer may enter only alone and with a token greater than every
 // token admitted before; a reader only while no writer is inside and with a
