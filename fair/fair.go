@@ -57,10 +57,8 @@ var (
 // longer than 512 bytes, or containing '{', '}' or control characters) or a
 // bad option.
 func New(b backend.Backend, name string, opts ...Option) (*Mutex, error) {
-	if err := backend.Check(b); err != nil {
-		return nil, fmt.Errorf("%s: %w", primitive, err)
-	}
-	if err := keyspace.Validate(primitive, name); err != nil {
+	_, err := keyspace.Open(primitive, b, name)
+	if err != nil {
 		return nil, err
 	}
 	cfg := fifo.NewSettings()

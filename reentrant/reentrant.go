@@ -58,10 +58,8 @@ var (
 // (empty, longer than 512 bytes, or containing '{', '}' or control
 // characters) or a bad option.
 func New(b backend.Backend, name string, opts ...Option) (*Mutex, error) {
-	if err := backend.Check(b); err != nil {
-		return nil, fmt.Errorf("%s: %w", primitive, err)
-	}
-	if err := keyspace.Validate(primitive, name); err != nil {
+	ks, err := keyspace.Open(primitive, b, name)
+	if err != nil {
 		return nil, err
 	}
 	cfg := holdopt.New()
@@ -73,7 +71,6 @@ func New(b backend.Backend, name string, opts ...Option) (*Mutex, error) {
 	if err := cfg.Validate(primitive); err != nil {
 		return nil, err
 	}
-	ks := keyspace.New(b.Prefix(), name)
 	m := &Mutex{
 		b:       b,
 		name:    name,

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,28 +18,19 @@ import (
 
 	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/internal/embedded"
+	"github.com/redisync/redisync/internal/teltest"
 	"github.com/redisync/redisync/locker"
 	"github.com/redisync/redisync/rwmutex"
 	"github.com/redisync/redisync/tracing"
 )
 
-// owners records the owner tokens that the calls carry.
-type owners struct {
-	backend.Backend
-	mu   sync.Mutex
-	seen []string
-}
+// The helpers shared by the instrumentation tests.
+type owners = teltest.Owners
 
-func (o *owners) Exec(ctx context.Context, calls ...*backend.Call) {
-	o.mu.Lock()
-	for _, c := range calls {
-		if c.Script.Kind() == backend.Acquire {
-			o.seen = append(o.seen, c.Args[0].(string))
-		}
-	}
-	o.mu.Unlock()
-	o.Backend.Exec(ctx, calls...)
-}
+var (
+	attrs = teltest.Attrs
+	find  = teltest.Find
+)
 
 type traced struct {
 	spans   *tracetest.SpanRecorder
@@ -66,24 +56,6 @@ func newTraced(t *testing.T) *traced {
 		t.Cleanup(func() { _ = (*b).Close() })
 	}
 	return tr
-}
-
-func attrs(s sdktrace.ReadOnlySpan) map[attribute.Key]attribute.Value {
-	m := make(map[attribute.Key]attribute.Value)
-	for _, kv := range s.Attributes() {
-		m[kv.Key] = kv.Value
-	}
-	return m
-}
-
-func find(spans []sdktrace.ReadOnlySpan, name string) []sdktrace.ReadOnlySpan {
-	var out []sdktrace.ReadOnlySpan
-	for _, s := range spans {
-		if s.Name() == name {
-			out = append(out, s)
-		}
-	}
-	return out
 }
 
 // under counts the spans called name whose parent is parent.
@@ -209,12 +181,12 @@ func TestSpansCarryNoOwnerToken(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if len(rec.seen) != 4 {
-		t.Fatalf("recorded %d owner tokens; want 4", len(rec.seen))
+	if len(rec.Seen()) != 4 {
+		t.Fatalf("recorded %d owner tokens; want 4", len(rec.Seen()))
 	}
 	for _, s := range tr.spans.Ended() {
 		for _, kv := range s.Attributes() {
-			for _, tok := range rec.seen {
+			for _, tok := range rec.Seen() {
 				if strings.Contains(kv.Value.String(), tok) {
 					t.Errorf("span %s attribute %s carries an owner token", s.Name(), kv.Key)
 				}

@@ -109,10 +109,8 @@ var _ locker.Lease = (*Weighted)(nil)
 // names both limits, and changes nothing. Once nothing is held or awaited the
 // record goes, and the name may be used with another limit.
 func NewWeighted(b backend.Backend, name string, n int64, opts ...Option) (*Weighted, error) {
-	if err := backend.Check(b); err != nil {
-		return nil, fmt.Errorf("%s: %w", primitive, err)
-	}
-	if err := keyspace.Validate(primitive, name); err != nil {
+	_, err := keyspace.Open(primitive, b, name)
+	if err != nil {
 		return nil, err
 	}
 	if n < 1 || n > MaxLimit {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/locker"
 )
 
@@ -58,3 +59,16 @@ func (s Space) Key(suffix string) string { return s.base + suffix }
 
 // Wake returns the wake-up channel, "<prefix>:{<name>}:wake".
 func (s Space) Wake() string { return s.base + "wake" }
+
+// Open checks what every primitive's constructor checks first, a usable
+// backend and a valid name, and returns the Space of name on b. Its errors
+// match locker.ErrInvalid and name the primitive kind.
+func Open(kind string, b backend.Backend, name string) (Space, error) {
+	if err := backend.Check(b); err != nil {
+		return Space{}, fmt.Errorf("%s: %w", kind, err)
+	}
+	if err := Validate(kind, name); err != nil {
+		return Space{}, err
+	}
+	return New(b.Prefix(), name), nil
+}

@@ -4,6 +4,7 @@ package teltest
 
 import (
 	"context"
+	"sync"
 	"testing"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -12,6 +13,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/tracing"
 )
 
@@ -96,4 +98,45 @@ func (r *Recorder) Total(t testing.TB, name, primitive string) float64 {
 		}
 	}
 	return sum
+}
+
+// Find returns the spans called name, in order.
+func Find(spans []sdktrace.ReadOnlySpan, name string) []sdktrace.ReadOnlySpan {
+	var out []sdktrace.ReadOnlySpan
+	for _, s := range spans {
+		if s.Name() == name {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Owners wraps a Backend and records the owner tokens (ARGV[2], the first
+// Arg) that its acquisitions carry, so that a test can look for them in
+// spans and attributes, where they must never appear.
+type Owners struct {
+	backend.Backend
+	mu   sync.Mutex
+	seen []string
+}
+
+// Exec records the owners of the acquisitions among calls and runs them.
+func (o *Owners) Exec(ctx context.Context, calls ...*backend.Call) {
+	o.mu.Lock()
+	for _, c := range calls {
+		if c.Script.Kind() == backend.Acquire {
+			if s, ok := c.Args[0].(string); ok {
+				o.seen = append(o.seen, s)
+			}
+		}
+	}
+	o.mu.Unlock()
+	o.Backend.Exec(ctx, calls...)
+}
+
+// Seen returns the owner tokens recorded so far.
+func (o *Owners) Seen() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([]string(nil), o.seen...)
 }
