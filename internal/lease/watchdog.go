@@ -35,7 +35,7 @@ type watchdog struct {
 	// watchdog found itself without holds (zero while it has some).
 	wakeAt    time.Time
 	idleSince time.Time
-	inflight  int // renewal batches running
+	inflight  int            // renewal batches running
 	wg        sync.WaitGroup // renewals in flight
 }
 
