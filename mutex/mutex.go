@@ -45,11 +45,7 @@ type Mutex struct {
 	// script arguments that never change, boxed once
 	wakeArg, ttlArg, fenceArg, holderArg any
 
-	// held has room for one: it is taken from the start of Lock (or a
-	// successful TryLock) to Unlock, so that a second Lock on this handle
-	// waits for the first hold's Unlock, even after a loss, when the
-	// process-wide gate is already given back to the other handles.
-	held chan struct{}
+	held gate.Handle // taken from Lock to Unlock, in front of the process-wide gate
 
 	// holds is the live hold, with its place in the process-wide gate, and
 	// the previous hold, for Token and Err after Unlock.
@@ -87,7 +83,7 @@ func New(b backend.Backend, name string, opts ...Option) (*Mutex, error) {
 		ttlMs:   holdopt.Millis(cfg.TTL),
 		backoff: cfg.Backoff,
 		tel:     telemetry.Of(b),
-		held:    make(chan struct{}, 1),
+		held:    gate.NewHandle(),
 	}
 	m.wakeArg, m.ttlArg = m.wake, m.ttlMs
 	m.fenceArg, m.holderArg = holdopt.Millis(holdopt.FenceTTL), holdopt.Holder()
@@ -136,31 +132,14 @@ func (m *Mutex) Lock(ctx context.Context) (err error) {
 		return m.errorf("lock", acquire.NotAcquired(ctx, nil))
 	}
 	start := time.Now()
-	blocked := false
-	select {
-	case m.held <- struct{}{}:
-	default:
-		// This handle is locked: wait for its Unlock.
-		blocked = true
-		select {
-		case m.held <- struct{}{}:
-		case <-ctx.Done():
-			op.Waited(time.Since(start))
-			return m.errorf("lock", acquire.NotAcquired(ctx, nil))
-		case <-m.b.Done():
-			return m.errorf("lock", locker.ErrClosed)
-		}
-	}
-	pass, waited, err := gate.Enter(ctx, m.b, m.keys[0], m.b.Done())
-	if waited || blocked {
+	pass, waited, err := m.held.Enter(ctx, m.b, m.keys[0], m.b.Done())
+	if waited {
 		op.Waited(time.Since(start))
 	}
 	switch {
 	case errors.Is(err, locker.ErrClosed):
-		<-m.held
 		return m.errorf("lock", err)
 	case err != nil:
-		<-m.held
 		return m.errorf("lock", acquire.NotAcquired(ctx, nil))
 	}
 	owner := rand.Text()
@@ -176,7 +155,7 @@ func (m *Mutex) Lock(ctx context.Context) (err error) {
 			m.cleanup(ctx, owner)
 		}
 		pass.Release()
-		<-m.held
+		m.held.Leave()
 		return m.errorf("lock", err)
 	}
 	op.Token(m.Token())
@@ -204,14 +183,8 @@ func (m *Mutex) TryLock(ctx context.Context) (ok bool, err error) {
 	if ctx.Err() != nil {
 		return false, m.errorf("trylock", acquire.NotAcquired(ctx, nil))
 	}
-	select {
-	case m.held <- struct{}{}:
-	default:
-		return false, nil
-	}
-	pass, free := gate.TryEnter(m.b, m.keys[0])
+	pass, free := m.held.TryEnter(m.b, m.keys[0])
 	if !free {
-		<-m.held
 		return false, nil
 	}
 	owner := rand.Text()
@@ -222,7 +195,7 @@ func (m *Mutex) TryLock(ctx context.Context) (ok bool, err error) {
 	}
 	if !ok {
 		pass.Release()
-		<-m.held
+		m.held.Leave()
 		return false, m.errorf("trylock", err)
 	}
 	op.Token(m.Token())
@@ -290,7 +263,7 @@ func (m *Mutex) Unlock(ctx context.Context) (err error) {
 	}
 	defer func() {
 		release()
-		<-m.held
+		m.held.Leave()
 	}()
 	op.Token(l.Token())
 	l.Stop()

@@ -52,10 +52,7 @@ type RWMutex struct {
 	wspec   lease.Spec
 	rspec   lease.Spec
 
-	// wheld has room for one: taken from Lock (or a successful TryLock) to
-	// Unlock, so that a second Lock on this handle waits for the first
-	// hold's Unlock even after a loss, when wpass is already given back.
-	wheld chan struct{}
+	wheld gate.Handle // taken from Lock to Unlock, in front of the writers' process-wide gate
 
 	mu    sync.Mutex
 	w     *lease.Lease  // the live write hold, nil when not write-locked
@@ -100,7 +97,7 @@ func New(b backend.Backend, name string, opts ...Option) (*RWMutex, error) {
 		turnMs:  max(holdopt.Millis(cfg.TTL/3), 1),
 		backoff: cfg.Backoff,
 		tel:     telemetry.Of(b),
-		wheld:   make(chan struct{}, 1),
+		wheld:   gate.NewHandle(),
 	}
 	m.wspec = lease.Spec{
 		Backend:   b,
@@ -152,30 +149,14 @@ func (m *RWMutex) Lock(ctx context.Context) (err error) {
 		return m.errorf("lock", acquire.NotAcquired(ctx, nil))
 	}
 	start := time.Now()
-	blocked := false
-	select {
-	case m.wheld <- struct{}{}:
-	default:
-		blocked = true // this handle is write-locked: wait for its Unlock
-		select {
-		case m.wheld <- struct{}{}:
-		case <-ctx.Done():
-			op.Waited(time.Since(start))
-			return m.errorf("lock", acquire.NotAcquired(ctx, nil))
-		case <-m.b.Done():
-			return m.errorf("lock", locker.ErrClosed)
-		}
-	}
-	pass, waited, err := gate.Enter(ctx, m.b, m.keys[0], m.b.Done())
-	if waited || blocked {
+	pass, waited, err := m.wheld.Enter(ctx, m.b, m.keys[0], m.b.Done())
+	if waited {
 		op.Waited(time.Since(start))
 	}
 	switch {
 	case errors.Is(err, locker.ErrClosed):
-		<-m.wheld
 		return m.errorf("lock", err)
 	case err != nil:
-		<-m.wheld
 		return m.errorf("lock", acquire.NotAcquired(ctx, nil))
 	}
 	owner := rand.Text()
@@ -188,7 +169,7 @@ func (m *RWMutex) Lock(ctx context.Context) (err error) {
 		// readers out: withdraw, and give back a grant whose reply was lost.
 		m.cleanup(ctx, owner, true)
 		pass.Release()
-		<-m.wheld
+		m.wheld.Leave()
 		return m.errorf("lock", err)
 	}
 	op.Token(m.Token())
@@ -208,14 +189,8 @@ func (m *RWMutex) TryLock(ctx context.Context) (ok bool, err error) {
 	if ctx.Err() != nil {
 		return false, m.errorf("trylock", acquire.NotAcquired(ctx, nil))
 	}
-	select {
-	case m.wheld <- struct{}{}:
-	default:
-		return false, nil
-	}
-	pass, free := gate.TryEnter(m.b, m.keys[0])
+	pass, free := m.wheld.TryEnter(m.b, m.keys[0])
 	if !free {
-		<-m.wheld
 		return false, nil
 	}
 	owner := rand.Text()
@@ -226,7 +201,7 @@ func (m *RWMutex) TryLock(ctx context.Context) (ok bool, err error) {
 	}
 	if !ok {
 		pass.Release()
-		<-m.wheld
+		m.wheld.Leave()
 		return false, m.errorf("trylock", err)
 	}
 	op.Token(m.Token())
@@ -313,7 +288,7 @@ func (m *RWMutex) Unlock(ctx context.Context) (err error) {
 	}
 	defer func() {
 		pass.Release()
-		<-m.wheld
+		m.wheld.Leave()
 	}()
 	op.Token(l.Token())
 	return m.errorf("unlock", m.end(ctx, l, true))

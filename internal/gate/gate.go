@@ -106,3 +106,53 @@ func TryEnter(owner any, name string) (Pass, bool) {
 		return Pass{}, false
 	}
 }
+
+// A Handle is the one-slot gate of a lock handle, in front of the
+// process-wide gate: taken from Lock (or a successful TryLock) to Unlock, so
+// that a second Lock on the handle waits for the first hold's Unlock even
+// after a loss, when the process-wide gate is already given back.
+type Handle struct{ ch chan struct{} }
+
+// NewHandle returns a free Handle.
+func NewHandle() Handle { return Handle{make(chan struct{}, 1)} }
+
+// Enter takes h, then the process-wide gate of (owner, name). waited reports
+// whether either was busy. On failure nothing is taken and the error is
+// ctx.Err() or locker.ErrClosed (when closed is closed).
+func (h Handle) Enter(ctx context.Context, owner any, name string, closed <-chan struct{}) (p Pass, waited bool, err error) {
+	select {
+	case h.ch <- struct{}{}:
+	default:
+		waited = true
+		select {
+		case h.ch <- struct{}{}:
+		case <-ctx.Done():
+			return Pass{}, true, ctx.Err()
+		case <-closed:
+			return Pass{}, true, locker.ErrClosed
+		}
+	}
+	p, busy, err := Enter(ctx, owner, name, closed)
+	if err != nil {
+		h.Leave()
+	}
+	return p, waited || busy, err
+}
+
+// TryEnter takes h and the process-wide gate of (owner, name) if both are
+// free.
+func (h Handle) TryEnter(owner any, name string) (Pass, bool) {
+	select {
+	case h.ch <- struct{}{}:
+	default:
+		return Pass{}, false
+	}
+	p, ok := TryEnter(owner, name)
+	if !ok {
+		h.Leave()
+	}
+	return p, ok
+}
+
+// Leave gives h back; the process-wide Pass is released on its own.
+func (h Handle) Leave() { <-h.ch }

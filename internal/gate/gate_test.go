@@ -75,3 +75,44 @@ func TestGateWaitEnds(t *testing.T) {
 		t.Errorf("%d gates left; want 0", len(registry.m))
 	}
 }
+
+// TestHandle: a handle stays taken until Leave, even once its process-wide
+// pass is given back (a lost hold), while other handles get the gate.
+func TestHandle(t *testing.T) {
+	owner := new(int)
+	h, other := NewHandle(), NewHandle()
+	p, ok := h.TryEnter(owner, "k")
+	if !ok {
+		t.Fatal("TryEnter on a free handle failed")
+	}
+	if _, ok := other.TryEnter(owner, "k"); ok {
+		t.Fatal("another handle got the process-wide gate while it was taken")
+	}
+	p.Release() // the hold was lost
+	if _, ok := h.TryEnter(owner, "k"); ok {
+		t.Fatal("the handle was entered again before Leave")
+	}
+	q, ok := other.TryEnter(owner, "k")
+	if !ok {
+		t.Fatal("another handle did not get the gate given back")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if _, waited, err := h.Enter(ctx, owner, "k", nil); !waited || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Enter on a taken handle = (%v, %v); want (true, DeadlineExceeded)", waited, err)
+	}
+	h.Leave()
+	q.Release()
+	other.Leave()
+	if p, _, err := h.Enter(context.Background(), owner, "k", nil); err != nil {
+		t.Fatalf("Enter after Leave: %v", err)
+	} else {
+		p.Release()
+		h.Leave()
+	}
+	registry.Lock()
+	defer registry.Unlock()
+	if len(registry.m) != 0 {
+		t.Errorf("%d gates left; want 0", len(registry.m))
+	}
+}
