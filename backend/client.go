@@ -248,7 +248,7 @@ func (c *client) finish(call *Call, v any, err error) {
 			// on a node that no longer serves us; have them reopened.
 			c.hub.Reset()
 			if cc, ok := c.rdb.(*redis.ClusterClient); ok {
-				cc.ReloadState(context.WithoutCancel(context.Background()))
+				cc.ReloadState(context.Background())
 			}
 		}
 		call.Reply, call.Data, call.Err = nil, nil, fmt.Errorf("backend: script %s: %w", call.Script.name, err)
