@@ -37,17 +37,20 @@ func (lostReply) Temporary() bool { return true }
 //   - Late: the caller gets ErrLostReply at once, as if its deadline had
 //     passed, and the command reaches the server only after the returned
 //     delay: a request delivered after its sender gave up on it.
+//   - Slow: the command runs at once and its reply reaches the caller only
+//     after the returned delay (a slow network on the way back).
 //
 // The rules see every command, or every pipeline as a whole, and must be
 // safe for concurrent use; nil rules inject nothing. Lose and Twice are
-// applied to pipelines; Late only to single commands. Wait waits for the
+// applied to pipelines; Late and Slow only to single commands. Wait waits for the
 // late deliveries still pending; call it before the clients close.
 type Replies struct {
 	Lose  func(cmds []redis.Cmder) bool
 	Twice func(cmds []redis.Cmder) bool
 	Late  func(cmds []redis.Cmder) (delay time.Duration, ok bool)
+	Slow  func(cmds []redis.Cmder) (delay time.Duration, ok bool)
 
-	lost, twice, late, seen atomic.Int64
+	lost, twice, late, slow, seen atomic.Int64
 	wg                      sync.WaitGroup
 }
 
@@ -75,7 +78,14 @@ func (r *Replies) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 				return ErrLostReply
 			}
 		}
-		return r.run(ctx, cmds, func() error { return next(ctx, cmd) })
+		err := r.run(ctx, cmds, func() error { return next(ctx, cmd) })
+		if r.Slow != nil {
+			if d, ok := r.Slow(cmds); ok {
+				r.slow.Add(1)
+				time.Sleep(d)
+			}
+		}
+		return err
 	}
 }
 
@@ -108,6 +118,9 @@ func (r *Replies) run(ctx context.Context, cmds []redis.Cmder, send func() error
 func (r *Replies) Counts() (seen, lost, twice, late int64) {
 	return r.seen.Load(), r.lost.Load(), r.twice.Load(), r.late.Load()
 }
+
+// Slowed returns how many replies the hook held back.
+func (r *Replies) Slowed() int64 { return r.slow.Load() }
 
 // Wait waits until every late delivery has been made.
 func (r *Replies) Wait() { r.wg.Wait() }

@@ -58,6 +58,19 @@ func TestReplies(t *testing.T) {
 	if v, _ := c.Get(ctx, "late").Int(); v != 1 {
 		t.Fatalf("late = %d after the delivery; want 1", v)
 	}
+	// Slow: the command runs, its reply comes after the delay.
+	r.Late = nil
+	r.Slow = func(cmds []redis.Cmder) (time.Duration, bool) { return 50 * time.Millisecond, isIncr(cmds) }
+	began := time.Now()
+	if v, err := c.Incr(ctx, "late").Result(); err != nil || v != 2 {
+		t.Fatalf("slow Incr = (%d, %v); want (2, nil)", v, err)
+	}
+	if d := time.Since(began); d < 50*time.Millisecond {
+		t.Errorf("slow Incr returned after %v; want at least the 50ms delay", d)
+	}
+	if r.Slowed() != 1 {
+		t.Errorf("Slowed() = %d; want 1", r.Slowed())
+	}
 	seen, lost, twice, late := r.Counts()
 	t.Logf("seen %d, lost %d, twice %d, late %d", seen, lost, twice, late)
 	if lost != 1 || twice < 2 || late != 1 || seen < 4 {
