@@ -1,0 +1,147 @@
+package safety_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redisync/redisync/backend"
+	"github.com/redisync/redisync/internal/deploytest"
+	"github.com/redisync/redisync/internal/redistest"
+	"github.com/redisync/redisync/internal/script"
+	"github.com/redisync/redisync/locker"
+	"github.com/redisync/redisync/reentrant"
+)
+
+// reentrantKey returns the key of a re-entrant lock's hash.
+func reentrantKey(name string) string {
+	return backend.DefaultPrefix + ":{" + name + "}:reentrant"
+}
+
+// checkCovered fails the test unless the key's expiry on the server is no
+// earlier than until (with 2ms for PTTL's millisecond resolution).
+func checkCovered(t *testing.T, ctx context.Context, raw *redis.Client, key string, until time.Time) {
+	t.Helper()
+	before := time.Now()
+	pttl, err := raw.PTTL(ctx, key).Result()
+	if err != nil {
+		t.Fatalf("PTTL %s: %v", key, err)
+	}
+	if pttl < 0 {
+		t.Errorf("PTTL %s = %v: the hold, valid %v more, is not on the server", key, pttl, time.Until(until).Round(time.Millisecond))
+		return
+	}
+	// The server read its clock after before: its expiry is at least
+	// before+pttl.
+	if short := until.Sub(before.Add(pttl)); short > 2*time.Millisecond {
+		t.Errorf("the server expires %s %v before the hold's Until (PTTL %v, Until in %v): the hold outlives its keys",
+			key, short.Round(time.Millisecond), pttl, until.Sub(before).Round(time.Millisecond))
+	}
+}
+
+// TestReentrantLostAcquireReply covers finding 1(a): the reply of a
+// re-entrant lock's first acquisition is lost after the server ran it
+// (deploytest.Replies.Lose on the first reentrant acquire), and Lock retries
+// 200ms later. The retry's hold must be covered on the server up to its
+// Until, and no other owner may get in before that Until while the holder's
+// Done is open.
+func TestReentrantLostAcquireReply(t *testing.T) {
+	t.Parallel()
+	ctx := newContext(t)
+	node := redistest.SharedNode(t)
+	raw := newClient(t, node.Addr)
+	var first once
+	r := &deploytest.Replies{Lose: func(cmds []redis.Cmder) bool {
+		return len(cmds) == 1 && deploytest.ScriptOf(cmds[0], script.ReentrantAcquire) != nil && first.take()
+	}}
+	b := newBackend(t, newClient(t, node.Addr, r))
+	name := newName(t)
+	const ttl = time.Second
+	m, err := reentrant.New(b, name, reentrant.WithTTL(ttl), reentrant.WithWatchdog(false),
+		reentrant.WithBackoff(locker.ConstantBackoff(200*time.Millisecond)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner := reentrant.WithOwner(ctx)
+	if err := m.Lock(owner); err != nil {
+		t.Fatalf("Lock after a lost reply: %v", err)
+	}
+	defer m.Unlock(context.WithoutCancel(owner))
+	if _, lost, _, _ := r.Counts(); lost != 1 {
+		t.Fatalf("%d replies lost; the test meant to lose the first acquire's", lost)
+	}
+	until, done := m.Until(), m.Done()
+	checkCovered(t, ctx, raw, reentrantKey(name), until)
+
+	// The harm: another owner, through another client, gets in while the
+	// holder still thinks it holds the lock.
+	other, err := reentrant.New(newBackend(t, newClient(t, node.Addr)), name, reentrant.WithTTL(ttl), reentrant.WithWatchdog(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rival := reentrant.WithOwner(ctx)
+	for time.Now().Before(until.Add(100 * time.Millisecond)) {
+		ok, err := other.TryLock(rival)
+		if err != nil {
+			t.Fatalf("rival TryLock: %v", err)
+		}
+		if ok {
+			at := time.Now()
+			_ = other.Unlock(rival)
+			select {
+			case <-done:
+			default:
+				if at.Before(until) {
+					t.Errorf("another owner got the lock %v before the holder's Until, while the holder's Done was open",
+						until.Sub(at).Round(time.Millisecond))
+				}
+			}
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestReentrantUnlockNeverArrived covers finding 1(b): a scope's Unlock
+// whose release never reaches the server (deploytest.Faulty drops the
+// reentrant release), then Lock again with the same scope. The new hold is a
+// new acquisition: its fencing token must be greater than the last hold's,
+// and the server must keep it until its Until.
+func TestReentrantUnlockNeverArrived(t *testing.T) {
+	t.Parallel()
+	ctx := newContext(t)
+	node := redistest.SharedNode(t)
+	raw := newClient(t, node.Addr)
+	var first once
+	f := &deploytest.Faulty{
+		Backend: newBackend(t, newClient(t, node.Addr)),
+		Drop:    func(c *backend.Call) bool { return c.Script == script.ReentrantRelease && first.take() },
+	}
+	name := newName(t)
+	m, err := reentrant.New(f, name, reentrant.WithTTL(time.Second), reentrant.WithWatchdog(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner := reentrant.WithOwner(ctx)
+	if err := m.Lock(owner); err != nil {
+		t.Fatal(err)
+	}
+	old := m.Token()
+	time.Sleep(200 * time.Millisecond)
+	err = m.Unlock(owner)
+	if dropped, _ := f.Failed(); dropped != 1 {
+		t.Fatalf("%d calls dropped; the test meant to drop the release", dropped)
+	}
+	t.Logf("Unlock with its release dropped: %v", err)
+
+	if err := m.Lock(owner); err != nil {
+		t.Fatalf("Lock again: %v", err)
+	}
+	defer m.Unlock(context.WithoutCancel(owner))
+	if tok := m.Token(); tok <= old {
+		t.Errorf("the hold after an Unlock has token %d, the one before %d: a new hold must get a greater token", tok, old)
+	}
+	checkCovered(t, ctx, raw, reentrantKey(name), m.Until())
+}
