@@ -20,7 +20,8 @@ import (
 // or a *redis.ClusterClient for Cluster (anything redis.NewUniversalClient
 // builds, except a *redis.Ring).
 //
-// New does not fail: a nil client, an unsupported client or a bad option
+// New does not fail: a nil client (untyped, or a nil *redis.Client or
+// *redis.ClusterClient), an unsupported client or a bad option
 // yields a Backend whose every operation returns the problem as an error
 // matching locker.ErrInvalid, and the primitives' constructors report it (see
 // Check). The client stays owned by the caller, who closes it after the
@@ -41,12 +42,20 @@ func New(c redis.UniversalClient, opts ...Option) Backend {
 	case nil:
 		b.err = errors.Join(b.err, fmt.Errorf("backend: nil client: %w", locker.ErrInvalid))
 	case *redis.ClusterClient:
+		if rdb == nil {
+			b.err = errors.Join(b.err, fmt.Errorf("backend: nil *redis.ClusterClient: %w", locker.ErrInvalid))
+			break
+		}
 		b.pub = "spublish"
 		router = &clusterRouter{cc: rdb}
 		if addrs := rdb.Options().Addrs; len(addrs) > 0 {
 			b.srv = telemetry.NewServer(addrs[0])
 		}
 	case *redis.Client:
+		if rdb == nil {
+			b.err = errors.Join(b.err, fmt.Errorf("backend: nil *redis.Client: %w", locker.ErrInvalid))
+			break
+		}
 		b.pub = "publish"
 		router = plainRouter{rdb}
 		b.srv = telemetry.NewServer(rdb.Options().Addr)

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -46,9 +49,10 @@ import (
 // in. Run the nodes with appendfsync always, or keep a restarted node out for
 // longer than the longest TTL in use.
 //
-// NewQuorum needs at least three clients, each a *redis.Client to one node;
-// it returns an error matching locker.ErrInvalid otherwise or for a bad
-// option. The options are those of New (prefix, tracing, replica
+// NewQuorum needs at least three clients, each a *redis.Client to a
+// distinct server; it returns an error matching locker.ErrInvalid otherwise
+// (a nil client, another kind of client, two clients whose addresses name
+// the same server) or for a bad option. The options are those of New (prefix, tracing, replica
 // acknowledgements, applied to each node) and WithNodeTimeout. The clients
 // stay owned by the caller.
 func NewQuorum(clients []redis.UniversalClient, opts ...Option) (Backend, error) {
@@ -69,23 +73,47 @@ func NewQuorum(clients []redis.UniversalClient, opts ...Option) (Backend, error)
 	if cfg.tracing != nil {
 		q.tel = telemetry.New(telemetry.NewConfig(cfg.tracing...))
 	}
-	seen := make(map[redis.UniversalClient]bool)
+	seen := make(map[string]int) // server -> node
 	for i, c := range clients {
 		rc, ok := c.(*redis.Client)
 		switch {
-		case c == nil:
+		case c == nil || ok && rc == nil:
 			return nil, fmt.Errorf("backend: quorum node %d: nil client: %w", i, locker.ErrInvalid)
 		case !ok:
 			return nil, fmt.Errorf("backend: quorum node %d: %T: want a *redis.Client to one independent node: %w", i, c, locker.ErrInvalid)
-		case seen[c]:
-			return nil, fmt.Errorf("backend: quorum node %d (%s): the same client twice: %w", i, rc.Options().Addr, locker.ErrInvalid)
 		}
-		seen[c] = true
+		o := rc.Options()
+		srv := serverOf(o.Network, o.Addr)
+		if j, dup := seen[srv]; dup {
+			return nil, fmt.Errorf("backend: quorum nodes %d and %d (%s, %s): the same server twice, which would give it two votes: %w", j, i, clients[j].(*redis.Client).Options().Addr, o.Addr, locker.ErrInvalid)
+		}
+		seen[srv] = i
 		n := New(c, opts...).(*client)
 		n.tel = q.tel
 		q.nodes = append(q.nodes, n)
 	}
 	return q, nil
+}
+
+// serverOf names the server at addr for the check that no server is a node
+// twice: the host in lower case, with the names of the loopback interface
+// taken as one, and the port. It cannot see that two names resolve to one
+// host (that would take a lookup); the database number does not count, for
+// the databases of one server fail together.
+func serverOf(network, addr string) string {
+	if network == "unix" {
+		return "unix:" + filepath.Clean(addr)
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return strings.ToLower(addr)
+	}
+	host = strings.ToLower(host)
+	switch host {
+	case "", "localhost", "127.0.0.1", "::1", "0.0.0.0", "::":
+		host = "loopback"
+	}
+	return net.JoinHostPort(host, port)
 }
 
 type quorum struct {

@@ -1,5 +1,7 @@
 package backend
 
+import "time"
+
 // A Quorum is a Backend that runs every step on several independent nodes
 // and combines their replies according to the script's Kind, as the Backend
 // that NewQuorum returns does. Holds are safe on it: an acquisition needs a
@@ -18,9 +20,19 @@ type Quorum interface {
 	// QuorumNodes returns the number of nodes and the number that must
 	// agree for a step to succeed.
 	QuorumNodes() (nodes, majority int)
+	// NodeTimeout returns how long a step waits for each node. An
+	// acquisition can take two steps (the grant, then the write-back of
+	// the fencing token), so a hold's TTL, less its drift margin, must
+	// exceed twice the node timeout, or a slow node makes every grant
+	// arrive with its validity already spent; the primitives' constructors
+	// refuse such a TTL.
+	NodeTimeout() time.Duration
 }
 
 var _ Quorum = (*quorum)(nil)
 
 // QuorumNodes returns the number of nodes and the majority a step needs.
 func (q *quorum) QuorumNodes() (nodes, majority int) { return len(q.nodes), q.majority }
+
+// NodeTimeout returns how long a step waits for each node.
+func (q *quorum) NodeTimeout() time.Duration { return q.timeout }

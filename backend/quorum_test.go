@@ -3,6 +3,8 @@ package backend_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -42,12 +44,19 @@ func TestConformanceQuorum(t *testing.T) {
 }
 
 func TestNewQuorumRejectsBadInput(t *testing.T) {
-	c := func() redis.UniversalClient {
-		rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	port := 0
+	at := func(addr string, db ...int) redis.UniversalClient {
+		rdb := redis.NewClient(&redis.Options{Addr: addr, DB: append(db, 0)[0]})
 		t.Cleanup(func() { _ = rdb.Close() })
 		return rdb
 	}
+	// c returns a client of a server of its own (nobody listens there).
+	c := func() redis.UniversalClient {
+		port++
+		return at(fmt.Sprintf("127.0.0.1:%d", port))
+	}
 	one := c()
+	var typedNil *redis.Client
 	cluster := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}})
 	defer cluster.Close()
 	cases := []struct {
@@ -58,7 +67,11 @@ func TestNewQuorumRejectsBadInput(t *testing.T) {
 		{"no clients", nil, nil},
 		{"two clients", []redis.UniversalClient{c(), c()}, nil},
 		{"nil client", []redis.UniversalClient{c(), nil, c()}, nil},
+		{"typed nil client", []redis.UniversalClient{c(), typedNil, c()}, nil},
 		{"same client twice", []redis.UniversalClient{one, c(), one}, nil},
+		{"same address twice", []redis.UniversalClient{at("127.0.0.1:7000"), c(), at("127.0.0.1:7000")}, nil},
+		{"one server by two names", []redis.UniversalClient{at("localhost:7001"), c(), at("127.0.0.1:7001")}, nil},
+		{"two databases of one server", []redis.UniversalClient{c(), at("127.0.0.1:7002"), at("127.0.0.1:7002", 1)}, nil},
 		{"cluster client", []redis.UniversalClient{c(), c(), cluster}, nil},
 		{"zero node timeout", []redis.UniversalClient{c(), c(), c()}, []backend.Option{backend.WithNodeTimeout(0)}},
 		{"bad prefix", []redis.UniversalClient{c(), c(), c()}, []backend.Option{backend.WithPrefix("{x}")}},
@@ -86,8 +99,8 @@ func TestNewQuorumRejectsBadInput(t *testing.T) {
 // unreachable: the error is a QuorumError naming each node.
 func TestQuorumErrorNamesNodes(t *testing.T) {
 	var clients []redis.UniversalClient
-	for range 3 {
-		rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1})
+	for i := range 3 {
+		rdb := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", i+1), MaxRetries: -1})
 		t.Cleanup(func() { _ = rdb.Close() })
 		clients = append(clients, rdb)
 	}
@@ -103,7 +116,7 @@ func TestQuorumErrorNamesNodes(t *testing.T) {
 		t.Fatalf("Run on dead nodes = %v; want a QuorumError with 3 node errors, 2 required, 0 granted", err)
 	}
 	var ne *backend.NodeError
-	if !errors.As(qe.Errs[0], &ne) || ne.Addr != "127.0.0.1:1" {
+	if !errors.As(qe.Errs[0], &ne) || !strings.HasPrefix(ne.Addr, "127.0.0.1:") {
 		t.Errorf("node error %v does not name the node", qe.Errs[0])
 	}
 	if !backend.IsTransient(err) {

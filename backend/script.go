@@ -22,12 +22,16 @@ const (
 
 	// Acquire scripts take a hold, or add to one (a re-entry, more permits).
 	// Their ARGV start with the owner token (ARGV[2]) and the wake channel
-	// (ARGV[3]); the last of their KEYS is the name's fence counter. They
-	// reply {StatusOK, fencing token, ...} when the hold was taken and
-	// {StatusContended, ms until a retry may succeed (0: unknown), ...}
-	// otherwise. Their Undo script, run with the same KEYS and Args, gives
-	// back exactly what the acquisition took (and is harmless when it took
-	// nothing). A quorum grants an Acquire when a majority replied
+	// (ARGV[3]), and carry an attempt id that the hold records; the last of
+	// their KEYS is the name's fence counter. They reply {StatusOK, fencing
+	// token, ...} when the hold was taken and {StatusContended, ms until a
+	// retry may succeed (0: unknown), ...} otherwise. Run twice, or again
+	// by a later attempt of the same owner after a lost reply, they grant
+	// the hold again with the expiry of a new grant. Their Undo script, run
+	// with the same KEYS and Args, gives back exactly what that attempt took:
+	// it is harmless when the attempt took nothing, and when a later attempt
+	// of the same owner has taken the hold since, so an undo that arrives
+	// late cannot end a later hold. A quorum grants an Acquire when a majority replied
 	// StatusOK, sets the token to the largest the nodes returned, raises the
 	// fence counter of every granting node to it, and runs Undo on every node
 	// when the majority is not reached. A backend with replica
@@ -38,9 +42,17 @@ const (
 	// status when the hold is gone. A quorum succeeds on a majority.
 	Renew
 
-	// Release scripts end a hold, or part of it. They reply {StatusOK, ...}
-	// or a negative status when there was nothing to release. A quorum runs
-	// them on every node and succeeds when any node released.
+	// Release scripts end a hold, or part of it. Their Args state what
+	// should remain of the hold (nothing, or so many permits) rather than
+	// what to take away, so that run twice they do no more than once. They
+	// reply {StatusOK, ...} when they released something, and may reply a
+	// negative status when there was nothing to release; a full release
+	// that finds nothing is done all the same (its first run, or an expiry,
+	// did the work), so callers do not take it for a loss. A partial
+	// release replies a negative status when the hold it should leave
+	// standing is gone. The undo scripts of Acquire scripts are Release
+	// scripts too. A quorum runs them on every node and succeeds when any
+	// node released.
 	Release
 
 	// Write scripts change state that is not a hold (a counter, a record). A

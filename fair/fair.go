@@ -9,7 +9,6 @@ import (
 	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/internal/acquire"
 	"github.com/redisync/redisync/internal/fifo"
-	"github.com/redisync/redisync/internal/holdopt"
 	"github.com/redisync/redisync/internal/keyspace"
 	"github.com/redisync/redisync/internal/lease"
 	"github.com/redisync/redisync/internal/script"
@@ -68,6 +67,9 @@ func New(b backend.Backend, name string, opts ...Option) (*Mutex, error) {
 		}
 	}
 	if err := cfg.Validate(primitive); err != nil {
+		return nil, err
+	}
+	if err := lease.ValidTTL(primitive, b, cfg.Hold.TTL); err != nil {
 		return nil, err
 	}
 	return &Mutex{
@@ -160,7 +162,7 @@ func (m *Mutex) claim(ctx context.Context, op *telemetry.Op, h *fifo.Hold) error
 func (m *Mutex) giveBack(ctx context.Context, h *fifo.Hold) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 	defer cancel()
-	m.q.Release(ctx, fifo.Part{Hold: h, All: true})
+	m.q.Release(ctx, fifo.Part{Hold: h})
 }
 
 // TryLock tries to lock m without waiting and reports whether it succeeded.
@@ -225,7 +227,7 @@ func (m *Mutex) Unlock(ctx context.Context) (err error) {
 	}
 	defer func() { <-m.slot }()
 	op.Token(h.Token())
-	return m.errorf("unlock", m.q.Release(ctx, fifo.Part{Hold: h, All: true})[0])
+	return m.errorf("unlock", m.q.Release(ctx, fifo.Part{Hold: h})[0])
 }
 
 // Extend makes the current hold last at least ttl from now (it never shortens
@@ -242,7 +244,7 @@ func (m *Mutex) Extend(ctx context.Context, ttl time.Duration) (err error) {
 		}
 		op.End(outcome, err, false)
 	}()
-	if err := holdopt.ValidTTL(primitive, ttl); err != nil {
+	if err := lease.ValidTTL(primitive, m.b, ttl); err != nil {
 		return err
 	}
 	h, ok := m.holds.Current()

@@ -59,6 +59,6 @@ func TestBehaviourMiniredis(t *testing.T) {
 }
 
 func TestFIFOMiniredis(t *testing.T) {
-	s, _ := embeddedServer(t)
-	fifoOn(t, embeddedClient(s))
+	s, raw := embeddedServer(t)
+	fifoOn(t, raw, embeddedClient(s))
 }

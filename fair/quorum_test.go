@@ -25,7 +25,7 @@ func quorumOf(t *testing.T, nodes []*redistest.Node) backend.Backend {
 	}
 	// A generous per-node timeout: these tests are about the lock, not about
 	// slow nodes, and a loaded test machine can be slow.
-	b, err := backend.NewQuorum(clients, backend.WithNodeTimeout(2*time.Second))
+	b, err := backend.NewQuorum(clients, backend.WithNodeTimeout(lockertest.QuorumNodeTimeout))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,10 +40,10 @@ func TestQuorum(t *testing.T) {
 	}
 	newBackend := func(t *testing.T) backend.Backend { return quorumOf(t, nodes) }
 	t.Run("Behaviour", func(t *testing.T) {
-		lockertest.Run(t, lockertest.Setup{NewBackend: newBackend, Raw: raw, New: newLock, Acquisitions: 500})
+		lockertest.Run(t, lockertest.Setup{NewBackend: newBackend, Raw: raw, New: newLock, Acquisitions: 500, MinTTL: lockertest.QuorumMinTTL})
 	})
 	t.Run("FIFO", func(t *testing.T) {
-		lockertest.RunFair(t, lockertest.FairSetup{NewBackend: newBackend, New: newFair})
+		lockertest.RunFair(t, lockertest.FairSetup{NewBackend: newBackend, Raw: raw, New: newFair})
 	})
 }
 

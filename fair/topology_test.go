@@ -25,9 +25,10 @@ func behaviourOn(t *testing.T, raw redis.UniversalClient, newClient func(t *test
 }
 
 // fifoOn runs the suite of FIFO locks.
-func fifoOn(t *testing.T, newClient func(t *testing.T) redis.UniversalClient) {
+func fifoOn(t *testing.T, raw redis.UniversalClient, newClient func(t *testing.T) redis.UniversalClient) {
 	lockertest.RunFair(t, lockertest.FairSetup{
 		NewBackend: func(t *testing.T) backend.Backend { return backend.New(newClient(t)) },
+		Raw:        []redis.UniversalClient{raw},
 		New:        newFair,
 	})
 }
@@ -36,14 +37,14 @@ func TestSingle(t *testing.T) {
 	n := redistest.SharedNode(t)
 	client := func(t *testing.T) redis.UniversalClient { return n.Client(t) }
 	t.Run("Behaviour", func(t *testing.T) { behaviourOn(t, n.Client(t), client, 0) })
-	t.Run("FIFO", func(t *testing.T) { fifoOn(t, client) })
+	t.Run("FIFO", func(t *testing.T) { fifoOn(t, n.Client(t), client) })
 }
 
 func TestSentinel(t *testing.T) {
 	s := redistest.SharedSentinel(t)
 	client := func(t *testing.T) redis.UniversalClient { return s.Client(t) }
 	t.Run("Behaviour", func(t *testing.T) { behaviourOn(t, s.Client(t), client, 0) })
-	t.Run("FIFO", func(t *testing.T) { fifoOn(t, client) })
+	t.Run("FIFO", func(t *testing.T) { fifoOn(t, s.Client(t), client) })
 	// With replica acknowledgements, a place in line is acknowledged like a
 	// hold (and given back when the acknowledgements do not come).
 	t.Run("FIFOReplicaAcks", func(t *testing.T) {
@@ -51,6 +52,7 @@ func TestSentinel(t *testing.T) {
 			NewBackend: func(t *testing.T) backend.Backend {
 				return backend.New(s.Client(t), backend.WithReplicaAcks(1, time.Second))
 			},
+			Raw: []redis.UniversalClient{s.Client(t)},
 			New: newFair,
 		})
 	})
@@ -60,5 +62,5 @@ func TestCluster(t *testing.T) {
 	c := redistest.SharedCluster(t)
 	client := func(t *testing.T) redis.UniversalClient { return c.Client(t) }
 	t.Run("Behaviour", func(t *testing.T) { behaviourOn(t, c.Client(t), client, 0) })
-	t.Run("FIFO", func(t *testing.T) { fifoOn(t, client) })
+	t.Run("FIFO", func(t *testing.T) { fifoOn(t, c.Client(t), client) })
 }

@@ -3,6 +3,7 @@ package fence_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -37,8 +38,8 @@ func TestRejectsBadInput(t *testing.T) {
 	good := &counting{Backend: backend.New(rdb)}
 	defer good.Close()
 	var nodes []redis.UniversalClient
-	for range 3 {
-		c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // never dialled
+	for i := range 3 {
+		c := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", i+1)}) // never dialled
 		defer c.Close()
 		nodes = append(nodes, c)
 	}

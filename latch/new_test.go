@@ -3,6 +3,7 @@ package latch_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -20,8 +21,8 @@ func TestNewRejectsBadInput(t *testing.T) {
 	defer rdb.Close()
 	good := backend.New(rdb)
 	var nodes []redis.UniversalClient
-	for range 3 {
-		c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	for i := range 3 {
+		c := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", i+1)})
 		defer c.Close()
 		nodes = append(nodes, c)
 	}

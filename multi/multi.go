@@ -94,6 +94,9 @@ func New(b backend.Backend, members []Member, opts ...Option) (*Lock, error) {
 	if err := cfg.Validate(primitive); err != nil {
 		return nil, err
 	}
+	if err := lease.ValidTTL(primitive, b, cfg.TTL); err != nil {
+		return nil, err
+	}
 	sorted := slices.Clone(members)
 	slices.SortFunc(sorted, func(a, b Member) int {
 		if c := strings.Compare(a.name, b.name); c != 0 {
@@ -127,7 +130,8 @@ func New(b backend.Backend, members []Member, opts ...Option) (*Lock, error) {
 			l.specs[i] = lease.Spec{Backend: b, Tel: l.tel, Primitive: primitive, TTL: cfg.TTL, Watchdog: cfg.Watchdog,
 				Renew: func(owner string, ttl time.Duration) *backend.Call {
 					return &backend.Call{Script: script.MutexRenew, Keys: lock, Args: []any{owner, holdopt.Millis(ttl)}}
-				}}
+				},
+				Keys: lock}
 		}
 		return l, nil
 	}
@@ -258,9 +262,9 @@ func (l *Lock) unlockFirst(ctx context.Context, n int) {
 	}
 }
 
-// args returns the arguments of the atomic scripts for owner.
-func (l *Lock) args(owner string) []any {
-	args := []any{owner, l.wakes[0], holdopt.Millis(l.cfg.TTL), holdopt.Millis(holdopt.FenceTTL), holdopt.Holder()}
+// args returns the arguments of the atomic scripts for attempt n of owner.
+func (l *Lock) args(owner string, n int) []any {
+	args := []any{owner, l.wakes[0], holdopt.Millis(l.cfg.TTL), holdopt.Millis(holdopt.FenceTTL), holdopt.Holder(), n}
 	for _, w := range l.wakes {
 		args = append(args, w)
 	}
@@ -270,11 +274,13 @@ func (l *Lock) args(owner string) []any {
 // lockAtomic takes every hold with one script per attempt.
 func (l *Lock) lockAtomic(ctx context.Context, op *telemetry.Op, try bool) (*hold, error) {
 	owner := rand.Text()
-	args := l.args(owner)
 	var h *hold
 	unsure := false
+	attempts := 0
 	attempt := func(ctx context.Context) (bool, time.Duration, error) {
 		sent := time.Now()
+		attempts++
+		args := l.args(owner, attempts)
 		r, err := backend.Run(ctx, l.b, script.MultiAcquire, l.keys, args...)
 		if err != nil {
 			unsure = true
@@ -291,11 +297,12 @@ func (l *Lock) lockAtomic(ctx context.Context, op *telemetry.Op, try bool) (*hol
 		for i := range l.members {
 			ls, valid := lease.Start(&l.specs[i], owner, r.At(i+1), sent)
 			if !valid {
-				// The grant came back after its validity: give it back.
+				// The grant came back after its validity: give it back
+				// (this attempt's grant only) and try again.
 				for _, x := range next.leases {
 					_ = x.Finish(nil)
 				}
-				l.release(ctx, args)
+				l.run(ctx, script.MultiUndo, args)
 				return false, 0, nil
 			}
 			next.leases = append(next.leases, ls)
@@ -323,7 +330,7 @@ func (l *Lock) lockAtomic(ctx context.Context, op *telemetry.Op, try bool) (*hol
 		err = loop.Wait(ctx, attempt)
 	}
 	if err != nil && unsure {
-		l.release(ctx, args)
+		l.run(ctx, script.MultiRelease, l.args(owner, attempts))
 	}
 	if h != nil {
 		op.Token(h.tokens[0])
@@ -331,12 +338,12 @@ func (l *Lock) lockAtomic(ctx context.Context, op *telemetry.Op, try bool) (*hol
 	return h, err
 }
 
-// release gives back whatever the owner in args holds, on a context that
-// outlives the caller's.
-func (l *Lock) release(ctx context.Context, args []any) {
+// run runs s, the release or the undo of an acquisition with args, on a
+// context that outlives the caller's.
+func (l *Lock) run(ctx context.Context, s *backend.Script, args []any) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 	defer cancel()
-	_, _ = backend.Run(ctx, l.b, script.MultiRelease, l.keys, args...)
+	_, _ = backend.Run(ctx, l.b, s, l.keys, args...)
 }
 
 // watch closes h.done when the hold of any member ends.
@@ -344,8 +351,37 @@ func (h *hold) watch() {
 	for _, d := range h.dones {
 		go func() {
 			<-d
-			h.once.Do(func() { close(h.done) })
+			h.end()
 		}()
+	}
+}
+
+func (h *hold) end() { h.once.Do(func() { close(h.done) }) }
+
+// check closes h.done if the hold of a member has ended, even when its
+// watch has not run yet (a deadline passed while the scheduler was busy).
+func (h *hold) check(l *Lock) {
+	ended := false
+	if l.atomic {
+		for _, x := range h.leases {
+			ended = ended || isClosed(x.Done())
+		}
+	} else {
+		for _, m := range l.handles {
+			ended = ended || isClosed(m.Done())
+		}
+	}
+	if ended {
+		h.end()
+	}
+}
+
+func isClosed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
 	}
 }
 
@@ -385,23 +421,26 @@ func (l *Lock) Unlock(ctx context.Context) (err error) {
 		}
 		return l.errorf("Unlock", errors.Join(errs...))
 	}
+	// One release ends every hold; it is sent until it gets a reply or the
+	// holds would have expired anyway. A release that finds holds gone has
+	// nothing left to do: losses are those the holds' leases saw.
+	limit := h.leases[0].Expiry()
 	for _, x := range h.leases {
 		x.Stop()
+		if e := x.Expiry(); e.After(limit) {
+			limit = e
+		}
 	}
-	r, rerr := backend.Run(ctx, l.b, script.MultiRelease, l.keys, l.args(h.owner)...)
+	call := &backend.Call{Script: script.MultiRelease, Keys: l.keys, Args: l.args(h.owner, 0)}
+	lease.Send(ctx, l.b, limit, call)
 	var errs []error
 	for i, x := range h.leases {
 		if lost := x.Finish(nil); lost != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", l.members[i], lost))
 		}
 	}
-	switch {
-	case len(errs) > 0:
-	case rerr != nil:
-		errs = append(errs, rerr)
-	case r.Status() != backend.StatusOK || int(r.At(1)) < len(h.leases):
-		gone := len(h.leases) - int(max(r.At(1), 0))
-		errs = append(errs, fmt.Errorf("%w: %d of %d holds had ended: %w", locker.ErrLost, gone, len(h.leases), locker.ErrNotHeld))
+	if len(errs) == 0 && call.Err != nil {
+		errs = append(errs, call.Err)
 	}
 	return l.errorf("Unlock", errors.Join(errs...))
 }
@@ -450,11 +489,13 @@ func (l *Lock) Tokens() map[string]int64 {
 // returns a closed channel.
 func (l *Lock) Done() <-chan struct{} {
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.cur != nil {
-		return l.cur.done
+	h := l.cur
+	l.mu.Unlock()
+	if h == nil {
+		return lease.Closed()
 	}
-	return lease.Closed()
+	h.check(l)
+	return h.done
 }
 
 // Err returns nil while every member's hold is live, or after Unlock of

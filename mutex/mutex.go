@@ -75,6 +75,9 @@ func New(b backend.Backend, name string, opts ...Option) (*Mutex, error) {
 	if err := cfg.Validate(primitive); err != nil {
 		return nil, err
 	}
+	if err := lease.ValidTTL(primitive, b, cfg.TTL); err != nil {
+		return nil, err
+	}
 	m := &Mutex{
 		b:       b,
 		name:    name,
@@ -96,6 +99,7 @@ func New(b backend.Backend, name string, opts ...Option) (*Mutex, error) {
 		Renew: func(owner string, ttl time.Duration) *backend.Call {
 			return &backend.Call{Script: script.MutexRenew, Keys: m.keys[:1], Args: []any{owner, holdopt.Millis(ttl)}}
 		},
+		Keys: m.keys[:1],
 	}
 	return m, nil
 }
@@ -144,9 +148,11 @@ func (m *Mutex) Lock(ctx context.Context) (err error) {
 	}
 	owner := rand.Text()
 	unsure := false
+	attempts := 0
 	loop := acquire.Loop{Backend: m.b, Channel: m.wake, Backoff: m.backoff, Op: op}
 	err = loop.Wait(ctx, func(ctx context.Context) (bool, time.Duration, error) {
-		ok, retry, err := m.attempt(ctx, owner, pass)
+		attempts++
+		ok, retry, err := m.attempt(ctx, owner, attempts, pass)
 		unsure = unsure || err != nil
 		return ok, retry, err
 	})
@@ -188,7 +194,7 @@ func (m *Mutex) TryLock(ctx context.Context) (ok bool, err error) {
 		return false, nil
 	}
 	owner := rand.Text()
-	ok, _, err = m.attempt(ctx, owner, pass)
+	ok, _, err = m.attempt(ctx, owner, 1, pass)
 	op.Attempt(err == nil && !ok)
 	if err != nil {
 		m.cleanup(ctx, owner)
@@ -202,11 +208,13 @@ func (m *Mutex) TryLock(ctx context.Context) (ok bool, err error) {
 	return true, nil
 }
 
-// attempt makes one acquisition attempt for owner; on success the hold keeps
-// pass until Unlock.
-func (m *Mutex) attempt(ctx context.Context, owner string, pass gate.Pass) (bool, time.Duration, error) {
+// attempt makes the n-th acquisition attempt for owner; on success the hold
+// keeps pass until Unlock.
+func (m *Mutex) attempt(ctx context.Context, owner string, n int, pass gate.Pass) (bool, time.Duration, error) {
 	sent := time.Now()
-	r, err := backend.Run(ctx, m.b, script.MutexAcquire, m.keys, owner, m.wakeArg, m.ttlArg, m.fenceArg, m.holderArg)
+	call := &backend.Call{Script: script.MutexAcquire, Keys: m.keys, Args: []any{owner, m.wakeArg, m.ttlArg, m.fenceArg, m.holderArg, n}}
+	m.b.Exec(ctx, call)
+	r, err := call.Result()
 	if err != nil {
 		return false, 0, err
 	}
@@ -215,8 +223,9 @@ func (m *Mutex) attempt(ctx context.Context, owner string, pass gate.Pass) (bool
 		l, valid := lease.Start(&m.spec, owner, r.At(1), sent)
 		if !valid {
 			// The grant came back after its validity ran out: the hold
-			// cannot be trusted. Give it back and try again.
-			m.cleanup(ctx, owner)
+			// cannot be trusted. Give it back (this attempt's grant only:
+			// a late undo must not end the next attempt's) and try again.
+			undo(ctx, m.b, call)
 			return false, 0, nil
 		}
 		m.holds.Set(l, pass.Release)
@@ -231,11 +240,20 @@ func (m *Mutex) attempt(ctx context.Context, owner string, pass gate.Pass) (bool
 }
 
 // cleanup releases whatever owner may hold, after a failed or doubtful
-// attempt, on a context that outlives the caller's.
+// attempt, on a context that outlives the caller's. owner is the owner of
+// one Lock or TryLock call, which makes no other attempt after it.
 func (m *Mutex) cleanup(ctx context.Context, owner string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 	defer cancel()
 	_, _ = backend.Run(ctx, m.b, script.MutexRelease, m.keys, owner, m.wakeArg)
+}
+
+// undo gives back what the acquire call granted, on a context that outlives
+// the caller's.
+func undo(ctx context.Context, b backend.Backend, c *backend.Call) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+	defer cancel()
+	b.Exec(ctx, &backend.Call{Script: c.Script.Undo(), Keys: c.Keys, Args: c.Args})
 }
 
 // Unlock unlocks m and wakes a waiter. It stops the watchdog before it
@@ -266,19 +284,7 @@ func (m *Mutex) Unlock(ctx context.Context) (err error) {
 		m.held.Leave()
 	}()
 	op.Token(l.Token())
-	l.Stop()
-	r, rerr := backend.Run(ctx, m.b, script.MutexRelease, m.keys, l.Owner(), m.wakeArg)
-	var cause error
-	if rerr == nil {
-		cause = script.NotHeld(r.Status())
-	}
-	if lost := l.Finish(cause); lost != nil {
-		return m.errorf("unlock", lost)
-	}
-	if rerr != nil {
-		return m.errorf("unlock", rerr)
-	}
-	return nil
+	return m.errorf("unlock", l.Release(ctx, &backend.Call{Script: script.MutexRelease, Keys: m.keys, Args: []any{l.Owner(), m.wakeArg}}))
 }
 
 // Extend makes the current hold last at least ttl from now (it never shortens
@@ -296,7 +302,7 @@ func (m *Mutex) Extend(ctx context.Context, ttl time.Duration) (err error) {
 		}
 		op.End(outcome, err, false)
 	}()
-	if err := holdopt.ValidTTL(primitive, ttl); err != nil {
+	if err := lease.ValidTTL(primitive, m.b, ttl); err != nil {
 		return err
 	}
 	l, ok := m.holds.Current()

@@ -55,9 +55,12 @@ func TestBehaviourQuorum(t *testing.T) {
 				raw[i] = n.Client(t)
 			}
 			lockertest.Run(t, lockertest.Setup{
-				NewBackend: func(t *testing.T) backend.Backend { return quorumOf(t, addrsOf(nodes)) },
-				Raw:        raw,
-				New:        newLock,
+				NewBackend: func(t *testing.T) backend.Backend {
+					return quorumOf(t, addrsOf(nodes), backend.WithNodeTimeout(lockertest.QuorumNodeTimeout))
+				},
+				MinTTL: lockertest.QuorumMinTTL,
+				Raw:    raw,
+				New:    newLock,
 				// Every acquisition is a round on every node: fewer of them
 				// keep the suite's time in bounds.
 				Acquisitions: 1000,

@@ -31,9 +31,7 @@ func TestBehaviourQuorum(t *testing.T) {
 				t.Cleanup(func() { _ = c.Close() })
 				clients[i] = c
 			}
-			// A per-node timeout above the default: under the race detector
-			// on a small machine a node's answer can take a few hundred ms.
-			b, err := backend.NewQuorum(clients, backend.WithNodeTimeout(time.Second))
+			b, err := backend.NewQuorum(clients, backend.WithNodeTimeout(lockertest.QuorumNodeTimeout))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -44,6 +42,7 @@ func TestBehaviourQuorum(t *testing.T) {
 		WithOwner: reentrant.WithOwner,
 		// Every step goes to three nodes: a smaller run keeps the package
 		// quick.
-		Holds: 400,
+		Holds:  400,
+		MinTTL: lockertest.QuorumMinTTL,
 	})
 }

@@ -71,6 +71,9 @@ func New(b backend.Backend, name string, opts ...Option) (*Mutex, error) {
 	if err := cfg.Validate(primitive); err != nil {
 		return nil, err
 	}
+	if err := lease.ValidTTL(primitive, b, cfg.TTL); err != nil {
+		return nil, err
+	}
 	m := &Mutex{
 		b:       b,
 		name:    name,
@@ -89,6 +92,7 @@ func New(b backend.Backend, name string, opts ...Option) (*Mutex, error) {
 		Renew: func(owner string, ttl time.Duration) *backend.Call {
 			return &backend.Call{Script: script.ReentrantRenew, Keys: m.keys[:1], Args: []any{owner, holdopt.Millis(ttl)}}
 		},
+		Keys: m.keys[:1],
 	}
 	return m, nil
 }
@@ -154,16 +158,19 @@ func (m *Mutex) Lock(ctx context.Context) (err error) {
 	case err != nil:
 		return m.errorf("lock", acquire.NotAcquired(ctx, nil))
 	}
-	unsure := false
+	var unsure []int64 // attempts whose outcome is unknown
 	loop := acquire.Loop{Backend: m.b, Channel: m.wake, Backoff: m.backoff, Op: op}
 	err = loop.Wait(ctx, func(ctx context.Context) (bool, time.Duration, error) {
-		ok, retry, err := m.attempt(ctx, s, e, pass)
-		unsure = unsure || err != nil
+		n := s.attempt()
+		ok, retry, err := m.attempt(ctx, s, e, pass, n)
+		if err != nil {
+			unsure = append(unsure, n)
+		}
 		return ok, retry, err
 	})
 	if err != nil {
-		if unsure {
-			m.undo(ctx, s.owner, 1)
+		if len(unsure) > 0 {
+			m.undo(ctx, m.acquireArgs(s.owner, 1, 0, unsure...))
 		}
 		pass.Release()
 		return m.errorf("lock", err)
@@ -217,10 +224,11 @@ func (m *Mutex) TryLock(ctx context.Context) (ok bool, err error) {
 	if !free {
 		return false, nil
 	}
-	ok, _, err = m.attempt(ctx, s, e, pass)
+	n := s.attempt()
+	ok, _, err = m.attempt(ctx, s, e, pass, n)
 	op.Attempt(err == nil && !ok)
 	if err != nil {
-		m.undo(ctx, s.owner, 1)
+		m.undo(ctx, m.acquireArgs(s.owner, 1, 0, n))
 	}
 	if !ok {
 		pass.Release()
@@ -230,11 +238,12 @@ func (m *Mutex) TryLock(ctx context.Context) (ok bool, err error) {
 	return true, nil
 }
 
-// attempt makes one attempt at a first hold for s; on success the hold,
-// with pass, is recorded in e.
-func (m *Mutex) attempt(ctx context.Context, s *scope, e *entry, pass gate.Pass) (bool, time.Duration, error) {
+// attempt makes attempt n at a first hold for s; on success the hold, with
+// pass, is recorded in e.
+func (m *Mutex) attempt(ctx context.Context, s *scope, e *entry, pass gate.Pass, n int64) (bool, time.Duration, error) {
 	sent := time.Now()
-	r, err := backend.Run(ctx, m.b, script.ReentrantAcquire, m.keys, m.acquireArgs(s.owner, 1)...)
+	args := m.acquireArgs(s.owner, 1, 0, n)
+	r, err := backend.Run(ctx, m.b, script.ReentrantAcquire, m.keys, args...)
 	if err != nil {
 		return false, 0, err
 	}
@@ -243,8 +252,8 @@ func (m *Mutex) attempt(ctx context.Context, s *scope, e *entry, pass gate.Pass)
 		l, valid := lease.Start(&m.spec, s.owner, r.At(1), sent)
 		if !valid {
 			// The grant came back after its validity ran out: give it back
-			// and try again.
-			m.undo(ctx, s.owner, 1)
+			// (this attempt's grant only) and try again.
+			m.undo(ctx, args)
 			return false, 0, nil
 		}
 		h := &hold{l: l, pass: pass}
@@ -274,12 +283,13 @@ func (m *Mutex) reenter(ctx context.Context, op *telemetry.Op, s *scope, e *entr
 		return fmt.Errorf("%w: %w", locker.ErrNotAcquired, err)
 	}
 	target := h.count + 1
-	unsure := false
+	var unsure []int64
 	attempt := func(ctx context.Context) (bool, time.Duration, error) {
-		r, err := backend.Run(ctx, m.b, script.ReentrantAcquire, m.keys, m.acquireArgs(s.owner, target)...)
+		n := s.attempt()
+		r, err := backend.Run(ctx, m.b, script.ReentrantAcquire, m.keys, m.acquireArgs(s.owner, target, h.l.Token(), n)...)
 		switch {
 		case err != nil:
-			unsure = true
+			unsure = append(unsure, n)
 			return false, 0, err
 		case r.Status() == backend.StatusOK:
 			return true, 0, nil
@@ -307,28 +317,37 @@ func (m *Mutex) reenter(ctx context.Context, op *telemetry.Op, s *scope, e *entr
 		h.l.Finish(fmt.Errorf("re-entry: %w", errGone))
 		return fmt.Errorf("%w: %w", locker.ErrNotAcquired, h.l.Err())
 	case err != nil:
-		if unsure {
-			m.undo(ctx, s.owner, target)
+		if len(unsure) > 0 {
+			m.undo(ctx, m.acquireArgs(s.owner, target, h.l.Token(), unsure...))
 		}
 		return err
 	}
 	s.set(e, m.b, h, target)
 	m.use(h)
+	h.l.Reentered()
 	op.Token(h.l.Token())
 	return nil
 }
 
-func (m *Mutex) acquireArgs(owner string, count int) []any {
-	return []any{owner, m.wake, m.ttlMs, holdopt.Millis(holdopt.FenceTTL), count}
+// acquireArgs returns the arguments of an acquisition by owner that sets
+// its count (a re-entry names the token of the hold it enters, a first hold
+// 0), made by the given attempts: one, or for an undo, every attempt it
+// gives back.
+func (m *Mutex) acquireArgs(owner string, count int, token int64, attempts ...int64) []any {
+	args := make([]any, 0, 6+len(attempts))
+	args = append(args, owner, m.wake, m.ttlMs, holdopt.Millis(holdopt.FenceTTL), count, token)
+	for _, n := range attempts {
+		args = append(args, n)
+	}
+	return args
 }
 
-// undo gives back what an acquisition of count for owner may have taken,
-// after a failed or doubtful attempt, on a context that outlives the
-// caller's.
-func (m *Mutex) undo(ctx context.Context, owner string, count int) {
+// undo gives back what the acquisition with args may have taken, after a
+// failed or doubtful attempt, on a context that outlives the caller's.
+func (m *Mutex) undo(ctx context.Context, args []any) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 	defer cancel()
-	_, _ = backend.Run(ctx, m.b, script.ReentrantUndo, m.keys, m.acquireArgs(owner, count)...)
+	_, _ = backend.Run(ctx, m.b, script.ReentrantUndo, m.keys, args...)
 }
 
 // use makes h the hold that m's Lease methods describe.
@@ -387,31 +406,23 @@ func (m *Mutex) Unlock(ctx context.Context) (err error) {
 	if left > 0 {
 		err := h.l.Err()
 		if err == nil {
-			r, rerr := backend.Run(ctx, m.b, script.ReentrantRelease, m.keys, s.owner, m.wake, left)
+			c := &backend.Call{Script: script.ReentrantRelease, Keys: m.keys, Args: []any{s.owner, m.wake, left, h.l.Token()}}
+			lease.Send(ctx, m.b, h.l.Expiry(), c)
 			switch {
-			case rerr != nil:
-				err = rerr
-			case r.Status() != backend.StatusOK:
-				h.l.Finish(script.NotHeld(r.Status()))
+			case c.Err != nil:
+				err = c.Err
+			case c.Reply.Status() != backend.StatusOK:
+				h.l.Finish(script.NotHeld(c.Reply.Status()))
 				err = h.l.Err()
 			}
 		}
 		s.set(e, m.b, h, left)
 		return m.errorf("unlock", err)
 	}
-	h.l.Stop()
-	r, rerr := backend.Run(ctx, m.b, script.ReentrantRelease, m.keys, s.owner, m.wake, 0)
-	var cause error
-	if rerr == nil {
-		cause = script.NotHeld(r.Status())
-	}
-	lost := h.l.Finish(cause)
+	err = h.l.Release(ctx, &backend.Call{Script: script.ReentrantRelease, Keys: m.keys, Args: []any{s.owner, m.wake, 0, h.l.Token()}})
 	s.set(e, m.b, h, 0)
 	h.pass.Release()
-	if lost != nil {
-		return m.errorf("unlock", lost)
-	}
-	return m.errorf("unlock", rerr)
+	return m.errorf("unlock", err)
 }
 
 // HoldCount reports how many times the scope in ctx holds m: how many Unlock
@@ -445,7 +456,7 @@ func (m *Mutex) Extend(ctx context.Context, ttl time.Duration) (err error) {
 		}
 		op.End(outcome, err, false)
 	}()
-	if err := holdopt.ValidTTL(primitive, ttl); err != nil {
+	if err := lease.ValidTTL(primitive, m.b, ttl); err != nil {
 		return err
 	}
 	m.mu.Lock()

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/internal/gate"
@@ -35,7 +36,8 @@ type ctxKey struct{}
 // logged), and it keeps, per lock, the hold it has and the count of its
 // nested acquisitions.
 type scope struct {
-	owner string
+	owner    string
+	attempts atomic.Int64 // numbers the scope's acquisition attempts
 
 	mu    sync.Mutex
 	locks map[string]*entry // by the lock's main key
@@ -59,6 +61,12 @@ type hold struct {
 	pass  gate.Pass
 	count int
 }
+
+// attempt returns a number no other acquisition attempt of the scope has:
+// the server records the attempt that last changed the scope's count, so
+// that the undo of one attempt, however late it comes, cannot undo
+// another's.
+func (s *scope) attempt() int64 { return s.attempts.Add(1) }
 
 func scopeOf(ctx context.Context) *scope {
 	s, _ := ctx.Value(ctxKey{}).(*scope)

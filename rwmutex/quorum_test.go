@@ -30,9 +30,7 @@ func TestBehaviourQuorum(t *testing.T) {
 				t.Cleanup(func() { _ = c.Close() })
 				clients[i] = c
 			}
-			// A per-node timeout above the default: under the race detector
-			// on a small machine a node's answer can take a few hundred ms.
-			b, err := backend.NewQuorum(clients, backend.WithNodeTimeout(time.Second))
+			b, err := backend.NewQuorum(clients, backend.WithNodeTimeout(lockertest.QuorumNodeTimeout))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -43,5 +41,6 @@ func TestBehaviourQuorum(t *testing.T) {
 		// Every step goes to three nodes: a smaller run keeps the package
 		// quick.
 		Operations: 800,
+		MinTTL:     lockertest.QuorumMinTTL,
 	})
 }

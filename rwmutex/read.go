@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/redisync/redisync/backend"
@@ -18,6 +19,8 @@ import (
 // share. Its fields are guarded by the handle's mu.
 type readHold struct {
 	l       *lease.Lease
+	owner   string        // the RLock call that took it
+	attempt int           // the attempt that took it
 	readers int           // readers of the handle inside
 	closed  bool          // admits no more readers: a writer waits, or the last reader is leaving
 	drained chan struct{} // closed once the hold is released and the handle has none
@@ -110,13 +113,27 @@ func (m *RWMutex) RLock(ctx context.Context) (err error) {
 // first reader.
 func (m *RWMutex) rlockRemote(ctx context.Context, op *telemetry.Op) error {
 	owner := rand.Text()
+	var unsure []int // attempts whose outcome is unknown: each may hold
+	attempts := 0
 	loop := acquire.Loop{Backend: m.b, Channel: m.rwake, Backoff: m.backoff, Op: op}
 	err := loop.Wait(ctx, func(ctx context.Context) (bool, time.Duration, error) {
-		return m.rattempt(ctx, owner, true)
+		attempts++
+		ok, retry, err := m.rattempt(ctx, owner, attempts, true)
+		if err != nil {
+			unsure = append(unsure, attempts)
+		}
+		return ok, retry, err
 	})
 	if err != nil {
-		m.cleanup(ctx, owner, false)
+		// Withdraw from the waiting readers, and end what the attempts
+		// whose replies were lost may hold.
+		m.cleanup(ctx, m.runlockCall(owner, unsure...))
 		return err
+	}
+	if len(unsure) > 0 {
+		// Each attempt holds under a member of its own: those whose
+		// replies were lost would keep writers out until they expire.
+		m.cleanup(ctx, m.runlockCall(owner, unsure...))
 	}
 	op.Token(m.readToken())
 	return nil
@@ -158,10 +175,10 @@ func (m *RWMutex) TryRLock(ctx context.Context) (ok bool, err error) {
 		m.mu.Unlock()
 	}()
 	owner := rand.Text()
-	ok, _, err = m.rattempt(ctx, owner, false)
+	ok, _, err = m.rattempt(ctx, owner, 1, false)
 	op.Attempt(err == nil && !ok)
 	if err != nil {
-		m.cleanup(ctx, owner, false)
+		m.cleanup(ctx, m.runlockCall(owner, 1))
 		return false, m.errorf("tryrlock", err)
 	}
 	if ok {
@@ -170,24 +187,26 @@ func (m *RWMutex) TryRLock(ctx context.Context) (ok bool, err error) {
 	return ok, nil
 }
 
-// rattempt makes one read acquisition attempt for owner; on success it
+// rattempt makes the n-th read acquisition attempt for owner; on success it
 // installs the handle's read hold with one reader. wait registers a
 // contended attempt as a waiting reader.
-func (m *RWMutex) rattempt(ctx context.Context, owner string, wait bool) (bool, time.Duration, error) {
+func (m *RWMutex) rattempt(ctx context.Context, owner string, n int, wait bool) (bool, time.Duration, error) {
 	sent := time.Now()
-	r, err := backend.Run(ctx, m.b, script.RWMutexRLock, m.keys, m.rlockArgs(owner, wait)...)
+	call := &backend.Call{Script: script.RWMutexRLock, Keys: m.keys, Args: m.rlockArgs(owner, wait, n)}
+	m.b.Exec(ctx, call)
+	r, err := call.Result()
 	if err != nil {
 		return false, 0, err
 	}
 	switch r.Status() {
 	case backend.StatusOK:
-		l, valid := lease.Start(&m.rspec, owner, r.At(1), sent)
+		l, valid := lease.Start(&m.rspec, owner+":"+strconv.Itoa(n), r.At(1), sent)
 		if !valid {
-			m.cleanup(ctx, owner, false)
+			m.undo(ctx, call)
 			return false, 0, nil
 		}
 		wctx, stop := context.WithCancel(context.Background())
-		h := &readHold{l: l, readers: 1, drained: make(chan struct{}), stop: stop}
+		h := &readHold{l: l, owner: owner, attempt: n, readers: 1, drained: make(chan struct{}), stop: stop}
 		m.mu.Lock()
 		m.r = h
 		m.mu.Unlock()
@@ -205,10 +224,16 @@ func (m *RWMutex) rattempt(ctx context.Context, owner string, wait bool) (bool, 
 // every attempt it makes, at least every third of the TTL, so a lost message
 // only delays it. The other messages on that channel while a read hold is
 // live (a writer giving up, a reconnect) close h too, which costs the
-// newcomers one round trip.
+// newcomers one round trip. A hold that cannot listen (the subscription
+// failed) would never hear of a writer: it is closed at once, and the
+// newcomers take holds of their own, which the server refuses while a
+// writer waits.
 func (m *RWMutex) watch(ctx context.Context, h *readHold) {
 	sub, err := m.b.Subscribe(ctx, m.rwake)
 	if err != nil {
+		m.mu.Lock()
+		h.closed = true
+		m.mu.Unlock()
 		return
 	}
 	defer sub.Close()
@@ -251,7 +276,7 @@ func (m *RWMutex) RUnlock(ctx context.Context) (err error) {
 	m.mu.Unlock()
 
 	h.stop()
-	err = m.end(ctx, h.l, false)
+	err = h.l.Release(ctx, m.runlockCall(h.owner, h.attempt))
 	m.mu.Lock()
 	if m.r == h {
 		m.r = nil

@@ -86,6 +86,9 @@ func New(b backend.Backend, name string, opts ...Option) (*RWMutex, error) {
 	if err := cfg.Validate(primitive); err != nil {
 		return nil, err
 	}
+	if err := lease.ValidTTL(primitive, b, cfg.TTL); err != nil {
+		return nil, err
+	}
 	m := &RWMutex{
 		b:    b,
 		name: name,
@@ -108,11 +111,15 @@ func New(b backend.Backend, name string, opts ...Option) (*RWMutex, error) {
 		Renew: func(owner string, ttl time.Duration) *backend.Call {
 			return &backend.Call{Script: script.RWMutexRenew, Keys: m.keys[:1], Args: []any{owner, holdopt.Millis(ttl)}}
 		},
+		Keys: m.keys[:1],
 	}
+	// A read hold's owner is its member in the readers' sorted set.
 	m.rspec = m.wspec
-	m.rspec.Renew = func(owner string, ttl time.Duration) *backend.Call {
-		return &backend.Call{Script: script.RWMutexRRenew, Keys: m.keys[1:2], Args: []any{owner, holdopt.Millis(ttl)}}
+	m.rspec.Renew = func(member string, ttl time.Duration) *backend.Call {
+		return &backend.Call{Script: script.RWMutexRRenew, Keys: m.keys[1:2], Args: []any{member, holdopt.Millis(ttl)}}
 	}
+	m.rspec.Keys = m.keys[1:2]
+	m.rspec.Member = func(member string) string { return member }
 	return m, nil
 }
 
@@ -160,14 +167,16 @@ func (m *RWMutex) Lock(ctx context.Context) (err error) {
 		return m.errorf("lock", acquire.NotAcquired(ctx, nil))
 	}
 	owner := rand.Text()
+	attempts := 0
 	loop := acquire.Loop{Backend: m.b, Channel: m.wake, Backoff: m.backoff, Op: op}
 	err = loop.Wait(ctx, func(ctx context.Context) (bool, time.Duration, error) {
-		return m.attempt(ctx, owner, pass, true)
+		attempts++
+		return m.attempt(ctx, owner, attempts, pass, true)
 	})
 	if err != nil {
 		// Contended attempts registered the writer as waiting, which keeps
 		// readers out: withdraw, and give back a grant whose reply was lost.
-		m.cleanup(ctx, owner, true)
+		m.cleanup(ctx, m.unlockCall(owner))
 		pass.Release()
 		m.wheld.Leave()
 		return m.errorf("lock", err)
@@ -194,10 +203,10 @@ func (m *RWMutex) TryLock(ctx context.Context) (ok bool, err error) {
 		return false, nil
 	}
 	owner := rand.Text()
-	ok, _, err = m.attempt(ctx, owner, pass, false)
+	ok, _, err = m.attempt(ctx, owner, 1, pass, false)
 	op.Attempt(err == nil && !ok)
 	if err != nil {
-		m.cleanup(ctx, owner, true)
+		m.cleanup(ctx, m.unlockCall(owner))
 	}
 	if !ok {
 		pass.Release()
@@ -208,12 +217,14 @@ func (m *RWMutex) TryLock(ctx context.Context) (ok bool, err error) {
 	return true, nil
 }
 
-// attempt makes one write acquisition attempt for owner; on success the hold
-// keeps pass until Unlock. wait registers a contended attempt as a waiting
-// writer.
-func (m *RWMutex) attempt(ctx context.Context, owner string, pass gate.Pass, wait bool) (bool, time.Duration, error) {
+// attempt makes the n-th write acquisition attempt for owner; on success the
+// hold keeps pass until Unlock. wait registers a contended attempt as a
+// waiting writer.
+func (m *RWMutex) attempt(ctx context.Context, owner string, n int, pass gate.Pass, wait bool) (bool, time.Duration, error) {
 	sent := time.Now()
-	r, err := backend.Run(ctx, m.b, script.RWMutexLock, m.keys, m.lockArgs(owner, wait)...)
+	call := &backend.Call{Script: script.RWMutexLock, Keys: m.keys, Args: m.lockArgs(owner, wait, n)}
+	m.b.Exec(ctx, call)
+	r, err := call.Result()
 	if err != nil {
 		return false, 0, err
 	}
@@ -222,8 +233,9 @@ func (m *RWMutex) attempt(ctx context.Context, owner string, pass gate.Pass, wai
 		l, valid := lease.Start(&m.wspec, owner, r.At(1), sent)
 		if !valid {
 			// The grant came back after its validity ran out: give it back
-			// and try again.
-			m.cleanup(ctx, owner, true)
+			// (this attempt's grant only, keeping the place among the
+			// waiting writers) and try again.
+			m.undo(ctx, call)
 			return false, 0, nil
 		}
 		m.mu.Lock()
@@ -239,30 +251,44 @@ func (m *RWMutex) attempt(ctx context.Context, owner string, pass gate.Pass, wai
 	return false, 0, fmt.Errorf("rwmutex: unexpected lock status %d", r.Status())
 }
 
-func (m *RWMutex) lockArgs(owner string, wait bool) []any {
-	return []any{owner, m.wake, m.rwake, m.turnMs, m.ttlMs, holdopt.Millis(holdopt.FenceTTL), flag(wait)}
+func (m *RWMutex) lockArgs(owner string, wait bool, n int) []any {
+	return []any{owner, m.wake, m.rwake, m.turnMs, m.ttlMs, holdopt.Millis(holdopt.FenceTTL), flag(wait), n}
 }
 
-func (m *RWMutex) rlockArgs(owner string, wait bool) []any {
-	return []any{owner, m.rwake, m.wake, m.ttlMs, holdopt.Millis(holdopt.FenceTTL), flag(wait)}
+func (m *RWMutex) rlockArgs(owner string, wait bool, n int) []any {
+	return []any{owner, m.rwake, m.wake, m.ttlMs, holdopt.Millis(holdopt.FenceTTL), flag(wait), n}
 }
 
-// releaseCall returns the call that ends owner's hold of the given kind and
-// withdraws owner from the waiters.
-func (m *RWMutex) releaseCall(owner string, write bool) *backend.Call {
-	if write {
-		return &backend.Call{Script: script.RWMutexUnlock, Keys: m.keys, Args: []any{owner, m.wake, m.rwake, m.turnMs}}
+// unlockCall returns the call that ends owner's write hold and withdraws
+// owner from the waiting writers.
+func (m *RWMutex) unlockCall(owner string) *backend.Call {
+	return &backend.Call{Script: script.RWMutexUnlock, Keys: m.keys, Args: []any{owner, m.wake, m.rwake, m.turnMs}}
+}
+
+// runlockCall returns the call that ends the read holds of owner's attempts
+// and withdraws owner from the waiting readers.
+func (m *RWMutex) runlockCall(owner string, attempts ...int) *backend.Call {
+	args := make([]any, 0, 6+len(attempts))
+	args = append(args, owner, m.rwake, m.wake, 0, 0, 0)
+	for _, n := range attempts {
+		args = append(args, n)
 	}
-	return &backend.Call{Script: script.RWMutexRUnlock, Keys: m.keys, Args: []any{owner, m.rwake, m.wake}}
+	return &backend.Call{Script: script.RWMutexRUnlock, Keys: m.keys, Args: args}
 }
 
-// cleanup releases whatever owner may hold and withdraws it from the
-// waiters, after a failed acquisition or a grant that cannot be used, on a
-// context that outlives the caller's.
-func (m *RWMutex) cleanup(ctx context.Context, owner string, write bool) {
+// cleanup runs c, which releases whatever an acquisition that gave up may
+// hold and withdraws it from the waiters, on a context that outlives the
+// caller's.
+func (m *RWMutex) cleanup(ctx context.Context, c *backend.Call) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 	defer cancel()
-	m.b.Exec(ctx, m.releaseCall(owner, write))
+	m.b.Exec(ctx, c)
+}
+
+// undo gives back what the acquire call granted, and only that, on a
+// context that outlives the caller's.
+func (m *RWMutex) undo(ctx context.Context, c *backend.Call) {
+	m.cleanup(ctx, &backend.Call{Script: c.Script.Undo(), Keys: c.Keys, Args: c.Args})
 }
 
 // Unlock unlocks m for writing. It wakes the readers that were waiting, all at
@@ -291,23 +317,7 @@ func (m *RWMutex) Unlock(ctx context.Context) (err error) {
 		m.wheld.Leave()
 	}()
 	op.Token(l.Token())
-	return m.errorf("unlock", m.end(ctx, l, true))
-}
-
-// end releases the hold l of the given kind and closes its Done channel. It
-// returns the loss if the hold had been lost, or the release's error.
-func (m *RWMutex) end(ctx context.Context, l *lease.Lease, write bool) error {
-	l.Stop()
-	call := m.releaseCall(l.Owner(), write)
-	m.b.Exec(ctx, call)
-	var cause error
-	if call.Err == nil {
-		cause = script.NotHeld(call.Reply.Status())
-	}
-	if lost := l.Finish(cause); lost != nil {
-		return lost
-	}
-	return call.Err
+	return m.errorf("unlock", l.Release(ctx, m.unlockCall(l.Owner())))
 }
 
 // Extend makes the current hold, the write hold or else the read hold that
@@ -335,7 +345,7 @@ func (m *RWMutex) extend(ctx context.Context, method string, l *lease.Lease, ttl
 		}
 		op.End(outcome, err, false)
 	}()
-	if err := holdopt.ValidTTL(primitive, ttl); err != nil {
+	if err := lease.ValidTTL(primitive, m.b, ttl); err != nil {
 		return err
 	}
 	if l == nil {

@@ -2,7 +2,6 @@ package semaphore_test
 
 import (
 	"testing"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -26,7 +25,7 @@ func TestSuiteQuorum(t *testing.T) {
 			// A generous per-node timeout: these tests are about the
 			// semaphore, not about slow nodes, and a loaded test machine
 			// can be slow.
-			b, err := backend.NewQuorum(clients, backend.WithNodeTimeout(2*time.Second))
+			b, err := backend.NewQuorum(clients, backend.WithNodeTimeout(lockertest.QuorumNodeTimeout))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -36,5 +35,6 @@ func TestSuiteQuorum(t *testing.T) {
 		New:          newSem,
 		Quorum:       len(nodes),
 		Acquisitions: 500,
+		MinTTL:       lockertest.QuorumMinTTL,
 	})
 }

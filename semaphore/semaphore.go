@@ -15,7 +15,6 @@ import (
 	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/internal/acquire"
 	"github.com/redisync/redisync/internal/fifo"
-	"github.com/redisync/redisync/internal/holdopt"
 	"github.com/redisync/redisync/internal/keyspace"
 	"github.com/redisync/redisync/internal/lease"
 	"github.com/redisync/redisync/internal/script"
@@ -92,7 +91,24 @@ func lockHolds(holds []*hold) (unlock func()) {
 // A period is the time during which a handle holds permits.
 type period struct {
 	done chan struct{}
-	err  error
+	err  error // guarded by the handle's mu
+	once sync.Once
+}
+
+// end closes p.done, once, recording the first loss among holds (under the
+// handle's mu, which must not be held).
+func (s *Weighted) end(p *period, holds []*fifo.Hold) {
+	p.once.Do(func() {
+		s.mu.Lock()
+		for _, h := range holds {
+			if err := h.Err(); err != nil {
+				p.err = err
+				break
+			}
+		}
+		s.mu.Unlock()
+		close(p.done)
+	})
 }
 
 var _ locker.Lease = (*Weighted)(nil)
@@ -123,6 +139,9 @@ func NewWeighted(b backend.Backend, name string, n int64, opts ...Option) (*Weig
 		}
 	}
 	if err := cfg.Validate(primitive); err != nil {
+		return nil, err
+	}
+	if err := lease.ValidTTL(primitive, b, cfg.Hold.TTL); err != nil {
 		return nil, err
 	}
 	return &Weighted{
@@ -260,9 +279,30 @@ func (s *Weighted) watch(hd *hold) {
 	}
 }
 
+// check ends the handle's hold as lost when one of its holds is: Done, Err
+// and Until look at the holds themselves, so that whoever looks after a
+// hold's deadline sees the loss even when its watch has not run yet.
+func (s *Weighted) check() {
+	s.mu.Lock()
+	var (
+		lost  *hold
+		cause error
+	)
+	for _, hd := range s.holds {
+		if err := hd.h.Err(); err != nil {
+			lost, cause = hd, err
+			break
+		}
+	}
+	s.mu.Unlock()
+	if lost != nil {
+		s.lose(lost, cause)
+	}
+}
+
 // lose ends the current hold of the handle because hd was lost. The handle's
-// permits stand or fall together: the other holds are given back at once, and
-// every permit the handle held is owed to Release as lost.
+// permits stand or fall together: the other holds are given back (in the
+// background), and every permit the handle held is owed to Release as lost.
 func (s *Weighted) lose(hd *hold, cause error) {
 	s.mu.Lock()
 	if !slices.Contains(s.holds, hd) {
@@ -276,7 +316,7 @@ func (s *Weighted) lose(hd *hold, cause error) {
 	)
 	for _, o := range s.holds {
 		if o != hd {
-			rest = append(rest, fifo.Part{Hold: o.h, All: true})
+			rest = append(rest, fifo.Part{Hold: o.h})
 			holds = append(holds, o)
 		}
 	}
@@ -285,13 +325,15 @@ func (s *Weighted) lose(hd *hold, cause error) {
 	p := s.cur
 	s.cur, s.last = nil, p
 	p.err = cause
-	close(p.done)
 	s.mu.Unlock()
+	p.once.Do(func() { close(p.done) })
 	if len(rest) > 0 {
-		defer lockHolds(holds)()
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		s.q.Release(ctx, rest...)
+		go func() {
+			defer lockHolds(holds)()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			s.q.Release(ctx, rest...)
+		}()
 	}
 }
 
@@ -340,15 +382,15 @@ func (s *Weighted) Release(ctx context.Context, k int64) (err error) {
 		hd := s.holds[len(s.holds)-1]
 		holds = append(holds, hd)
 		if hd.k <= rest {
-			parts = append(parts, fifo.Part{Hold: hd.h, All: true})
+			parts = append(parts, fifo.Part{Hold: hd.h})
 			s.holds = s.holds[:len(s.holds)-1]
 			s.held -= hd.k
 			rest -= hd.k
 		} else {
-			parts = append(parts, fifo.Part{Hold: hd.h, N: rest})
 			hd.k -= rest
 			s.held -= rest
 			rest = 0
+			parts = append(parts, fifo.Part{Hold: hd.h, Keep: hd.k})
 		}
 	}
 	var ended *period
@@ -362,19 +404,29 @@ func (s *Weighted) Release(ctx context.Context, k int64) (err error) {
 	if lost > 0 {
 		errs = append(errs, fmt.Errorf("%d permits: %w", lost, lossErr))
 	}
+	var released []*fifo.Hold
+	for _, p := range parts {
+		if p.Keep == 0 {
+			released = append(released, p.Hold)
+		}
+	}
+	if ended != nil {
+		// Done closes when the holds end: when the release returns, or by
+		// their validity deadline if it takes longer.
+		go func() {
+			for _, h := range released {
+				<-h.Done()
+			}
+			s.end(ended, released)
+		}()
+	}
 	if len(parts) > 0 {
 		unlock := lockHolds(holds)
 		errs = append(errs, s.q.Release(ctx, parts...)...)
 		unlock()
 	}
 	if ended != nil {
-		for _, e := range errs {
-			if errors.Is(e, locker.ErrLost) {
-				ended.err = e
-				break
-			}
-		}
-		close(ended.done)
+		s.end(ended, released)
 	}
 	return s.errorf("release", errors.Join(errs...))
 }
@@ -393,7 +445,7 @@ func (s *Weighted) Extend(ctx context.Context, ttl time.Duration) (err error) {
 		}
 		op.End(outcome, err, false)
 	}()
-	if err := holdopt.ValidTTL(primitive, ttl); err != nil {
+	if err := lease.ValidTTL(primitive, s.b, ttl); err != nil {
 		return err
 	}
 	s.mu.Lock()
@@ -442,6 +494,7 @@ func (s *Weighted) Token() int64 {
 // when its last permit is released, or when any of its permits is lost (then
 // Err reports why). Without permits it returns a closed channel.
 func (s *Weighted) Done() <-chan struct{} {
+	s.check()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.cur != nil {
@@ -454,6 +507,7 @@ func (s *Weighted) Done() <-chan struct{} {
 // by Release; after a hold was lost it returns an error matching
 // locker.ErrLost that says how.
 func (s *Weighted) Err() error {
+	s.check()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {

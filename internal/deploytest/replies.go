@@ -51,7 +51,7 @@ type Replies struct {
 	Slow  func(cmds []redis.Cmder) (delay time.Duration, ok bool)
 
 	lost, twice, late, slow, seen atomic.Int64
-	wg                      sync.WaitGroup
+	wg                            sync.WaitGroup
 }
 
 var _ redis.Hook = (*Replies)(nil)

@@ -57,10 +57,11 @@ const (
 	MinQueueTimeout = 50 * time.Millisecond
 )
 
-// ValidQueueTimeout checks a queue timeout for the primitive kind.
+// ValidQueueTimeout checks a queue timeout for the primitive kind: it must be
+// between MinQueueTimeout and holdopt.MaxTTL.
 func ValidQueueTimeout(kind string, d time.Duration) error {
-	if d < MinQueueTimeout {
-		return fmt.Errorf("%s: queue timeout %v: must be at least %v: %w", kind, d, MinQueueTimeout, locker.ErrInvalid)
+	if d < MinQueueTimeout || d > holdopt.MaxTTL {
+		return fmt.Errorf("%s: queue timeout %v: must be between %v and %v: %w", kind, d, MinQueueTimeout, holdopt.MaxTTL, locker.ErrInvalid)
 	}
 	return nil
 }
@@ -115,6 +116,8 @@ func New(c Config) *Queue {
 		Renew: func(owner string, ttl time.Duration) *backend.Call {
 			return q.call(q.s.Renew, owner, "", 0, 0, ttl)
 		},
+		Keys:   q.keys[:2],
+		Member: func(owner string) string { return "h:" + owner },
 	}
 	return q
 }
@@ -127,6 +130,14 @@ func (q *Queue) call(s *backend.Script, owner, waiter string, k, ticket int64, t
 	return &backend.Call{Script: s, Keys: q.keys, Args: []any{
 		owner, q.wake, waiter, k, q.limit, holdopt.Millis(ttl), q.timeoutMs, q.fenceMs, ticket,
 	}}
+}
+
+// acquireCall builds the call of attempt n of owner, queued as waiter (or
+// ""), for k permits.
+func (q *Queue) acquireCall(owner, waiter string, k int64, n int) *backend.Call {
+	c := q.call(q.s.Acquire, owner, waiter, k, 0, q.spec.TTL)
+	c.Args = append(c.Args, n)
+	return c
 }
 
 func (q *Queue) exec(ctx context.Context, c *backend.Call) (backend.Reply, error) {
@@ -148,7 +159,7 @@ type Hold struct {
 // error when they are not. On an error nothing is left held.
 func (q *Queue) Try(ctx context.Context, op *telemetry.Op, k int64) (*Hold, error) {
 	owner := rand.Text()
-	h, _, err := q.attempt(ctx, owner, "", k)
+	h, _, err := q.attempt(ctx, owner, "", k, 1)
 	op.Attempt(err == nil && h == nil)
 	if err != nil {
 		q.cleanup(ctx, owner, "")
@@ -218,10 +229,11 @@ const (
 	placeLate    = -2 // granted after its validity ran out, and undone
 )
 
-// attempt makes one acquisition attempt for owner, queued as waiter (or "").
-func (q *Queue) attempt(ctx context.Context, owner, waiter string, k int64) (*Hold, reply, error) {
+// attempt makes the n-th acquisition attempt for owner, queued as waiter
+// (or "").
+func (q *Queue) attempt(ctx context.Context, owner, waiter string, k int64, n int) (*Hold, reply, error) {
 	sent := time.Now()
-	c := q.call(q.s.Acquire, owner, waiter, k, 0, q.spec.TTL)
+	c := q.acquireCall(owner, waiter, k, n)
 	r, err := q.exec(ctx, c)
 	if err != nil {
 		return nil, reply{}, err
@@ -231,7 +243,8 @@ func (q *Queue) attempt(ctx context.Context, owner, waiter string, k int64) (*Ho
 		l, valid := lease.Start(&q.spec, owner, r.At(1), sent)
 		if !valid {
 			// The grant came back after its validity ran out: give it
-			// back, place in line included, and try again.
+			// back, place in line included (this attempt's grant only),
+			// and try again.
 			q.undo(ctx, c)
 			return nil, reply{pos: placeLate}, nil
 		}
@@ -284,41 +297,40 @@ func (q *Queue) undo(ctx context.Context, c *backend.Call) {
 	q.b.Exec(ctx, &backend.Call{Script: q.s.Undo, Keys: c.Keys, Args: c.Args})
 }
 
-// A Part is what one release gives back of one hold: n permits, or all of
-// them.
+// A Part is what one release leaves of one hold: Keep permits, or nothing
+// when Keep is 0.
 type Part struct {
 	Hold *Hold
-	N    int64
-	All  bool
+	Keep int64
 }
 
-// Release gives back the parts in one round trip and returns one error per
-// part. A hold given back in full is stopped before the release is sent and
-// ended when it returns; its error matches locker.ErrLost when the hold had
-// already ended without release. A hold given back in part stays live; if the
-// partial release fails the hold can no longer be vouched for: it is stopped
-// and ends as lost, and its permits come back when it expires.
+// Release gives back the parts in one round trip (sent again after
+// transient failures, until ctx ends or the holds would have expired
+// anyway) and returns one error per part. A hold given back in full is
+// stopped before the release is sent and ended when it returns (by its
+// deadline at the latest); its error matches locker.ErrLost when the hold
+// had already ended without release. A hold given back in part stays live;
+// if the partial release fails the hold can no longer be vouched for: it is
+// stopped and ends as lost, and its permits come back when it expires.
 func (q *Queue) Release(ctx context.Context, parts ...Part) []error {
 	calls := make([]*backend.Call, len(parts))
+	var limit time.Time
 	for i, p := range parts {
-		n := p.N
-		if p.All {
+		if p.Keep == 0 {
 			p.Hold.Stop()
-			n = 0
 		}
-		calls[i] = q.call(q.s.Release, p.Hold.Owner(), p.Hold.waiter, n, 0, 0)
+		if e := p.Hold.Expiry(); e.After(limit) {
+			limit = e
+		}
+		calls[i] = q.call(q.s.Release, p.Hold.Owner(), p.Hold.waiter, p.Keep, 0, 0)
 	}
-	q.b.Exec(ctx, calls...)
+	lease.Send(ctx, q.b, limit, calls...)
 	errs := make([]error, len(parts))
 	for i, p := range parts {
 		c := calls[i]
-		var cause error
-		if c.Err == nil {
-			cause = script.NotHeld(c.Reply.Status())
-		}
 		switch {
-		case p.All:
-			if lost := p.Hold.Finish(cause); lost != nil {
+		case p.Keep == 0:
+			if lost := p.Hold.Finish(nil); lost != nil {
 				errs[i] = lost
 			} else {
 				errs[i] = c.Err
@@ -328,9 +340,11 @@ func (q *Queue) Release(ctx context.Context, parts ...Part) []error {
 			}
 		case c.Err != nil:
 			errs[i] = c.Err
-			p.Hold.Finish(fmt.Errorf("release of %d permits failed: %w", p.N, c.Err))
-		case cause != nil:
-			errs[i] = p.Hold.Finish(cause)
+			p.Hold.Finish(fmt.Errorf("release down to %d permits failed: %w", p.Keep, c.Err))
+		default:
+			if cause := script.NotHeld(c.Reply.Status()); cause != nil {
+				errs[i] = p.Hold.Finish(cause)
+			}
 		}
 	}
 	return errs

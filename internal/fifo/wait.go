@@ -19,6 +19,7 @@ type waiter struct {
 	k       int64
 	owner   string
 	id      string
+	n       int   // attempts made
 	ticket  int64 // 0 until Enqueue returned one
 	joined  bool  // an Enqueue was sent: the waiter may be in line
 	unsure  bool  // an attempt's outcome is unknown: a hold may exist
@@ -81,7 +82,8 @@ func (w *waiter) wait(ctx context.Context) (*Hold, error) {
 		var err error
 		switch next {
 		case stepAttempt:
-			h, r, e := q.attempt(ctx, w.owner, w.id, w.k)
+			w.n++
+			h, r, e := q.attempt(ctx, w.owner, w.id, w.k, w.n)
 			w.op.Attempt(e == nil && h == nil)
 			if h != nil {
 				return h, nil

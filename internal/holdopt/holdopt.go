@@ -24,6 +24,12 @@ const (
 	// MinTTL is the shortest TTL accepted: shorter holds would spend most of
 	// their life in the drift margin and the round trip.
 	MinTTL = 10 * time.Millisecond
+	// MaxTTL is the longest TTL accepted, for holds and for Extend: a hold
+	// that must outlive its holder's process by more than a day is a
+	// record, not a lock, and a longer hold is better kept by the watchdog.
+	// It also keeps every expiry well inside what Redis and Lua count
+	// exactly.
+	MaxTTL = 24 * time.Hour
 	// FenceTTL is how long a name's fence counter outlives its last
 	// acquisition.
 	FenceTTL = 24 * time.Hour
@@ -62,17 +68,27 @@ func (c *Config) Validate(kind string) error {
 	return nil
 }
 
-// ValidTTL checks a TTL for the primitive kind: it must be at least MinTTL.
+// ValidTTL checks a TTL for the primitive kind: it must be between MinTTL
+// and MaxTTL.
 func ValidTTL(kind string, d time.Duration) error {
-	if d < MinTTL {
-		return fmt.Errorf("%s: ttl %v: must be at least %v: %w", kind, d, MinTTL, locker.ErrInvalid)
+	if d < MinTTL || d > MaxTTL {
+		return fmt.Errorf("%s: ttl %v: must be between %v and %v: %w", kind, d, MinTTL, MaxTTL, locker.ErrInvalid)
 	}
 	return nil
 }
 
-// Millis returns d in whole milliseconds, rounded up, as Redis wants it.
+// Millis returns d in whole milliseconds, rounded up, as Redis wants it. A
+// negative d is 0; durations are checked before they get here, and the
+// rounding cannot overflow.
 func Millis(d time.Duration) int64 {
-	return int64((d + time.Millisecond - 1) / time.Millisecond)
+	if d <= 0 {
+		return 0
+	}
+	ms := int64(d / time.Millisecond)
+	if d%time.Millisecond != 0 {
+		ms++
+	}
+	return ms
 }
 
 // Holder describes this process for the status of the locks it holds,

@@ -10,6 +10,13 @@
 // renewal was sent, minus a drift margin, so it always falls before the key
 // can expire on the server: the holder learns of the loss before another
 // client can legally acquire.
+//
+// A hold also ends by its deadline when nobody is looking at the watchdog's
+// timer: Done, Err and Until compare the deadline with the clock themselves,
+// so whoever looks after the deadline sees the hold ended even when the
+// scheduler has not run the watchdog yet. A hold whose release is under way
+// ends by its deadline too, as released: Unlock may still be waiting for the
+// release's reply.
 package lease
 
 import (
@@ -17,9 +24,11 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redisync/redisync/backend"
+	"github.com/redisync/redisync/internal/retry"
 	"github.com/redisync/redisync/internal/script"
 	"github.com/redisync/redisync/internal/telemetry"
 	"github.com/redisync/redisync/locker"
@@ -43,6 +52,12 @@ type Spec struct {
 	// Its reply is {StatusOK, ...} or a negative status when the hold is
 	// gone.
 	Renew func(owner string, ttl time.Duration) *backend.Call
+	// Keys are the keys whose expiry bounds the hold on the server, and
+	// Member, when not nil, names the hold of owner in those of them that
+	// are sorted sets scored by expiry. They describe the hold to an
+	// Observer.
+	Keys   []string
+	Member func(owner string) string
 }
 
 // A Lease is one hold. Its methods are safe for concurrent use.
@@ -54,13 +69,14 @@ type Lease struct {
 
 	mu        sync.Mutex
 	deadline  time.Time // local validity deadline
+	expiry    time.Time // when the server's expiry passes at the latest, as far as this process knows
 	nextRenew time.Time
 	idle      chan struct{} // non-nil while a renewal is in flight; closed after
 	ended     bool
 	err       error
 	done      chan struct{}
 	onLoss    []func()
-	stopping  bool // Stop was called: renewal results are ignored
+	stopping  bool // Stop was called: the release is under way; renewal results are ignored
 	wd        *watchdog
 }
 
@@ -68,7 +84,7 @@ type Lease struct {
 // returns its Lease. The hold is renewed (or, for a fixed lease, ended at its
 // deadline) until End. ok is false when the hold's validity had already run
 // out when it was granted (the acquire took longer than TTL minus drift); the
-// caller must then release it and treat the attempt as failed.
+// caller must then give it back and treat the attempt as failed.
 func Start(spec *Spec, owner string, token int64, sent time.Time) (l *Lease, ok bool) {
 	l = &Lease{
 		spec:      spec,
@@ -76,6 +92,7 @@ func Start(spec *Spec, owner string, token int64, sent time.Time) (l *Lease, ok 
 		token:     token,
 		acquired:  sent,
 		deadline:  sent.Add(spec.TTL - Drift(spec.TTL)),
+		expiry:    time.Now().Add(spec.TTL),
 		nextRenew: sent.Add(spec.TTL / 3),
 		done:      make(chan struct{}),
 	}
@@ -83,6 +100,7 @@ func Start(spec *Spec, owner string, token int64, sent time.Time) (l *Lease, ok 
 		return nil, false
 	}
 	l.wd = register(spec.Backend, l)
+	l.observe("grant")
 	return l, true
 }
 
@@ -92,12 +110,32 @@ func (l *Lease) Owner() string { return l.owner }
 // Token returns the fencing token.
 func (l *Lease) Token() int64 { return l.token }
 
-// Done returns a channel closed when the hold ends.
-func (l *Lease) Done() <-chan struct{} { return l.done }
+// Backend returns the Backend the hold was taken through.
+func (l *Lease) Backend() backend.Backend { return l.spec.Backend }
+
+// Keys returns the keys whose expiry bounds the hold on the server.
+func (l *Lease) Keys() []string { return l.spec.Keys }
+
+// Member returns the hold's member in the sorted sets among Keys, or "".
+func (l *Lease) Member() string {
+	if l.spec.Member == nil {
+		return ""
+	}
+	return l.spec.Member(l.owner)
+}
+
+// Done returns a channel closed when the hold ends. It is closed by the
+// deadline at the latest: a call after the deadline finds it closed.
+func (l *Lease) Done() <-chan struct{} {
+	l.expire()
+	return l.done
+}
 
 // Err returns nil while the hold is live or after End, and an error matching
-// locker.ErrLost once it was lost.
+// locker.ErrLost once it was lost (its deadline passed without a renewal
+// among the ways).
 func (l *Lease) Err() error {
+	l.expire()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.err
@@ -105,6 +143,7 @@ func (l *Lease) Err() error {
 
 // Until returns the validity deadline, or the zero Time once the hold ended.
 func (l *Lease) Until() time.Time {
+	l.expire()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.ended {
@@ -113,10 +152,22 @@ func (l *Lease) Until() time.Time {
 	return l.deadline
 }
 
+// Expiry returns the time after which the hold can no longer be on the
+// server, as far as this process knows: its last grant, renewal or
+// extension, received then, plus its TTL. Past it there is nothing left to
+// release.
+func (l *Lease) Expiry() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.expiry
+}
+
 // Extend makes the hold last at least ttl from now. On success the deadline
 // moves forward (never back). A negative reply ends the hold as lost and
-// returns an error matching locker.ErrNotHeld.
+// returns an error matching locker.ErrNotHeld. The caller checks ttl (see
+// holdopt.ValidTTL).
 func (l *Lease) Extend(ctx context.Context, ttl time.Duration) error {
+	l.expire()
 	l.mu.Lock()
 	ended, err := l.ended, l.err
 	l.mu.Unlock()
@@ -137,19 +188,39 @@ func (l *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 		return err
 	}
 	l.mu.Lock()
+	if l.ended {
+		// The deadline passed while the extension was on its way: too late
+		// to vouch for the hold.
+		err := l.err
+		l.mu.Unlock()
+		if err == nil {
+			err = fmt.Errorf("%w: the hold was released", locker.ErrNotHeld)
+		}
+		return err
+	}
 	if d := sent.Add(ttl - Drift(ttl)); d.After(l.deadline) {
 		l.deadline = d
 	}
+	if e := time.Now().Add(ttl); e.After(l.expiry) {
+		l.expiry = e
+	}
 	l.mu.Unlock()
+	l.observe("extend")
 	l.wd.poke()
 	return nil
 }
 
-// Stop ends the hold's renewal. When Stop returns, no renewal of the hold is
-// in flight and none will start; a fixed lease no longer times out. Done is
-// not closed yet: Finish does that.
+// Reentered reports to the Observer that the hold was entered again (a
+// re-entrant lock's nested acquisition), which must leave it covered on the
+// server as before.
+func (l *Lease) Reentered() { l.observe("reenter") }
+
+// Stop ends the hold's renewal: its release is under way. When Stop returns,
+// no renewal of the hold is in flight and none will start. Done is not
+// closed yet: Finish does that, or the deadline, whichever comes first (a
+// hold whose deadline passes while it is being released ends as released).
 func (l *Lease) Stop() {
-	l.wd.unregister(l)
+	l.expire() // a hold whose deadline passed before its release is lost
 	l.mu.Lock()
 	l.stopping = true
 	idle := l.idle
@@ -165,18 +236,54 @@ func (l *Lease) Stop() {
 // loss it recorded, or nil.
 func (l *Lease) Finish(cause error) error {
 	l.Stop()
-	if cause != nil {
-		l.lose(cause)
-	}
+	l.end(cause)
+	l.wd.unregister(l)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.ended {
-		return l.err
+	return l.err
+}
+
+// Release ends the hold with call, a Release script call after which
+// nothing of the hold remains on the server (its reply is not looked at:
+// a release that finds the hold gone has nothing left to do). It stops the
+// renewal, sends call, and sends it again after transient failures, with a
+// short backoff, until ctx ends or the hold's expiry passes (past it there
+// is nothing left to release), then closes Done. It returns the hold's
+// loss if it had been lost before, else the release's error, or nil.
+func (l *Lease) Release(ctx context.Context, call *backend.Call) error {
+	l.Stop()
+	Send(ctx, l.spec.Backend, l.Expiry(), call)
+	if lost := l.Finish(nil); lost != nil {
+		return lost
 	}
-	l.ended = true
-	close(l.done)
-	l.spec.Tel.HoldEnded(context.Background(), l.spec.Primitive, time.Since(l.acquired), false)
-	return nil
+	return call.Err
+}
+
+// releaseBackoff paces the repetitions of a release: they are cheap, and
+// the holder waits for them.
+var releaseBackoff = locker.ExponentialBackoff(10*time.Millisecond, 200*time.Millisecond)
+
+// Send runs calls on b in one Exec, then runs again, with a short backoff,
+// those that failed with a transient error, until each has a reply, ctx
+// ends or limit passes. The calls must be safe to repeat. Each call is left
+// with its last result.
+func Send(ctx context.Context, b backend.Backend, limit time.Time, calls ...*backend.Call) {
+	ctx, cancel := context.WithDeadline(ctx, limit)
+	defer cancel()
+	pending := calls
+	for n := 1; ; n++ {
+		b.Exec(ctx, pending...)
+		again := pending[:0:0]
+		for _, c := range pending {
+			if c.Err != nil && backend.IsTransient(c.Err) {
+				again = append(again, c)
+			}
+		}
+		if len(again) == 0 || retry.Sleep(ctx, b, releaseBackoff(n)) != nil {
+			return
+		}
+		pending = again
+	}
 }
 
 // OnLoss registers f to run once if the hold is lost (at once if it already
@@ -193,20 +300,43 @@ func (l *Lease) OnLoss(f func()) {
 	f()
 }
 
+// expire ends the hold if its deadline has passed: as lost, or as released
+// when its release is under way.
+func (l *Lease) expire() {
+	l.mu.Lock()
+	if l.ended || time.Now().Before(l.deadline) {
+		l.mu.Unlock()
+		return
+	}
+	stopping := l.stopping
+	l.mu.Unlock()
+	if stopping {
+		l.end(nil)
+	} else {
+		l.end(errExpired)
+	}
+}
+
 // lose ends the hold as lost with cause.
-func (l *Lease) lose(cause error) {
+func (l *Lease) lose(cause error) { l.end(cause) }
+
+// end ends the hold, as lost when cause is not nil. Only the first call
+// counts.
+func (l *Lease) end(cause error) {
 	l.mu.Lock()
 	if l.ended {
 		l.mu.Unlock()
 		return
 	}
 	l.ended = true
-	l.err = fmt.Errorf("%w: %w", locker.ErrLost, cause)
+	var hooks []func()
+	if cause != nil {
+		l.err = fmt.Errorf("%w: %w", locker.ErrLost, cause)
+		hooks, l.onLoss = l.onLoss, nil
+	}
 	// Metrics first: whoever waits on Done may read them.
-	l.spec.Tel.HoldEnded(context.Background(), l.spec.Primitive, time.Since(l.acquired), true)
+	l.spec.Tel.HoldEnded(context.Background(), l.spec.Primitive, time.Since(l.acquired), cause != nil)
 	close(l.done)
-	hooks := l.onLoss
-	l.onLoss = nil
 	l.mu.Unlock()
 	for _, f := range hooks {
 		f()
@@ -214,3 +344,35 @@ func (l *Lease) lose(cause error) {
 }
 
 var errExpired = errors.New("not renewed before its validity deadline")
+
+// An Event is a moment at which a hold must be covered on the server: right
+// after it was granted ("grant"), renewed ("renew"), extended ("extend") or
+// entered again ("reenter"). Until is its validity deadline then: the
+// server's expiry of the hold must not come before it.
+type Event struct {
+	Op    string
+	Lease *Lease
+	Until time.Time
+}
+
+var observer atomic.Pointer[func(Event)]
+
+// Observe makes f see every Event of every hold of the process, in the
+// goroutine that caused it, until restore is called. It is for tests that
+// check holds against the server; without it an Event costs one atomic
+// load.
+func Observe(f func(Event)) (restore func()) {
+	old := observer.Swap(&f)
+	return func() { observer.Store(old) }
+}
+
+func (l *Lease) observe(op string) {
+	if f := observer.Load(); f != nil && *f != nil {
+		l.mu.Lock()
+		until, ended := l.deadline, l.ended
+		l.mu.Unlock()
+		if !ended {
+			(*f)(Event{Op: op, Lease: l, Until: until})
+		}
+	}
+}

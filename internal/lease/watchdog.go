@@ -71,9 +71,10 @@ func register(b backend.Backend, l *Lease) *watchdog {
 	return wd
 }
 
-// unregister removes l. The watchdog is not woken: it has nothing to do for
-// l any more, and it retires when it next finds itself without holds for
-// Idle.
+// unregister removes l once it has ended. The watchdog is not woken: it has
+// nothing to do for l any more, and it retires when it next finds itself
+// without holds for Idle. A hold being released stays registered until
+// then, so that its deadline still ends it.
 func (wd *watchdog) unregister(l *Lease) {
 	wd.mu.Lock()
 	delete(wd.holds, l)
@@ -150,12 +151,12 @@ func (wd *watchdog) scan() (next time.Time, batch []*Lease, more bool) {
 			delete(wd.holds, l)
 		case !now.Before(l.deadline):
 			l.mu.Unlock()
-			l.lose(errExpired)
+			l.expire() // lost, or released if its release is under way
 			delete(wd.holds, l)
 			continue
 		default:
 			next = earliest(next, l.deadline)
-			if l.spec.Watchdog && l.idle == nil {
+			if l.spec.Watchdog && l.idle == nil && !l.stopping {
 				// Renew a little early so that holds taken at about the
 				// same time share a round trip.
 				if due := l.nextRenew.Add(-l.spec.TTL / 30); !now.Before(due) {
@@ -233,12 +234,19 @@ func (l *Lease) renewed(call *backend.Call, sent time.Time) {
 		close(idle)
 		return
 	}
+	renewed := false
 	switch status := call.Reply.Status(); {
+	case call.Err == nil && status == backend.StatusOK && l.ended:
+		// The deadline passed while the renewal was on its way: too late.
 	case call.Err == nil && status == backend.StatusOK:
 		if d := sent.Add(l.spec.TTL - Drift(l.spec.TTL)); d.After(l.deadline) {
 			l.deadline = d
 		}
+		if e := time.Now().Add(l.spec.TTL); e.After(l.expiry) {
+			l.expiry = e
+		}
 		l.nextRenew = sent.Add(l.spec.TTL / 3)
+		renewed = true
 	case call.Err == nil:
 		lost = fmt.Errorf("renewal: %w", script.NotHeld(status))
 	case backend.IsTransient(call.Err) || errors.Is(call.Err, context.DeadlineExceeded):
@@ -254,6 +262,9 @@ func (l *Lease) renewed(call *backend.Call, sent time.Time) {
 	close(idle)
 	if lost != nil {
 		l.lose(lost)
+	}
+	if renewed {
+		l.observe("renew")
 	}
 }
 

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/locker"
 )
@@ -29,6 +31,9 @@ type FairSetup struct {
 	// NewBackend returns a Backend with its own client, as a separate
 	// process would have. The suite closes it at the end of the test.
 	NewBackend func(t *testing.T) backend.Backend
+	// Raw holds clients to every node of the deployment, used to check
+	// holds on the server; without them that check is skipped.
+	Raw []redis.UniversalClient
 	// New returns the lock called name on b.
 	New func(b backend.Backend, name string, o FairOptions) (FairLock, error)
 	// Waiters is the number of waiters whose order is checked; 0 means 20.
@@ -41,6 +46,7 @@ func RunFair(t *testing.T, s FairSetup) {
 	if s.Waiters == 0 {
 		s.Waiters = 20
 	}
+	cover(t, s.Raw, &s.NewBackend)
 	tests := []struct {
 		name string
 		run  func(*testing.T, *FairSetup)

@@ -53,7 +53,16 @@ type Setup struct {
 	// Clients, Goroutines and Acquisitions size the mutual exclusion test;
 	// zero values mean 8, 4 and 2000.
 	Clients, Goroutines, Acquisitions int
+
+	// MinTTL, when set, is the shortest TTL the tests use: the tests of
+	// short holds (the watchdog, lost holds, Extend) raise theirs to it and
+	// stretch their waits to match. A quorum needs one above twice its node
+	// timeout.
+	MinTTL time.Duration
 }
+
+// ttl returns d, or MinTTL when that is longer.
+func (s *Setup) ttl(d time.Duration) time.Duration { return max(d, s.MinTTL) }
 
 // Run runs the suite.
 func Run(t *testing.T, s Setup) {
@@ -66,6 +75,7 @@ func Run(t *testing.T, s Setup) {
 	if s.Acquisitions == 0 {
 		s.Acquisitions = 2000
 	}
+	cover(t, s.Raw, &s.NewBackend)
 	tests := []struct {
 		name string
 		run  func(*testing.T, *Setup)
@@ -316,7 +326,7 @@ func testWoken(t *testing.T, s *Setup) {
 func testWatchdog(t *testing.T, s *Setup) {
 	n := name(t)
 	ctx := ctxFor(t, time.Minute)
-	const ttl = 300 * time.Millisecond
+	ttl := s.ttl(300 * time.Millisecond)
 	l := s.lock(t, s.backend(t), n, Options{TTL: ttl, Watchdog: true})
 	other := s.contender(t, s.backend(t), n, Options{TTL: ttl, Watchdog: true})
 	if err := l.Lock(ctx); err != nil {
@@ -345,7 +355,7 @@ func testLostDeleted(t *testing.T, s *Setup) {
 	n := name(t)
 	ctx := ctxFor(t, time.Minute)
 	b := s.backend(t)
-	l := s.lock(t, b, n, Options{TTL: 600 * time.Millisecond, Watchdog: true})
+	l := s.lock(t, b, n, Options{TTL: s.ttl(600 * time.Millisecond), Watchdog: true})
 	if err := l.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -373,8 +383,8 @@ func testLostDeleted(t *testing.T, s *Setup) {
 func testLostFirst(t *testing.T, s *Setup) {
 	n := name(t)
 	ctx := ctxFor(t, time.Minute)
-	l := s.lock(t, s.backend(t), n, Options{TTL: 200 * time.Millisecond, Watchdog: false})
-	other := s.contender(t, s.backend(t), n, Options{TTL: time.Second, Watchdog: true, Backoff: locker.ConstantBackoff(time.Millisecond)})
+	l := s.lock(t, s.backend(t), n, Options{TTL: s.ttl(200 * time.Millisecond), Watchdog: false})
+	other := s.contender(t, s.backend(t), n, Options{TTL: s.ttl(time.Second), Watchdog: true, Backoff: locker.ConstantBackoff(time.Millisecond)})
 	if err := l.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -413,7 +423,7 @@ func (c *counting) Exec(ctx context.Context, calls ...*backend.Call) {
 func testUnlockStops(t *testing.T, s *Setup) {
 	n := name(t)
 	ctx := ctxFor(t, time.Minute)
-	const ttl = 150 * time.Millisecond
+	ttl := s.ttl(150 * time.Millisecond)
 	cb := &counting{Backend: s.backend(t)}
 	l := s.lock(t, cb, n, Options{TTL: ttl, Watchdog: true})
 	if err := l.Lock(ctx); err != nil {
@@ -436,22 +446,23 @@ func testUnlockStops(t *testing.T, s *Setup) {
 func testExtend(t *testing.T, s *Setup) {
 	n := name(t)
 	ctx := ctxFor(t, time.Minute)
-	l := s.lock(t, s.backend(t), n, Options{TTL: 200 * time.Millisecond, Watchdog: false})
-	other := s.contender(t, s.backend(t), n, Options{TTL: time.Second, Watchdog: true})
-	if err := l.Extend(ctx, time.Second); !isNotHeld(err) {
+	lease := s.ttl(200 * time.Millisecond)
+	l := s.lock(t, s.backend(t), n, Options{TTL: lease, Watchdog: false})
+	other := s.contender(t, s.backend(t), n, Options{TTL: s.ttl(time.Second), Watchdog: true})
+	if err := l.Extend(ctx, s.ttl(time.Second)); !isNotHeld(err) {
 		t.Errorf("Extend before Lock = %v; want locker.ErrNotHeld", err)
 	}
 	if err := l.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
 	before := l.Until()
-	if err := l.Extend(ctx, 2*time.Second); err != nil {
+	if err := l.Extend(ctx, 10*lease); err != nil {
 		t.Fatalf("Extend: %v", err)
 	}
 	if !l.Until().After(before) {
 		t.Errorf("Until did not move forward: %v then %v", before, l.Until())
 	}
-	time.Sleep(500 * time.Millisecond) // past the original 200ms lease
+	time.Sleep(lease * 5 / 2) // past the original lease
 	if ok, err := other.TryLock(ctx); ok || err != nil {
 		t.Fatalf("TryLock after the original lease = (%v, %v); want (false, nil)", ok, err)
 	}
@@ -521,7 +532,7 @@ func testContextEnds(t *testing.T, s *Setup) {
 func testTakeover(t *testing.T, s *Setup) {
 	n := name(t)
 	ctx := ctxFor(t, time.Minute)
-	a := s.lock(t, s.backend(t), n, Options{TTL: 100 * time.Millisecond, Watchdog: false})
+	a := s.lock(t, s.backend(t), n, Options{TTL: s.ttl(100 * time.Millisecond), Watchdog: false})
 	b := s.contender(t, s.backend(t), n, Options{TTL: 10 * time.Second, Watchdog: true})
 	if err := a.Lock(ctx); err != nil {
 		t.Fatal(err)
@@ -541,3 +552,13 @@ func testTakeover(t *testing.T, s *Setup) {
 		t.Fatalf("new holder's Unlock: %v", err)
 	}
 }
+
+// The suites run on quorums with a node timeout that both tolerates a slow
+// answer (under the race detector on a small machine a node's answer can
+// take a few hundred ms) and leaves their short holds some validity: a TTL
+// on a quorum must exceed twice the node timeout (see lease.ValidTTL).
+// Quorum setups use QuorumNodeTimeout and set MinTTL to QuorumMinTTL.
+const (
+	QuorumNodeTimeout = 400 * time.Millisecond
+	QuorumMinTTL      = time.Second
+)

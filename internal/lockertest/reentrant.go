@@ -36,6 +36,8 @@ type ReentrantSetup struct {
 	// Clients, Goroutines and Holds size the exclusion tests (of the lock
 	// suite, and of scopes); zero values mean 4, 4 and 600.
 	Clients, Goroutines, Holds int
+	// MinTTL: as in Setup.
+	MinTTL time.Duration
 }
 
 // RunReentrant runs the re-entrant suite: the lock suite (Run), with a new
@@ -51,6 +53,7 @@ func RunReentrant(t *testing.T, s ReentrantSetup) {
 	if s.Holds == 0 {
 		s.Holds = 600
 	}
+	cover(t, s.Raw, &s.NewBackend)
 	t.Run("Lock", func(t *testing.T) {
 		Run(t, Setup{
 			NewBackend: s.NewBackend,
@@ -63,6 +66,7 @@ func RunReentrant(t *testing.T, s ReentrantSetup) {
 				return &scoped{ReentrantLock: l, with: s.WithOwner}, nil
 			},
 			Acquisitions: s.Holds,
+			MinTTL:       s.MinTTL,
 		})
 	})
 	tests := []struct {
@@ -509,7 +513,7 @@ func testNoScope(t *testing.T, s *ReentrantSetup) {
 func testReentryWatchdog(t *testing.T, s *ReentrantSetup) {
 	n := name(t)
 	ctx := ctxFor(t, time.Minute)
-	const ttl = 600 * time.Millisecond
+	ttl := max(600*time.Millisecond, s.MinTTL)
 	l := s.lock(t, s.backend(t), n, Options{TTL: ttl, Watchdog: true})
 	other := s.lock(t, s.backend(t), n, Options{TTL: ttl, Watchdog: true})
 	mine, theirs := s.WithOwner(ctx), s.WithOwner(ctx)
@@ -550,7 +554,7 @@ func testLostNested(t *testing.T, s *ReentrantSetup) {
 	n := name(t)
 	ctx := ctxFor(t, time.Minute)
 	b := s.backend(t)
-	l := s.lock(t, b, n, Options{TTL: 600 * time.Millisecond, Watchdog: true})
+	l := s.lock(t, b, n, Options{TTL: max(600*time.Millisecond, s.MinTTL), Watchdog: true})
 	mine := s.WithOwner(ctx)
 	for range 2 {
 		if err := l.Lock(mine); err != nil {

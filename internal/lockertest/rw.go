@@ -38,6 +38,8 @@ type RWSetup struct {
 	// Readers is how many goroutines keep reading while a writer waits in
 	// the starvation test; zero means 16.
 	Readers int
+	// MinTTL: as in Setup.
+	MinTTL time.Duration
 }
 
 // RunRW runs the read/write suite: the lock suite (Run) on the write side,
@@ -56,6 +58,7 @@ func RunRW(t *testing.T, s RWSetup) {
 	if s.Readers == 0 {
 		s.Readers = 16
 	}
+	cover(t, s.Raw, &s.NewBackend)
 	t.Run("Write", func(t *testing.T) {
 		Run(t, Setup{
 			NewBackend: s.NewBackend,
@@ -64,6 +67,7 @@ func RunRW(t *testing.T, s RWSetup) {
 				return s.New(b, name, o)
 			},
 			Acquisitions: s.Operations / 2,
+			MinTTL:       s.MinTTL,
 		})
 	})
 	t.Run("Read", func(t *testing.T) {
@@ -82,6 +86,7 @@ func RunRW(t *testing.T, s RWSetup) {
 				return s.New(b, name, o)
 			},
 			Shared: true,
+			MinTTL: s.MinTTL,
 		})
 	})
 	tests := []struct {

@@ -49,6 +49,9 @@ type WeightedSetup struct {
 	// mean 4, 16 and 1000.
 	Clients, Goroutines, Acquisitions int
 
+	// MinTTL: as in Setup.
+	MinTTL time.Duration
+
 	// Quorum is the number of nodes of a quorum backend, 0 for the others.
 	// A quorum enforces the limit on each node, and requests granted by
 	// different majorities can together hold more than n permits, up to
@@ -76,6 +79,7 @@ func RunWeighted(t *testing.T, s WeightedSetup) {
 	if s.Acquisitions == 0 {
 		s.Acquisitions = 1000
 	}
+	cover(t, s.Raw, &s.NewBackend)
 	tests := []struct {
 		name string
 		run  func(*testing.T, *WeightedSetup)
@@ -390,7 +394,7 @@ func testSemCancelled(t *testing.T, s *WeightedSetup) {
 func testSemWatchdog(t *testing.T, s *WeightedSetup) {
 	name := name(t)
 	ctx := ctxFor(t, time.Minute)
-	const ttl = 300 * time.Millisecond
+	ttl := max(300*time.Millisecond, s.MinTTL)
 	w := s.sem(t, s.backend(t), name, 2, WeightedOptions{Options: Options{TTL: ttl, Watchdog: true}})
 	other := s.sem(t, s.backend(t), name, 2, semHold)
 	if err := w.Acquire(ctx, 1); err != nil {
@@ -427,7 +431,7 @@ func testSemLost(t *testing.T, s *WeightedSetup) {
 	name := name(t)
 	ctx := ctxFor(t, time.Minute)
 	b := s.backend(t)
-	w := s.sem(t, b, name, 3, WeightedOptions{Options: Options{TTL: 600 * time.Millisecond, Watchdog: true}})
+	w := s.sem(t, b, name, 3, WeightedOptions{Options: Options{TTL: max(600*time.Millisecond, s.MinTTL), Watchdog: true}})
 	if err := w.Acquire(ctx, 1); err != nil {
 		t.Fatal(err)
 	}

@@ -2,11 +2,15 @@
 -- waiters ahead of the caller want (see fifo_lib.lua for KEYS and ARGV).
 -- ARGV[2] owner token of the new hold, ARGV[4] the caller's waiter id (its
 -- place in the queue, if it has one), ARGV[5] k, ARGV[6] n, ARGV[7] ttl ms,
--- ARGV[9] fence counter ttl ms.
--- Returns {1, fencing token} when held (also when ARGV[2] already holds: a
--- retried attempt), or {0, ms until the earliest deadline (0: none), the
--- caller's place in the queue from 1, or -1 when it is not queued}. Fails
--- with "LIMIT <n>" when the name is in use with another limit.
+-- ARGV[9] fence counter ttl ms, ARGV[11] attempt id.
+-- An owner that holds already (a retried attempt whose first reply was
+-- lost, or the same request run twice) gets its hold back with its token,
+-- the expiry of a new grant, and ARGV[11] as the attempt that granted it, so
+-- that the undo of an earlier attempt leaves it alone.
+-- Returns {1, fencing token} when held, or {0, ms until the earliest
+-- deadline (0: none), the caller's place in the queue from 1, or -1 when it
+-- is not queued}. Fails with "LIMIT <n>" when the name is in use with
+-- another limit.
 local n = tonumber(ARGV[6])
 local stored = limit()
 if stored and stored ~= n then
@@ -16,7 +20,8 @@ local owner, id, k, ttl = 'h:' .. ARGV[2], ARGV[4], tonumber(ARGV[5]), tonumber(
 local freed = reclaim()
 local rec = redis.call('HGET', state, owner)
 if rec then
-  local _, token = parse(rec)
+  local held, token, ticket = parse(rec)
+  redis.call('HSET', state, owner, record(held, token, ticket, ARGV[11]))
   if (tonumber(redis.call('ZSCORE', deadlines, owner)) or 0) < at(ttl) then
     redis.call('ZADD', deadlines, num(at(ttl)), owner)
   end
@@ -40,7 +45,7 @@ if rank then
   drop_waiter(id)
 end
 local token = next_number()
-redis.call('HSET', state, owner, num(k) .. ' ' .. num(token) .. ' ' .. num(ticket), 'n', num(n))
+redis.call('HSET', state, owner, record(k, token, ticket, ARGV[11]), 'n', num(n))
 redis.call('HINCRBY', state, 'used', k)
 redis.call('ZADD', deadlines, num(at(ttl)), owner)
 extend(ttl)

@@ -3,7 +3,8 @@
 -- the weighted semaphore: n permits) keeps:
 --
 -- KEYS[1] state hash: n = the limit, used = permits out,
---         h:<owner> = "<permits> <fencing token> <ticket>" per hold,
+--         h:<owner> = "<permits> <fencing token> <ticket> <attempt>" per
+--         hold (the attempt is the one that last granted it),
 --         w:<waiter> = "<permits wanted>" per waiter
 -- KEYS[2] deadlines zset: h:<owner> -> hold expiry, w:<waiter> -> heartbeat
 --         deadline, both in server milliseconds
@@ -12,9 +13,11 @@
 --
 -- ARGV[1] publish command, ARGV[2] owner token of a hold (or, for the queue
 -- scripts, the waiter id), ARGV[3] wake channel prefix (a waiter's channel is
--- the prefix followed by its id), ARGV[4] waiter id or "", ARGV[5] permits,
--- ARGV[6] limit n, ARGV[7] hold ttl ms, ARGV[8] heartbeat timeout ms,
--- ARGV[9] fence counter ttl ms, ARGV[10] ticket (0: none yet).
+-- the prefix followed by its id), ARGV[4] waiter id or "", ARGV[5] permits
+-- (to take; for a release, those the hold keeps), ARGV[6] limit n, ARGV[7]
+-- hold ttl ms, ARGV[8] heartbeat timeout ms, ARGV[9] fence counter ttl ms,
+-- ARGV[10] ticket (0: none yet), ARGV[11] attempt id of an acquisition
+-- (distinct for each attempt of an owner).
 --
 -- Expired holds and waiters are removed lazily by whichever script runs
 -- next, in deadline order, each at O(log N): nothing is ever rescored.
@@ -49,10 +52,16 @@ local function limit()
   return tonumber(redis.call('HGET', state, 'n'))
 end
 
--- parse splits a hold record into permits, fencing token and ticket.
+-- parse splits a hold record into permits, fencing token, ticket and the
+-- attempt that granted it ('' in a record written before attempts were).
 local function parse(rec)
-  local k, token, ticket = string.match(rec, '^(%d+) (%d+) (%d+)$')
-  return tonumber(k), tonumber(token), tonumber(ticket)
+  local k, token, ticket, attempt = string.match(rec, '^(%d+) (%d+) (%d+) ?(%S*)$')
+  return tonumber(k), tonumber(token), tonumber(ticket), attempt
+end
+
+-- record returns the hold record of its parts.
+local function record(k, token, ticket, attempt)
+  return num(k) .. ' ' .. num(token) .. ' ' .. num(ticket) .. ' ' .. attempt
 end
 
 local function want(id)

@@ -1,26 +1,34 @@
--- fifo_release.lua: give back ARGV[5] permits of hold ARGV[2] (all of them
--- when ARGV[5] is 0 or at least what it holds), drop waiter ARGV[4] if it is
--- queued, and wake the waiters that the freed permits can serve.
--- Returns {1, permits the hold keeps} when ARGV[2] held permits, {-1}
--- otherwise.
-local owner, id, r = 'h:' .. ARGV[2], ARGV[4], tonumber(ARGV[5])
+-- fifo_release.lua: make hold ARGV[2] keep ARGV[5] permits (none: end it;
+-- a hold that has that many or fewer is left as it is), drop waiter ARGV[4]
+-- if it is queued, and wake the waiters that the freed permits can serve.
+-- The call states what remains rather than what to give back, so that run
+-- twice it gives back no more than once, and a late partial release never
+-- gives back what a later one kept.
+-- Returns {1, permits the hold keeps} when that is what remains (0, when
+-- nothing should, whatever the release found), {-1} when the hold should
+-- keep permits but is gone.
+local owner, id, keep = 'h:' .. ARGV[2], ARGV[4], tonumber(ARGV[5])
 local changed = reclaim()
 if id ~= '' and drop_waiter(id) then
   changed = true
 end
-local left = -1
+local left = 0
 local rec = redis.call('HGET', state, owner)
 if rec then
-  local k, token, ticket = parse(rec)
-  if r <= 0 or r >= k then
+  local k, token, ticket, attempt = parse(rec)
+  if keep <= 0 then
     drop_hold(owner, k)
-    left = 0
+    changed = true
+  elseif keep < k then
+    redis.call('HSET', state, owner, record(keep, token, ticket, attempt))
+    redis.call('HINCRBY', state, 'used', keep - k)
+    changed = true
+    left = keep
   else
-    left = k - r
-    redis.call('HSET', state, owner, num(left) .. ' ' .. num(token) .. ' ' .. num(ticket))
-    redis.call('HINCRBY', state, 'used', -r)
+    left = k
   end
-  changed = true
+elseif keep > 0 then
+  left = -1
 end
 if changed then
   wake()

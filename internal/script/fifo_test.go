@@ -41,7 +41,13 @@ func newFIFORig(t *testing.T, rdb *redis.Client, limit int64) *fifoRig {
 
 func (r *fifoRig) run(s *backend.Script, owner, waiter string, k, ticket int64) backend.Reply {
 	r.t.Helper()
-	reply, err := backend.Run(r.ctx, r.b, s, r.keys, owner, r.wake, waiter, k, r.limit, 10000, r.timeout, fenceTTL, ticket)
+	return r.runAttempt(s, owner, waiter, k, ticket, 1)
+}
+
+// runAttempt runs s as attempt n of owner.
+func (r *fifoRig) runAttempt(s *backend.Script, owner, waiter string, k, ticket int64, n int) backend.Reply {
+	r.t.Helper()
+	reply, err := backend.Run(r.ctx, r.b, s, r.keys, owner, r.wake, waiter, k, r.limit, 10000, r.timeout, fenceTTL, ticket, n)
 	if err != nil {
 		r.t.Fatalf("%s(%s, %s, %d): %v", s.Name(), owner, waiter, k, err)
 	}
@@ -101,8 +107,15 @@ func TestFIFOScripts(t *testing.T) {
 		}
 		// A releases one of its two: B fits now (2 free), C behind it too
 		// only if 3 were free: it is not.
-		if rel := r.run(script.Semaphore.Release, "hA", "", 1, 0); rel.Status() != backend.StatusOK || rel.At(1) != 1 {
-			t.Errorf("release of 1 of 2 = %v; want [1 1]", rel)
+		for range 2 {
+			// Run twice, as a re-sent command is: it keeps 1, it does not
+			// give back 1 each time.
+			if rel := r.run(script.Semaphore.Release, "hA", "", 1, 0); rel.Status() != backend.StatusOK || rel.At(1) != 1 {
+				t.Errorf("release down to 1 of 2 = %v; want [1 1]", rel)
+			}
+		}
+		if _, out := r.stat(); out != 1 {
+			t.Errorf("permits out after releasing down to 1 = %d; want 1", out)
 		}
 		b := r.acquire("hB", "wB", 2)
 		if b.Status() != backend.StatusOK || b.At(1) <= jc.At(1) {
@@ -110,11 +123,20 @@ func TestFIFOScripts(t *testing.T) {
 		}
 		// The undo of B's acquisition gives back the hold and B's place,
 		// ahead of C.
+		if u := r.runAttempt(script.Semaphore.Undo, "hB", "wB", 2, 0, 2); u.Status() != backend.StatusOK {
+			t.Errorf("undo of another attempt = %v; want [1]", u)
+		}
+		if _, out := r.stat(); out != 3 {
+			t.Errorf("permits out after the undo of another attempt = %d; want 3 (B's hold left alone)", out)
+		}
 		if u := r.run(script.Semaphore.Undo, "hB", "wB", 2, 0); u.Status() != backend.StatusOK {
 			t.Errorf("undo = %v; want [1]", u)
 		}
-		if u := r.run(script.Semaphore.Undo, "hB", "wB", 2, 0); u.Status() != backend.StatusGone {
-			t.Errorf("second undo = %v; want [-1] (harmless)", u)
+		if u := r.run(script.Semaphore.Undo, "hB", "wB", 2, 0); u.Status() != backend.StatusOK {
+			t.Errorf("second undo = %v; want [1] (done already)", u)
+		}
+		if _, out := r.stat(); out != 1 {
+			t.Errorf("permits out after the undo = %d; want 1", out)
 		}
 		if again := r.join("wB", 2, 0); again.At(1) != jb.At(1) || again.At(3) != 1 {
 			t.Errorf("B after the undo = %v; want its ticket %d at place 1", again, jb.At(1))
@@ -127,8 +149,11 @@ func TestFIFOScripts(t *testing.T) {
 		if m := r.run(script.Semaphore.Beat, "wB", "wB", 2, jc.At(1)+1); m.At(1) != jc.At(1)+1 || m.At(3) != 2 {
 			t.Errorf("heartbeat with a larger ticket = %v; want ticket %d at place 2", m, jc.At(1)+1)
 		}
-		if rel := r.run(script.Semaphore.Release, "nobody", "wC", 0, 0); rel.Status() != backend.StatusGone {
-			t.Errorf("leave of C = %v; want [-1] (no hold)", rel)
+		if rel := r.run(script.Semaphore.Release, "nobody", "wC", 0, 0); rel.Status() != backend.StatusOK || rel.At(1) != 0 {
+			t.Errorf("leave of C = %v; want [1 0] (no hold remains, as asked)", rel)
+		}
+		if rel := r.run(script.Semaphore.Release, "nobody", "", 1, 0); rel.Status() != backend.StatusGone {
+			t.Errorf("partial release of a hold that is gone = %v; want [-1]", rel)
 		}
 		if w, _ := r.stat(); w != 1 {
 			t.Errorf("waiting after C left = %d; want 1", w)
@@ -185,7 +210,7 @@ func TestFIFOLimit(t *testing.T) {
 		r := newFIFORig(t, rdb, 2)
 		r.acquire("hA", "", 1)
 		r.limit = 5
-		_, err := backend.Run(r.ctx, r.b, script.Semaphore.Acquire, r.keys, "hB", r.wake, "", 1, 5, 10000, 10000, fenceTTL, 0)
+		_, err := backend.Run(r.ctx, r.b, script.Semaphore.Acquire, r.keys, "hB", r.wake, "", 1, 5, 10000, 10000, fenceTTL, 0, 1)
 		if err == nil || !strings.Contains(err.Error(), "LIMIT 2") {
 			t.Fatalf("acquire with another limit = %v; want the error reply LIMIT 2", err)
 		}

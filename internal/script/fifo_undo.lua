@@ -1,13 +1,19 @@
 -- fifo_undo.lua: give back what one fifo_acquire.lua call took: the hold, and
 -- the caller's place in the queue at its old ticket. KEYS and ARGV as
--- fifo_acquire.lua; ARGV[8] heartbeat timeout ms.
--- Returns {1} when undone, {-1} when ARGV[2] held nothing here.
+-- fifo_acquire.lua; ARGV[8] heartbeat timeout ms, ARGV[11] the attempt.
+-- It acts only while the hold is the one that attempt granted: a late undo
+-- leaves alone the hold that a later attempt of the same owner took or took
+-- back.
+-- Returns {1}: nothing that attempt granted remains.
 local owner, id = 'h:' .. ARGV[2], ARGV[4]
 local rec = redis.call('HGET', state, owner)
 if not rec then
-  return {-1}
+  return {1}
 end
-local k, _, ticket = parse(rec)
+local k, _, ticket, attempt = parse(rec)
+if attempt ~= ARGV[11] then
+  return {1}
+end
 drop_hold(owner, k)
 if ticket > 0 and id ~= '' then
   local timeout = tonumber(ARGV[8])

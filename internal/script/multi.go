@@ -15,6 +15,7 @@ var (
 
 // Scripts of package multi, for a set of mutexes whose keys share one slot.
 var (
-	MultiRelease = backend.NewScript("multi.release", backend.Release, multiReleaseSrc, nil)
-	MultiAcquire = backend.NewScript("multi.acquire", backend.Acquire, multiAcquireSrc, MultiRelease)
+	MultiRelease = backend.NewScript("multi.release", backend.Release, release+multiReleaseSrc, nil)
+	MultiUndo    = backend.NewScript("multi.undo", backend.Release, undo+multiReleaseSrc, nil)
+	MultiAcquire = backend.NewScript("multi.acquire", backend.Acquire, multiAcquireSrc, MultiUndo)
 )

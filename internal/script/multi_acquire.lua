@@ -3,10 +3,14 @@
 -- KEYS[2i-1] lock hash of member i, KEYS[2i] its fence counter
 -- ARGV[1] publish command (unused), ARGV[2] owner token, ARGV[3] wake channel
 -- of the first member (unused), ARGV[4] ttl ms, ARGV[5] fence counter ttl ms,
--- ARGV[6] holder description, ARGV[7..] wake channels of every member
+-- ARGV[6] holder description, ARGV[7] attempt id (distinct for each attempt
+-- of an owner), ARGV[8..] wake channels of every member
+-- A member that ARGV[2] holds already (a retried attempt whose first reply
+-- was lost, or the same request run twice) is held again with its token,
+-- the expiry of a new grant and ARGV[7] as the attempt that granted it.
 -- Returns {1, token of member 1, ..., token of member n} when all were free
--- (or already held by ARGV[2]: a retried attempt), {0, ms until the blocking
--- hold expires, index of the first member held by another owner} otherwise.
+-- or held by ARGV[2], {0, ms until the blocking hold expires, index of the
+-- first member held by another owner} otherwise.
 local n = #KEYS / 2
 for i = 1, n do
   local owner = redis.call('HGET', KEYS[2 * i - 1], 'o')
@@ -20,13 +24,14 @@ local out = {1}
 for i = 1, n do
   local lock, fence = KEYS[2 * i - 1], KEYS[2 * i]
   if redis.call('HGET', lock, 'o') == ARGV[2] then
+    redis.call('HSET', lock, 'a', ARGV[7])
     redis.call('PEXPIRE', lock, ARGV[4])
     out[i + 1] = tonumber(redis.call('HGET', lock, 'f'))
   else
     local token = math.max((tonumber(redis.call('GET', fence)) or 0) + 1, now)
     local s = string.format('%.0f', token)
     redis.call('SET', fence, s, 'PX', ARGV[5])
-    redis.call('HSET', lock, 'o', ARGV[2], 'f', s, 'h', ARGV[6])
+    redis.call('HSET', lock, 'o', ARGV[2], 'f', s, 'h', ARGV[6], 'a', ARGV[7])
     redis.call('PEXPIRE', lock, ARGV[4])
     out[i + 1] = token
   end

@@ -1,20 +1,24 @@
 -- multi_release.lua: end the holds that an owner has among several mutexes,
--- waking each released mutex's waiters. It takes the KEYS and ARGV of
--- multi_acquire.lua, and undoes it.
+-- waking each released mutex's waiters (multi.release), or give back those
+-- that one attempt of multi_acquire.lua granted, without a wake-up
+-- (multi.undo). The two scripts are this source after a first line that sets
+-- release: true for the former, false for the latter. Both take the KEYS and
+-- ARGV of multi_acquire.lua.
 -- KEYS[2i-1] lock hash of member i, KEYS[2i] its fence counter (unused)
--- ARGV[1] publish command, ARGV[2] owner token, ARGV[7..] wake channels
--- Returns {1, holds released} when at least one was, {-1} when none was held
--- by ARGV[2].
-local released = 0
+-- ARGV[1] publish command, ARGV[2] owner token, ARGV[7] attempt id (for an
+-- undo: a late undo leaves alone the holds a later attempt of the same
+-- owner took or took back), ARGV[8..] wake channels
+-- Afterwards the owner holds nothing (after an undo: nothing that attempt
+-- granted), whatever it found: run twice, the second run finds the work
+-- done and reports it done.
+-- Returns {1}.
 for i = 1, #KEYS / 2 do
   local lock = KEYS[2 * i - 1]
-  if redis.call('HGET', lock, 'o') == ARGV[2] then
+  if redis.call('HGET', lock, 'o') == ARGV[2] and (release or redis.call('HGET', lock, 'a') == ARGV[7]) then
     redis.call('DEL', lock)
-    redis.call(ARGV[1], ARGV[6 + i], 'u')
-    released = released + 1
+    if release then
+      redis.call(ARGV[1], ARGV[7 + i], 'u')
+    end
   end
 end
-if released == 0 then
-  return {-1}
-end
-return {1, released}
+return {1}

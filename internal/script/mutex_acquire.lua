@@ -1,12 +1,19 @@
 -- mutex_acquire.lua: take an exclusive hold.
--- KEYS[1] lock hash {o = owner token, f = fencing token, h = holder description}
+-- KEYS[1] lock hash {o = owner token, f = fencing token, h = holder
+--         description, a = the attempt that last granted the hold}
 -- KEYS[2] fence counter
 -- ARGV[1] publish command (unused), ARGV[2] owner token, ARGV[3] wake channel (unused),
--- ARGV[4] ttl ms, ARGV[5] fence counter ttl ms, ARGV[6] holder description (host/pid, for status)
--- Returns {1, fencing token} when held (also when ARGV[2] already holds it: a
--- retried attempt), {0, ms until the holder's hold expires} otherwise.
+-- ARGV[4] ttl ms, ARGV[5] fence counter ttl ms, ARGV[6] holder description (host/pid, for status),
+-- ARGV[7] attempt id (distinct for each attempt of an owner)
+-- An owner that holds the lock already (a retried attempt whose first reply
+-- was lost, or the same request run twice) gets its hold back with its
+-- token, the expiry of a new grant and ARGV[7] as the attempt that granted
+-- it, so that the undo of an earlier attempt leaves it alone.
+-- Returns {1, fencing token} when held, {0, ms until the holder's hold
+-- expires} otherwise.
 local owner = redis.call('HGET', KEYS[1], 'o')
 if owner == ARGV[2] then
+  redis.call('HSET', KEYS[1], 'a', ARGV[7])
   redis.call('PEXPIRE', KEYS[1], ARGV[4])
   return {1, tonumber(redis.call('HGET', KEYS[1], 'f'))}
 end
@@ -20,6 +27,6 @@ local t = redis.call('TIME')
 local token = math.max((tonumber(redis.call('GET', KEYS[2])) or 0) + 1, t[1] * 1000000 + t[2])
 local s = string.format('%.0f', token)
 redis.call('SET', KEYS[2], s, 'PX', ARGV[5])
-redis.call('HSET', KEYS[1], 'o', ARGV[2], 'f', s, 'h', ARGV[6])
+redis.call('HSET', KEYS[1], 'o', ARGV[2], 'f', s, 'h', ARGV[6], 'a', ARGV[7])
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
 return {1, token}

@@ -1,17 +1,16 @@
--- mutex_undo.lua: give back a hold that an acquisition took but cannot keep
--- (a quorum minority, an acquisition without its replica acknowledgements).
--- It is mutex_release.lua without the wake-up: nobody else held the lock
--- through this hold, so nobody waits for its end, and on a quorum a wake-up
--- per undone minority would set every waiter racing again.
--- KEYS[1] lock hash, KEYS[2] fence counter (unused); ARGV[2] owner token
--- Returns {1} when released, {-1} when nothing was held, {-2} when another
--- owner holds the lock (it is left alone).
-local owner = redis.call('HGET', KEYS[1], 'o')
-if not owner then
-  return {-1}
+-- mutex_undo.lua: give back a hold that one acquisition attempt granted but
+-- cannot keep (a quorum minority, an acquisition without its replica
+-- acknowledgements, a grant that came back after its validity ran out).
+-- It takes the KEYS and ARGV of mutex_acquire.lua and acts only while the
+-- hold is the one that attempt granted: a late undo leaves alone the hold
+-- that a later attempt of the same owner took or took back. There is no
+-- wake-up: nobody held the lock through this hold, so nobody waits for its
+-- end, and on a quorum a wake-up per undone minority would set every waiter
+-- racing again.
+-- KEYS[1] lock hash, KEYS[2] fence counter (unused); ARGV[2] owner token,
+-- ARGV[7] attempt id
+-- Returns {1}: nothing that attempt granted remains.
+if redis.call('HGET', KEYS[1], 'o') == ARGV[2] and redis.call('HGET', KEYS[1], 'a') == ARGV[7] then
+  redis.call('DEL', KEYS[1])
 end
-if owner ~= ARGV[2] then
-  return {-2}
-end
-redis.call('DEL', KEYS[1])
 return {1}

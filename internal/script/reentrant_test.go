@@ -31,17 +31,25 @@ func TestReentrantScripts(t *testing.T) {
 			}
 			return r
 		}
-		acquire := func(owner string, count int) backend.Reply {
+		attempt := int64(0)
+		// acquire makes a new attempt: a first hold (token 0) or a re-entry
+		// of the hold of token tok.
+		acquire := func(owner string, count int, tok int64) backend.Reply {
 			t.Helper()
-			return run(script.ReentrantAcquire, owner, wake, 10000, fenceTTL, count)
+			attempt++
+			return run(script.ReentrantAcquire, owner, wake, 10000, fenceTTL, count, tok, attempt)
 		}
-		undo := func(owner string, count int) backend.Reply {
+		undo := func(owner string, count int, attempts ...int64) backend.Reply {
 			t.Helper()
-			return run(script.ReentrantUndo, owner, wake, 10000, fenceTTL, count)
+			args := []any{owner, wake, 10000, fenceTTL, count, 0}
+			for _, a := range attempts {
+				args = append(args, a)
+			}
+			return run(script.ReentrantUndo, args...)
 		}
-		release := func(owner string, left int) backend.Reply {
+		release := func(owner string, left int, tok int64) backend.Reply {
 			t.Helper()
-			return run(script.ReentrantRelease, owner, wake, left)
+			return run(script.ReentrantRelease, owner, wake, left, tok)
 		}
 		count := func(owner string) int64 {
 			t.Helper()
@@ -49,7 +57,7 @@ func TestReentrantScripts(t *testing.T) {
 			return n
 		}
 
-		r := acquire("A", 1)
+		r := acquire("A", 1, 0)
 		tok := r.At(1)
 		if r.Status() != backend.StatusOK || tok <= 0 || r.At(2) != 1 {
 			t.Fatalf("first acquire = %v; want [1 token 1]", r)
@@ -57,31 +65,56 @@ func TestReentrantScripts(t *testing.T) {
 		if ttl := rdb.PTTL(ctx, keys[0]).Val(); ttl <= 0 || ttl > 10*time.Second {
 			t.Errorf("lock TTL = %v; want in (0, 10s]", ttl)
 		}
-		if r := acquire("A", 1); r.Status() != backend.StatusOK || r.At(1) != tok || count("A") != 1 {
-			t.Errorf("retried first acquire = %v, count %d; want [1 %d 1], count 1", r, count("A"), tok)
+		// A first hold of an owner that is on the server already (its first
+		// reply lost, or its last release never arrived) is a new grant: a
+		// larger token and a full TTL.
+		if err := rdb.PExpire(ctx, keys[0], time.Second).Err(); err != nil {
+			t.Fatal(err)
 		}
-		if r := acquire("A", 2); r.Status() != backend.StatusOK || r.At(1) != tok || r.At(2) != 2 {
+		r = acquire("A", 1, 0)
+		if r.Status() != backend.StatusOK || r.At(1) <= tok || count("A") != 1 {
+			t.Errorf("first acquire of an owner on the server = %v, count %d; want [1 token>%d 1], count 1", r, count("A"), tok)
+		}
+		if ttl := rdb.PTTL(ctx, keys[0]).Val(); ttl <= time.Second {
+			t.Errorf("lock TTL after a first acquire of an owner on the server = %v; want the full 10s", ttl)
+		}
+		tok = r.At(1)
+		if r := acquire("A", 2, tok); r.Status() != backend.StatusOK || r.At(1) != tok || r.At(2) != 2 {
 			t.Errorf("re-entry = %v; want [1 %d 2] (the first hold's token)", r, tok)
 		}
-		if r := acquire("B", 1); r.Status() != backend.StatusContended || r.At(1) <= 0 {
+		reentry := attempt
+		if r := acquire("A", 3, tok-1); r.Status() != backend.StatusContended || count("A") != 2 {
+			t.Errorf("re-entry of another hold = %v, count %d; want [0 0], count 2", r, count("A"))
+		}
+		if r := acquire("B", 1, 0); r.Status() != backend.StatusContended || r.At(1) <= 0 {
 			t.Errorf("acquire by another owner = %v; want [0 ms-left]", r)
 		}
-		// Undo gives back exactly what its acquisition took.
-		if r := undo("A", 3); r.Status() != backend.StatusGone || count("A") != 2 {
-			t.Errorf("undo of an acquisition that took nothing = %v, count %d; want [-1], count 2", r, count("A"))
+		// Undo gives back exactly what its attempt took.
+		if r := undo("A", 3, reentry); r.Status() != backend.StatusOK || count("A") != 2 {
+			t.Errorf("undo of an acquisition that took nothing = %v, count %d; want [1], count 2", r, count("A"))
 		}
-		if r := undo("A", 2); r.Status() != backend.StatusOK || count("A") != 1 {
-			t.Errorf("undo of the re-entry = %v, count %d; want [1 1], count 1", r, count("A"))
+		if r := undo("A", 2, reentry-1); r.Status() != backend.StatusOK || count("A") != 2 {
+			t.Errorf("undo of an earlier attempt = %v, count %d; want [1], count 2", r, count("A"))
 		}
-		if r := undo("A", 2); r.Status() != backend.StatusGone || count("A") != 1 {
-			t.Errorf("second undo of the re-entry = %v, count %d; want [-1], count 1", r, count("A"))
+		if r := undo("A", 2, reentry-2, reentry); r.Status() != backend.StatusOK || count("A") != 1 {
+			t.Errorf("undo of the re-entry = %v, count %d; want [1], count 1", r, count("A"))
 		}
-		// Releases set the count, so a retried one is harmless.
-		acquire("A", 2)
+		if r := undo("A", 2, reentry); r.Status() != backend.StatusOK || count("A") != 1 {
+			t.Errorf("second undo of the re-entry = %v, count %d; want [1], count 1", r, count("A"))
+		}
+		// Releases set the count, so a retried one is harmless; they act on
+		// the hold of their token only.
+		acquire("A", 2, tok)
 		for range 2 {
-			if r := release("A", 1); r.Status() != backend.StatusOK || count("A") != 1 {
+			if r := release("A", 1, tok); r.Status() != backend.StatusOK || count("A") != 1 {
 				t.Errorf("release to 1 = %v, count %d; want [1 1], count 1", r, count("A"))
 			}
+		}
+		if r := release("A", 0, tok-1); r.Status() != backend.StatusOK || count("A") != 1 {
+			t.Errorf("release of an earlier hold = %v, count %d; want [1 0] (nothing of it remains), count 1", r, count("A"))
+		}
+		if r := release("A", 1, tok-1); r.Status() != backend.StatusGone || count("A") != 1 {
+			t.Errorf("partial release of an earlier hold = %v, count %d; want [-1] (gone), count 1", r, count("A"))
 		}
 		if r := run(script.ReentrantRenew, "B", 20000); r.Status() != backend.StatusTaken {
 			t.Errorf("renew by another owner = %v; want [-2]", r)
@@ -89,27 +122,27 @@ func TestReentrantScripts(t *testing.T) {
 		if r := run(script.ReentrantRenew, "A", 20000); r.Status() != backend.StatusOK || r.At(1) != 20000 {
 			t.Errorf("renew = %v; want [1 20000]", r)
 		}
-		if r := release("B", 0); r.Status() != backend.StatusTaken {
-			t.Errorf("release by another owner = %v; want [-2]", r)
+		if r := release("B", 1, tok); r.Status() != backend.StatusTaken {
+			t.Errorf("partial release by another owner = %v; want [-2]", r)
 		}
-		if r := release("A", 0); r.Status() != backend.StatusOK || rdb.Exists(ctx, keys[0]).Val() != 0 {
+		if r := release("A", 0, tok); r.Status() != backend.StatusOK || rdb.Exists(ctx, keys[0]).Val() != 0 {
 			t.Errorf("last release = %v; want [1 0] and the key gone", r)
 		}
-		if r := release("A", 0); r.Status() != backend.StatusGone {
-			t.Errorf("release after the end = %v; want [-1]", r)
+		if r := release("A", 0, tok); r.Status() != backend.StatusOK {
+			t.Errorf("release run again = %v; want [1 0] (nothing remains, as it asks)", r)
 		}
 		if r := run(script.ReentrantRenew, "A", 1000); r.Status() != backend.StatusGone {
 			t.Errorf("renew after the end = %v; want [-1]", r)
 		}
 		// A re-entry never recreates a hold that is gone.
-		if r := acquire("A", 3); r.Status() != backend.StatusContended || rdb.Exists(ctx, keys[0]).Val() != 0 {
+		if r := acquire("A", 3, tok); r.Status() != backend.StatusContended || rdb.Exists(ctx, keys[0]).Val() != 0 {
 			t.Errorf("re-entry of a gone hold = %v; want [0 0] and no key", r)
 		}
-		r = acquire("C", 1)
+		r = acquire("C", 1, 0)
 		if r.Status() != backend.StatusOK || r.At(1) <= tok {
 			t.Errorf("next first hold = %v; want a token > %d", r, tok)
 		}
-		if r := undo("C", 1); r.Status() != backend.StatusOK || rdb.Exists(ctx, keys[0]).Val() != 0 {
+		if r := undo("C", 1, attempt); r.Status() != backend.StatusOK || rdb.Exists(ctx, keys[0]).Val() != 0 {
 			t.Errorf("undo of a first hold = %v; want [1 0] and the key gone", r)
 		}
 		if ttl := rdb.PTTL(ctx, keys[1]).Val(); ttl <= 0 {

@@ -1,5 +1,6 @@
 -- rwmutex_lock.lua: take the write hold of a readers/writer lock.
--- KEYS[1] writer hash {o = owner token, f = fencing token}
+-- KEYS[1] writer hash {o = owner token, f = fencing token, a = the attempt
+--         that last granted the hold}
 -- KEYS[2] readers: sorted set of reader owner tokens scored by expiry (server ms)
 -- KEYS[3] waiting writers: sorted set of owner tokens scored by expiry
 -- KEYS[4] waiting readers: sorted set of owner tokens scored by expiry
@@ -8,9 +9,13 @@
 -- ARGV[1] publish command, ARGV[2] owner token, ARGV[3] writers' wake channel
 -- (unused), ARGV[4] readers' wake channel, ARGV[5] turn ms (unused), ARGV[6]
 -- ttl ms, ARGV[7] fence counter ttl ms, ARGV[8] '1' to register as a waiting
--- writer when blocked (Lock), '0' not to (TryLock)
--- Returns {1, fencing token} when held (also when ARGV[2] already holds it: a
--- retried attempt), {0, ms until a retry may succeed} otherwise.
+-- writer when blocked (Lock), '0' not to (TryLock), ARGV[9] attempt id
+-- (distinct for each attempt of an owner)
+-- An owner that holds the lock already (a retried attempt, or the same
+-- request run twice) gets its hold back with the expiry of a new grant and
+-- ARGV[9] as the attempt that granted it.
+-- Returns {1, fencing token} when held, {0, ms until a retry may succeed}
+-- otherwise.
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
 local owner = ARGV[2]
@@ -18,6 +23,7 @@ local ttl = tonumber(ARGV[6])
 
 local holder = redis.call('HGET', KEYS[1], 'o')
 if holder == owner then
+  redis.call('HSET', KEYS[1], 'a', ARGV[9])
   redis.call('PEXPIRE', KEYS[1], ttl)
   redis.call('ZREM', KEYS[3], owner)
   return {1, tonumber(redis.call('HGET', KEYS[1], 'f'))}
@@ -65,7 +71,7 @@ end
 local token = math.max((tonumber(redis.call('GET', KEYS[6])) or 0) + 1, t[1] * 1000000 + t[2])
 local s = string.format('%.0f', token)
 redis.call('SET', KEYS[6], s, 'PX', ARGV[7])
-redis.call('HSET', KEYS[1], 'o', owner, 'f', s)
+redis.call('HSET', KEYS[1], 'o', owner, 'f', s, 'a', ARGV[9])
 redis.call('PEXPIRE', KEYS[1], ttl)
 redis.call('ZREM', KEYS[3], owner)
 return {1, token}

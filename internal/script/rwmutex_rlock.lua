@@ -3,12 +3,18 @@
 -- ARGV[1] publish command (unused), ARGV[2] owner token, ARGV[3] readers' wake
 -- channel (unused), ARGV[4] writers' wake channel (unused), ARGV[5] ttl ms,
 -- ARGV[6] fence counter ttl ms, ARGV[7] '1' to register as a waiting reader
--- when blocked (RLock), '0' not to (TryRLock)
--- Returns {1, fencing token} when held (a retried attempt of a holder gets a
--- new, larger token), {0, ms until a retry may succeed} otherwise.
+-- when blocked (RLock), '0' not to (TryRLock), ARGV[8] attempt number
+-- The owner (one RLock call) waits, and gets its turn, under its own name;
+-- each attempt holds under its own member, '<owner>:<attempt>', so that the
+-- undo or cleanup of one attempt, however late it comes, never ends the hold
+-- of another. The same attempt run twice finds its hold and gets it back
+-- with the expiry of a new grant (and a new, larger token).
+-- Returns {1, fencing token} when held, {0, ms until a retry may succeed}
+-- otherwise.
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
 local owner = ARGV[2]
+local member = owner .. ':' .. ARGV[8]
 local ttl = tonumber(ARGV[5])
 
 local function token()
@@ -19,13 +25,13 @@ end
 
 -- Hold until expiry: the readers key lives as long as its longest hold.
 local function hold(expiry)
-  redis.call('ZADD', KEYS[2], expiry, owner)
+  redis.call('ZADD', KEYS[2], expiry, member)
   if redis.call('PTTL', KEYS[2]) < expiry - now then
     redis.call('PEXPIRE', KEYS[2], expiry - now)
   end
 end
 
-local mine = tonumber(redis.call('ZSCORE', KEYS[2], owner))
+local mine = tonumber(redis.call('ZSCORE', KEYS[2], member))
 if mine and mine > now then
   hold(math.max(mine, now + ttl))
   return {1, token()}

@@ -1,6 +1,7 @@
 -- rwmutex_rrenew.lua: make a read hold last at least ttl from now.
 -- KEYS[1] readers (sorted set scored by expiry, server ms)
--- ARGV[1] publish command (unused), ARGV[2] owner token, ARGV[3] ttl ms
+-- ARGV[1] publish command (unused), ARGV[2] the hold's member
+-- ('<owner>:<attempt>', see rwmutex_rlock.lua), ARGV[3] ttl ms
 -- Returns {1, ms left} when held, {-1} when the hold was released or expired.
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)

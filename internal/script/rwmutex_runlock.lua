@@ -3,14 +3,17 @@
 -- are this source after a first line that sets release: true for the
 -- former, false for the latter.
 -- KEYS as rwmutex_lock.lua (KEYS[6] unused)
--- ARGV[1] publish command, ARGV[2] owner token, ARGV[3] readers' wake channel
--- (unused), ARGV[4] writers' wake channel
+-- ARGV[1] publish command, ARGV[2] owner token (one RLock call), ARGV[3]
+-- readers' wake channel (unused), ARGV[4] writers' wake channel, ARGV[8...]
+-- the attempts whose holds (members '<owner>:<attempt>', see
+-- rwmutex_rlock.lua) end; an undo takes the ARGV of rwmutex_rlock.lua,
+-- whose ARGV[8] is the one attempt it undoes.
 -- A release also withdraws the owner from the waiting readers and from the
 -- readers' turn, as after an RLock that gave up (on a quorum, a node that did
 -- not grant the hold may still have it waiting); an undo leaves them as they
--- are.
--- Returns {1} when released, {-1} when nothing was held (never taken,
--- released, or expired), {-2} when a writer holds the lock.
+-- are. Afterwards none of those attempts holds anything, whatever the call
+-- found: run twice, the second run finds the work done and reports it done.
+-- Returns {1}.
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
 local owner = ARGV[2]
@@ -19,14 +22,13 @@ if release then
   redis.call('ZREM', KEYS[4], owner)
   left = redis.call('ZREM', KEYS[5], owner) == 1
 end
-local score = tonumber(redis.call('ZSCORE', KEYS[2], owner))
-local status = -1
-if score then
-  redis.call('ZREM', KEYS[2], owner)
-  if score > now then
-    status = 1
+for i = 8, #ARGV do
+  local member = owner .. ':' .. ARGV[i]
+  local score = tonumber(redis.call('ZSCORE', KEYS[2], member))
+  if score then
+    redis.call('ZREM', KEYS[2], member)
+    left = true
   end
-  left = true
 end
 if left then
   -- The last reader out, with no reader's turn pending, wakes the writers.
@@ -36,7 +38,4 @@ if left then
     redis.call(ARGV[1], ARGV[4], 'r')
   end
 end
-if status ~= 1 and redis.call('HGET', KEYS[1], 'o') then
-  status = -2
-end
-return {status}
+return {1}

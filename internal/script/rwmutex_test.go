@@ -48,7 +48,7 @@ func (r *rw) run(s *backend.Script, keys []string, args ...any) backend.Reply {
 
 func (r *rw) lock(owner string, wait bool) backend.Reply {
 	r.t.Helper()
-	return r.run(script.RWMutexLock, r.keys, owner, r.wake, r.rwake, r.turnMs, r.ttl, fenceTTL, rwFlag(wait))
+	return r.run(script.RWMutexLock, r.keys, owner, r.wake, r.rwake, r.turnMs, r.ttl, fenceTTL, rwFlag(wait), 1)
 }
 
 func (r *rw) unlock(owner string) backend.Reply {
@@ -58,12 +58,12 @@ func (r *rw) unlock(owner string) backend.Reply {
 
 func (r *rw) rlock(owner string, wait bool) backend.Reply {
 	r.t.Helper()
-	return r.run(script.RWMutexRLock, r.keys, owner, r.rwake, r.wake, r.ttl, fenceTTL, rwFlag(wait))
+	return r.run(script.RWMutexRLock, r.keys, owner, r.rwake, r.wake, r.ttl, fenceTTL, rwFlag(wait), 1)
 }
 
 func (r *rw) runlock(owner string) backend.Reply {
 	r.t.Helper()
-	return r.run(script.RWMutexRUnlock, r.keys, owner, r.rwake, r.wake)
+	return r.run(script.RWMutexRUnlock, r.keys, owner, r.rwake, r.wake, 0, 0, 0, 1)
 }
 
 // members returns the members of the sorted set key i.
@@ -136,9 +136,12 @@ func TestRWMutexScripts(t *testing.T) {
 		if again := wantOK(t, "retried rlock A", r.rlock("A", true)); again <= a {
 			t.Errorf("token of a retried rlock = %d; want > %d", again, a)
 		}
+		if rep := r.run(script.RWMutexRLockUndo, r.keys, "A", r.rwake, r.wake, r.ttl, fenceTTL, 1, 2); rep.Status() != backend.StatusOK || r.members(rwReaders) != "A:1" {
+			t.Errorf("undo of another attempt of A = %v, readers %q; want [1], A:1 left alone", rep, r.members(rwReaders))
+		}
 		b := wantOK(t, "rlock B", r.rlock("B", true))
-		if got := r.members(rwReaders); got != "A,B" {
-			t.Errorf("readers = %q; want A,B", got)
+		if got := r.members(rwReaders); got != "A:1,B:1" {
+			t.Errorf("readers = %q; want A:1,B:1 (a member per attempt)", got)
 		}
 		if ttl := rdb.PTTL(r.ctx, r.keys[rwReaders]).Val(); ttl <= 0 || ttl > 10*time.Second {
 			t.Errorf("readers TTL = %v; want in (0, 10s]", ttl)
@@ -162,7 +165,7 @@ func TestRWMutexScripts(t *testing.T) {
 		r.expiring()
 
 		// Renewals.
-		if rep := r.run(script.RWMutexRRenew, r.keys[rwReaders:rwReaders+1], "A", 20000); rep.Status() != backend.StatusOK || rep.At(1) != 20000 {
+		if rep := r.run(script.RWMutexRRenew, r.keys[rwReaders:rwReaders+1], "A:1", 20000); rep.Status() != backend.StatusOK || rep.At(1) != 20000 {
 			t.Errorf("rrenew A = %v; want [1 20000]", rep)
 		}
 		if rep := r.run(script.RWMutexRRenew, r.keys[rwReaders:rwReaders+1], "Z", 20000); rep.Status() != backend.StatusGone {
@@ -171,8 +174,8 @@ func TestRWMutexScripts(t *testing.T) {
 
 		// The last reader out lets the writer in.
 		wantOK(t, "runlock A", r.runlock("A"))
-		if rep := r.runlock("A"); rep.Status() != backend.StatusGone {
-			t.Errorf("second runlock A = %v; want [-1]", rep)
+		if rep := r.runlock("A"); rep.Status() != backend.StatusOK || r.members(rwReaders) != "B:1" {
+			t.Errorf("second runlock A = %v, readers %q; want [1] (done already), B:1", rep, r.members(rwReaders))
 		}
 		wantContended(t, "lock W with B inside", r.lock("W", true), ttl)
 		wantOK(t, "runlock B", r.runlock("B"))
@@ -189,16 +192,16 @@ func TestRWMutexScripts(t *testing.T) {
 		if rep := r.run(script.RWMutexRenew, r.keys[:1], "W", 20000); rep.Status() != backend.StatusOK {
 			t.Errorf("renew W = %v; want [1 ...]", rep)
 		}
-		if rep := r.runlock("W"); rep.Status() != backend.StatusTaken {
-			t.Errorf("runlock by a reader that holds nothing while a writer holds = %v; want [-2]", rep)
+		if rep := r.runlock("W"); rep.Status() != backend.StatusOK || rdb.HGet(r.ctx, r.keys[rwWriter], "o").Val() != "W" {
+			t.Errorf("runlock by a reader that holds nothing while a writer holds = %v; want [1], the writer left alone", rep)
 		}
 
 		// Readers waiting when the writer leaves get a turn before the next
 		// writer.
 		wantContended(t, "rlock C under W", r.rlock("C", true), ttl)
 		wantContended(t, "lock V under W", r.lock("V", true), ttl)
-		if rep := r.unlock("V"); rep.Status() != backend.StatusTaken {
-			t.Errorf("unlock by another owner = %v; want [-2]", rep)
+		if rep := r.unlock("V"); rep.Status() != backend.StatusOK || rdb.HGet(r.ctx, r.keys[rwWriter], "o").Val() != "W" {
+			t.Errorf("unlock by another owner = %v; want [1], W's hold left alone", rep)
 		}
 		wantOK(t, "unlock W", r.unlock("W"))
 		if got, left := r.members(rwTurn), r.members(rwRWait); got != "C" || left != "" {
@@ -219,8 +222,8 @@ func TestRWMutexScripts(t *testing.T) {
 		wantOK(t, "runlock C", r.runlock("C"))
 		wantOK(t, "lock V", r.lock("V", true))
 		wantOK(t, "unlock V", r.unlock("V"))
-		if rep := r.unlock("V"); rep.Status() != backend.StatusGone {
-			t.Errorf("second unlock = %v; want [-1]", rep)
+		if rep := r.unlock("V"); rep.Status() != backend.StatusOK {
+			t.Errorf("second unlock = %v; want [1] (done already)", rep)
 		}
 
 		// The undo of a contended attempt (which a quorum runs) leaves the
@@ -228,12 +231,12 @@ func TestRWMutexScripts(t *testing.T) {
 		// lets readers in.
 		wantOK(t, "rlock E", r.rlock("E", true))
 		wantContended(t, "lock X", r.lock("X", true), ttl)
-		if rep := r.run(script.RWMutexLockUndo, r.keys, "X", r.wake, r.rwake, r.turnMs, r.ttl, fenceTTL, 1); rep.Status() != backend.StatusGone {
-			t.Errorf("undo of a contended lock = %v; want [-1]", rep)
+		if rep := r.run(script.RWMutexLockUndo, r.keys, "X", r.wake, r.rwake, r.turnMs, r.ttl, fenceTTL, 1, 1); rep.Status() != backend.StatusOK || r.members(rwWWait) != "X" {
+			t.Errorf("undo of a contended lock = %v, waiting writers %q; want [1], X still waiting", rep, r.members(rwWWait))
 		}
 		wantContended(t, "tryrlock F while X waits", r.rlock("F", false), ttl)
-		if rep := r.unlock("X"); rep.Status() != backend.StatusGone {
-			t.Errorf("release by a writer that gave up = %v; want [-1] (it held nothing)", rep)
+		if rep := r.unlock("X"); rep.Status() != backend.StatusOK || r.members(rwWWait) != "" {
+			t.Errorf("release by a writer that gave up = %v, waiting writers %q; want [1], none", rep, r.members(rwWWait))
 		}
 		wantOK(t, "tryrlock F after X gave up", r.rlock("F", false))
 		wantOK(t, "runlock E", r.runlock("E"))
@@ -243,7 +246,10 @@ func TestRWMutexScripts(t *testing.T) {
 		// turn; a reader that gives up its turn lets the writers go.
 		wantOK(t, "lock Y", r.lock("Y", true))
 		wantContended(t, "rlock G under Y", r.rlock("G", true), ttl)
-		if rep := r.run(script.RWMutexLockUndo, r.keys, "Y", r.wake, r.rwake, r.turnMs, r.ttl, fenceTTL, 1); rep.Status() != backend.StatusOK {
+		if rep := r.run(script.RWMutexLockUndo, r.keys, "Y", r.wake, r.rwake, r.turnMs, r.ttl, fenceTTL, 1, 2); rep.Status() != backend.StatusOK || rdb.HGet(r.ctx, r.keys[rwWriter], "o").Val() != "Y" {
+			t.Errorf("late undo of another attempt of Y = %v; want [1], Y's hold left alone", rep)
+		}
+		if rep := r.run(script.RWMutexLockUndo, r.keys, "Y", r.wake, r.rwake, r.turnMs, r.ttl, fenceTTL, 1, 1); rep.Status() != backend.StatusOK {
 			t.Errorf("undo of a write grant = %v; want [1]", rep)
 		}
 		if got := r.members(rwTurn); got != "" {
@@ -255,19 +261,19 @@ func TestRWMutexScripts(t *testing.T) {
 			t.Errorf("turn after the release = %q; want G", got)
 		}
 		wantContended(t, "lock Z during G's turn", r.lock("Z", false), ttl)
-		if rep := r.runlock("G"); rep.Status() != backend.StatusGone {
-			t.Errorf("release by a reader that gave up = %v; want [-1] (it held nothing)", rep)
+		if rep := r.runlock("G"); rep.Status() != backend.StatusOK || r.members(rwTurn) != "" {
+			t.Errorf("release by a reader that gave up = %v, turn %q; want [1], no turn left", rep, r.members(rwTurn))
 		}
 		wantOK(t, "lock Z after G gave up its turn", r.lock("Z", false))
 		wantOK(t, "unlock Z", r.unlock("Z"))
 		r.expiring()
 
 		// Undo of what took nothing is harmless.
-		if rep := r.unlock("nobody"); rep.Status() != backend.StatusGone {
-			t.Errorf("unlock of nothing = %v; want [-1]", rep)
+		if rep := r.unlock("nobody"); rep.Status() != backend.StatusOK {
+			t.Errorf("unlock of nothing = %v; want [1]", rep)
 		}
-		if rep := r.runlock("nobody"); rep.Status() != backend.StatusGone {
-			t.Errorf("runlock of nothing = %v; want [-1]", rep)
+		if rep := r.runlock("nobody"); rep.Status() != backend.StatusOK {
+			t.Errorf("runlock of nothing = %v; want [1]", rep)
 		}
 		for i := range rwTurn + 1 {
 			if n := rdb.Exists(r.ctx, r.keys[i]).Val(); n != 0 {
@@ -287,8 +293,8 @@ func TestRWMutexExpiry(t *testing.T) {
 		wantContended(t, "lock W", r.lock("W", false), ttl)
 		time.Sleep(2 * ttl * time.Millisecond)
 		wantOK(t, "lock W after the reader's hold expired", r.lock("W", true))
-		if rep := r.runlock("A"); rep.Status() == backend.StatusOK {
-			t.Errorf("runlock of an expired read hold = %v; want a negative status", rep)
+		if rep := r.runlock("A"); rep.Status() != backend.StatusOK || rdb.HGet(r.ctx, r.keys[rwWriter], "o").Val() != "W" {
+			t.Errorf("runlock of an expired read hold = %v; want [1] (nothing of it remains), the writer left alone", rep)
 		}
 		wantContended(t, "rlock C under W", r.rlock("C", true), ttl)
 		wantOK(t, "unlock W", r.unlock("W"))

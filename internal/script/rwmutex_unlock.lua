@@ -5,12 +5,18 @@
 -- KEYS as rwmutex_lock.lua (KEYS[6] unused)
 -- ARGV[1] publish command, ARGV[2] owner token, ARGV[3] writers' wake channel,
 -- ARGV[4] readers' wake channel, ARGV[5] turn ms: how long the readers that
--- were waiting keep writers out while they come in
+-- were waiting keep writers out while they come in; for an undo, the ARGV
+-- of rwmutex_lock.lua, whose ARGV[9] is the attempt to undo
 -- A release also withdraws the owner from the waiting writers, as after a
 -- Lock that gave up (on a quorum, a node that did not grant the hold may
--- still have it waiting); an undo leaves the waiting as it is.
--- Returns {1} when the hold was released, {-1} when nothing was held, {-2}
--- when another owner holds the write lock (it is left alone).
+-- still have it waiting); an undo leaves the waiting as it is, and acts
+-- only while the hold is the one that attempt granted: a late undo leaves
+-- alone the hold that a later attempt of the same owner took or took back.
+-- Afterwards the owner holds nothing (after an undo: nothing that attempt
+-- granted), whatever it found (a write lock held by another owner is left
+-- alone): run twice, the second run finds the work done and reports it
+-- done.
+-- Returns {1}.
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
 local owner = ARGV[2]
@@ -19,6 +25,9 @@ if release then
   waited = redis.call('ZREM', KEYS[3], owner) == 1
 end
 local holder = redis.call('HGET', KEYS[1], 'o')
+if holder == owner and not release and redis.call('HGET', KEYS[1], 'a') ~= ARGV[9] then
+  return {1}
+end
 if holder ~= owner then
   if waited and not holder then
     -- The last waiting writer gone, the readers it kept out may come in.
@@ -27,10 +36,7 @@ if holder ~= owner then
       redis.call(ARGV[1], ARGV[4], 'c')
     end
   end
-  if not holder then
-    return {-1}
-  end
-  return {-2}
+  return {1}
 end
 redis.call('DEL', KEYS[1])
 -- As with sync.RWMutex, the readers that waited for this writer get in before

@@ -43,9 +43,11 @@ func TestMutexScripts(t *testing.T) {
 		name := fmt.Sprintf("%s-%d", t.Name(), time.Now().UnixNano())
 		keys := []string{"redisync:{" + name + "}:lock", "redisync:{" + name + "}:fence"}
 		wake := "redisync:{" + name + "}:wake"
+		attempt := 0
 		acquire := func(owner string) backend.Reply {
 			t.Helper()
-			r, err := backend.Run(ctx, b, script.MutexAcquire, keys, owner, wake, 10000, fenceTTL, "host/1")
+			attempt++
+			r, err := backend.Run(ctx, b, script.MutexAcquire, keys, owner, wake, 10000, fenceTTL, "host/1", attempt)
 			if err != nil {
 				t.Fatalf("acquire: %v", err)
 			}
@@ -69,9 +71,28 @@ func TestMutexScripts(t *testing.T) {
 		if r.Status() != backend.StatusOK || tok < before-int64(time.Minute/time.Microsecond) {
 			t.Fatalf("acquire on a free lock = %v; want [1 token] with token near the server clock in µs (%d)", r, before)
 		}
+		if err := rdb.PExpire(ctx, keys[0], time.Second).Err(); err != nil {
+			t.Fatal(err)
+		}
 		if r := acquire("A"); r.Status() != backend.StatusOK || r.At(1) != tok {
 			t.Errorf("retried acquire by the holder = %v; want [1 %d] (same hold, same token)", r, tok)
 		}
+		if ttl := rdb.PTTL(ctx, keys[0]).Val(); ttl <= time.Second {
+			t.Errorf("lock TTL after a retried acquire = %v; want the full 10s of a new grant", ttl)
+		}
+		// The undo of the first attempt, arriving after the retry granted
+		// the hold again, leaves it alone; the retry's own undo ends it.
+		if r := run(script.MutexUndo, "A", wake, 10000, fenceTTL, "host/1", 1); r.Status() != backend.StatusOK {
+			t.Errorf("late undo of an earlier attempt = %v; want [1] (nothing of that attempt remains)", r)
+		}
+		if o := rdb.HGet(ctx, keys[0], "o").Val(); o != "A" {
+			t.Fatalf("holder after a late undo = %q; want A", o)
+		}
+		if r := run(script.MutexUndo, "A", wake, 10000, fenceTTL, "host/1", attempt); r.Status() != backend.StatusOK {
+			t.Errorf("undo of the attempt that granted the hold = %v; want [1]", r)
+		}
+		r = acquire("A")
+		tok = r.At(1)
 		if r := acquire("B"); r.Status() != backend.StatusContended || r.At(1) <= 0 || r.At(1) > 10000 {
 			t.Errorf("acquire by another owner = %v; want [0 ms-left]", r)
 		}
@@ -84,14 +105,14 @@ func TestMutexScripts(t *testing.T) {
 		if r := run(script.MutexRenew, "A", 5000); r.Status() != backend.StatusOK || r.At(1) <= 5000 {
 			t.Errorf("renew to a shorter TTL = %v; want [1 ms-left > 5000] (never shortened)", r)
 		}
-		if r := run(script.MutexRelease, "B", wake); r.Status() != backend.StatusTaken {
-			t.Errorf("release by another owner = %v; want [-2]", r)
+		if r := run(script.MutexRelease, "B", wake); r.Status() != backend.StatusOK || rdb.HGet(ctx, keys[0], "o").Val() != "A" {
+			t.Errorf("release by another owner = %v; want [1], A's hold left alone", r)
 		}
 		if r := run(script.MutexRelease, "A", wake); r.Status() != backend.StatusOK {
 			t.Errorf("release by the holder = %v; want [1]", r)
 		}
-		if r := run(script.MutexRelease, "A", wake); r.Status() != backend.StatusGone {
-			t.Errorf("second release = %v; want [-1]", r)
+		if r := run(script.MutexRelease, "A", wake); r.Status() != backend.StatusOK {
+			t.Errorf("second release = %v; want [1] (done already)", r)
 		}
 		if r := run(script.MutexRenew, "A", 1000); r.Status() != backend.StatusGone {
 			t.Errorf("renew after release = %v; want [-1]", r)
