@@ -40,6 +40,13 @@
 // all earlier ones for the name, and a resource that refuses writes with a
 // token lower than the highest it has seen is safe even then.
 //
+// The server's expiry of a hold covers its holder's validity whatever
+// happens to the replies: every script may run twice (go-redis sends a
+// command again when its reply is lost) and has the effect of one run, a
+// retried grant renews the expiry as a new one does, and an undo or clean-up
+// that arrives late names the attempt it belongs to and cannot end a later
+// hold. TTLs are at most 24h.
+//
 // With Sentinel or Cluster, replication is asynchronous: a failover can lose
 // a hold that was granted just before it, and hand the lock to a second
 // client. backend.WithReplicaAcks counts a hold only once replicas have it;

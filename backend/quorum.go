@@ -36,7 +36,11 @@ import (
 //
 // The holder's validity (TTL minus the time the acquisition took, which
 // includes the slowest node it waited for, minus the drift margin) is
-// computed by the primitives as on a single node.
+// computed by the primitives as on a single node. An acquisition can take
+// two steps (the grant and the token's write-back) of up to the node timeout
+// each, so a hold's TTL less its drift margin must exceed twice the node
+// timeout: the primitives' constructors refuse a shorter one (with the
+// default 500ms node timeout, the shortest TTL is 1.013s).
 //
 // Failures that keep a step from a majority return a *QuorumError naming
 // each failed node. Contention does not: it is a failed attempt, retried by

@@ -63,8 +63,12 @@
 //	redisync:{jobs}:fence           the name's fencing token counter, expires 24h after its last use
 //	redisync:{jobs}:fair:wake:<id>  pub/sub channel of one waiter (sharded on Cluster)
 //
-// The first three expire with the last deadline they hold and are deleted
-// when nothing is held or awaited. All keys share the hash tag of the name,
+// A hold's field records its permits, token, ticket and the acquisition
+// attempt that granted it; a release says how many permits the hold keeps
+// (not how many it gives back), and an undo names its attempt, so that a
+// request run twice or delivered late changes nothing more. The first three
+// expire with the last deadline they hold and are deleted when nothing is
+// held or awaited. All keys share the hash tag of the name,
 // so they live in one Cluster slot.
 //
 // # Errors

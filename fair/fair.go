@@ -205,10 +205,12 @@ func (m *Mutex) TryLock(ctx context.Context) (ok bool, err error) {
 // Unlock unlocks m and wakes the first caller in line. It stops the watchdog
 // before it returns. It returns an error matching locker.ErrNotHeld when m is
 // not locked (no Redis call is made then), and one matching locker.ErrLost
-// when the hold had already ended without Unlock (lost, or expired and taken
-// by another owner, which Unlock leaves alone). In every case m is unlocked
-// when Unlock returns, even when the release could not reach Redis: the hold
-// then expires with its TTL.
+// when the hold had been lost before Unlock. The release behaves as
+// mutex.Mutex.Unlock's: one that finds the hold gone is not an error,
+// transient errors are retried until ctx ends or the hold would have expired
+// anyway, and Done closes by the validity deadline. In every case m is
+// unlocked when Unlock returns, even when the release could not reach Redis:
+// the hold then expires with its TTL.
 func (m *Mutex) Unlock(ctx context.Context) (err error) {
 	ctx, op := m.tel.Start(ctx, primitive, "Unlock", m.name)
 	defer func() {
@@ -233,8 +235,9 @@ func (m *Mutex) Unlock(ctx context.Context) (err error) {
 // Extend makes the current hold last at least ttl from now (it never shortens
 // it) and moves Until forward accordingly. It is how a fixed lease
 // (WithWatchdog(false)) is prolonged. It returns an error matching
-// locker.ErrNotHeld when m is not locked or the hold is gone, and one
-// matching locker.ErrInvalid for a ttl below 10ms.
+// locker.ErrNotHeld when m is not locked or the hold is gone, and one matching
+// locker.ErrInvalid for a ttl outside 10ms to 24h (or, on a quorum, too short
+// for its node timeout).
 func (m *Mutex) Extend(ctx context.Context, ttl time.Duration) (err error) {
 	ctx, op := m.tel.Start(ctx, primitive, "Extend", m.name)
 	defer func() {

@@ -15,11 +15,12 @@ type optionFunc func(*fifo.Settings)
 
 func (f optionFunc) apply(s *fifo.Settings) { f(s) }
 
-// WithTTL sets how long a hold lasts on the server without renewal: how long
-// a crashed holder keeps the others waiting. The default is 15s. With the
-// watchdog on (the default) a hold is renewed every TTL/3 for as long as it
-// is held; with it off the hold ends TTL after it was taken unless extended.
-// The TTL must be at least 10ms.
+// WithTTL sets how long a hold lasts on the server without renewal: how long a
+// crashed holder keeps the others waiting. The default is 15s. With the
+// watchdog on (the default) a hold is renewed every TTL/3 for as long as it is
+// held; with it off the hold ends TTL after it was taken unless extended. The
+// TTL must be between 10ms and 24h, and on a quorum longer than twice its node
+// timeout (see backend.Quorum).
 func WithTTL(d time.Duration) Option {
 	return optionFunc(func(s *fifo.Settings) { s.Hold.TTL = d })
 }

@@ -200,8 +200,8 @@ func TestLifecycle(t *testing.T) {
 			t.Fatal(err)
 		}
 		sort.Strings(fields)
-		if fmt.Sprint(fields) != "[c n]" {
-			t.Errorf("fields of the open latch = %v; want [c n] (count-down ids dropped)", fields)
+		if fmt.Sprint(fields) != "[c n z]" {
+			t.Errorf("fields of the open latch = %v; want [c n z] (count-down ids dropped but the opener's)", fields)
 		}
 
 		// Reset closes it again, with the count of the handle.

@@ -47,7 +47,7 @@ func newConfig(opts []Option) (config, error) {
 // shortens it); Reset makes it last exactly TTL. Choose a TTL longer than the
 // longest gap between count-downs and longer than the latest a waiter may
 // call Await after the latch opened: an expired latch reads as a new one.
-// The TTL must be at least 10ms.
+// The TTL must be between 10ms and 24h.
 func WithTTL(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.ttl = d })
 }

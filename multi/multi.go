@@ -387,8 +387,9 @@ func isClosed(c <-chan struct{}) bool {
 
 // Unlock unlocks every member, in reverse lock order. It returns an error
 // matching locker.ErrNotHeld when l is not locked, and one matching
-// locker.ErrLost when the hold of a member had ended without Unlock. Every
-// member is unlocked when Unlock returns, even on error.
+// locker.ErrLost when the hold of a member had been lost before Unlock. The
+// releases behave as mutex.Mutex.Unlock's. Every member is unlocked when
+// Unlock returns, even on error.
 func (l *Lock) Unlock(ctx context.Context) (err error) {
 	ctx, op := l.tel.Start(ctx, primitive, "Unlock", l.label)
 	defer func() {

@@ -16,7 +16,8 @@ type optionFunc func(*holdopt.Config)
 func (f optionFunc) apply(c *holdopt.Config) { f(c) }
 
 // WithTTL sets how long each member's hold lasts on the server without
-// renewal. The default is 15s; it must be at least 10ms. See mutex.WithTTL.
+// renewal. The default is 15s; it must be between 10ms and 24h, and on a
+// quorum longer than twice its node timeout. See mutex.WithTTL.
 func WithTTL(d time.Duration) Option {
 	return optionFunc(func(c *holdopt.Config) { c.TTL = d })
 }

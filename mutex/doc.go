@@ -30,6 +30,13 @@
 // the protected resource and have the resource reject tokens lower than the
 // highest it has seen.
 //
+// A request whose reply is lost may have run: go-redis sends it again, and
+// Lock retries it as a new attempt. Every script has the effect of one run
+// when it runs twice: a retried grant gets the hold back with the expiry of
+// a new grant, so that the key always outlives the holder's Until; a release
+// that finds its work done reports it done; an undo names the attempt it
+// undoes.
+//
 // Tokens of a name grow strictly: each acquisition's token is the larger of
 // the name's counter plus one and the Redis server's clock in microseconds.
 // The clock term keeps tokens growing when a Sentinel or Cluster failover
@@ -40,11 +47,14 @@
 //
 // For a Mutex named "orders:42" on a backend with the default prefix:
 //
-//	redisync:{orders:42}:lock   hash {o: owner token, f: fencing token, h: holder "host/pid"}, expires with the hold
+//	redisync:{orders:42}:lock   hash {o: owner token, f: fencing token, h: holder "host/pid", a: attempt}, expires with the hold
 //	redisync:{orders:42}:fence  the last fencing token, expires 24h after the last acquisition
 //	redisync:{orders:42}:wake   pub/sub channel (sharded on Cluster), one message per release
 //
-// All share the hash tag of the name, so they live in one Cluster slot.
+// All share the hash tag of the name, so they live in one Cluster slot. The
+// attempt field names the acquisition attempt (of the owner's Lock call) that
+// last granted the hold: the undo of an attempt, however late it arrives,
+// acts only while that attempt's grant stands.
 //
 // # Errors
 //

@@ -259,10 +259,15 @@ func undo(ctx context.Context, b backend.Backend, c *backend.Call) {
 // Unlock unlocks m and wakes a waiter. It stops the watchdog before it
 // returns. It returns an error matching locker.ErrNotHeld when m is not
 // locked (no Redis call is made then), and one matching locker.ErrLost when
-// the hold had already ended without Unlock (lost, or expired and taken by
-// another owner, which Unlock leaves alone). In every case m is unlocked when
-// Unlock returns, even when the release could not reach Redis: the hold then
-// expires with its TTL.
+// the hold had been lost before Unlock: the watchdog found it gone, or its
+// validity deadline passed. A release that finds the hold gone on the server
+// is not an error: the hold ended there, by this release (a re-sent one
+// finds its own work done) or by its expiry, and a lock held by another
+// owner is left alone. Unlock sends the release again after transient
+// errors, until ctx ends or the hold would have expired anyway; Done closes
+// by the validity deadline whatever becomes of the release. In every case m
+// is unlocked when Unlock returns, even when the release could not reach
+// Redis: the hold then expires with its TTL, and Unlock returns the error.
 func (m *Mutex) Unlock(ctx context.Context) (err error) {
 	ctx, op := m.tel.Start(ctx, primitive, "Unlock", m.name)
 	outcome := telemetry.Released
@@ -292,7 +297,8 @@ func (m *Mutex) Unlock(ctx context.Context) (err error) {
 // (WithWatchdog(false)) is prolonged; with the watchdog on it is rarely
 // needed, since the watchdog renews to the TTL. It returns an error matching
 // locker.ErrNotHeld when m is not locked or the hold is gone, and one matching
-// locker.ErrInvalid for a ttl below 10ms.
+// locker.ErrInvalid for a ttl outside 10ms to 24h (or, on a quorum, too short
+// for its node timeout).
 func (m *Mutex) Extend(ctx context.Context, ttl time.Duration) (err error) {
 	ctx, op := m.tel.Start(ctx, primitive, "Extend", m.name)
 	defer func() {

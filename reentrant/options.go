@@ -15,11 +15,12 @@ type optionFunc func(*holdopt.Config)
 
 func (f optionFunc) apply(c *holdopt.Config) { f(c) }
 
-// WithTTL sets how long a hold lasts on the server without renewal: how long
-// a crashed holder keeps others out. The default is 15s. With the watchdog on
+// WithTTL sets how long a hold lasts on the server without renewal: how long a
+// crashed holder keeps others out. The default is 15s. With the watchdog on
 // (the default) a hold is renewed every TTL/3 for as long as it is held; with
 // it off the hold ends TTL after it was first taken unless extended; a
-// re-entry does not change when it ends. The TTL must be at least 10ms.
+// re-entry does not change when it ends. The TTL must be between 10ms and 24h,
+// and on a quorum longer than twice its node timeout (see backend.Quorum).
 func WithTTL(d time.Duration) Option {
 	return optionFunc(func(c *holdopt.Config) { c.TTL = d })
 }

@@ -362,9 +362,12 @@ func (m *Mutex) use(h *hold) {
 // returns an error matching locker.ErrNotHeld when the scope does not hold
 // the lock (never locked, or unlocked as many times as locked; no Redis call
 // is made then), one matching locker.ErrInvalid for a context without a
-// scope, and one matching locker.ErrLost when the hold had ended without
+// scope, and one matching locker.ErrLost when the hold had been lost before
 // Unlock: each of the scope's outstanding Unlocks then reports the loss, and
-// the last one frees the scope to lock again. In every case the scope holds
+// the last one frees the scope to lock again. Releases name the hold they
+// leave and say how many Unlocks it still awaits, so that one sent twice
+// counts once and a late one cannot touch a later hold of the scope; the
+// last release behaves as mutex.Mutex.Unlock's. In every case the scope holds
 // one hold less when Unlock returns, even when the release could not reach
 // Redis: the hold then expires with its TTL. Unlock waits for other
 // goroutines of the scope that are entering or leaving the lock; if ctx ends
@@ -445,8 +448,9 @@ func (m *Mutex) HoldCount(ctx context.Context) (int, error) {
 // Extend makes the current hold (see Token) last at least ttl from now (it
 // never shortens it) and moves Until forward accordingly. It is how a fixed
 // lease (WithWatchdog(false)) is prolonged. It returns an error matching
-// locker.ErrNotHeld when the hold has ended or there is none, and one
-// matching locker.ErrInvalid for a ttl below 10ms.
+// locker.ErrNotHeld when the hold has ended or there is none, and one matching
+// locker.ErrInvalid for a ttl outside 10ms to 24h (or, on a quorum, too short
+// for its node timeout).
 func (m *Mutex) Extend(ctx context.Context, ttl time.Duration) (err error) {
 	ctx, op := m.tel.Start(ctx, primitive, "Extend", m.name)
 	defer func() {

@@ -85,8 +85,8 @@
 //
 // For an RWMutex named "cache:users" on a backend with the default prefix:
 //
-//	redisync:{cache:users}:writer   hash {o: owner token, f: fencing token}, expires with the write hold
-//	redisync:{cache:users}:readers  sorted set: a member per read hold, scored by its expiry (server ms)
+//	redisync:{cache:users}:writer   hash {o: owner token, f: fencing token, a: attempt}, expires with the write hold
+//	redisync:{cache:users}:readers  sorted set: a member per read hold, "<owner>:<attempt>", scored by its expiry (server ms)
 //	redisync:{cache:users}:wwait    sorted set: waiting writers, scored by the expiry of their claim
 //	redisync:{cache:users}:rwait    sorted set: waiting readers, scored likewise
 //	redisync:{cache:users}:rturn    sorted set: readers whose turn it is, until they come in or it expires
@@ -96,7 +96,10 @@
 //
 // Every key expires: the sets live as long as their latest member, and every
 // member carries its own expiry, taken from the server's TIME and removed
-// when it passes. All keys share the hash tag of the name, so they live in
+// when it passes. A read hold is named by the attempt that took it, and a
+// write hold records it, so that the undo or cleanup of one attempt, however
+// late it arrives, never ends another's hold. All keys share the hash tag of
+// the name, so they live in
 // one Cluster slot. The names differ from those of the other primitives, so
 // an RWMutex and, say, a mutex.Mutex with the same name are different locks
 // (they share the fence counter, so their tokens are ordered).

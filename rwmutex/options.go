@@ -17,10 +17,12 @@ func (f optionFunc) apply(c *holdopt.Config) { f(c) }
 
 // WithTTL sets how long a hold, read or write, lasts on the server without
 // renewal: how long a crashed holder keeps others out. The default is 15s.
-// With the watchdog on (the default) a hold is renewed every TTL/3 for as
-// long as it is held; with it off the hold ends TTL after it was taken unless
+// With the watchdog on (the default) a hold is renewed every TTL/3 for as long
+// as it is held; with it off the hold ends TTL after it was taken unless
 // extended. A waiting writer's claim, which keeps new readers out, also lasts
-// one TTL unless the writer keeps trying. The TTL must be at least 10ms.
+// one TTL unless the writer keeps trying. The TTL must be between 10ms and
+// 24h, and on a quorum longer than twice its node timeout (see
+// backend.Quorum).
 func WithTTL(d time.Duration) Option {
 	return optionFunc(func(c *holdopt.Config) { c.TTL = d })
 }

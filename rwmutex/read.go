@@ -252,9 +252,10 @@ func (m *RWMutex) watch(ctx context.Context, h *readHold) {
 // lock, wakes the writers. RUnlock returns an error matching
 // locker.ErrNotHeld when m is not locked for reading by the handle (no Redis
 // call is made then), and one matching locker.ErrLost when the shared hold
-// had ended without RUnlock (each of its readers gets it). In every case the
-// caller's read lock is gone when RUnlock returns, even when the release
-// could not reach Redis: the hold then expires with its TTL. As with
+// had been lost before RUnlock (each of its readers gets it). The release of
+// the shared hold behaves as Unlock's. In every case the caller's read lock
+// is gone when RUnlock returns, even when the release could not reach
+// Redis: the hold then expires with its TTL. As with
 // sync.RWMutex, RUnlock does not say which RLock it undoes: the readers of a
 // handle are interchangeable.
 func (m *RWMutex) RUnlock(ctx context.Context) (err error) {

@@ -295,10 +295,13 @@ func (m *RWMutex) undo(ctx context.Context, c *backend.Call) {
 // once, and lets them in before the next writer; with no reader waiting it
 // wakes a writer. It stops the watchdog before it returns. It returns an error
 // matching locker.ErrNotHeld when m is not write-locked (no Redis call is made
-// then), and one matching locker.ErrLost when the hold had already ended
-// without Unlock (lost, or expired and taken by another owner, which Unlock
-// leaves alone). In every case m is not write-locked when Unlock returns, even
-// when the release could not reach Redis: the hold then expires with its TTL.
+// then), and one matching locker.ErrLost when the hold had been lost before
+// Unlock. A release that finds the hold gone on the server is not an error,
+// and transient errors are retried until ctx ends or the hold would have
+// expired anyway, as for mutex.Mutex.Unlock; Done closes by the validity
+// deadline whatever becomes of the release. In every case m is not
+// write-locked when Unlock returns, even when the release could not reach
+// Redis: the hold then expires with its TTL.
 func (m *RWMutex) Unlock(ctx context.Context) (err error) {
 	ctx, op := m.tel.Start(ctx, primitive, "Unlock", m.name)
 	defer func() { op.End(releaseOutcome(err), err, false) }()
@@ -320,12 +323,13 @@ func (m *RWMutex) Unlock(ctx context.Context) (err error) {
 	return m.errorf("unlock", l.Release(ctx, m.unlockCall(l.Owner())))
 }
 
-// Extend makes the current hold, the write hold or else the read hold that
-// the handle's readers share, last at least ttl from now (it never shortens
-// it) and moves Until forward accordingly. It is how a fixed lease
+// Extend makes the current hold, the write hold or else the read hold that the
+// handle's readers share, last at least ttl from now (it never shortens it)
+// and moves Until forward accordingly. It is how a fixed lease
 // (WithWatchdog(false)) is prolonged. It returns an error matching
 // locker.ErrNotHeld when m is not locked or the hold is gone, and one matching
-// locker.ErrInvalid for a ttl below 10ms.
+// locker.ErrInvalid for a ttl outside 10ms to 24h (or, on a quorum, too short
+// for its node timeout).
 func (m *RWMutex) Extend(ctx context.Context, ttl time.Duration) error {
 	m.mu.Lock()
 	l := m.w

@@ -19,7 +19,8 @@ func (f optionFunc) apply(s *fifo.Settings) { f(s) }
 // without renewal: how long the permits of a crashed holder stay out. The
 // default is 15s. With the watchdog on (the default) they are renewed every
 // TTL/3 for as long as they are held; with it off they expire TTL after they
-// were acquired unless extended. The TTL must be at least 10ms.
+// were acquired unless extended. The TTL must be between 10ms and 24h, and on
+// a quorum longer than twice its node timeout (see backend.Quorum).
 func WithTTL(d time.Duration) Option {
 	return optionFunc(func(s *fifo.Settings) { s.Hold.TTL = d })
 }

@@ -346,9 +346,14 @@ func (s *Weighted) lose(hd *hold, cause error) {
 // is more than the handle holds, and one matching locker.ErrInvalid when k is
 // below 1. When the handle's hold was lost (Done closed with Err matching
 // locker.ErrLost), Release of those permits returns an error matching
-// locker.ErrLost. Otherwise the k permits no longer count as held by the
-// handle when Release returns, even when the release could not reach Redis:
-// they then come back to the others when their hold expires.
+// locker.ErrLost. A release states how many permits each hold keeps rather
+// than how many it gives back, so one sent twice gives back no more than
+// once; transient errors are retried until ctx ends or the holds would have
+// expired anyway, and when the last permit goes, Done closes by the validity
+// deadline whatever becomes of the release. Otherwise the k permits no
+// longer count as held by the handle when Release returns, even when the
+// release could not reach Redis: they then come back to the others when
+// their hold expires.
 func (s *Weighted) Release(ctx context.Context, k int64) (err error) {
 	ctx, op := s.tel.Start(ctx, primitive, "Release", s.name)
 	trace.SpanFromContext(ctx).SetAttributes(keyPermits.Int64(k))
@@ -435,7 +440,8 @@ func (s *Weighted) Release(ctx context.Context, k int64) (err error) {
 // shortens one) and moves Until forward accordingly. It is how fixed leases
 // (WithWatchdog(false)) are prolonged. It returns an error matching
 // locker.ErrNotHeld when the handle holds no permit or a hold is gone, and one
-// matching locker.ErrInvalid for a ttl below 10ms.
+// matching locker.ErrInvalid for a ttl outside 10ms to 24h (or, on a quorum,
+// too short for its node timeout).
 func (s *Weighted) Extend(ctx context.Context, ttl time.Duration) (err error) {
 	ctx, op := s.tel.Start(ctx, primitive, "Extend", s.name)
 	defer func() {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -117,6 +118,39 @@ var cases = []misuse{
 		_, err := backend.NewQuorum([]redis.UniversalClient{e.raw, redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})})
 		return err
 	}, invalid},
+	{"mutex: TTL above 24h", func(e env) error { _, err := mutex.New(e.b, e.name, mutex.WithTTL(25*time.Hour)); return err }, invalid},
+	{"semaphore: TTL that overflows milliseconds", func(e env) error {
+		_, err := semaphore.NewWeighted(e.b, e.name, 2, semaphore.WithTTL(math.MaxInt64))
+		return err
+	}, invalid},
+	{"fair: queue timeout above 24h", func(e env) error {
+		_, err := fair.New(e.b, e.name, fair.WithQueueTimeout(25*time.Hour))
+		return err
+	}, invalid},
+	{"mutex: typed nil client", func(e env) error { _, err := mutex.New(backend.New((*redis.Client)(nil)), e.name); return err }, invalid},
+	{"quorum: one server twice", func(e env) error {
+		addr := e.raw.Options().Addr
+		c1, c2 := redis.NewClient(&redis.Options{Addr: addr}), redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+		defer c1.Close()
+		defer c2.Close()
+		_, err := backend.NewQuorum([]redis.UniversalClient{e.raw, c2, c1})
+		return err
+	}, invalid},
+	{"quorum: TTL a step cannot fit into", func(e env) error {
+		var cs []redis.UniversalClient
+		for i := range 3 {
+			c := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", i+1)})
+			defer c.Close()
+			cs = append(cs, c)
+		}
+		q, err := backend.NewQuorum(cs, backend.WithNodeTimeout(500*time.Millisecond))
+		if err != nil {
+			return err
+		}
+		defer q.Close()
+		_, err = rwmutex.New(q, e.name, rwmutex.WithTTL(time.Second))
+		return err
+	}, invalid},
 	{"backend: zero replica acks", func(e env) error {
 		_, err := mutex.New(backend.New(e.raw, backend.WithReplicaAcks(0, time.Second)), e.name)
 		return err
@@ -132,6 +166,12 @@ var cases = []misuse{
 		return m.Unlock(e.ctx)
 	}, notHeld},
 	{"mutex: extend never locked", func(e env) error { m, _ := mutex.New(e.b, e.name); return m.Extend(e.ctx, time.Second) }, notHeld},
+	{"mutex: extend beyond 24h", func(e env) error {
+		m, _ := mutex.New(e.b, e.name)
+		e.must(m.Lock(e.ctx))
+		defer m.Unlock(e.ctx)
+		return m.Extend(e.ctx, 25*time.Hour)
+	}, invalid},
 	{"mutex: extend by zero", func(e env) error {
 		m, _ := mutex.New(e.b, e.name)
 		e.must(m.Lock(e.ctx))
