@@ -70,15 +70,16 @@
 //
 // For a Mutex named "tree:7" on a backend with the default prefix:
 //
-//	redisync:{tree:7}:reentrant  hash {<owner token>: hold count, f: fencing token, a: attempt}, expires with the hold
+//	redisync:{tree:7}:reentrant  hash {<owner token>: hold count, f: fencing token, g: grant, a: attempt}, expires with the hold
 //	redisync:{tree:7}:fence      the last fencing token, expires 24h after the last acquisition
 //	redisync:{tree:7}:wake       pub/sub channel (sharded on Cluster), one message per release
 //
-// The attempt field names the acquisition attempt (numbered per scope) that
-// last changed the count: an undo acts only on the attempts it names. A
-// scope's first hold is a new grant, with a new token and a full TTL, even
-// when the scope is still on the server (a lost reply, a release that never
-// arrived); re-entries and releases name the token of the hold they act on.
+// Acquisition attempts are numbered per scope: g names the attempt that
+// granted the hold, a the one that last changed the count, and an undo acts
+// only on the attempts it names. A scope's first hold is a new grant, with a
+// new token and a full TTL, even when the scope is still on the server (a
+// lost reply, a release that never arrived); re-entries and releases name
+// the hold they act on by its grant, the same on every node of a quorum.
 // All share the hash tag of the name, so they live in one Cluster slot. The
 // lock key differs from the other primitives', so a reentrant.Mutex and a
 // mutex.Mutex with the same name are different locks (they share the fence

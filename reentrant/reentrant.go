@@ -256,7 +256,7 @@ func (m *Mutex) attempt(ctx context.Context, s *scope, e *entry, pass gate.Pass,
 			m.undo(ctx, args)
 			return false, 0, nil
 		}
-		h := &hold{l: l, pass: pass}
+		h := &hold{l: l, pass: pass, grant: n}
 		// A lost hold lets the other scopes of the process contend at
 		// once; this scope still owes its Unlocks.
 		l.OnLoss(pass.Release)
@@ -286,7 +286,7 @@ func (m *Mutex) reenter(ctx context.Context, op *telemetry.Op, s *scope, e *entr
 	var unsure []int64
 	attempt := func(ctx context.Context) (bool, time.Duration, error) {
 		n := s.attempt()
-		r, err := backend.Run(ctx, m.b, script.ReentrantAcquire, m.keys, m.acquireArgs(s.owner, target, h.l.Token(), n)...)
+		r, err := backend.Run(ctx, m.b, script.ReentrantAcquire, m.keys, m.acquireArgs(s.owner, target, h.grant, n)...)
 		switch {
 		case err != nil:
 			unsure = append(unsure, n)
@@ -318,7 +318,7 @@ func (m *Mutex) reenter(ctx context.Context, op *telemetry.Op, s *scope, e *entr
 		return fmt.Errorf("%w: %w", locker.ErrNotAcquired, h.l.Err())
 	case err != nil:
 		if len(unsure) > 0 {
-			m.undo(ctx, m.acquireArgs(s.owner, target, h.l.Token(), unsure...))
+			m.undo(ctx, m.acquireArgs(s.owner, target, h.grant, unsure...))
 		}
 		return err
 	}
@@ -330,12 +330,12 @@ func (m *Mutex) reenter(ctx context.Context, op *telemetry.Op, s *scope, e *entr
 }
 
 // acquireArgs returns the arguments of an acquisition by owner that sets
-// its count (a re-entry names the token of the hold it enters, a first hold
-// 0), made by the given attempts: one, or for an undo, every attempt it
-// gives back.
-func (m *Mutex) acquireArgs(owner string, count int, token int64, attempts ...int64) []any {
+// its count (a re-entry names the attempt that granted the hold it enters, a
+// first hold 0), made by the given attempts: one, or for an undo, every
+// attempt it gives back.
+func (m *Mutex) acquireArgs(owner string, count int, grant int64, attempts ...int64) []any {
 	args := make([]any, 0, 6+len(attempts))
-	args = append(args, owner, m.wake, m.ttlMs, holdopt.Millis(holdopt.FenceTTL), count, token)
+	args = append(args, owner, m.wake, m.ttlMs, holdopt.Millis(holdopt.FenceTTL), count, grant)
 	for _, n := range attempts {
 		args = append(args, n)
 	}
@@ -409,7 +409,7 @@ func (m *Mutex) Unlock(ctx context.Context) (err error) {
 	if left > 0 {
 		err := h.l.Err()
 		if err == nil {
-			c := &backend.Call{Script: script.ReentrantRelease, Keys: m.keys, Args: []any{s.owner, m.wake, left, h.l.Token()}}
+			c := &backend.Call{Script: script.ReentrantRelease, Keys: m.keys, Args: []any{s.owner, m.wake, left, h.grant}}
 			lease.Send(ctx, m.b, h.l.Expiry(), c)
 			switch {
 			case c.Err != nil:
@@ -422,7 +422,7 @@ func (m *Mutex) Unlock(ctx context.Context) (err error) {
 		s.set(e, m.b, h, left)
 		return m.errorf("unlock", err)
 	}
-	err = h.l.Release(ctx, &backend.Call{Script: script.ReentrantRelease, Keys: m.keys, Args: []any{s.owner, m.wake, 0, h.l.Token()}})
+	err = h.l.Release(ctx, &backend.Call{Script: script.ReentrantRelease, Keys: m.keys, Args: []any{s.owner, m.wake, 0, h.grant}})
 	s.set(e, m.b, h, 0)
 	h.pass.Release()
 	return m.errorf("unlock", err)

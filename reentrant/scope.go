@@ -55,11 +55,13 @@ type entry struct {
 }
 
 // A hold is a scope's hold of a lock: one lease and one pass of the
-// process-wide gate, whatever its count.
+// process-wide gate, whatever its count, and the attempt that granted it,
+// which names it on the server.
 type hold struct {
 	l     *lease.Lease
 	pass  gate.Pass
 	count int
+	grant int64
 }
 
 // attempt returns a number no other acquisition attempt of the scope has:

@@ -206,13 +206,19 @@ func (wd *watchdog) renew(batch []*Lease) {
 	sent := time.Now()
 	wd.b.Exec(ctx, calls...)
 	cancel()
+	renewed := make([]bool, len(batch))
 	for i, l := range batch {
-		l.renewed(calls[i], sent)
+		renewed[i] = l.renewed(calls[i], sent)
 	}
 	wd.mu.Lock()
 	wd.inflight--
 	wd.mu.Unlock()
 	wd.poke()
+	for i, l := range batch {
+		if renewed[i] {
+			l.observe("renew")
+		}
+	}
 }
 
 func (l *Lease) deadlineLocked() time.Time {
@@ -221,8 +227,9 @@ func (l *Lease) deadlineLocked() time.Time {
 	return l.deadline
 }
 
-// renewed applies the result of a renewal sent at sent.
-func (l *Lease) renewed(call *backend.Call, sent time.Time) {
+// renewed applies the result of a renewal sent at sent and reports whether
+// it renewed the hold.
+func (l *Lease) renewed(call *backend.Call, sent time.Time) bool {
 	var lost error
 	l.mu.Lock()
 	idle := l.idle
@@ -232,7 +239,7 @@ func (l *Lease) renewed(call *backend.Call, sent time.Time) {
 		// its outcome no longer matters.
 		l.mu.Unlock()
 		close(idle)
-		return
+		return false
 	}
 	renewed := false
 	switch status := call.Reply.Status(); {
@@ -263,9 +270,7 @@ func (l *Lease) renewed(call *backend.Call, sent time.Time) {
 	if lost != nil {
 		l.lose(lost)
 	}
-	if renewed {
-		l.observe("renew")
-	}
+	return renewed
 }
 
 // closed ends every hold after the backend closed.

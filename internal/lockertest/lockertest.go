@@ -117,7 +117,7 @@ func (s *Setup) lock(t *testing.T, b backend.Backend, name string, o Options) Lo
 	if err != nil {
 		t.Fatalf("New(%q): %v", name, err)
 	}
-	return l
+	return steady{l}
 }
 
 // contender returns the lock that competes with the lock under test.
@@ -130,7 +130,7 @@ func (s *Setup) contender(t *testing.T, b backend.Backend, name string, o Option
 	if err != nil {
 		t.Fatalf("Contender(%q): %v", name, err)
 	}
-	return l
+	return steady{l}
 }
 
 func ctxFor(t *testing.T, d time.Duration) context.Context {
@@ -326,7 +326,9 @@ func testWoken(t *testing.T, s *Setup) {
 func testWatchdog(t *testing.T, s *Setup) {
 	n := name(t)
 	ctx := ctxFor(t, time.Minute)
-	ttl := s.ttl(300 * time.Millisecond)
+	// Long enough that a loaded machine's stalls do not make a renewal
+	// miss the deadline (two thirds of the TTL).
+	ttl := s.ttl(750 * time.Millisecond)
 	l := s.lock(t, s.backend(t), n, Options{TTL: ttl, Watchdog: true})
 	other := s.contender(t, s.backend(t), n, Options{TTL: ttl, Watchdog: true})
 	if err := l.Lock(ctx); err != nil {
@@ -423,14 +425,16 @@ func (c *counting) Exec(ctx context.Context, calls ...*backend.Call) {
 func testUnlockStops(t *testing.T, s *Setup) {
 	n := name(t)
 	ctx := ctxFor(t, time.Minute)
-	ttl := s.ttl(150 * time.Millisecond)
+	ttl := s.ttl(300 * time.Millisecond)
 	cb := &counting{Backend: s.backend(t)}
 	l := s.lock(t, cb, n, Options{TTL: ttl, Watchdog: true})
 	if err := l.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(3 * ttl)
-	if err := l.Unlock(ctx); err != nil {
+	if err := l.Unlock(ctx); err != nil && !isLost(err) {
+		// A loaded machine may stall the watchdog past the deadline: the
+		// hold is then lost, which is not what this test is about.
 		t.Fatal(err)
 	}
 	before := cb.renewals.Load()
@@ -446,7 +450,7 @@ func testUnlockStops(t *testing.T, s *Setup) {
 func testExtend(t *testing.T, s *Setup) {
 	n := name(t)
 	ctx := ctxFor(t, time.Minute)
-	lease := s.ttl(200 * time.Millisecond)
+	lease := s.ttl(500 * time.Millisecond)
 	l := s.lock(t, s.backend(t), n, Options{TTL: lease, Watchdog: false})
 	other := s.contender(t, s.backend(t), n, Options{TTL: s.ttl(time.Second), Watchdog: true})
 	if err := l.Extend(ctx, s.ttl(time.Second)); !isNotHeld(err) {

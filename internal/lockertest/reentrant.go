@@ -513,7 +513,7 @@ func testNoScope(t *testing.T, s *ReentrantSetup) {
 func testReentryWatchdog(t *testing.T, s *ReentrantSetup) {
 	n := name(t)
 	ctx := ctxFor(t, time.Minute)
-	ttl := max(600*time.Millisecond, s.MinTTL)
+	ttl := max(750*time.Millisecond, s.MinTTL)
 	l := s.lock(t, s.backend(t), n, Options{TTL: ttl, Watchdog: true})
 	other := s.lock(t, s.backend(t), n, Options{TTL: ttl, Watchdog: true})
 	mine, theirs := s.WithOwner(ctx), s.WithOwner(ctx)

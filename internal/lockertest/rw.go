@@ -123,7 +123,7 @@ func (s *RWSetup) lock(t *testing.T, b backend.Backend, name string, o Options) 
 	if err != nil {
 		t.Fatalf("New(%q): %v", name, err)
 	}
-	return l
+	return steadyRW{l}
 }
 
 // RWResource is a resource guarded by a readers/writer lock and fencing

@@ -112,7 +112,7 @@ func (s *WeightedSetup) sem(t *testing.T, b backend.Backend, name string, n int6
 	if err != nil {
 		t.Fatalf("New(%q, %d): %v", name, n, err)
 	}
-	return w
+	return steadyWeighted{w}
 }
 
 var semHold = WeightedOptions{Options: Options{TTL: 10 * time.Second, Watchdog: true}}
@@ -394,7 +394,7 @@ func testSemCancelled(t *testing.T, s *WeightedSetup) {
 func testSemWatchdog(t *testing.T, s *WeightedSetup) {
 	name := name(t)
 	ctx := ctxFor(t, time.Minute)
-	ttl := max(300*time.Millisecond, s.MinTTL)
+	ttl := max(750*time.Millisecond, s.MinTTL)
 	w := s.sem(t, s.backend(t), name, 2, WeightedOptions{Options: Options{TTL: ttl, Watchdog: true}})
 	other := s.sem(t, s.backend(t), name, 2, semHold)
 	if err := w.Acquire(ctx, 1); err != nil {

@@ -1,12 +1,13 @@
 -- reentrant_acquire.lua: take a re-entrant hold, or enter it again.
--- KEYS[1] lock hash {<owner token> = hold count, f = fencing token, a = the
---         attempt that last changed the count}
+-- KEYS[1] lock hash {<owner token> = hold count, f = fencing token, g = the
+--         attempt that granted the hold, a = the attempt that last changed
+--         the count}
 -- KEYS[2] fence counter
 -- ARGV[1] publish command (unused), ARGV[2] owner token, ARGV[3] wake channel
 -- (unused), ARGV[4] ttl ms, ARGV[5] fence counter ttl ms, ARGV[6] the owner's
 -- hold count once this acquisition is done, ARGV[7] for a re-entry (count >
--- 1) the fencing token of the hold it enters, ARGV[8] attempt id (distinct
--- for each attempt of an owner)
+-- 1) the attempt that granted the hold it enters, ARGV[8] attempt id
+-- (distinct for each attempt of an owner)
 -- The count is set, not incremented, so that a retried attempt whose first
 -- reply was lost does not count twice.
 -- A first hold (count 1) is a new grant even when the owner is on the
@@ -14,7 +15,9 @@
 -- whose release never arrived): it gets a new token and the expiry of a new
 -- grant, so that the hold the owner now counts on is covered for its whole
 -- validity and its token is larger than any before it. A re-entry adds to
--- the hold of token ARGV[7] only, and leaves its expiry alone: the watchdog
+-- the hold granted by attempt ARGV[7] only (the attempt names the hold on
+-- every node of a quorum, where each node has a token of its own), and
+-- leaves its expiry alone: the watchdog
 -- (or Extend) owns it, and a fixed lease must end on the server when its
 -- holder thinks it does.
 -- Returns {1, fencing token, count} when held (a re-entry keeps the token of
@@ -22,9 +25,9 @@
 -- holds it, {0, 0} for a re-entry of a hold that is gone.
 local owner, target = ARGV[2], tonumber(ARGV[6])
 if target ~= 1 then
-  if redis.call('HEXISTS', KEYS[1], owner) == 1 and redis.call('HGET', KEYS[1], 'f') == ARGV[7] then
+  if redis.call('HEXISTS', KEYS[1], owner) == 1 and redis.call('HGET', KEYS[1], 'g') == ARGV[7] then
     redis.call('HSET', KEYS[1], owner, target, 'a', ARGV[8])
-    return {1, tonumber(ARGV[7]), target}
+    return {1, tonumber(redis.call('HGET', KEYS[1], 'f')), target}
   end
   -- The hold this re-entry would add to expired or was deleted: it must not
   -- be recreated behind the back of whoever got in meanwhile.
@@ -37,6 +40,6 @@ local t = redis.call('TIME')
 local token = math.max((tonumber(redis.call('GET', KEYS[2])) or 0) + 1, t[1] * 1000000 + t[2])
 local s = string.format('%.0f', token)
 redis.call('SET', KEYS[2], s, 'PX', ARGV[5])
-redis.call('HSET', KEYS[1], owner, 1, 'f', s, 'a', ARGV[8])
+redis.call('HSET', KEYS[1], owner, 1, 'f', s, 'g', ARGV[8], 'a', ARGV[8])
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
 return {1, token, 1}

@@ -3,15 +3,15 @@
 -- KEYS as reentrant_acquire.lua (KEYS[2] unused)
 -- ARGV[1] publish command, ARGV[2] owner token, ARGV[3] wake channel, ARGV[4]
 -- the owner's hold count after this release (0 ends the hold), ARGV[5] the
--- fencing token of the hold
+-- attempt that granted the hold (see reentrant_acquire.lua)
 -- The count is set, not decremented, and the release acts only on the hold
--- of token ARGV[5], so that a retried release is harmless and a late one
--- never touches a later hold of the same owner.
+-- that attempt ARGV[5] granted, so that a retried release is harmless and a
+-- late one never touches a later hold of the same owner.
 -- Returns {1, count left} when what should remain of the hold remains
 -- (nothing, for a count of 0, whatever the release found), {-1} when the
 -- owner holds nothing of that hold, {-2} when another owner holds the lock.
 local left = tonumber(ARGV[4])
-if redis.call('HEXISTS', KEYS[1], ARGV[2]) == 0 or redis.call('HGET', KEYS[1], 'f') ~= ARGV[5] then
+if redis.call('HEXISTS', KEYS[1], ARGV[2]) == 0 or redis.call('HGET', KEYS[1], 'g') ~= ARGV[5] then
   if left <= 0 then
     return {1, 0}
   end

@@ -32,12 +32,12 @@ func TestReentrantScripts(t *testing.T) {
 			return r
 		}
 		attempt := int64(0)
-		// acquire makes a new attempt: a first hold (token 0) or a re-entry
-		// of the hold of token tok.
-		acquire := func(owner string, count int, tok int64) backend.Reply {
+		// acquire makes a new attempt: a first hold (grant 0) or a re-entry
+		// of the hold that attempt grant granted.
+		acquire := func(owner string, count int, grant int64) backend.Reply {
 			t.Helper()
 			attempt++
-			return run(script.ReentrantAcquire, owner, wake, 10000, fenceTTL, count, tok, attempt)
+			return run(script.ReentrantAcquire, owner, wake, 10000, fenceTTL, count, grant, attempt)
 		}
 		undo := func(owner string, count int, attempts ...int64) backend.Reply {
 			t.Helper()
@@ -47,9 +47,9 @@ func TestReentrantScripts(t *testing.T) {
 			}
 			return run(script.ReentrantUndo, args...)
 		}
-		release := func(owner string, left int, tok int64) backend.Reply {
+		release := func(owner string, left int, grant int64) backend.Reply {
 			t.Helper()
-			return run(script.ReentrantRelease, owner, wake, left, tok)
+			return run(script.ReentrantRelease, owner, wake, left, grant)
 		}
 		count := func(owner string) int64 {
 			t.Helper()
@@ -79,11 +79,12 @@ func TestReentrantScripts(t *testing.T) {
 			t.Errorf("lock TTL after a first acquire of an owner on the server = %v; want the full 10s", ttl)
 		}
 		tok = r.At(1)
-		if r := acquire("A", 2, tok); r.Status() != backend.StatusOK || r.At(1) != tok || r.At(2) != 2 {
+		grant := attempt
+		if r := acquire("A", 2, grant); r.Status() != backend.StatusOK || r.At(1) != tok || r.At(2) != 2 {
 			t.Errorf("re-entry = %v; want [1 %d 2] (the first hold's token)", r, tok)
 		}
 		reentry := attempt
-		if r := acquire("A", 3, tok-1); r.Status() != backend.StatusContended || count("A") != 2 {
+		if r := acquire("A", 3, grant-1); r.Status() != backend.StatusContended || count("A") != 2 {
 			t.Errorf("re-entry of another hold = %v, count %d; want [0 0], count 2", r, count("A"))
 		}
 		if r := acquire("B", 1, 0); r.Status() != backend.StatusContended || r.At(1) <= 0 {
@@ -104,16 +105,16 @@ func TestReentrantScripts(t *testing.T) {
 		}
 		// Releases set the count, so a retried one is harmless; they act on
 		// the hold of their token only.
-		acquire("A", 2, tok)
+		acquire("A", 2, grant)
 		for range 2 {
-			if r := release("A", 1, tok); r.Status() != backend.StatusOK || count("A") != 1 {
+			if r := release("A", 1, grant); r.Status() != backend.StatusOK || count("A") != 1 {
 				t.Errorf("release to 1 = %v, count %d; want [1 1], count 1", r, count("A"))
 			}
 		}
-		if r := release("A", 0, tok-1); r.Status() != backend.StatusOK || count("A") != 1 {
+		if r := release("A", 0, grant-1); r.Status() != backend.StatusOK || count("A") != 1 {
 			t.Errorf("release of an earlier hold = %v, count %d; want [1 0] (nothing of it remains), count 1", r, count("A"))
 		}
-		if r := release("A", 1, tok-1); r.Status() != backend.StatusGone || count("A") != 1 {
+		if r := release("A", 1, grant-1); r.Status() != backend.StatusGone || count("A") != 1 {
 			t.Errorf("partial release of an earlier hold = %v, count %d; want [-1] (gone), count 1", r, count("A"))
 		}
 		if r := run(script.ReentrantRenew, "B", 20000); r.Status() != backend.StatusTaken {
@@ -122,20 +123,20 @@ func TestReentrantScripts(t *testing.T) {
 		if r := run(script.ReentrantRenew, "A", 20000); r.Status() != backend.StatusOK || r.At(1) != 20000 {
 			t.Errorf("renew = %v; want [1 20000]", r)
 		}
-		if r := release("B", 1, tok); r.Status() != backend.StatusTaken {
+		if r := release("B", 1, grant); r.Status() != backend.StatusTaken {
 			t.Errorf("partial release by another owner = %v; want [-2]", r)
 		}
-		if r := release("A", 0, tok); r.Status() != backend.StatusOK || rdb.Exists(ctx, keys[0]).Val() != 0 {
+		if r := release("A", 0, grant); r.Status() != backend.StatusOK || rdb.Exists(ctx, keys[0]).Val() != 0 {
 			t.Errorf("last release = %v; want [1 0] and the key gone", r)
 		}
-		if r := release("A", 0, tok); r.Status() != backend.StatusOK {
+		if r := release("A", 0, grant); r.Status() != backend.StatusOK {
 			t.Errorf("release run again = %v; want [1 0] (nothing remains, as it asks)", r)
 		}
 		if r := run(script.ReentrantRenew, "A", 1000); r.Status() != backend.StatusGone {
 			t.Errorf("renew after the end = %v; want [-1]", r)
 		}
 		// A re-entry never recreates a hold that is gone.
-		if r := acquire("A", 3, tok); r.Status() != backend.StatusContended || rdb.Exists(ctx, keys[0]).Val() != 0 {
+		if r := acquire("A", 3, grant); r.Status() != backend.StatusContended || rdb.Exists(ctx, keys[0]).Val() != 0 {
 			t.Errorf("re-entry of a gone hold = %v; want [0 0] and no key", r)
 		}
 		r = acquire("C", 1, 0)

@@ -202,8 +202,8 @@ func runScenario(t *testing.T, rdb *redis.Client, b backend.Backend, sc scenario
 		args := slices.Clone(s.args)
 		for i, a := range args {
 			if a == int64(-1) || a == -1 {
-				// -1 stands for the fencing token of the name's hold.
-				tok, _ := rdb.HGet(ctx, keys["reentrant"], "f").Result()
+				// -1 stands for the attempt that granted the name's hold.
+				tok, _ := rdb.HGet(ctx, keys["reentrant"], "g").Result()
 				args[i] = tok
 			}
 			if a == "-" {
