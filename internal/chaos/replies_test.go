@@ -567,7 +567,7 @@ func TestRepliesNegativeControl(t *testing.T) {
 	script.ReentrantAcquire = backend.NewScript("reentrant.acquire", backend.Acquire, reentrantAcquireB01ed44, script.ReentrantUndo)
 	t.Cleanup(func() { script.ReentrantAcquire = orig })
 
-	rules := &replyRules{lose: 0.5, only: script.ReentrantAcquire, scripts: replyScripts(), rng: seed(t)}
+	rules := &replyRules{lose: 0.75, only: script.ReentrantAcquire, scripts: replyScripts(), rng: seed(t)}
 	p := replyPrimitive{"reentrant", FencedMutex, 1, func(b backend.Backend, name string, g int) (Holder, error) {
 		m, err := reentrant.New(b, name, reentrant.WithTTL(replyTTL), reentrant.WithWatchdog(false),
 			reentrant.WithBackoff(locker.ConstantBackoff(100*time.Millisecond)))
