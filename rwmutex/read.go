@@ -20,7 +20,7 @@ import (
 type readHold struct {
 	l       *lease.Lease
 	owner   string        // the RLock call that took it
-	attempt int           // the attempt that took it
+	attempt int           // the attempt that took it, the last of the call
 	readers int           // readers of the handle inside
 	closed  bool          // admits no more readers: a writer waits, or the last reader is leaving
 	drained chan struct{} // closed once the hold is released and the handle has none
@@ -277,7 +277,13 @@ func (m *RWMutex) RUnlock(ctx context.Context) (err error) {
 	m.mu.Unlock()
 
 	h.stop()
-	err = h.l.Release(ctx, m.runlockCall(h.owner, h.attempt))
+	// The release names every attempt of the RLock call: an earlier one
+	// whose request reached Redis late holds under a member of its own.
+	attempts := make([]int, h.attempt)
+	for i := range attempts {
+		attempts[i] = i + 1
+	}
+	err = h.l.Release(ctx, m.runlockCall(h.owner, attempts...))
 	m.mu.Lock()
 	if m.r == h {
 		m.r = nil

@@ -15,7 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/internal/redistest"
+	"github.com/redisync/redisync/reentrant"
 )
 
 // The test binary doubles as the redisync binary: with REDISYNC_CLI_MAIN set
@@ -345,5 +347,29 @@ func TestFairAndSemaphore(t *testing.T) {
 	}
 	if r := runCLI(t, url, "sem", "run", "--permits", "0", sem, "--", "true"); r.code != exitUsage {
 		t.Errorf("sem run --permits 0: exit %d; want %d", r.code, exitUsage)
+	}
+}
+
+// TestStatusOfReentrant holds a reentrant lock twice in one scope and checks
+// that status counts the holds (and not the lock's bookkeeping fields).
+func TestStatusOfReentrant(t *testing.T) {
+	url := nodeURL(t)
+	name := uniq(t)
+	b := backend.New(redistest.SharedNode(t).Client(t))
+	defer b.Close()
+	m, err := reentrant.New(b, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := reentrant.WithOwner(context.Background())
+	for range 2 {
+		if err := m.Lock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		defer m.Unlock(ctx)
+	}
+	r := runCLI(t, url, "status", name)
+	if !strings.Contains(r.stdout, "reentrant lock") || !strings.Contains(r.stdout, "yes, 2 time(s)") {
+		t.Errorf("status of a reentrant lock held twice:\n%s", r.stdout)
 	}
 }

@@ -132,7 +132,9 @@ func printStatus(ctx context.Context, w io.Writer, cl redis.UniversalClient, ks 
 		h := r.hgetall(lock)
 		count := 0
 		for k, v := range h {
-			if k != "f" {
+			switch k {
+			case "f", "g", "a": // token, grant and last attempt
+			default: // the owner's field: its hold count
 				count, _ = strconv.Atoi(v)
 			}
 		}

@@ -2,11 +2,13 @@
 -- waiters ahead of the caller want (see fifo_lib.lua for KEYS and ARGV).
 -- ARGV[2] owner token of the new hold, ARGV[4] the caller's waiter id (its
 -- place in the queue, if it has one), ARGV[5] k, ARGV[6] n, ARGV[7] ttl ms,
--- ARGV[9] fence counter ttl ms, ARGV[11] attempt id.
+-- ARGV[9] fence counter ttl ms, ARGV[11] attempt number (they grow with each
+-- attempt of an owner).
 -- An owner that holds already (a retried attempt whose first reply was
 -- lost, or the same request run twice) gets its hold back with its token,
 -- the expiry of a new grant, and ARGV[11] as the attempt that granted it, so
--- that the undo of an earlier attempt leaves it alone.
+-- that the undo of an earlier attempt leaves it alone (an earlier attempt
+-- that arrives late changes the recorded one not).
 -- Returns {1, fencing token} when held, or {0, ms until the earliest
 -- deadline (0: none), the caller's place in the queue from 1, or -1 when it
 -- is not queued}. Fails with "LIMIT <n>" when the name is in use with
@@ -20,8 +22,10 @@ local owner, id, k, ttl = 'h:' .. ARGV[2], ARGV[4], tonumber(ARGV[5]), tonumber(
 local freed = reclaim()
 local rec = redis.call('HGET', state, owner)
 if rec then
-  local held, token, ticket = parse(rec)
-  redis.call('HSET', state, owner, record(held, token, ticket, ARGV[11]))
+  local held, token, ticket, attempt = parse(rec)
+  if (tonumber(attempt) or 0) <= tonumber(ARGV[11]) then
+    redis.call('HSET', state, owner, record(held, token, ticket, ARGV[11]))
+  end
   if (tonumber(redis.call('ZSCORE', deadlines, owner)) or 0) < at(ttl) then
     redis.call('ZADD', deadlines, num(at(ttl)), owner)
   end

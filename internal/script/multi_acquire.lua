@@ -3,11 +3,12 @@
 -- KEYS[2i-1] lock hash of member i, KEYS[2i] its fence counter
 -- ARGV[1] publish command (unused), ARGV[2] owner token, ARGV[3] wake channel
 -- of the first member (unused), ARGV[4] ttl ms, ARGV[5] fence counter ttl ms,
--- ARGV[6] holder description, ARGV[7] attempt id (distinct for each attempt
--- of an owner), ARGV[8..] wake channels of every member
+-- ARGV[6] holder description, ARGV[7] attempt number (they grow with each
+-- attempt of an owner), ARGV[8..] wake channels of every member
 -- A member that ARGV[2] holds already (a retried attempt whose first reply
 -- was lost, or the same request run twice) is held again with its token,
--- the expiry of a new grant and ARGV[7] as the attempt that granted it.
+-- the expiry of a new grant and ARGV[7] as the attempt that granted it
+-- (unless a later attempt is recorded already).
 -- Returns {1, token of member 1, ..., token of member n} when all were free
 -- or held by ARGV[2], {0, ms until the blocking hold expires, index of the
 -- first member held by another owner} otherwise.
@@ -24,7 +25,9 @@ local out = {1}
 for i = 1, n do
   local lock, fence = KEYS[2 * i - 1], KEYS[2 * i]
   if redis.call('HGET', lock, 'o') == ARGV[2] then
-    redis.call('HSET', lock, 'a', ARGV[7])
+    if (tonumber(redis.call('HGET', lock, 'a')) or 0) <= tonumber(ARGV[7]) then
+      redis.call('HSET', lock, 'a', ARGV[7])
+    end
     redis.call('PEXPIRE', lock, ARGV[4])
     out[i + 1] = tonumber(redis.call('HGET', lock, 'f'))
   else

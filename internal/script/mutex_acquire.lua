@@ -4,16 +4,20 @@
 -- KEYS[2] fence counter
 -- ARGV[1] publish command (unused), ARGV[2] owner token, ARGV[3] wake channel (unused),
 -- ARGV[4] ttl ms, ARGV[5] fence counter ttl ms, ARGV[6] holder description (host/pid, for status),
--- ARGV[7] attempt id (distinct for each attempt of an owner)
+-- ARGV[7] attempt number (they grow with each attempt of an owner)
 -- An owner that holds the lock already (a retried attempt whose first reply
 -- was lost, or the same request run twice) gets its hold back with its
 -- token, the expiry of a new grant and ARGV[7] as the attempt that granted
--- it, so that the undo of an earlier attempt leaves it alone.
+-- it, so that the undo of an earlier attempt leaves it alone. The recorded
+-- attempt never goes back: an earlier attempt that arrives late changes it
+-- not.
 -- Returns {1, fencing token} when held, {0, ms until the holder's hold
 -- expires} otherwise.
 local owner = redis.call('HGET', KEYS[1], 'o')
 if owner == ARGV[2] then
-  redis.call('HSET', KEYS[1], 'a', ARGV[7])
+  if (tonumber(redis.call('HGET', KEYS[1], 'a')) or 0) <= tonumber(ARGV[7]) then
+    redis.call('HSET', KEYS[1], 'a', ARGV[7])
+  end
   redis.call('PEXPIRE', KEYS[1], ARGV[4])
   return {1, tonumber(redis.call('HGET', KEYS[1], 'f'))}
 end

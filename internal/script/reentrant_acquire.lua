@@ -6,26 +6,41 @@
 -- ARGV[1] publish command (unused), ARGV[2] owner token, ARGV[3] wake channel
 -- (unused), ARGV[4] ttl ms, ARGV[5] fence counter ttl ms, ARGV[6] the owner's
 -- hold count once this acquisition is done, ARGV[7] for a re-entry (count >
--- 1) the attempt that granted the hold it enters, ARGV[8] attempt id
--- (distinct for each attempt of an owner)
+-- 1) the attempt that granted the hold it enters, ARGV[8] attempt number
 -- The count is set, not incremented, so that a retried attempt whose first
--- reply was lost does not count twice.
--- A first hold (count 1) is a new grant even when the owner is on the
--- server already (a retried attempt whose first reply was lost, or a hold
--- whose release never arrived): it gets a new token and the expiry of a new
--- grant, so that the hold the owner now counts on is covered for its whole
--- validity and its token is larger than any before it. A re-entry adds to
--- the hold granted by attempt ARGV[7] only (the attempt names the hold on
--- every node of a quorum, where each node has a token of its own), and
--- leaves its expiry alone: the watchdog
--- (or Extend) owns it, and a fixed lease must end on the server when its
--- holder thinks it does.
+-- reply was lost does not count twice. Attempt numbers grow with each attempt
+-- of an owner, and the hash records the last one applied: an attempt that
+-- arrives after a later one (a request delivered late) changes nothing, and
+-- the same attempt run twice has the effect and the reply of one run.
+-- A first hold (count 1) by a later attempt is a new grant even when the
+-- owner is on the server already (a retried attempt whose first reply was
+-- lost, or a hold whose release never arrived): it gets a new token and the
+-- expiry of a new grant, so that the hold the owner now counts on is covered
+-- for its whole validity and its token is larger than any before it. A
+-- re-entry adds to the hold granted by attempt ARGV[7] only (the attempt
+-- names the hold on every node of a quorum, where each node has a token of
+-- its own), and leaves its expiry alone: the watchdog (or Extend) owns it,
+-- and a fixed lease must end on the server when its holder thinks it does.
 -- Returns {1, fencing token, count} when held (a re-entry keeps the token of
 -- the first hold), {0, ms until the holder's hold expires} when another owner
--- holds it, {0, 0} for a re-entry of a hold that is gone.
-local owner, target = ARGV[2], tonumber(ARGV[6])
+-- holds it (or the attempt came late), {0, 0} for a re-entry of a hold that
+-- is gone.
+local owner, target, attempt = ARGV[2], tonumber(ARGV[6]), tonumber(ARGV[8])
+local mine = redis.call('HEXISTS', KEYS[1], owner) == 1
+local last = tonumber(redis.call('HGET', KEYS[1], 'a')) or 0
+if mine and last == attempt then
+  -- This very attempt, run again.
+  return {1, tonumber(redis.call('HGET', KEYS[1], 'f')), tonumber(redis.call('HGET', KEYS[1], owner))}
+end
+if mine and last > attempt then
+  -- An earlier attempt, delivered after a later one.
+  if target ~= 1 then
+    return {0, 0}
+  end
+  return {0, redis.call('PTTL', KEYS[1])}
+end
 if target ~= 1 then
-  if redis.call('HEXISTS', KEYS[1], owner) == 1 and redis.call('HGET', KEYS[1], 'g') == ARGV[7] then
+  if mine and redis.call('HGET', KEYS[1], 'g') == ARGV[7] then
     redis.call('HSET', KEYS[1], owner, target, 'a', ARGV[8])
     return {1, tonumber(redis.call('HGET', KEYS[1], 'f')), target}
   end
@@ -33,7 +48,7 @@ if target ~= 1 then
   -- be recreated behind the back of whoever got in meanwhile.
   return {0, 0}
 end
-if redis.call('EXISTS', KEYS[1]) == 1 and redis.call('HEXISTS', KEYS[1], owner) == 0 then
+if redis.call('EXISTS', KEYS[1]) == 1 and not mine then
   return {0, redis.call('PTTL', KEYS[1])}
 end
 local t = redis.call('TIME')

@@ -84,6 +84,17 @@ func TestReentrantScripts(t *testing.T) {
 			t.Errorf("re-entry = %v; want [1 %d 2] (the first hold's token)", r, tok)
 		}
 		reentry := attempt
+		// An earlier attempt delivered late changes nothing: not a first
+		// hold (which would reset the count and the grant), not a re-entry.
+		if r := run(script.ReentrantAcquire, "A", wake, 10000, fenceTTL, 1, 0, grant-1); r.Status() != backend.StatusContended || count("A") != 2 {
+			t.Errorf("late first acquire of an earlier attempt = %v, count %d; want [0 ms], count 2", r, count("A"))
+		}
+		if r := run(script.ReentrantAcquire, "A", wake, 10000, fenceTTL, 3, grant, grant-1); r.Status() != backend.StatusContended || count("A") != 2 {
+			t.Errorf("late re-entry of an earlier attempt = %v, count %d; want [0 0], count 2", r, count("A"))
+		}
+		if r := run(script.ReentrantAcquire, "A", wake, 10000, fenceTTL, 2, grant, reentry); r.Status() != backend.StatusOK || r.At(2) != 2 || count("A") != 2 {
+			t.Errorf("the re-entry run again = %v, count %d; want [1 token 2], count 2", r, count("A"))
+		}
 		if r := acquire("A", 3, grant-1); r.Status() != backend.StatusContended || count("A") != 2 {
 			t.Errorf("re-entry of another hold = %v, count %d; want [0 0], count 2", r, count("A"))
 		}

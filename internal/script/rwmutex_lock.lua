@@ -9,11 +9,12 @@
 -- ARGV[1] publish command, ARGV[2] owner token, ARGV[3] writers' wake channel
 -- (unused), ARGV[4] readers' wake channel, ARGV[5] turn ms (unused), ARGV[6]
 -- ttl ms, ARGV[7] fence counter ttl ms, ARGV[8] '1' to register as a waiting
--- writer when blocked (Lock), '0' not to (TryLock), ARGV[9] attempt id
--- (distinct for each attempt of an owner)
+-- writer when blocked (Lock), '0' not to (TryLock), ARGV[9] attempt number
+-- (they grow with each attempt of an owner)
 -- An owner that holds the lock already (a retried attempt, or the same
 -- request run twice) gets its hold back with the expiry of a new grant and
--- ARGV[9] as the attempt that granted it.
+-- ARGV[9] as the attempt that granted it (unless a later attempt is
+-- recorded already: an earlier one that arrives late changes nothing).
 -- Returns {1, fencing token} when held, {0, ms until a retry may succeed}
 -- otherwise.
 local t = redis.call('TIME')
@@ -23,7 +24,9 @@ local ttl = tonumber(ARGV[6])
 
 local holder = redis.call('HGET', KEYS[1], 'o')
 if holder == owner then
-  redis.call('HSET', KEYS[1], 'a', ARGV[9])
+  if (tonumber(redis.call('HGET', KEYS[1], 'a')) or 0) <= tonumber(ARGV[9]) then
+    redis.call('HSET', KEYS[1], 'a', ARGV[9])
+  end
   redis.call('PEXPIRE', KEYS[1], ttl)
   redis.call('ZREM', KEYS[3], owner)
   return {1, tonumber(redis.call('HGET', KEYS[1], 'f'))}

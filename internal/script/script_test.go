@@ -93,6 +93,15 @@ func TestMutexScripts(t *testing.T) {
 		}
 		r = acquire("A")
 		tok = r.At(1)
+		// An earlier attempt delivered late keeps the hold, but leaves the
+		// later attempt recorded: that one's undo still ends it, the
+		// earlier one's does not.
+		if r := run(script.MutexAcquire, "A", wake, 10000, fenceTTL, "host/1", 1); r.Status() != backend.StatusOK || r.At(1) != tok {
+			t.Errorf("late acquire of an earlier attempt = %v; want [1 %d]", r, tok)
+		}
+		if a := rdb.HGet(ctx, keys[0], "a").Val(); a != fmt.Sprint(attempt) {
+			t.Errorf("attempt recorded after a late earlier one = %s; want %d", a, attempt)
+		}
 		if r := acquire("B"); r.Status() != backend.StatusContended || r.At(1) <= 0 || r.At(1) > 10000 {
 			t.Errorf("acquire by another owner = %v; want [0 ms-left]", r)
 		}
