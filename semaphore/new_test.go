@@ -65,7 +65,9 @@ func TestExtend(t *testing.T) {
 	b := backend.New(rdb)
 	defer b.Close()
 	ctx := context.Background()
-	s, _ := semaphore.NewWeighted(b, "extend", 3, semaphore.WithTTL(200*time.Millisecond), semaphore.WithWatchdog(false))
+	// A fixed lease long enough that the calls before Extend fit in it on a
+	// loaded machine.
+	s, _ := semaphore.NewWeighted(b, "extend", 3, semaphore.WithTTL(time.Second), semaphore.WithWatchdog(false))
 	if err := s.Extend(ctx, time.Second); !errors.Is(err, locker.ErrNotHeld) {
 		t.Errorf("Extend without permits = %v; want locker.ErrNotHeld", err)
 	}
@@ -90,7 +92,7 @@ func TestExtend(t *testing.T) {
 	if s.Until().Sub(before) < 50*time.Second {
 		t.Errorf("Until moved by %v; want about a minute", s.Until().Sub(before))
 	}
-	time.Sleep(400 * time.Millisecond) // past the original fixed lease
+	time.Sleep(1200 * time.Millisecond) // past the original fixed lease
 	select {
 	case <-s.Done():
 		t.Fatalf("extended permits lost: %v", s.Err())

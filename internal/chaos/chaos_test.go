@@ -15,6 +15,7 @@ import (
 
 	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/internal/faults"
+	"github.com/redisync/redisync/internal/lease"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/mutex"
 )
@@ -28,7 +29,10 @@ var (
 	seedFlag = flag.Uint64("chaos.seed", 0, "seed of the fault schedules (0: from the clock)")
 )
 
-func TestMain(m *testing.M) { redistest.Main(m) }
+func TestMain(m *testing.M) {
+	lease.Observe(trackValidity)
+	redistest.Main(m)
+}
 
 const ttl = time.Second
 

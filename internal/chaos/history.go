@@ -72,6 +72,9 @@ func NewHistory() *History { return &History{base: time.Now()} }
 // Now returns the time since the base, on the monotonic clock.
 func (h *History) Now() int64 { return int64(time.Since(h.base)) }
 
+// At returns t on the history's clock.
+func (h *History) At(t time.Time) int64 { return int64(t.Sub(h.base)) }
+
 // Add records a hold.
 func (h *History) Add(x Hold) {
 	h.mu.Lock()

@@ -5,7 +5,19 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/redisync/redisync/internal/lease"
 )
+
+// validity records, by fencing token, the validity deadline of every hold
+// as of its latest grant, renewal or extension (see trackValidity), so that
+// the interval of a lost hold ends at its deadline rather than when a
+// goroutine got round to seeing Done closed: on a loaded machine that can be
+// tens of milliseconds later, and another client may rightly be in by then.
+var validity sync.Map // int64 -> time.Time
+
+// trackValidity is the lease observer that fills validity.
+func trackValidity(e lease.Event) { validity.Store(e.Lease.Token(), e.Until) }
 
 // A Holder is one handle the workload drives: a lock (either side of a
 // readers/writer lock) or a semaphore acquiring a fixed number of permits.
@@ -147,6 +159,11 @@ func (w *Workload) loop(g int, h Holder, stop <-chan struct{}) {
 		x.End = hist.Now()
 		if d := doneAt.Load(); d != 0 && d < x.End {
 			x.End, x.Lost = d, true
+			// The hold's right ended at its validity deadline, if that
+			// came first: the watching goroutine may have run late.
+			if u, ok := validity.Load(x.Token); ok {
+				x.End = min(x.End, hist.At(u.(time.Time)))
+			}
 		}
 		ctx, cancel = context.WithTimeout(context.Background(), w.LockTimeout)
 		_ = h.Release(ctx)

@@ -2,26 +2,24 @@
 // real time, for the quickstart, the runnable examples and the tests that do
 // not need a real server.
 //
-// miniredis only expires keys when its clock is moved forward; a Server moves
-// it by the real elapsed time every few milliseconds, so that TTLs, renewals
-// and lost holds behave as they do on redis-server.
+// By default miniredis only expires keys when its clock is moved forward. A
+// Server runs it with ClockTTL: before every command, the TTLs are moved on
+// by the wall-clock time elapsed since the previous command, so that a key
+// set with PX n lives n milliseconds of real time from the command that set
+// it, as on redis-server, whatever the scheduler does (moving the clock from
+// a goroutine instead would charge a key set during a late tick with the
+// time before it was set, and expire it early).
 package embedded
 
 import (
 	"sync"
-	"time"
 
 	"github.com/alicebob/miniredis/v2"
 )
 
-// Tick is how often the clock of a Server follows real time.
-const Tick = 5 * time.Millisecond
-
 // A Server is a running miniredis. Close stops it.
 type Server struct {
 	*miniredis.Miniredis
-	stop chan struct{}
-	wg   sync.WaitGroup
 	once sync.Once
 }
 
@@ -31,33 +29,11 @@ func Start() (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{Miniredis: m, stop: make(chan struct{})}
-	s.wg.Add(1)
-	go s.follow()
-	return s, nil
+	m.ClockTTL(true)
+	return &Server{Miniredis: m}, nil
 }
 
-func (s *Server) follow() {
-	defer s.wg.Done()
-	t := time.NewTicker(Tick)
-	defer t.Stop()
-	last := time.Now()
-	for {
-		select {
-		case <-s.stop:
-			return
-		case now := <-t.C:
-			s.FastForward(now.Sub(last))
-			last = now
-		}
-	}
-}
-
-// Close stops the clock and the server. It is safe to call more than once.
+// Close stops the server. It is safe to call more than once.
 func (s *Server) Close() {
-	s.once.Do(func() {
-		close(s.stop)
-		s.wg.Wait()
-		s.Miniredis.Close()
-	})
+	s.once.Do(s.Miniredis.Close)
 }

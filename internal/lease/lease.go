@@ -355,24 +355,50 @@ type Event struct {
 	Until time.Time
 }
 
-var observer atomic.Pointer[func(Event)]
+var observers struct {
+	sync.Mutex
+	fs atomic.Pointer[[]*func(Event)] // copied on write
+}
 
 // Observe makes f see every Event of every hold of the process, in the
-// goroutine that caused it, until restore is called. It is for tests that
-// check holds against the server; without it an Event costs one atomic
-// load.
-func Observe(f func(Event)) (restore func()) {
-	old := observer.Swap(&f)
-	return func() { observer.Store(old) }
+// goroutine that caused it, until stop is called. It is for tests that
+// check holds against the server; without observers an Event costs one
+// atomic load.
+func Observe(f func(Event)) (stop func()) {
+	p := &f
+	observers.Lock()
+	defer observers.Unlock()
+	var fs []*func(Event)
+	if cur := observers.fs.Load(); cur != nil {
+		fs = append(fs, *cur...)
+	}
+	fs = append(fs, p)
+	observers.fs.Store(&fs)
+	return func() {
+		observers.Lock()
+		defer observers.Unlock()
+		var rest []*func(Event)
+		for _, g := range *observers.fs.Load() {
+			if g != p {
+				rest = append(rest, g)
+			}
+		}
+		observers.fs.Store(&rest)
+	}
 }
 
 func (l *Lease) observe(op string) {
-	if f := observer.Load(); f != nil && *f != nil {
-		l.mu.Lock()
-		until, ended := l.deadline, l.ended
-		l.mu.Unlock()
-		if !ended {
-			(*f)(Event{Op: op, Lease: l, Until: until})
-		}
+	fs := observers.fs.Load()
+	if fs == nil || len(*fs) == 0 {
+		return
+	}
+	l.mu.Lock()
+	until, ended := l.deadline, l.ended
+	l.mu.Unlock()
+	if ended {
+		return
+	}
+	for _, f := range *fs {
+		(*f)(Event{Op: op, Lease: l, Until: until})
 	}
 }
