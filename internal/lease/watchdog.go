@@ -210,15 +210,18 @@ func (wd *watchdog) renew(batch []*Lease) {
 	for i, l := range batch {
 		renewed[i] = l.renewed(calls[i], sent)
 	}
+	// Observers see each renewed hold while its renewal still counts as in
+	// flight, so that Stop (and the release after it) waits for them.
+	for i, l := range batch {
+		if renewed[i] {
+			l.observe("renew")
+			l.settle()
+		}
+	}
 	wd.mu.Lock()
 	wd.inflight--
 	wd.mu.Unlock()
 	wd.poke()
-	for i, l := range batch {
-		if renewed[i] {
-			l.observe("renew")
-		}
-	}
 }
 
 func (l *Lease) deadlineLocked() time.Time {
@@ -228,15 +231,16 @@ func (l *Lease) deadlineLocked() time.Time {
 }
 
 // renewed applies the result of a renewal sent at sent and reports whether
-// it renewed the hold.
+// it renewed the hold. When it did, the renewal stays in flight until
+// settle.
 func (l *Lease) renewed(call *backend.Call, sent time.Time) bool {
 	var lost error
 	l.mu.Lock()
 	idle := l.idle
-	l.idle = nil
 	if l.stopping {
 		// Stop is waiting for this renewal: the hold is being released and
 		// its outcome no longer matters.
+		l.idle = nil
 		l.mu.Unlock()
 		close(idle)
 		return false
@@ -265,12 +269,28 @@ func (l *Lease) renewed(call *backend.Call, sent time.Time) bool {
 		// retrying cannot help.
 		lost = fmt.Errorf("renewal: %w", call.Err)
 	}
+	if renewed {
+		l.mu.Unlock()
+		return true
+	}
+	l.idle = nil
 	l.mu.Unlock()
 	close(idle)
 	if lost != nil {
 		l.lose(lost)
 	}
-	return renewed
+	return false
+}
+
+// settle ends the renewal in flight.
+func (l *Lease) settle() {
+	l.mu.Lock()
+	idle := l.idle
+	l.idle = nil
+	l.mu.Unlock()
+	if idle != nil {
+		close(idle)
+	}
 }
 
 // closed ends every hold after the backend closed.
