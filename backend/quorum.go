@@ -272,7 +272,9 @@ func (q *quorum) Exec(ctx context.Context, calls ...*Call) {
 	// undo[n] lists the calls to give back on node n: the failed
 	// acquisitions that node granted, or whose outcome there is unknown. A
 	// node that answered "held by another" took nothing and is left alone.
+	// again[n] lists the releases to send to node n again.
 	undo := make([][]*Call, len(q.nodes))
+	again := make([][]*Call, len(q.nodes))
 	for i, call := range calls {
 		per := make([]*Call, len(q.nodes))
 		for n := range q.nodes {
@@ -291,16 +293,69 @@ func (q *quorum) Exec(ctx context.Context, calls ...*Call) {
 			q.majorityOf(call, per)
 		case Release:
 			q.anyOf(call, per)
+			for n, r := range per {
+				if r.Err != nil && IsTransient(r.Err) {
+					again[n] = append(again[n], call)
+				}
+			}
 		default:
 			q.firstOf(call, per)
 		}
 	}
 	q.undo(ctx, undo)
+	for n, calls := range again {
+		if len(calls) > 0 {
+			q.resend(n, calls)
+		}
+	}
+}
+
+// resendBackoff is how long resend waits before each of its attempts.
+var resendBackoff = []time.Duration{20 * time.Millisecond, 100 * time.Millisecond, 500 * time.Millisecond}
+
+// resend runs calls, releases or undos, on node n again, in the background,
+// after they failed there with a transient error: they are safe to repeat,
+// and a node left holding keeps the others from a majority until the hold
+// expires. It makes a few attempts of up to a node timeout each, and stops
+// when the backend closes.
+func (q *quorum) resend(n int, calls []*Call) {
+	q.wg.Add(1)
+	go func() {
+		defer q.wg.Done()
+		for _, d := range resendBackoff {
+			t := time.NewTimer(d)
+			select {
+			case <-t.C:
+			case <-q.done:
+				t.Stop()
+				return
+			}
+			copies := make([]*Call, len(calls))
+			for i, c := range calls {
+				copies[i] = &Call{Script: c.Script, Keys: c.Keys, Args: c.Args}
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), q.timeout)
+			q.nodes[n].Exec(ctx, copies...)
+			cancel()
+			calls = calls[:0:0]
+			for _, c := range copies {
+				if c.Err != nil && IsTransient(c.Err) {
+					calls = append(calls, c)
+				}
+			}
+			if len(calls) == 0 {
+				return
+			}
+		}
+	}()
 }
 
 // undo gives back, on each node, what a failed acquisition took there, and
-// returns when every node has answered or timed out: a retry of the same
-// owner must not be undone by a late undo of this attempt.
+// returns when every node has answered or timed out. An undo that failed
+// there with a transient error is sent again in the background: a node left
+// holding keeps the others from a majority until the hold expires. An undo
+// names its attempt, so one that arrives late cannot end a later hold of the
+// same owner.
 func (q *quorum) undo(ctx context.Context, perNode [][]*Call) {
 	var wg sync.WaitGroup
 	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), q.timeout)
@@ -318,6 +373,17 @@ func (q *quorum) undo(ctx context.Context, perNode [][]*Call) {
 		}()
 	}
 	wg.Wait()
+	for n, calls := range perNode {
+		var failed []*Call
+		for _, c := range calls {
+			if c.Err != nil && (IsTransient(c.Err) || errors.Is(c.Err, context.DeadlineExceeded)) {
+				failed = append(failed, c)
+			}
+		}
+		if len(failed) > 0 {
+			q.resend(n, failed)
+		}
+	}
 }
 
 // tally sorts the nodes' results of one call.

@@ -18,7 +18,6 @@ import (
 	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/fair"
 	"github.com/redisync/redisync/internal/deploytest"
-	"github.com/redisync/redisync/internal/lease"
 	"github.com/redisync/redisync/internal/lockertest"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/internal/script"
@@ -338,12 +337,10 @@ func (s *holdStats) example(what string, err error) {
 	}
 }
 
-// counted is a Holder that counts its errors in stats and tells race when
-// its releases begin.
+// counted is a Holder that counts its errors in stats.
 type counted struct {
 	Holder
 	stats *holdStats
-	race  *renewRace
 }
 
 func (c counted) Mode() (Mode, int) {
@@ -376,7 +373,6 @@ func (c counted) Acquire(ctx context.Context) error {
 }
 
 func (c counted) Release(ctx context.Context) error {
-	c.race.releasing(c.Token())
 	err := c.Holder.Release(ctx)
 	switch {
 	case err == nil:
@@ -388,53 +384,6 @@ func (c counted) Release(ctx context.Context) error {
 		c.stats.example("Unlock", err)
 	}
 	return err
-}
-
-// renewRace sets apart the coverage violations that the holder's own
-// release may explain. The watchdog reports a renewal (lease.Event "renew")
-// after it has let a Stop waiting for that renewal return, so the
-// coverage check of the renewal can run after the holder's release removed
-// the hold, and find it missing. A violation of a renewal whose holder had
-// begun its release by the end of the check is counted apart; a hold that
-// vanished under a holder that still counted on it shows up as a loss too.
-type renewRace struct {
-	released sync.Map // fencing token -> struct{}: its Release has begun
-
-	mu   sync.Mutex
-	racy map[string]int // violation prefixes of such renewals
-}
-
-func (r *renewRace) releasing(token int64) { r.released.Store(token, struct{}{}) }
-
-// after is a lease observer registered after the Coverage's, so that it
-// sees each Event once the Coverage has checked it.
-func (r *renewRace) after(e lease.Event) {
-	if e.Op != "renew" {
-		return
-	}
-	if _, ok := r.released.Load(e.Lease.Token()); !ok {
-		return
-	}
-	r.mu.Lock()
-	r.racy[fmt.Sprintf("%s of %v (token %d):", e.Op, e.Lease.Keys(), e.Lease.Token())]++
-	r.mu.Unlock()
-}
-
-// split returns the violations that no release explains, and how many
-// others there were.
-func (r *renewRace) split(violations []string) (unexplained []string, explained int) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, v := range violations {
-		p, _, _ := strings.Cut(v, ": ")
-		if r.racy[p+":"] > 0 {
-			r.racy[p+":"]--
-			explained++
-			continue
-		}
-		unexplained = append(unexplained, v)
-	}
-	return unexplained, explained
 }
 
 // drive runs w for d, then stops it and waits for its holders.
@@ -480,19 +429,16 @@ func (top replyTopology) run(t *testing.T, p replyPrimitive, rules *replyRules, 
 		cov.Watch(b)
 	}
 	stats := &holdStats{}
-	race := &renewRace{racy: map[string]int{}}
 	name := "replies-" + p.name
 	w := newWorkload(name, 2*replyClients, func(g int) (Holder, error) {
 		h, err := p.mk(bs[g%replyClients], name, g)
 		if err != nil {
 			return nil, err
 		}
-		return counted{h, stats, race}, nil
+		return counted{h, stats}, nil
 	})
 	stopCov := cov.Start()
-	stopRace := lease.Observe(race.after) // after the Coverage's observer
 	drive(t, w, repliesDuration())
-	stopRace()
 	stopCov()
 	rules.stop()
 
@@ -503,14 +449,14 @@ func (top replyTopology) run(t *testing.T, p replyPrimitive, rules *replyRules, 
 		r = check(t, label, w, p.model, p.capacity)
 	}
 	checks, _, unknown := cov.Counts()
-	uncovered, overtaken := race.split(cov.Violations())
+	uncovered := cov.Violations()
 	violations := len(uncovered)
 	seen, lost, twice, late := rules.counts()
 	stale := r.rejected + r.stale
 	unexpected := int64(r.lost) + stats.unlockLost.Load() + stats.lockLost.Load()
-	t.Logf("%s: %d holds, %d coverage events checked (%d unreadable), %d commands seen, %d run twice, %d replies lost, %d late deliveries (%d undos/give-backs, %d acquisitions), %d conflicts, %d stale writes, %d coverage violations (%d more of renewals overtaken by their holder's release), %d unexpected losses (%d Done before Unlock, %d Unlock ErrLost, %d re-entries lost); %d Lock calls failed (%d after a lost reply, %d timed out, %d other), %d other Unlock errors",
+	t.Logf("%s: %d holds, %d coverage events checked (%d unreadable), %d commands seen, %d run twice, %d replies lost, %d late deliveries (%d undos/give-backs, %d acquisitions), %d conflicts, %d stale writes, %d coverage violations, %d unexpected losses (%d Done before Unlock, %d Unlock ErrLost, %d re-entries lost); %d Lock calls failed (%d after a lost reply, %d timed out, %d other), %d other Unlock errors",
 		label, r.holds, checks, unknown, seen, twice, lost, late, rules.lateGives.Load(), rules.lateTakes.Load(),
-		r.conflicts, stale, violations, overtaken, unexpected, r.lost, stats.unlockLost.Load(), stats.lockLost.Load(),
+		r.conflicts, stale, violations, unexpected, r.lost, stats.unlockLost.Load(), stats.lockLost.Load(),
 		stats.lockFailed.Load(), stats.lockAfterLost.Load(), stats.lockTimedOut.Load(), stats.lockOther.Load(), stats.unlockOther.Load())
 	for _, e := range stats.examples {
 		t.Logf("error: %s", e)

@@ -145,3 +145,46 @@ func TestReentrantUnlockNeverArrived(t *testing.T) {
 	}
 	checkCovered(t, ctx, raw, reentrantKey(name), m.Until())
 }
+
+// TestReentrantLateFirstAttempt covers a request delivered late (finding 8,
+// for the reentrant lock): the first acquisition attempt of a scope reaches
+// the server only after the scope gave up on it and a later attempt took the
+// lock. The late attempt must change nothing: the scope's re-entry finds its
+// hold, and its last Unlock leaves nothing on the server.
+func TestReentrantLateFirstAttempt(t *testing.T) {
+	node := redistest.SharedNode(t)
+	var first once
+	late := &deploytest.Replies{Late: func(cmds []redis.Cmder) (time.Duration, bool) {
+		if deploytest.ScriptOf(cmds[0], script.ReentrantAcquire) != nil && first.take() {
+			return 300 * time.Millisecond, true
+		}
+		return 0, false
+	}}
+	c := newClient(t, node.Addr, late)
+	b := newBackend(t, c)
+	t.Cleanup(late.Wait)
+	name := newName(t)
+	m, err := reentrant.New(b, name, reentrant.WithTTL(5*time.Second), reentrant.WithBackoff(locker.ConstantBackoff(10*time.Millisecond)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := reentrant.WithOwner(newContext(t))
+	if err := m.Lock(ctx); err != nil { // attempt 1 is late, attempt 2 takes the lock
+		t.Fatal(err)
+	}
+	late.Wait() // attempt 1 reaches the server while the scope holds the lock
+	holds := 2
+	if err := m.Lock(ctx); err != nil {
+		t.Errorf("re-entry after a late first attempt of the same scope: %v", err)
+		holds = 1
+	}
+	for range holds {
+		if err := m.Unlock(ctx); err != nil {
+			t.Errorf("Unlock: %v", err)
+		}
+	}
+	key := reentrantKey(name)
+	if ttl := c.PTTL(context.Background(), key).Val(); ttl > 0 {
+		t.Errorf("the lock is still on the server %v after the scope's last Unlock", ttl)
+	}
+}
