@@ -212,6 +212,13 @@ func run(t *testing.T, w *Workload, fs []fault) {
 	close(stop)
 	ended := time.Now()
 	inj.Wait()
+	awaitHolders(t, done, ended)
+}
+
+// awaitHolders waits for the workload's Run to return its result on done
+// after the run ended, and fails the test on an error or a deadlock.
+func awaitHolders(t *testing.T, done <-chan error, ended time.Time) {
+	t.Helper()
 	select {
 	case err := <-done:
 		if err != nil {

@@ -28,6 +28,21 @@ func (h lockHolder) Token() int64                      { return h.l.Token() }
 func (h lockHolder) Done() <-chan struct{}             { return h.l.Done() }
 func (h lockHolder) Mode() (Mode, int)                 { return h.mode, 1 }
 
+// rwHolder drives m as a writer for one goroutine in four, and as a reader
+// for the others.
+func rwHolder(m *rwmutex.RWMutex, g int) Holder {
+	if m == nil {
+		return nil
+	}
+	if g%4 == 0 {
+		return lockHolder{m, Exclusive}
+	}
+	return lockHolder{m.RLocker().(interface {
+		locker.Locker
+		locker.Lease
+	}), Shared}
+}
+
 // scopedHolder drives a reentrant lock within one ownership scope, entering
 // it twice per hold.
 type scopedHolder struct {
@@ -99,16 +114,7 @@ func TestReentrantSingleNode(t *testing.T) {
 func TestRWSingleNode(t *testing.T) {
 	singleNode(t, "rwmutex", RWLock, 1, func(b backend.Backend, g int) (Holder, error) {
 		m, err := rwmutex.New(b, "chaos", rwmutex.WithTTL(ttl))
-		if err != nil {
-			return nil, err
-		}
-		if g%4 == 0 {
-			return lockHolder{m, Exclusive}, nil
-		}
-		return lockHolder{m.RLocker().(interface {
-			locker.Locker
-			locker.Lease
-		}), Shared}, nil
+		return rwHolder(m, g), err
 	})
 }
 

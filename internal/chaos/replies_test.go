@@ -112,16 +112,7 @@ func replyPrimitives() []replyPrimitive {
 		// A quarter of the goroutines write, the others read.
 		{"rwmutex", RWLock, 1, func(b backend.Backend, name string, g int) (Holder, error) {
 			m, err := rwmutex.New(b, name, rwmutex.WithTTL(replyTTL))
-			if err != nil {
-				return nil, err
-			}
-			if g%4 == 0 {
-				return lockHolder{m, Exclusive}, nil
-			}
-			return lockHolder{m.RLocker().(interface {
-				locker.Locker
-				locker.Lease
-			}), Shared}, nil
+			return rwHolder(m, g), err
 		}},
 		// Requests of 1 and 2 of 3 permits.
 		{"semaphore", Semaphore(permits), permits, func(b backend.Backend, name string, g int) (Holder, error) {
@@ -394,16 +385,7 @@ func drive(t *testing.T, w *Workload, d time.Duration) {
 	go func() { done <- w.Run(stop) }()
 	time.Sleep(d)
 	close(stop)
-	ended := time.Now()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(2 * time.Minute):
-		t.Fatal("holders still running two minutes after the end: deadlock")
-	}
-	t.Logf("holders stopped %v after the end of the run", time.Since(ended).Round(time.Millisecond))
+	awaitHolders(t, done, time.Now())
 }
 
 // minCoverage is the fewest coverage events a scenario must check for its

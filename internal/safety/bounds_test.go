@@ -1,6 +1,7 @@
 package safety_test
 
 import (
+	"context"
 	"errors"
 	"math"
 	"testing"
@@ -88,22 +89,7 @@ func TestExtendBounds(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				x, ok := h.(extender)
-				if !ok {
-					t.Skipf("%s has no Extend", k.name)
-				}
-				if err := h.Lock(ctx); err != nil {
-					t.Fatal(err)
-				}
-				until := h.Until()
-				err = x.Extend(ctx, ttl)
-				if !errors.Is(err, locker.ErrInvalid) {
-					t.Errorf("Extend(%v) = %v; want an error matching locker.ErrInvalid", ttl, err)
-				}
-				if got := h.Until(); !got.Equal(until) {
-					t.Errorf("Extend(%v) moved Until by %v; want it unchanged", ttl, got.Sub(until))
-				}
-				_ = h.Unlock(ctx)
+				checkExtendRefused(t, ctx, k, h, ttl)
 			}
 		})
 	}
@@ -197,6 +183,28 @@ func TestQuorumTTLBound(t *testing.T) {
 // TestQuorumExtendBound covers finding 10 (Extend): on a quorum with the
 // default node timeout of 500ms, Extend by 1s of a held lock must fail with
 // an error matching locker.ErrInvalid and leave Until as it was.
+// checkExtendRefused locks h, checks that Extend(ttl) fails with an error
+// matching locker.ErrInvalid and leaves Until as it was, and unlocks h. It
+// skips the test for a kind without Extend.
+func checkExtendRefused(t *testing.T, ctx context.Context, k kind, h handle, ttl time.Duration) {
+	t.Helper()
+	x, ok := h.(extender)
+	if !ok {
+		t.Skipf("%s has no Extend", k.name)
+	}
+	if err := h.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer h.Unlock(ctx)
+	until := h.Until()
+	if err := x.Extend(ctx, ttl); !errors.Is(err, locker.ErrInvalid) {
+		t.Errorf("Extend(%v) = %v; want an error matching locker.ErrInvalid", ttl, err)
+	}
+	if got := h.Until(); !got.Equal(until) {
+		t.Errorf("Extend(%v) moved Until by %v; want it unchanged", ttl, got.Sub(until))
+	}
+}
+
 func TestQuorumExtendBound(t *testing.T) {
 	t.Parallel()
 	nodes := redistest.StartNodes(t, 3)
@@ -208,22 +216,7 @@ func TestQuorumExtendBound(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			x, ok := h.(extender)
-			if !ok {
-				t.Skipf("%s has no Extend", k.name)
-			}
-			if err := h.Lock(ctx); err != nil {
-				t.Fatal(err)
-			}
-			defer h.Unlock(ctx)
-			until := h.Until()
-			err = x.Extend(ctx, time.Second)
-			if !errors.Is(err, locker.ErrInvalid) {
-				t.Errorf("Extend(1s) on a quorum with a 500ms node timeout = %v; want an error matching locker.ErrInvalid", err)
-			}
-			if got := h.Until(); !got.Equal(until) {
-				t.Errorf("Extend(1s) moved Until by %v; want it unchanged", got.Sub(until))
-			}
+			checkExtendRefused(t, ctx, k, h, time.Second) // the node timeout is 500ms
 		})
 	}
 }
