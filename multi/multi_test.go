@@ -36,10 +36,14 @@ func names(t *testing.T, n int) []string {
 
 // crossed runs 8 goroutines on 4 backends for d: half lock members as
 // given, half in reverse order of declaration. No Lock may time out (a
-// deadlock would), and each name's fenced resource must see no overlap and
-// growing tokens.
-func crossed(t *testing.T, newBackend func(t *testing.T) backend.Backend, members []multi.Member, d time.Duration) {
+// deadlock would), each name's fenced resource must see no overlap and
+// growing tokens, and every member's hold must be covered on the server
+// (read through raw, a client per node) until its Until at every grant and
+// renewal.
+func crossed(t *testing.T, raw []redis.UniversalClient, newBackend func(t *testing.T) backend.Backend, members []multi.Member, d time.Duration) {
 	t.Helper()
+	cov := lockertest.NewCoverage(raw)
+	defer cov.Start()()
 	res := make(map[string]*lockertest.Resource)
 	for _, m := range members {
 		res[m.Name()] = &lockertest.Resource{}
@@ -52,7 +56,7 @@ func crossed(t *testing.T, newBackend func(t *testing.T) backend.Backend, member
 	var holds atomic.Int64
 	stop := time.Now().Add(d)
 	for g := range 8 {
-		b := newBackend(t)
+		b := cov.Watch(newBackend(t))
 		ms := members
 		if g%2 == 1 {
 			ms = reversed
@@ -95,7 +99,12 @@ func crossed(t *testing.T, newBackend func(t *testing.T) backend.Backend, member
 			t.Errorf("%s: %d entries, %d overlaps, %d non-increasing tokens; want 0 and 0", name, entries, overlaps, stale)
 		}
 	}
-	t.Logf("%d multi-lock holds in %v over %v by 8 goroutines locking in opposite orders: 0 deadlocks", holds.Load(), d, members)
+	checks, violations, _ := cov.Counts()
+	for _, v := range cov.Violations() {
+		t.Errorf("hold not covered on the server until its Until: %s", v)
+	}
+	t.Logf("%d multi-lock holds in %v over %v by 8 goroutines locking in opposite orders: 0 deadlocks; %d grants and renewals checked against the server, %d not covered",
+		holds.Load(), d, members, checks, violations)
 	if holds.Load() == 0 {
 		t.Error("no hold completed")
 	}
@@ -110,10 +119,10 @@ func TestCrossedOrdersNeverDeadlock(t *testing.T) {
 		}
 		n := names(t, 3)
 		t.Run("mutexes", func(t *testing.T) {
-			crossed(t, newB, []multi.Member{multi.Mutex(n[0]), multi.Mutex(n[1])}, dur)
+			crossed(t, []redis.UniversalClient{d.Raw}, newB, []multi.Member{multi.Mutex(n[0]), multi.Mutex(n[1])}, dur)
 		})
 		t.Run("mixed", func(t *testing.T) {
-			crossed(t, newB, []multi.Member{multi.Mutex(n[0]), multi.Fair(n[1]), multi.Write(n[2])}, dur/2)
+			crossed(t, []redis.UniversalClient{d.Raw}, newB, []multi.Member{multi.Mutex(n[0]), multi.Fair(n[1]), multi.Write(n[2])}, dur/2)
 		})
 	})
 }
@@ -227,7 +236,11 @@ func TestQuorum(t *testing.T) {
 	if err != nil || l.Atomic() {
 		t.Fatalf("New on a quorum = (atomic %v, %v); want the ordered path", l != nil && l.Atomic(), err)
 	}
-	crossed(t, newB, []multi.Member{multi.Mutex(n[0]), multi.Mutex(n[1])}, 3*time.Second)
+	raw := make([]redis.UniversalClient, len(nodes))
+	for i, node := range nodes {
+		raw[i] = node.Client(t)
+	}
+	crossed(t, raw, newB, []multi.Member{multi.Mutex(n[0]), multi.Mutex(n[1])}, 3*time.Second)
 }
 
 func TestNewRejectsBadInput(t *testing.T) {

@@ -13,7 +13,7 @@ import (
 )
 
 // FuzzNew: New never panics; it fails with ErrInvalid exactly for a bad
-// name or a TTL under 10ms, and does no I/O either way.
+// name or a TTL outside 10ms to 24h, and does no I/O either way.
 func FuzzNew(f *testing.F) {
 	f.Add("orders:42", int64(time.Second), true)
 	f.Add("", int64(0), false)
@@ -31,8 +31,8 @@ func FuzzNew(f *testing.F) {
 			}
 			return
 		}
-		if time.Duration(ttl) < 10*time.Millisecond {
-			t.Fatalf("New accepted ttl %v", time.Duration(ttl))
+		if d := time.Duration(ttl); d < 10*time.Millisecond || d > 24*time.Hour {
+			t.Fatalf("New accepted ttl %v", d)
 		}
 		if m.Name() != name || m.Token() != 0 || !m.Until().IsZero() {
 			t.Fatalf("new Mutex %q: Name %q Token %d Until %v", name, m.Name(), m.Token(), m.Until())
