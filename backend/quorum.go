@@ -415,12 +415,23 @@ func (q *quorum) acquire(ctx context.Context, call *Call, per []*Call) bool {
 		for _, n := range ok {
 			token = max(token, per[n].Reply.At(1))
 		}
-		if err := q.raise(ctx, call, per, ok, token); err != nil {
+		// The counters must reach the last token the hold may use: the
+		// token itself, or the end of the block it reserved (as long on
+		// every node, since the nodes ran the same call).
+		last := token
+		if call.Script.block {
+			r := per[ok[0]].Reply
+			last = token + r.At(2) - r.At(1)
+		}
+		if err := q.raise(ctx, call, per, ok, last); err != nil {
 			q.fail(call, len(ok), []error{err})
 			return false
 		}
 		reply := append(Reply(nil), per[ok[0]].Reply...)
 		reply[1] = token
+		if call.Script.block {
+			reply[2] = last
+		}
 		call.Reply, call.Data, call.Err = reply, per[ok[0]].Data, nil
 		return true
 	}
@@ -450,14 +461,18 @@ return {1}
 `, nil)
 
 // raise makes the fence counters of a majority of nodes at least token: the
-// granting nodes that issued less than token are raised; those that issued
-// token itself already hold it.
+// granting nodes that left their counter lower are raised; those that
+// issued token itself (or, for a block, reserved up to it) already hold it.
 func (q *quorum) raise(ctx context.Context, call *Call, per []*Call, ok []int, token int64) error {
 	fence := []string{call.Keys[len(call.Keys)-1]}
 	at := 0
 	var lower []int
 	for _, n := range ok {
-		if per[n].Reply.At(1) >= token {
+		left := per[n].Reply.At(1)
+		if call.Script.block {
+			left = per[n].Reply.At(2)
+		}
+		if left >= token {
 			at++
 		} else {
 			lower = append(lower, n)

@@ -15,6 +15,7 @@ import (
 	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/backend/backendtest"
 	"github.com/redisync/redisync/internal/redistest"
+	"github.com/redisync/redisync/internal/script"
 	"github.com/redisync/redisync/locker"
 	"github.com/redisync/redisync/tracing"
 )
@@ -172,5 +173,50 @@ func TestQuorumSpans(t *testing.T) {
 	}
 	if len(ports) != 3 {
 		t.Errorf("client spans on %d distinct nodes; want 3", len(ports))
+	}
+}
+
+// TestQuorumTokenBlock: an acquisition that reserves a block of tokens gets
+// the largest first token of the granting nodes, a block as long as each
+// node's, and the fence counters of the granting nodes raised to the
+// block's last token, so that the next acquisition on any majority issues
+// a token above every token of the block.
+func TestQuorumTokenBlock(t *testing.T) {
+	nodes := redistest.StartNodes(t, 3)
+	ctx := context.Background()
+	var clients []redis.UniversalClient
+	for _, n := range nodes {
+		clients = append(clients, n.Client(t))
+	}
+	b, err := backend.NewQuorum(clients)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	// Counters above the servers' clocks in microseconds, so that they, not
+	// the clocks, make the tokens; and different on every node.
+	base := time.Now().Add(30*24*time.Hour).UnixMicro() / 1000 * 1000
+	keys := []string{"redisync:{blk}:lock", "redisync:{blk}:fence"}
+	for i, n := range nodes {
+		if _, err := n.Do(ctx, "SET", keys[1], base+int64(100*(2-i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const block = 5
+	r, err := backend.Run(ctx, b, script.MutexAcquire, keys, "owner", "wake", 10000, 60000, "host/1", 1, block)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := base + 201; r.Status() != backend.StatusOK || r.At(1) != want || r.At(2) != want+block-1 {
+		t.Fatalf("reply %v; want {1, %d, %d}", r, want, want+block-1)
+	}
+	for i, n := range nodes {
+		v, err := n.Do(ctx, "GET", keys[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fmt.Sprint(v); got != fmt.Sprint(base+200+block) {
+			t.Errorf("node %d: fence counter %s; want %d, the block's last token", i, got, base+200+block)
+		}
 	}
 }

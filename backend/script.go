@@ -63,11 +63,12 @@ const (
 // A Script is a Lua script with its name and role. Scripts are defined once,
 // at package initialisation, and are safe for concurrent use.
 type Script struct {
-	name string
-	kind Kind
-	src  string
-	undo *Script
-	rs   *redis.Script
+	name  string
+	kind  Kind
+	src   string
+	undo  *Script
+	block bool
+	rs    *redis.Script
 }
 
 // NewScript returns the script src called name. undo, which may be nil, is the
@@ -75,6 +76,22 @@ type Script struct {
 func NewScript(name string, kind Kind, src string, undo *Script) *Script {
 	return &Script{name: name, kind: kind, src: src, undo: undo, rs: redis.NewScript(src)}
 }
+
+// NewBlockScript returns the Acquire script src called name, whose grant
+// reserves a block of fencing tokens for the holds passed on inside the
+// process (local hand-off): its reply is {StatusOK, first token, last token
+// of the block, ...}, and it leaves the name's fence counter at the last.
+// A quorum makes the combined block as long as the nodes' and raises the
+// fence counters of the granting nodes to its last token.
+func NewBlockScript(name, src string, undo *Script) *Script {
+	s := NewScript(name, Acquire, src, undo)
+	s.block = true
+	return s
+}
+
+// Block reports whether s is an Acquire script that reserves a block of
+// fencing tokens (see NewBlockScript).
+func (s *Script) Block() bool { return s.block }
 
 // Name returns the script's name, such as "mutex.acquire". It names the
 // script in spans (db.stored_procedure.name) and errors.

@@ -32,6 +32,15 @@ const primitive = "mutex"
 // Backend, with one handle or several, queue locally first, so that only one
 // of them at a time contends through Redis and a release wakes one waiter
 // per process; a lost hold gives its place in that queue back at once.
+//
+// When a goroutine of the process waits in that queue as the holder
+// unlocks, the hold passes to it without a round trip (local hand-off): the
+// process keeps the lock on the server and the waiter's Lock returns with
+// the next fencing token of a block the acquisition reserved. A hold passes
+// on locally a bounded number of times, for a bounded time (see
+// WithLocalHandoff), then Unlock releases it through Redis so that other
+// processes get their turn. Hand-off needs the watchdog, and passes only
+// between handles of equal TTL.
 type Mutex struct {
 	_       lease.NoCopy
 	b       backend.Backend
@@ -43,14 +52,22 @@ type Mutex struct {
 	tel     *telemetry.T
 	spec    lease.Spec
 	// script arguments that never change, boxed once
-	wakeArg, ttlArg, fenceArg, holderArg any
+	wakeArg, ttlArg, fenceArg, holderArg, blockArg any
+
+	handoff holdopt.Handoff
+	class   any // of the waiters a hold may be handed off to; nil: no hand-off
 
 	held gate.Handle // taken from Lock to Unlock, in front of the process-wide gate
+	pass gate.Pass   // the process-wide gate, taken with held
 
 	// holds is the live hold, with its place in the process-wide gate, and
 	// the previous hold, for Token and Err after Unlock.
-	holds lease.Slot[*lease.Lease]
+	holds lease.Slot[*lease.Tenure]
 }
+
+// class is what two handles must share for a hold to pass between them:
+// the handles of a name on one Backend differ only in their options.
+type class struct{ ttl time.Duration }
 
 var (
 	_ locker.Locker = (*Mutex)(nil)
@@ -86,10 +103,18 @@ func New(b backend.Backend, name string, opts ...Option) (*Mutex, error) {
 		ttlMs:   holdopt.Millis(cfg.TTL),
 		backoff: cfg.Backoff,
 		tel:     telemetry.Of(b),
+		handoff: cfg.Handoff,
 		held:    gate.NewHandle(),
+	}
+	if !cfg.Watchdog {
+		m.handoff.Turns = 0
+	}
+	if m.handoff.Turns > 0 {
+		m.class = class{cfg.TTL}
 	}
 	m.wakeArg, m.ttlArg = m.wake, m.ttlMs
 	m.fenceArg, m.holderArg = holdopt.Millis(holdopt.FenceTTL), holdopt.Holder()
+	m.blockArg = m.handoff.Block()
 	m.spec = lease.Spec{
 		Backend:   b,
 		Tel:       m.tel,
@@ -99,7 +124,8 @@ func New(b backend.Backend, name string, opts ...Option) (*Mutex, error) {
 		Renew: func(owner string, ttl time.Duration) *backend.Call {
 			return &backend.Call{Script: script.MutexRenew, Keys: m.keys[:1], Args: []any{owner, holdopt.Millis(ttl)}}
 		},
-		Keys: m.keys[:1],
+		Release: m.release,
+		Keys:    m.keys[:1],
 	}
 	return m, nil
 }
@@ -112,7 +138,9 @@ func (m *Mutex) Name() string { return m.name }
 // ctx is done. A release wakes the waiter through pub/sub; without a message
 // it tries again when the holder's TTL runs out or after the backoff's poll
 // interval. Transient Redis errors (a failover, a dropped connection) are
-// retried with backoff for as long as ctx allows.
+// retried with backoff for as long as ctx allows. A goroutine of the same
+// process that unlocks while Lock waits may pass its hold on: Lock then
+// returns without a round trip (see Mutex).
 //
 // On success m holds the lock until Unlock; the hold is renewed by the
 // watchdog unless WithWatchdog(false) was given. Token, Done, Err and Until
@@ -136,7 +164,7 @@ func (m *Mutex) Lock(ctx context.Context) (err error) {
 		return m.errorf("lock", acquire.NotAcquired(ctx, nil))
 	}
 	start := time.Now()
-	pass, waited, err := m.held.Enter(ctx, m.b, m.keys[0], m.b.Done())
+	pass, baton, waited, err := m.held.Enter(ctx, m.b, m.keys[0], m.class, m.b.Done())
 	if waited {
 		op.Waited(time.Since(start))
 	}
@@ -145,6 +173,21 @@ func (m *Mutex) Lock(ctx context.Context) (err error) {
 		return m.errorf("lock", err)
 	case err != nil:
 		return m.errorf("lock", acquire.NotAcquired(ctx, nil))
+	}
+	m.pass = pass
+	if baton != nil {
+		if prev := baton.(*lease.Tenure); prev.Lease().Until().IsZero() {
+			// Lost on its way: end it, and contend as if nothing was
+			// passed.
+			prev.Drop()
+		} else {
+			t := prev.Next()
+			m.holds.Set(t, pass.Release)
+			prev.Lease().OnLoss(pass.Release)
+			outcome = telemetry.AcquiredLocal
+			op.Token(t.Token())
+			return nil
+		}
 	}
 	owner := rand.Text()
 	unsure := false
@@ -193,6 +236,7 @@ func (m *Mutex) TryLock(ctx context.Context) (ok bool, err error) {
 	if !free {
 		return false, nil
 	}
+	m.pass = pass
 	owner := rand.Text()
 	ok, _, err = m.attempt(ctx, owner, 1, pass)
 	op.Attempt(err == nil && !ok)
@@ -212,7 +256,7 @@ func (m *Mutex) TryLock(ctx context.Context) (ok bool, err error) {
 // keeps pass until Unlock.
 func (m *Mutex) attempt(ctx context.Context, owner string, n int, pass gate.Pass) (bool, time.Duration, error) {
 	sent := time.Now()
-	call := &backend.Call{Script: script.MutexAcquire, Keys: m.keys, Args: []any{owner, m.wakeArg, m.ttlArg, m.fenceArg, m.holderArg, n}}
+	call := &backend.Call{Script: script.MutexAcquire, Keys: m.keys, Args: []any{owner, m.wakeArg, m.ttlArg, m.fenceArg, m.holderArg, n, m.blockArg}}
 	m.b.Exec(ctx, call)
 	r, err := call.Result()
 	if err != nil {
@@ -228,7 +272,8 @@ func (m *Mutex) attempt(ctx context.Context, owner string, n int, pass gate.Pass
 			undo(ctx, m.b, call)
 			return false, 0, nil
 		}
-		m.holds.Set(l, pass.Release)
+		l.Reserved(r.At(2))
+		m.holds.Set(lease.First(l), pass.Release)
 		// A lost hold lets the other handles of the process contend at
 		// once; this handle stays locked until Unlock.
 		l.OnLoss(pass.Release)
@@ -248,6 +293,27 @@ func (m *Mutex) cleanup(ctx context.Context, owner string) {
 	_, _ = backend.Run(ctx, m.b, script.MutexRelease, m.keys, owner, m.wakeArg)
 }
 
+// release builds the call that ends the hold of owner.
+func (m *Mutex) release(owner string) *backend.Call {
+	return &backend.Call{Script: script.MutexRelease, Keys: m.keys, Args: []any{owner, m.wakeArg}}
+}
+
+// next reports whether the hold t may be handed on locally: hand-off is on,
+// the block has a token left, the hold was taken through Redis less than
+// the hand-off's time bound ago, and it is valid for at least half its TTL
+// more (a hold whose renewals fall behind goes back through Redis).
+func (m *Mutex) next(t *lease.Tenure) bool {
+	if m.class == nil || !t.HasNext() {
+		return false
+	}
+	l := t.Lease()
+	if time.Since(l.Acquired()) >= m.handoff.Within {
+		return false
+	}
+	until := l.Until()
+	return !until.IsZero() && time.Until(until) >= m.spec.TTL/2
+}
+
 // undo gives back what the acquire call granted, on a context that outlives
 // the caller's.
 func undo(ctx context.Context, b backend.Backend, c *backend.Call) {
@@ -256,8 +322,11 @@ func undo(ctx context.Context, b backend.Backend, c *backend.Call) {
 	b.Exec(ctx, &backend.Call{Script: c.Script.Undo(), Keys: c.Keys, Args: c.Args})
 }
 
-// Unlock unlocks m and wakes a waiter. It stops the watchdog before it
-// returns. It returns an error matching locker.ErrNotHeld when m is not
+// Unlock unlocks m and wakes a waiter. When a goroutine of this process
+// waits for the lock and the hold's hand-off bounds allow (see
+// WithLocalHandoff), Unlock passes the hold to it without a round trip;
+// otherwise it releases the hold through Redis and stops the watchdog
+// before it returns. It returns an error matching locker.ErrNotHeld when m is not
 // locked (no Redis call is made then), and one matching locker.ErrLost when
 // the hold had been lost before Unlock: the watchdog found it gone, or its
 // validity deadline passed. A release that finds the hold gone on the server
@@ -280,16 +349,24 @@ func (m *Mutex) Unlock(ctx context.Context) (err error) {
 		}
 		op.End(outcome, err, false)
 	}()
-	l, release, ok := m.holds.Take()
+	t, release, ok := m.holds.Take()
 	if !ok {
 		return m.errorf("unlock", fmt.Errorf("%w: unlock of unlocked mutex", locker.ErrNotHeld))
+	}
+	op.Token(t.Token())
+	if m.next(t) && m.held.HandOff(m.pass, m.class, t) {
+		t.End()
+		outcome = telemetry.HandedOff
+		return nil
 	}
 	defer func() {
 		release()
 		m.held.Leave()
 	}()
-	op.Token(l.Token())
-	return m.errorf("unlock", l.Release(ctx, &backend.Call{Script: script.MutexRelease, Keys: m.keys, Args: []any{l.Owner(), m.wakeArg}}))
+	l := t.Lease()
+	err = l.Release(ctx, m.release(l.Owner()))
+	t.End()
+	return m.errorf("unlock", err)
 }
 
 // Extend makes the current hold last at least ttl from now (it never shortens
@@ -311,12 +388,12 @@ func (m *Mutex) Extend(ctx context.Context, ttl time.Duration) (err error) {
 	if err := lease.ValidTTL(primitive, m.b, ttl); err != nil {
 		return err
 	}
-	l, ok := m.holds.Current()
+	t, ok := m.holds.Current()
 	if !ok {
 		return m.errorf("extend", fmt.Errorf("%w: mutex is not locked", locker.ErrNotHeld))
 	}
-	op.Token(l.Token())
-	if err := l.Extend(ctx, ttl); err != nil {
+	op.Token(t.Token())
+	if err := t.Lease().Extend(ctx, ttl); err != nil {
 		return m.errorf("extend", err)
 	}
 	return nil

@@ -39,6 +39,10 @@ func TestNewRejectsBadInput(t *testing.T) {
 		{"sub-millisecond TTL", good, "x", []mutex.Option{mutex.WithTTL(500 * time.Microsecond)}, "ttl 500µs"},
 		{"TTL below 10ms", good, "x", []mutex.Option{mutex.WithTTL(5 * time.Millisecond)}, "ttl 5ms"},
 		{"nil backoff", good, "x", []mutex.Option{mutex.WithBackoff(nil)}, "nil Backoff"},
+		{"negative hand-off turns", good, "x", []mutex.Option{mutex.WithLocalHandoff(-1, time.Millisecond)}, "-1 turns"},
+		{"too many hand-off turns", good, "x", []mutex.Option{mutex.WithLocalHandoff(1025, time.Millisecond)}, "1025 turns"},
+		{"hand-off without a time bound", good, "x", []mutex.Option{mutex.WithLocalHandoff(4, 0)}, "within 0s"},
+		{"hand-off longer than the TTL", good, "x", []mutex.Option{mutex.WithLocalHandoff(4, time.Minute)}, "within 1m0s"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -39,3 +39,18 @@ func WithWatchdog(on bool) Option {
 func WithBackoff(b locker.Backoff) Option {
 	return optionFunc(func(c *holdopt.Config) { c.SetBackoff(b) })
 }
+
+// WithLocalHandoff bounds local hand-off: a hold taken through Redis passes
+// from goroutine to goroutine of this process, without a round trip, at
+// most turns times and not once within has passed since it was taken; then
+// Unlock releases it through Redis, and waiters of other processes get
+// their turn. The default is 16 turns within 5ms. WithLocalHandoff(0, 0)
+// turns hand-off off: every Unlock goes through Redis, and the waiters of
+// all processes contend for each hold. turns must be between 0 and 1024
+// (each is a fencing token reserved at acquisition), and within, when turns
+// is not 0, more than 0 and at most the TTL. Without the watchdog
+// (WithWatchdog(false)) there is no hand-off: a fixed lease is not passed
+// on.
+func WithLocalHandoff(turns int, within time.Duration) Option {
+	return optionFunc(func(c *holdopt.Config) { c.Handoff = holdopt.Handoff{Turns: turns, Within: within} })
+}

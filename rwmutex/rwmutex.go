@@ -156,7 +156,7 @@ func (m *RWMutex) Lock(ctx context.Context) (err error) {
 		return m.errorf("lock", acquire.NotAcquired(ctx, nil))
 	}
 	start := time.Now()
-	pass, waited, err := m.wheld.Enter(ctx, m.b, m.keys[0], m.b.Done())
+	pass, _, waited, err := m.wheld.Enter(ctx, m.b, m.keys[0], nil, m.b.Done())
 	if waited {
 		op.Waited(time.Since(start))
 	}

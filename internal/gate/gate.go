@@ -3,6 +3,15 @@
 // through Redis. A goroutine takes the gate before its first remote attempt
 // and gives it back when its hold ends (or its attempt fails): while a hold
 // is live, the other goroutines of the process wait here, without traffic.
+//
+// A holder may also pass its hold on to the first goroutine waiting here
+// (HandOff), with the gate: the process keeps the server-side hold and the
+// next goroutine holds it without a round trip. What is passed is a Baton,
+// which the receiver either keeps or drops.
+//
+// The waiters are served in arrival order. A waiter that comes through a
+// Handle is served only while its Handle is free, so that a Handle holds one
+// hold at a time.
 package gate
 
 import (
@@ -18,34 +27,81 @@ type key struct {
 }
 
 type gate struct {
-	ch   chan struct{}
-	refs int // goroutines holding or waiting
+	busy  bool
+	refs  int // goroutines holding or waiting
+	queue []*waiter
 }
 
+type waiter struct {
+	h     *handle // nil when the waiter came without a Handle
+	class any     // what batons it takes: those handed off with an equal class
+	ch    chan Baton
+}
+
+// A Baton is a hold passed from one goroutine to the next through the gate.
+type Baton interface {
+	// Drop ends the hold. The gate calls it when the goroutine the baton
+	// was passed to gave up waiting before it could take it, and nobody
+	// else takes it.
+	Drop()
+}
+
+// registry holds every gate of the process; its lock guards the gates, the
+// passes and the handles.
 var registry = struct {
 	sync.Mutex
 	m map[key]*gate
 }{m: make(map[key]*gate)}
 
+// ref returns the gate of k with one more reference. registry must be held.
 func ref(k key) *gate {
-	registry.Lock()
-	defer registry.Unlock()
 	g := registry.m[k]
 	if g == nil {
-		g = &gate{ch: make(chan struct{}, 1)}
+		g = &gate{}
 		registry.m[k] = g
 	}
 	g.refs++
 	return g
 }
 
+// unref drops a reference to the gate of k. registry must be held.
 func unref(k key, g *gate) {
-	registry.Lock()
-	defer registry.Unlock()
 	g.refs--
 	if g.refs == 0 {
 		delete(registry.m, k)
 	}
+}
+
+// dispatch gives a free gate to the first waiter that may take it.
+// registry must be held.
+func (g *gate) dispatch() {
+	if g.busy {
+		return
+	}
+	for i, w := range g.queue {
+		if w.h != nil && w.h.taken {
+			continue
+		}
+		g.busy = true
+		if w.h != nil {
+			w.h.taken = true
+		}
+		g.queue = append(g.queue[:i], g.queue[i+1:]...)
+		w.ch <- nil
+		return
+	}
+}
+
+// remove takes w out of the queue and reports whether it was there.
+// registry must be held.
+func (g *gate) remove(w *waiter) bool {
+	for i, x := range g.queue {
+		if x == w {
+			g.queue = append(g.queue[:i], g.queue[i+1:]...)
+			return true
+		}
+	}
+	return false
 }
 
 // A Pass is a taken gate. Release gives it back. The zero Pass holds
@@ -53,106 +109,189 @@ func unref(k key, g *gate) {
 type Pass struct {
 	k    key
 	g    *gate
-	once *sync.Once
+	used *bool // given back or handed off; guarded by registry
 }
 
-func newPass(k key, g *gate) Pass { return Pass{k, g, new(sync.Once)} }
+func newPass(k key, g *gate) Pass { return Pass{k, g, new(bool)} }
 
 // Release gives the gate back to the next goroutine. Only the first call
 // does anything, so that a hold may give its pass back early, when it is
-// lost, and again at Unlock.
+// lost, and again at Unlock; after a HandOff it does nothing.
 func (p Pass) Release() {
 	if p.g == nil {
 		return
 	}
-	p.once.Do(func() {
-		<-p.g.ch
-		unref(p.k, p.g)
-	})
+	registry.Lock()
+	defer registry.Unlock()
+	if *p.used {
+		return
+	}
+	*p.used = true
+	p.g.busy = false
+	p.g.dispatch()
+	unref(p.k, p.g)
 }
 
 // Enter takes the gate of (owner, name), waiting until it is free, ctx is
 // done (it returns ctx.Err()) or closed is closed (it returns
-// locker.ErrClosed); waited reports whether it had to wait.
+// locker.ErrClosed); waited reports whether it had to wait. It never
+// receives a Baton.
 func Enter(ctx context.Context, owner any, name string, closed <-chan struct{}) (p Pass, waited bool, err error) {
-	k := key{owner, name}
+	p, _, waited, err = enter(ctx, key{owner, name}, nil, nil, closed)
+	return p, waited, err
+}
+
+// enter takes the gate of k (and h, when not nil) as a waiter of class.
+func enter(ctx context.Context, k key, h *handle, class any, closed <-chan struct{}) (Pass, Baton, bool, error) {
+	registry.Lock()
 	g := ref(k)
-	select {
-	case g.ch <- struct{}{}:
-		return newPass(k, g), false, nil
-	default:
+	if !g.busy && (h == nil || !h.taken) {
+		g.busy = true
+		if h != nil {
+			h.taken = true
+		}
+		registry.Unlock()
+		return newPass(k, g), nil, false, nil
 	}
+	w := &waiter{h: h, class: class, ch: make(chan Baton, 1)}
+	g.queue = append(g.queue, w)
+	registry.Unlock()
+
+	var err error
 	select {
-	case g.ch <- struct{}{}:
-		return newPass(k, g), true, nil
+	case b := <-w.ch:
+		return newPass(k, g), b, true, nil
 	case <-ctx.Done():
-		unref(k, g)
-		return Pass{}, true, ctx.Err()
+		err = ctx.Err()
 	case <-closed:
-		unref(k, g)
-		return Pass{}, true, locker.ErrClosed
+		err = locker.ErrClosed
 	}
+	registry.Lock()
+	if g.remove(w) {
+		unref(k, g)
+		registry.Unlock()
+		return Pass{}, nil, true, err
+	}
+	registry.Unlock()
+	// The gate was given to w as it gave up: pass it on.
+	b := <-w.ch
+	p := newPass(k, g)
+	if b != nil && (Handle{h}).HandOff(p, class, b) {
+		return Pass{}, nil, true, err
+	}
+	if b != nil {
+		b.Drop()
+	}
+	p.Release()
+	if h != nil {
+		Handle{h}.Leave()
+	}
+	return Pass{}, nil, true, err
 }
 
 // TryEnter takes the gate of (owner, name) if it is free.
 func TryEnter(owner any, name string) (Pass, bool) {
-	k := key{owner, name}
+	return tryEnter(key{owner, name}, nil)
+}
+
+func tryEnter(k key, h *handle) (Pass, bool) {
+	registry.Lock()
+	defer registry.Unlock()
+	if h != nil && h.taken {
+		return Pass{}, false
+	}
 	g := ref(k)
-	select {
-	case g.ch <- struct{}{}:
-		return newPass(k, g), true
-	default:
+	if g.busy {
 		unref(k, g)
 		return Pass{}, false
 	}
+	g.busy = true
+	if h != nil {
+		h.taken = true
+	}
+	return newPass(k, g), true
+}
+
+type handle struct {
+	k     key
+	taken bool // guarded by registry
 }
 
 // A Handle is the one-slot gate of a lock handle, in front of the
 // process-wide gate: taken from Lock (or a successful TryLock) to Unlock, so
 // that a second Lock on the handle waits for the first hold's Unlock even
-// after a loss, when the process-wide gate is already given back.
-type Handle struct{ ch chan struct{} }
+// after a loss, when the process-wide gate is already given back. A Handle
+// serves one name on one backend, those of its first Enter or TryEnter.
+type Handle struct{ h *handle }
 
 // NewHandle returns a free Handle.
-func NewHandle() Handle { return Handle{make(chan struct{}, 1)} }
+func NewHandle() Handle { return Handle{new(handle)} }
 
-// Enter takes h, then the process-wide gate of (owner, name). waited reports
-// whether either was busy. On failure nothing is taken and the error is
-// ctx.Err() or locker.ErrClosed (when closed is closed).
-func (h Handle) Enter(ctx context.Context, owner any, name string, closed <-chan struct{}) (p Pass, waited bool, err error) {
-	select {
-	case h.ch <- struct{}{}:
-	default:
-		waited = true
-		select {
-		case h.ch <- struct{}{}:
-		case <-ctx.Done():
-			return Pass{}, true, ctx.Err()
-		case <-closed:
-			return Pass{}, true, locker.ErrClosed
-		}
+func (h Handle) key(owner any, name string) key {
+	registry.Lock()
+	defer registry.Unlock()
+	if h.h.k == (key{}) {
+		h.h.k = key{owner, name}
 	}
-	p, busy, err := Enter(ctx, owner, name, closed)
-	if err != nil {
-		h.Leave()
-	}
-	return p, waited || busy, err
+	return h.h.k
+}
+
+// Enter takes h and the process-wide gate of (owner, name), waiting in
+// arrival order with the process's other goroutines that want them. It may
+// receive, instead of a free gate, a Baton handed off by the holder (see
+// HandOff) to a waiter of class: the receiver then holds what the baton
+// carries, or drops it. waited reports whether h or the gate was busy. On
+// failure nothing is taken and the error is ctx.Err() or locker.ErrClosed
+// (when closed is closed).
+func (h Handle) Enter(ctx context.Context, owner any, name string, class any, closed <-chan struct{}) (p Pass, b Baton, waited bool, err error) {
+	return enter(ctx, h.key(owner, name), h.h, class, closed)
 }
 
 // TryEnter takes h and the process-wide gate of (owner, name) if both are
 // free.
 func (h Handle) TryEnter(owner any, name string) (Pass, bool) {
-	select {
-	case h.ch <- struct{}{}:
-	default:
-		return Pass{}, false
-	}
-	p, ok := TryEnter(owner, name)
-	if !ok {
-		h.Leave()
-	}
-	return p, ok
+	return tryEnter(h.key(owner, name), h.h)
 }
 
 // Leave gives h back; the process-wide Pass is released on its own.
-func (h Handle) Leave() { <-h.ch }
+func (h Handle) Leave() {
+	registry.Lock()
+	defer registry.Unlock()
+	h.h.taken = false
+	if g := registry.m[h.h.k]; g != nil {
+		g.dispatch()
+	}
+}
+
+// HandOff passes b, with the gate p and the handle h, to the first waiter of
+// class whose handle is free (or is h): that waiter's Enter returns b. It
+// reports whether a waiter took it; if not, nothing changed and the caller
+// still holds p and h. After a HandOff, p.Release does nothing and h must
+// not be left again. A nil class hands nothing off.
+func (h Handle) HandOff(p Pass, class any, b Baton) bool {
+	if class == nil || p.g == nil {
+		return false
+	}
+	registry.Lock()
+	defer registry.Unlock()
+	if *p.used {
+		return false
+	}
+	for i, w := range p.g.queue {
+		if w.class != class || w.h != nil && w.h.taken && w.h != h.h {
+			continue
+		}
+		*p.used = true
+		if h.h != nil {
+			h.h.taken = false
+		}
+		if w.h != nil {
+			w.h.taken = true
+		}
+		p.g.queue = append(p.g.queue[:i], p.g.queue[i+1:]...)
+		unref(p.k, p.g)
+		w.ch <- b
+		return true
+	}
+	return false
+}

@@ -98,13 +98,13 @@ func TestHandle(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
-	if _, waited, err := h.Enter(ctx, owner, "k", nil); !waited || !errors.Is(err, context.DeadlineExceeded) {
+	if _, _, waited, err := h.Enter(ctx, owner, "k", nil, nil); !waited || !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("Enter on a taken handle = (%v, %v); want (true, DeadlineExceeded)", waited, err)
 	}
 	h.Leave()
 	q.Release()
 	other.Leave()
-	if p, _, err := h.Enter(context.Background(), owner, "k", nil); err != nil {
+	if p, _, _, err := h.Enter(context.Background(), owner, "k", nil, nil); err != nil {
 		t.Fatalf("Enter after Leave: %v", err)
 	} else {
 		p.Release()
@@ -114,5 +114,228 @@ func TestHandle(t *testing.T) {
 	defer registry.Unlock()
 	if len(registry.m) != 0 {
 		t.Errorf("%d gates left; want 0", len(registry.m))
+	}
+}
+
+// baton is a Baton that counts its drops.
+type baton struct{ drops atomic.Int32 }
+
+func (b *baton) Drop() { b.drops.Add(1) }
+
+// waitFor enters h as a waiter of class in a goroutine and returns what
+// Enter returned, once it returns; queued reports when it waits.
+type entered struct {
+	p   Pass
+	b   Baton
+	err error
+}
+
+func enterAsync(ctx context.Context, h Handle, owner any, class any) <-chan entered {
+	out := make(chan entered, 1)
+	go func() {
+		p, b, _, err := h.Enter(ctx, owner, "k", class, nil)
+		out <- entered{p, b, err}
+	}()
+	return out
+}
+
+// waiters returns how many goroutines wait at the gate of (owner, "k").
+func waiters(owner any) int {
+	registry.Lock()
+	defer registry.Unlock()
+	if g := registry.m[key{owner, "k"}]; g != nil {
+		return len(g.queue)
+	}
+	return 0
+}
+
+func waitQueued(t *testing.T, owner any, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); waiters(owner) != n; {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d waiters at the gate; want %d", waiters(owner), n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func empty(t *testing.T) {
+	t.Helper()
+	registry.Lock()
+	defer registry.Unlock()
+	if len(registry.m) != 0 {
+		t.Errorf("%d gates left; want 0", len(registry.m))
+	}
+}
+
+func TestHandOff(t *testing.T) {
+	owner := new(int)
+	a, b, c := NewHandle(), NewHandle(), NewHandle()
+	p, ok := a.TryEnter(owner, "k")
+	if !ok {
+		t.Fatal("TryEnter on a free gate failed")
+	}
+	bt := new(baton)
+	if a.HandOff(p, "x", bt) {
+		t.Fatal("HandOff without a waiter reported a taker")
+	}
+	other := enterAsync(context.Background(), b, owner, "y") // another class
+	waitQueued(t, owner, 1)
+	same := enterAsync(context.Background(), c, owner, "x")
+	waitQueued(t, owner, 2)
+	if a.HandOff(p, nil, bt) {
+		t.Fatal("HandOff with a nil class reported a taker")
+	}
+	if !a.HandOff(p, "x", bt) {
+		t.Fatal("HandOff with a waiter of the class found none")
+	}
+	got := <-same
+	if got.err != nil || got.b != Baton(bt) {
+		t.Fatalf("the waiter of the class got (%v, %v); want the baton", got.b, got.err)
+	}
+	p.Release() // after a HandOff: nothing
+	if _, ok := NewHandle().TryEnter(owner, "k"); ok {
+		t.Fatal("the gate was free after a HandOff")
+	}
+	if _, ok := a.TryEnter(owner, "k"); ok {
+		t.Fatal("the gate was free after a HandOff")
+	}
+	// The receiver releases: the waiter of the other class gets a free
+	// gate, without a baton.
+	got.p.Release()
+	c.Leave()
+	o := <-other
+	if o.err != nil || o.b != nil {
+		t.Fatalf("the next waiter got (%v, %v); want a free gate", o.b, o.err)
+	}
+	o.p.Release()
+	b.Leave()
+	a.Leave()
+	if bt.drops.Load() != 0 {
+		t.Errorf("the baton was dropped %d times; want 0", bt.drops.Load())
+	}
+	empty(t)
+}
+
+func TestHandOffToSameHandleAndOrder(t *testing.T) {
+	owner := new(int)
+	a, b := NewHandle(), NewHandle()
+	p, ok := a.TryEnter(owner, "k")
+	if !ok {
+		t.Fatal("TryEnter on a free gate failed")
+	}
+	// A second Lock on a's handle waits for a's hold; b waits behind it.
+	first := enterAsync(context.Background(), a, owner, "x")
+	waitQueued(t, owner, 1)
+	second := enterAsync(context.Background(), b, owner, "x")
+	waitQueued(t, owner, 2)
+	bt := new(baton)
+	if !a.HandOff(p, "x", bt) {
+		t.Fatal("HandOff found no taker")
+	}
+	got := <-first
+	if got.err != nil || got.b != Baton(bt) {
+		t.Fatalf("the first waiter (same handle) got (%v, %v); want the baton", got.b, got.err)
+	}
+	// a is taken again by its new holder: a hand-off from it goes to b.
+	if !a.HandOff(got.p, "x", bt) {
+		t.Fatal("second HandOff found no taker")
+	}
+	g2 := <-second
+	if g2.err != nil || g2.b != Baton(bt) {
+		t.Fatalf("the second waiter got (%v, %v); want the baton", g2.b, g2.err)
+	}
+	if _, ok := a.TryEnter(owner, "k"); ok {
+		t.Fatal("the gate was free while b holds it")
+	}
+	g2.p.Release()
+	b.Leave()
+	empty(t)
+}
+
+func TestHandOffToWaiterThatGivesUp(t *testing.T) {
+	owner := new(int)
+	a, b, c := NewHandle(), NewHandle(), NewHandle()
+	p, ok := a.TryEnter(owner, "k")
+	if !ok {
+		t.Fatal("TryEnter on a free gate failed")
+	}
+	// A hand-off to a waiter whose context is done: it either holds (it saw
+	// the baton first) or passes the baton on to the next waiter.
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	late := enterAsync(ctx2, b, owner, "x")
+	waitQueued(t, owner, 1)
+	next := enterAsync(context.Background(), c, owner, "x")
+	waitQueued(t, owner, 2)
+	cancel2()
+	bt := new(baton)
+	handed := a.HandOff(p, "x", bt)
+	g1 := <-late
+	var holder Handle
+	var hp Pass
+	switch {
+	case !handed:
+		t.Fatal("HandOff found no taker")
+	case g1.err == nil:
+		// The late waiter saw the baton first: it holds.
+		holder, hp = b, g1.p
+		if g1.b != Baton(bt) {
+			t.Fatalf("late waiter got %v; want the baton", g1.b)
+		}
+	default:
+		// It saw ctx done: the baton went on to the next waiter.
+		g2 := <-next
+		if g2.err != nil || g2.b != Baton(bt) {
+			t.Fatalf("the next waiter got (%v, %v); want the baton passed on", g2.b, g2.err)
+		}
+		holder, hp = c, g2.p
+		next = nil
+	}
+	hp.Release()
+	holder.Leave()
+	if next != nil {
+		g2 := <-next
+		g2.p.Release()
+		c.Leave()
+	}
+	a.Leave()
+	if bt.drops.Load() != 0 {
+		t.Errorf("the baton was dropped %d times; want 0", bt.drops.Load())
+	}
+	empty(t)
+}
+
+func TestHandOffDroppedWhenNobodyTakesIt(t *testing.T) {
+	owner := new(int)
+	a, b := NewHandle(), NewHandle()
+	for range 50 { // the race between cancel and hand-off goes both ways
+		p, ok := a.TryEnter(owner, "k")
+		if !ok {
+			t.Fatal("TryEnter on a free gate failed")
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		late := enterAsync(ctx, b, owner, "x")
+		waitQueued(t, owner, 1)
+		bt := new(baton)
+		cancel()
+		handed := a.HandOff(p, "x", bt)
+		g := <-late
+		switch {
+		case g.err == nil:
+			if !handed || g.b != Baton(bt) {
+				t.Fatalf("the waiter holds (%v) without a hand-off (%v)", g.b, handed)
+			}
+			g.p.Release()
+			b.Leave()
+		case handed:
+			// It gave up with the baton in hand and nobody else waits.
+			if bt.drops.Load() != 1 {
+				t.Fatalf("a baton nobody took was dropped %d times; want 1", bt.drops.Load())
+			}
+		default:
+			p.Release()
+		}
+		a.Leave()
+		empty(t)
 	}
 }

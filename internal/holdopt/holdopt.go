@@ -33,6 +33,17 @@ const (
 	// FenceTTL is how long a name's fence counter outlives its last
 	// acquisition.
 	FenceTTL = 24 * time.Hour
+
+	// DefaultHandoffTurns and DefaultHandoffWithin bound local hand-off:
+	// a hold taken through Redis passes from goroutine to goroutine of the
+	// process at most 16 times, and not once 5ms have passed since it was
+	// taken, before it is released through Redis so that other processes
+	// get their turn. See bench/README.md for the measurements behind them.
+	DefaultHandoffTurns  = 16
+	DefaultHandoffWithin = 5 * time.Millisecond
+	// MaxHandoffTurns bounds the turns of WithLocalHandoff: each turn is a
+	// fencing token reserved at acquisition.
+	MaxHandoffTurns = 1024
 )
 
 // DefaultBackoff paces retries after transient errors and bounds the wait for
@@ -45,11 +56,26 @@ type Config struct {
 	Watchdog bool
 	Backoff  locker.Backoff
 	nilBack  bool
+	// Handoff bounds local hand-off, for the primitives that have it.
+	Handoff Handoff
 }
+
+// Handoff bounds the local hand-off of one hold: at most Turns hand-offs,
+// none once Within has passed since the hold was taken through Redis.
+// Turns 0 turns hand-off off.
+type Handoff struct {
+	Turns  int
+	Within time.Duration
+}
+
+// Block returns how many fencing tokens an acquisition reserves: its own
+// and one per hand-off.
+func (h Handoff) Block() int { return h.Turns + 1 }
 
 // New returns the defaults.
 func New() Config {
-	return Config{TTL: DefaultTTL, Watchdog: true, Backoff: DefaultBackoff}
+	return Config{TTL: DefaultTTL, Watchdog: true, Backoff: DefaultBackoff,
+		Handoff: Handoff{DefaultHandoffTurns, DefaultHandoffWithin}}
 }
 
 // SetBackoff records b; a nil b is reported by Validate.
@@ -64,6 +90,10 @@ func (c *Config) Validate(kind string) error {
 	}
 	if c.nilBack {
 		return fmt.Errorf("%s: nil Backoff: %w", kind, locker.ErrInvalid)
+	}
+	if h := c.Handoff; h.Turns < 0 || h.Turns > MaxHandoffTurns || h.Turns > 0 && (h.Within <= 0 || h.Within > c.TTL) {
+		return fmt.Errorf("%s: local hand-off of %d turns within %v: turns must be 0 (off) to %d, and within more than 0 and at most the TTL %v: %w",
+			kind, h.Turns, h.Within, MaxHandoffTurns, c.TTL, locker.ErrInvalid)
 	}
 	return nil
 }

@@ -52,6 +52,9 @@ type Spec struct {
 	// Its reply is {StatusOK, ...} or a negative status when the hold is
 	// gone.
 	Renew func(owner string, ttl time.Duration) *backend.Call
+	// Release, for the primitives with local hand-off, builds the call that
+	// ends the hold of owner (see Tenure.Drop).
+	Release func(owner string) *backend.Call
 	// Keys are the keys whose expiry bounds the hold on the server, and
 	// Member, when not nil, names the hold of owner in those of them that
 	// are sorted sets scored by expiry. They describe the hold to an
@@ -65,6 +68,7 @@ type Lease struct {
 	spec     *Spec
 	owner    string
 	token    int64
+	last     int64 // last token of the block the grant reserved
 	acquired time.Time
 
 	mu        sync.Mutex
@@ -90,6 +94,7 @@ func Start(spec *Spec, owner string, token int64, sent time.Time) (l *Lease, ok 
 		spec:      spec,
 		owner:     owner,
 		token:     token,
+		last:      token,
 		acquired:  sent,
 		deadline:  sent.Add(spec.TTL - Drift(spec.TTL)),
 		expiry:    time.Now().Add(spec.TTL),
@@ -103,6 +108,14 @@ func Start(spec *Spec, owner string, token int64, sent time.Time) (l *Lease, ok 
 	l.observe("grant")
 	return l, true
 }
+
+// Reserved records the last fencing token of the block the grant reserved
+// (see backend.NewBlockScript); the tenures of the Lease use the tokens up
+// to it. It must be called before the Lease is handed on.
+func (l *Lease) Reserved(last int64) { l.last = max(l.token, last) }
+
+// Acquired returns when the request that granted the hold was sent.
+func (l *Lease) Acquired() time.Time { return l.acquired }
 
 // Owner returns the owner token of the hold: a secret, never to be logged.
 func (l *Lease) Owner() string { return l.owner }

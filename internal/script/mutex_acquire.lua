@@ -4,22 +4,27 @@
 -- KEYS[2] fence counter
 -- ARGV[1] publish command (unused), ARGV[2] owner token, ARGV[3] wake channel (unused),
 -- ARGV[4] ttl ms, ARGV[5] fence counter ttl ms, ARGV[6] holder description (host/pid, for status),
--- ARGV[7] attempt number (they grow with each attempt of an owner)
+-- ARGV[7] attempt number (they grow with each attempt of an owner),
+-- ARGV[8] how many fencing tokens to reserve for the hold (default 1): the
+-- first is its own, the others are for the holders it is passed to inside
+-- its process
 -- An owner that holds the lock already (a retried attempt whose first reply
 -- was lost, or the same request run twice) gets its hold back with its
 -- token, the expiry of a new grant and ARGV[7] as the attempt that granted
 -- it, so that the undo of an earlier attempt leaves it alone. The recorded
 -- attempt never goes back: an earlier attempt that arrives late changes it
 -- not.
--- Returns {1, fencing token} when held, {0, ms until the holder's hold
--- expires} otherwise.
+-- Returns {1, fencing token, last token of the block} when held, {0, ms
+-- until the holder's hold expires} otherwise.
+local block = tonumber(ARGV[8]) or 1
 local owner = redis.call('HGET', KEYS[1], 'o')
 if owner == ARGV[2] then
   if (tonumber(redis.call('HGET', KEYS[1], 'a')) or 0) <= tonumber(ARGV[7]) then
     redis.call('HSET', KEYS[1], 'a', ARGV[7])
   end
   redis.call('PEXPIRE', KEYS[1], ARGV[4])
-  return {1, tonumber(redis.call('HGET', KEYS[1], 'f'))}
+  local f = tonumber(redis.call('HGET', KEYS[1], 'f'))
+  return {1, f, f + block - 1}
 end
 if owner then
   return {0, redis.call('PTTL', KEYS[1])}
@@ -30,7 +35,7 @@ end
 local t = redis.call('TIME')
 local token = math.max((tonumber(redis.call('GET', KEYS[2])) or 0) + 1, t[1] * 1000000 + t[2])
 local s = string.format('%.0f', token)
-redis.call('SET', KEYS[2], s, 'PX', ARGV[5])
+redis.call('SET', KEYS[2], string.format('%.0f', token + block - 1), 'PX', ARGV[5])
 redis.call('HSET', KEYS[1], 'o', ARGV[2], 'f', s, 'h', ARGV[6], 'a', ARGV[7])
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
-return {1, token}
+return {1, token, token + block - 1}

@@ -30,7 +30,7 @@ var (
 var (
 	MutexRelease = backend.NewScript("mutex.release", backend.Release, mutexReleaseSrc, nil)
 	MutexUndo    = backend.NewScript("mutex.undo", backend.Release, mutexUndoSrc, nil)
-	MutexAcquire = backend.NewScript("mutex.acquire", backend.Acquire, mutexAcquireSrc, MutexUndo)
+	MutexAcquire = backend.NewBlockScript("mutex.acquire", mutexAcquireSrc, MutexUndo)
 	MutexRenew   = backend.NewScript("mutex.renew", backend.Renew, mutexRenewSrc, nil)
 )
 

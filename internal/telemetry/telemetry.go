@@ -43,14 +43,19 @@ const (
 
 // Outcomes recorded in redisync.outcome.
 const (
-	Acquired    = "acquired"
-	Contended   = "contended"
-	NotAcquired = "not_acquired"
-	Released    = "released"
-	Extended    = "extended"
-	NotHeld     = "not_held"
-	Lost        = "lost"
-	Failed      = "error"
+	Acquired = "acquired"
+	// AcquiredLocal is a Lock that received the hold from a holder of the
+	// same process (local hand-off), and HandedOff the Unlock that passed
+	// it on: neither made a round trip.
+	AcquiredLocal = "acquired_local"
+	HandedOff     = "handed_off"
+	Contended     = "contended"
+	NotAcquired   = "not_acquired"
+	Released      = "released"
+	Extended      = "extended"
+	NotHeld       = "not_held"
+	Lost          = "lost"
+	Failed        = "error"
 )
 
 // Config is what the options of package tracing set.

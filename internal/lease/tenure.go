@@ -1,0 +1,121 @@
+package lease
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// A Tenure is one holder's turn on a Lease. A hold that is not passed on
+// has one Tenure, as long as its Lease; a hold passed from goroutine to
+// goroutine inside the process (a local hand-off) has one Tenure per
+// holder, each with its own fencing token and Done, all on the one Lease
+// that the server knows of. The tokens of a Lease's tenures come from the
+// block its grant reserved (see Lease.Reserved): the first is the Lease's
+// token, each next one is one more, and there is no Tenure past the block.
+//
+// A Tenure ends when its holder hands the Lease on (End, once the next
+// holder has it), when the Lease is released, or when the Lease is lost:
+// its Done closes then, by the Lease's validity deadline at the latest. A
+// Tenure is also the baton that a hand-off passes through the process's
+// gate (see gate.Baton). Its methods are safe for concurrent use.
+type Tenure struct {
+	l     *Lease
+	token int64
+
+	mu    sync.Mutex
+	ended bool  // by End: Err and Until no longer follow the Lease
+	err   error // the Lease's loss when End was called
+	done  chan struct{}
+}
+
+// First returns the first Tenure of l.
+func First(l *Lease) *Tenure { return newTenure(l, l.token) }
+
+func newTenure(l *Lease, token int64) *Tenure {
+	t := &Tenure{l: l, token: token, done: make(chan struct{})}
+	l.OnLoss(t.close)
+	return t
+}
+
+// Lease returns the hold the Tenure is a turn of.
+func (t *Tenure) Lease() *Lease { return t.l }
+
+// HasNext reports whether the block of tokens has one left for a next
+// Tenure.
+func (t *Tenure) HasNext() bool { return t.token < t.l.last }
+
+// Next returns the Tenure that follows t on its Lease, with the next token
+// of the block (the caller checks HasNext). It does not end t.
+func (t *Tenure) Next() *Tenure { return newTenure(t.l, t.token+1) }
+
+// End ends t as released, whatever becomes of its Lease afterwards; a loss
+// of the Lease before End stays t's Err.
+func (t *Tenure) End() {
+	err := t.l.Err()
+	t.mu.Lock()
+	if !t.ended {
+		t.ended, t.err = true, err
+	}
+	t.mu.Unlock()
+	t.close()
+}
+
+func (t *Tenure) close() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	select {
+	case <-t.done:
+	default:
+		close(t.done)
+	}
+}
+
+// Drop releases the Lease through Redis, with the Spec's Release call, on
+// behalf of a holder that was handed t and does not want it: it gave up
+// waiting, or the Lease was lost on its way.
+func (t *Tenure) Drop() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_ = t.l.Release(ctx, t.l.spec.Release(t.l.owner))
+	t.End()
+}
+
+// Token returns the Tenure's fencing token.
+func (t *Tenure) Token() int64 { return t.token }
+
+// Done returns a channel closed when the Tenure ends: by End, or with its
+// Lease. Like the Lease's, it is closed by the validity deadline at the
+// latest.
+func (t *Tenure) Done() <-chan struct{} {
+	select {
+	case <-t.l.Done(): // checks the deadline
+		t.close()
+	default:
+	}
+	return t.done
+}
+
+// Err returns nil while the Tenure is live or after it ended as released,
+// and an error matching locker.ErrLost once the Lease was lost during it.
+func (t *Tenure) Err() error {
+	t.mu.Lock()
+	ended, err := t.ended, t.err
+	t.mu.Unlock()
+	if ended {
+		return err
+	}
+	return t.l.Err()
+}
+
+// Until returns the Lease's validity deadline, or the zero Time once the
+// Tenure ended.
+func (t *Tenure) Until() time.Time {
+	t.mu.Lock()
+	ended := t.ended
+	t.mu.Unlock()
+	if ended {
+		return time.Time{}
+	}
+	return t.l.Until()
+}
