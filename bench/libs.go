@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -445,6 +446,70 @@ func rueidisMatched(budget time.Duration) Impl {
 			o.KeyMajority = 1
 			o.NoLoopTracking = true
 		})
+}
+
+// --- in-process ceiling -----------------------------------------------------
+
+// ceilingImpl is the physical limit of the contended scenarios: the same loop
+// locking a plain sync.Mutex in this process. Its clients share one
+// sync.Mutex per name, so that all the goroutines of all the clients contend
+// on it as they contend on a name in Redis; it makes no round trip.
+func ceilingImpl() Impl {
+	locks := &ceilingLocks{m: map[string]*sync.Mutex{}}
+	return Impl{
+		Key:   "ceiling",
+		Label: "in-process sync.Mutex (ceiling)",
+		Setup: "a sync.Mutex in the benchmark process, shared by the goroutines of all the clients, in the same loop (goroutines, critical section, warm-up, duration, figures) as the libraries; no round trip, so none is counted",
+		Connect: func([]string) (Client, error) {
+			return ceilingClient{locks}, nil
+		},
+	}
+}
+
+// ceilingLocks holds the in-process mutexes by name.
+type ceilingLocks struct {
+	mu sync.Mutex
+	m  map[string]*sync.Mutex
+}
+
+func (l *ceilingLocks) get(name string) *sync.Mutex {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	m := l.m[name]
+	if m == nil {
+		m = &sync.Mutex{}
+		l.m[name] = m
+	}
+	return m
+}
+
+type ceilingClient struct{ locks *ceilingLocks }
+
+func (c ceilingClient) Handle(name string) (Handle, error) {
+	return ceilingHandle{c.locks.get(name)}, nil
+}
+
+func (ceilingClient) RoundTrips() int64 { return -1 }
+func (ceilingClient) Close()            {}
+
+type ceilingHandle struct{ m *sync.Mutex }
+
+// Lock takes the mutex. sync.Mutex cannot give up a wait, so a Lock that
+// gets the mutex after ctx ended releases it and reports ctx's error, as a
+// library's Lock would have returned at the end: the loop then counts the
+// wait as cut short by the end, as it does for the libraries.
+func (h ceilingHandle) Lock(ctx context.Context) error {
+	h.m.Lock()
+	if err := ctx.Err(); err != nil {
+		h.m.Unlock()
+		return err
+	}
+	return nil
+}
+
+func (h ceilingHandle) Unlock(context.Context) error {
+	h.m.Unlock()
+	return nil
 }
 
 // exclusiveRW serves scenario 3 for a library without shared locking: one

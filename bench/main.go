@@ -59,7 +59,7 @@ func main() {
 	flag.IntVar(&cfg.waiters, "waiters", 10000, "scenario 4: blocked waiters")
 	flag.IntVar(&cfg.names, "names", 1000, "scenario 4: names they wait for")
 	flag.StringVar(&cfg.scenarios, "scenarios", "1,2,3,4,5", "scenarios to run")
-	flag.StringVar(&cfg.only, "only", "", "run only the rows of these libraries (comma-separated keys: redisync,rwmutex,redsync,redislock,rueidislock)")
+	flag.StringVar(&cfg.only, "only", "", "run only the rows of these libraries (comma-separated keys: redisync,rwmutex,redsync,redislock,rueidislock,ceiling)")
 	flag.StringVar(&cfg.redis, "redis-server", "redis-server", "redis-server executable")
 	flag.DurationVar(&cfg.timeout, "timeout", 3*time.Minute, "bound on the whole run: at the bound it stops measuring and writes what it has")
 	flag.BoolVar(&cfg.verbose, "v", false, "a progress line per measurement")
@@ -217,7 +217,7 @@ func run(cfg config) error {
 
 	if want["2"] {
 		sec := res.section("2", fmt.Sprintf("One name, %d clients x %d goroutines, %v critical section (%s)", ccfg.clients, ccfg.goroutines, ccfg.cs, csKind))
-		rows := keep(slices.Concat(defaults, matched))
+		rows := keep(slices.Concat(defaults, matched, []Impl{ceilingImpl()}))
 		for rep := range cfg.reps {
 			if ctx.Err() != nil {
 				break
@@ -244,7 +244,7 @@ func run(cfg config) error {
 		pcfg := ccfg
 		pcfg.clients, pcfg.goroutines = 2, 1
 		pcfg.dur = max(cfg.dur*2/3, 100*time.Millisecond)
-		rows := keep(slices.Concat([]Impl{redisyncImpl(cfg.budget)}, matched))
+		rows := keep(slices.Concat([]Impl{redisyncImpl(cfg.budget)}, matched, []Impl{ceilingImpl()}))
 		for rep := range cfg.reps {
 			if ctx.Err() != nil {
 				break
@@ -323,7 +323,7 @@ func run(cfg config) error {
 		secC := res.section("5b", fmt.Sprintf("Quorum of 3 nodes: one name, %d clients x %d goroutines", ccfg.clients, ccfg.goroutines))
 		res.QuorumLimit = newRow(Impl{Key: "limit", Label: "physical limit (3 nodes)", Setup: "no-op EVALSHA sent to the 3 nodes in parallel, waiting for all"})
 		urows := keep([]Impl{redisyncImpl(cfg.budget), redsyncDefaults()})
-		crows := keep([]Impl{redisyncImpl(cfg.budget), redsyncDefaults(), redsyncMatched(cfg.budget, cfg.poll)})
+		crows := keep([]Impl{redisyncImpl(cfg.budget), redsyncDefaults(), redsyncMatched(cfg.budget, cfg.poll), ceilingImpl()})
 		for _, impl := range urows {
 			secU.row(impl)
 		}

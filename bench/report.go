@@ -42,6 +42,20 @@ func pct(k string) func(*Row) string {
 	}
 }
 
+// overCeiling is the column "row ÷ ceiling" of metric k: the row's figure
+// over the in-process ceiling's, repetition by repetition.
+func overCeiling(ceil *Row, k string) func(*Row) string {
+	return func(r *Row) string {
+		if ceil == nil {
+			return "—"
+		}
+		if r == ceil {
+			return "1"
+		}
+		return fmtRatio(pairedRatio(r.stat(k), ceil.stat(k), 1))
+	}
+}
+
 // overLimit is the row's metric k over f times the limit's metric lk, taken
 // repetition by repetition.
 func overLimit(k string, lim *Row, lk string, f float64) func(*Row) string {
@@ -78,6 +92,8 @@ func (r *Results) columns(s *Section) []column {
 			{"overlaps", statN("violations", 0)},
 			{"redisync ÷ row (acq/s)", versus(me, "acq_s")},
 			{"redisync ÷ row (hand-offs/s)", versus(me, "handoff_s")},
+			{"row ÷ ceiling (acq/s)", overCeiling(s.first("ceiling"), "acq_s")},
+			{"row ÷ ceiling (hand-offs/s)", overCeiling(s.first("ceiling"), "handoff_s")},
 			{"gap p50 in round trips", func(row *Row) string {
 				x := pairedRatio(row.stat("gap_p50"), s.Limit.stat("eval_p50"), 1)
 				if x <= 0 {
@@ -265,9 +281,11 @@ func sectionNote(id string, r *Results) string {
 	case "1":
 		return "The rows and the physical limit take turns in blocks of 100 pairs, so that they see the same conditions; ratios are taken repetition by repetition, then their median. Round trips are counted by a hook on the client (go-redis hook; a wrapper on the rueidis client); commands are counted by the server (MONITOR, over a separate pass of 200 pairs, without the commands scripts run). Server time is what INFO commandstats adds up for those commands during the timed pairs (a script's time includes the commands it runs; the network is not included). rueidislock sends its 3 keys' commands concurrently by default, so its round trips overlap.\n\n"
 	case "2p":
-		return "The same loop with 2 goroutines in 2 clients: with one waiter at a time the hand-off gap is the lock's own latency, not the queueing of 32 goroutines on 2 cores. Matched rows only.\n\n"
+		return "The same loop with 2 goroutines in 2 clients: with one waiter at a time the hand-off gap is the lock's own latency, not the queueing of 32 goroutines on 2 cores. Matched rows only, and the in-process ceiling.\n\n"
 	case "2":
-		return fmt.Sprintf("The \"matched\" rows give every Lock the same %s budget as redisync, and the libraries that poll a retry every %s instead of their default interval. \"Gave up\" counts Lock calls that returned without the lock before the end of the run (retries exhausted or budget spent); they are retried.\n\n", r.Params.Budget, r.Params.Poll)
+		return fmt.Sprintf("The \"matched\" rows give every Lock the same %s budget as redisync, and the libraries that poll a retry every %s instead of their default interval. \"Gave up\" counts Lock calls that returned without the lock before the end of the run (retries exhausted or budget spent); they are retried. %s\n\n", r.Params.Budget, r.Params.Poll, ceilingNote)
+	case "5b":
+		return ceilingNote + "\n\n"
 	case "3":
 		return "The other libraries have no readers/writer lock: their readers take the exclusive lock. redisync RWMutex uses one handle per client, shared by its goroutines (its readers then share one hold on the server); the others use one handle per goroutine.\n\n"
 	case "4":
@@ -275,6 +293,9 @@ func sectionNote(id string, r *Results) string {
 	}
 	return ""
 }
+
+// ceilingNote explains the ceiling row of the contended tables.
+const ceilingNote = "The in-process sync.Mutex row is the ceiling: the same loop, with the same goroutines, critical section, warm-up and duration, locking a sync.Mutex shared in this process instead of a name in Redis; it makes no round trip (its round-trip column is empty). It takes its turn among the rows in every repetition; \"row ÷ ceiling\" is taken repetition by repetition."
 
 const definitions = `## Definitions
 
@@ -284,6 +305,7 @@ const definitions = `## Definitions
 - **Fairness**: Jain's index of the acquisitions of the 32 goroutines: 1 when they all got the same number, 1/32 when one got them all.
 - **Longest wait**: the longest Lock call of the measured period, counting calls still waiting when it ended.
 - **Overlaps**: times a holder found another holder inside: must be 0.
+- **In-process ceiling**: the same contended loop on a sync.Mutex in the benchmark process: what the goroutines, the critical section and the machine allow with no lock server at all. **Row ÷ ceiling** is a row's acquisitions (or hand-offs) per second over the ceiling's in the same repetition: 1 means the lock costs nothing beyond what the loop itself costs.
 - **redisync ÷ row**: redisync's figure divided by the row's. For times, below 1 means redisync is faster; for rates (per second), above 1 means redisync does more.
 `
 
@@ -313,6 +335,9 @@ func (r *Results) panels() []panel {
 		}
 		p := panel{title: title, log: log, ref: ref, refL: refL}
 		for _, row := range s.Rows {
+			if row.Key == "ceiling" {
+				continue // drawn as the reference line where it is one
+			}
 			v := row.get(k)
 			if v <= 0 || k == "serve_s" && row.get("all_served") != 1 {
 				continue
@@ -326,7 +351,8 @@ func (r *Results) panels() []panel {
 	}
 	rtt := r.rtt()
 	add("1", "1. Uncontended Lock+Unlock, median (µs, lower is better)", "p50", 1, "µs", false, 2*rtt, "2 round trips")
-	add("2", "2. Contended, 4×8 goroutines: acquisitions/s (higher is better)", "acq_s", 1, "/s", false, 0, "")
+	ceiling := func(id string) float64 { return max(r.find(id).first("ceiling").get("acq_s"), 0) }
+	add("2", "2. Contended, 4×8 goroutines: acquisitions/s (higher is better)", "acq_s", 1, "/s", false, ceiling("2"), "in-process ceiling")
 	add("2", "2. Contended: hand-offs to another goroutine/s (higher is better)", "handoff_s", 1, "/s", false, 0, "")
 	add("2", "2. Hand-off gap to another goroutine, median (µs, lower is better)", "gap_p50", 1, "µs", false, rtt, "1 round trip")
 	add("2p", "2. Two clients of one goroutine: hand-off gap, median (µs, lower is better)", "gap_p50", 1, "µs", false, rtt, "1 round trip")
@@ -335,7 +361,7 @@ func (r *Results) panels() []panel {
 	if q := r.QuorumLimit; q != nil {
 		add("5a", "5. Quorum of 3, uncontended Lock+Unlock, median (µs, lower is better)", "p50", 1, "µs", false, 2*q.get("eval_p50"), "2 fan-out round trips")
 	}
-	add("5b", "5. Quorum of 3, contended: acquisitions/s (higher is better)", "acq_s", 1, "/s", false, 0, "")
+	add("5b", "5. Quorum of 3, contended: acquisitions/s (higher is better)", "acq_s", 1, "/s", false, ceiling("5b"), "in-process ceiling")
 	return ps
 }
 
