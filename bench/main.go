@@ -25,6 +25,9 @@ import (
 	"time"
 )
 
+// shortCS is the critical section of scenario 2s, which spins.
+const shortCS = 10 * time.Microsecond
+
 type config struct {
 	out        string
 	reps       int
@@ -51,14 +54,14 @@ func main() {
 	flag.StringVar(&cfg.out, "out", "results", "directory for results.md, chart.svg and results.json")
 	flag.IntVar(&cfg.reps, "reps", 3, "repetitions of every measurement (figures are medians across them)")
 	flag.IntVar(&cfg.pairs, "pairs", 2000, "scenario 1: Lock+Unlock pairs measured per repetition")
-	flag.DurationVar(&cfg.dur, "dur", 1500*time.Millisecond, "scenarios 2, 3, 5: measured time per repetition (after 250ms of warm-up)")
-	flag.DurationVar(&cfg.cs, "cs", 100*time.Microsecond, "scenarios 2, 3, 5: critical section")
+	flag.DurationVar(&cfg.dur, "dur", 1500*time.Millisecond, "scenarios 2, 2s, 3, 5: measured time per repetition (after 250ms of warm-up)")
+	flag.DurationVar(&cfg.cs, "cs", 100*time.Microsecond, "scenarios 2, 2p, 3, 5: critical section (2s has its own: 10µs, spinning)")
 	flag.BoolVar(&cfg.spin, "spin", false, "the critical section burns the CPU (default: it blocks in the kernel, like I/O)")
 	flag.DurationVar(&cfg.budget, "budget", 5*time.Second, "matched waiting: the wait budget of every Lock call")
 	flag.DurationVar(&cfg.poll, "poll", 10*time.Millisecond, "matched waiting: retry interval of the libraries that poll")
 	flag.IntVar(&cfg.waiters, "waiters", 10000, "scenario 4: blocked waiters")
 	flag.IntVar(&cfg.names, "names", 1000, "scenario 4: names they wait for")
-	flag.StringVar(&cfg.scenarios, "scenarios", "1,2,3,4,5", "scenarios to run")
+	flag.StringVar(&cfg.scenarios, "scenarios", "1,2,2s,3,4,5", "scenarios to run (2 includes 2p; 2p alone runs only 2p)")
 	flag.StringVar(&cfg.only, "only", "", "run only the rows of these libraries (comma-separated keys: redisync,rwmutex,redsync,redislock,rueidislock,ceiling)")
 	flag.StringVar(&cfg.redis, "redis-server", "redis-server", "redis-server executable")
 	flag.DurationVar(&cfg.timeout, "timeout", 3*time.Minute, "bound on the whole run: at the bound it stops measuring and writes what it has")
@@ -159,7 +162,7 @@ func run(cfg config) error {
 		Params: Params{
 			Reps: cfg.reps, Pairs: cfg.pairs, Dur: cfg.dur.String(), CS: cfg.cs.String(), Spin: cfg.spin,
 			Budget: cfg.budget.String(), Poll: cfg.poll.String(), Waiters: cfg.waiters, Names: cfg.names,
-			Clients: 4, Goroutines: 8,
+			Clients: 4, Goroutines: 8, ShortCS: shortCS.String(),
 		},
 		Versions: map[string]string{
 			"go-redsync/redsync/v4": verRedsync, "bsm/redislock": verRedislock,
@@ -237,7 +240,7 @@ func run(cfg config) error {
 		return sigCtx.Err()
 	}
 
-	if want["2"] {
+	if want["2"] || want["2p"] {
 		// The hand-off alone: two clients of one goroutine each, so that the
 		// machine's CPUs are not saturated by the contenders themselves.
 		sec := res.section("2p", fmt.Sprintf("Hand-off between two clients of one goroutine each, %v critical section (%s)", ccfg.cs, csKind))
@@ -256,6 +259,32 @@ func run(cfg config) error {
 				}
 				p.step("2 hand-off", impl.Label, rep, cfg.reps)
 				s, err := contended(ctx, single, impl, pcfg)
+				rec(sec.row(impl), s, err)
+			}
+		}
+	}
+	if sigCtx.Err() != nil {
+		return sigCtx.Err()
+	}
+
+	if want["2s"] {
+		// A short critical section that burns the CPU: the round trips, not
+		// the critical section, set the pace.
+		scfg := ccfg
+		scfg.cs, scfg.spin = shortCS, true
+		sec := res.section("2s", fmt.Sprintf("One name, %d clients x %d goroutines, %v critical section (spinning): the round trips dominate", scfg.clients, scfg.goroutines, scfg.cs))
+		rows := keep(slices.Concat(defaults, matched, []Impl{ceilingImpl()}))
+		for rep := range cfg.reps {
+			if ctx.Err() != nil {
+				break
+			}
+			measureLimit(sec)
+			for _, impl := range rotate(rows, rep) {
+				if ctx.Err() != nil {
+					break
+				}
+				p.step("2s short section", impl.Label, rep, cfg.reps)
+				s, err := contended(ctx, single, impl, scfg)
 				rec(sec.row(impl), s, err)
 			}
 		}

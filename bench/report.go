@@ -77,7 +77,7 @@ func (r *Results) columns(s *Section) []column {
 			{"redisync ÷ row (p50)", versus(me, "p50")},
 			{"row ÷ 2 round trips (p50)", overLimit("p50", s.Limit, "eval_p50", 2)},
 		}
-	case "2", "2p", "5b":
+	case "2", "2s", "2p", "5b":
 		me := s.first("redisync")
 		return []column{
 			{"acquisitions/s", statN("acq_s", 0)},
@@ -284,6 +284,8 @@ func sectionNote(id string, r *Results) string {
 		return "The same loop with 2 goroutines in 2 clients: with one waiter at a time the hand-off gap is the lock's own latency, not the queueing of 32 goroutines on 2 cores. Matched rows only, and the in-process ceiling.\n\n"
 	case "2":
 		return fmt.Sprintf("The \"matched\" rows give every Lock the same %s budget as redisync, and the libraries that poll a retry every %s instead of their default interval. \"Gave up\" counts Lock calls that returned without the lock before the end of the run (retries exhausted or budget spent); they are retried. %s\n\n", r.Params.Budget, r.Params.Poll, ceilingNote)
+	case "2s":
+		return fmt.Sprintf("The same loop and rows as scenario 2, with a %s critical section that burns the CPU instead of blocking: the lock's round trips, not the critical section, set the pace, and the ceiling is far above every row. %s\n\n", r.Params.ShortCS, ceilingNote)
 	case "5b":
 		return ceilingNote + "\n\n"
 	case "3":
@@ -355,6 +357,7 @@ func (r *Results) panels() []panel {
 	add("2", "2. Contended, 4×8 goroutines: acquisitions/s (higher is better)", "acq_s", 1, "/s", false, ceiling("2"), "in-process ceiling")
 	add("2", "2. Contended: hand-offs to another goroutine/s (higher is better)", "handoff_s", 1, "/s", false, 0, "")
 	add("2", "2. Hand-off gap to another goroutine, median (µs, lower is better)", "gap_p50", 1, "µs", false, rtt, "1 round trip")
+	add("2s", fmt.Sprintf("2s. Contended, %s spinning critical section: acquisitions/s (higher is better)", r.Params.ShortCS), "acq_s", 1, "/s", false, 0, "")
 	add("2p", "2. Two clients of one goroutine: hand-off gap, median (µs, lower is better)", "gap_p50", 1, "µs", false, rtt, "1 round trip")
 	add("3", "3. Read-heavy 95/5: operations/s (higher is better)", "ops_s", 1, "/s", false, 0, "")
 	add("4", fmt.Sprintf("4. %d waiters: time until all served (ms, log scale, lower is better)", r.Params.Waiters), "serve_s", 1000, "ms", true, 0, "")

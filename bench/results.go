@@ -19,6 +19,7 @@ type Params struct {
 	Names      int    `json:"names"`
 	Clients    int    `json:"clients"`
 	Goroutines int    `json:"goroutines"`
+	ShortCS    string `json:"short_critical_section"` // scenario 2s, spinning
 }
 
 // Results is everything one run produces.
