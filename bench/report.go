@@ -170,6 +170,49 @@ func (r *Results) columns(s *Section) []column {
 	return nil
 }
 
+// processColumns are the second table of the contended sections: the
+// hand-offs by class and the longest waits by process (a client stands for
+// a process).
+func (r *Results) processColumns(s *Section) []column {
+	switch s.ID {
+	case "2", "2s", "2p", "5b":
+		return []column{
+			{"local hand-offs/s", statN("handoff_local_s", 0)},
+			{"cross-process hand-offs/s", statN("handoff_cross_s", 0)},
+			{"local gap p50", statUs("gap_local_p50")},
+			{"cross gap p50", statUs("gap_cross_p50")},
+			{"longest wait (worst process)", statUs("wait_max")},
+			{"smallest per-process longest wait (best process)", statUs("wait_max_min")},
+		}
+	}
+	return nil
+}
+
+// table writes a markdown table of the section's rows.
+func table(w func(string, ...any), s *Section, cols []column) {
+	w("| library |")
+	for _, c := range cols {
+		w(" %s |", c.head)
+	}
+	w("\n|---|")
+	for range cols {
+		w("---|")
+	}
+	w("\n")
+	for _, row := range s.Rows {
+		label := row.Label
+		if strings.HasPrefix(row.Key, "redisync") || row.Key == "rwmutex" {
+			label = "**" + label + "**"
+		}
+		w("| %s |", label)
+		for _, c := range cols {
+			w(" %s |", c.cell(row))
+		}
+		w("\n")
+	}
+	w("\n")
+}
+
 func (r *Results) markdown() string {
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
@@ -226,28 +269,11 @@ func (r *Results) markdown() string {
 			w("%s\n\n", s.Skipped)
 			continue
 		}
-		cols := r.columns(s)
-		w("| library |")
-		for _, c := range cols {
-			w(" %s |", c.head)
+		table(w, s, r.columns(s))
+		if cols := r.processColumns(s); cols != nil {
+			w("By process: a client stands for a process (its own connection pool); a hand-off is local when the previous holder was another goroutine of the same client, cross-process when it was a goroutine of another client.\n\n")
+			table(w, s, cols)
 		}
-		w("\n|---|")
-		for range cols {
-			w("---|")
-		}
-		w("\n")
-		for _, row := range s.Rows {
-			label := row.Label
-			if strings.HasPrefix(row.Key, "redisync") || row.Key == "rwmutex" {
-				label = "**" + label + "**"
-			}
-			w("| %s |", label)
-			for _, c := range cols {
-				w(" %s |", c.cell(row))
-			}
-			w("\n")
-		}
-		w("\n")
 		if s.Note != "" {
 			w("%s\n\n", s.Note)
 		}
@@ -304,6 +330,8 @@ const definitions = `## Definitions
 - **RTT**: the median time of one EVALSHA of a script that returns 1, sequentially on one connection of a go-redis client: what one script step of any lock costs at least.
 - **Hand-offs/s**: acquisitions by another goroutine than the one that released last; the rest were **re-taken by the releaser**, which loops straight back to Lock (a lock that lets the releaser in again before its waiters has a high share there, and a low fairness).
 - **Hand-off gap**: from the moment a holder starts to unlock (right after its critical section) to the moment the next holder's Lock returns, when that holder is another goroutine; as seen by one clock in one process.
+- **Local / cross-process hand-offs**: the hand-offs split by where the previous holder was: another goroutine of the same client (one connection pool: one process of an application), or a goroutine of another client. Their sum is the hand-offs/s. **Local gap p50** and **cross gap p50** are the hand-off gap's median within each class (empty when the class had none, as local hand-offs between clients of one goroutine).
+- **Longest wait (worst process)** and **smallest per-process longest wait (best process)**: for each client, the longest Lock call of its goroutines (counting calls still waiting at the end); the largest of those across the clients (the same figure as the longest wait) and the smallest. Far apart, one process is kept waiting much longer than another.
 - **Fairness**: Jain's index of the acquisitions of the 32 goroutines: 1 when they all got the same number, 1/32 when one got them all.
 - **Longest wait**: the longest Lock call of the measured period, counting calls still waiting when it ended.
 - **Overlaps**: times a holder found another holder inside: must be 0.

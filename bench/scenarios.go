@@ -374,7 +374,10 @@ type contendedCfg struct {
 // share of acquisitions by the goroutine that had just released; the
 // fairness of the shares; the longest wait (including waits still going on
 // at the end); the Lock calls that gave up; round trips per acquisition;
-// and any overlap of two holders.
+// and any overlap of two holders. Clients stand for processes: a hand-off
+// is local when the previous holder is another goroutine of the same
+// client, cross-process when it is a goroutine of another client; both are
+// counted, with their gaps, and the longest wait is also taken per client.
 func contended(ctx context.Context, srvs []*server, impl Impl, cfg contendedCfg) (sample, error) {
 	if err := flushAll(ctx, srvs); err != nil {
 		return nil, err
@@ -390,22 +393,27 @@ func contended(ctx context.Context, srvs []*server, impl Impl, cfg contendedCfg)
 	}
 	const name = "bench-contended"
 	type worker struct {
-		h     Handle
-		gaps  []time.Duration
-		waits []time.Duration
-		acq   int
-		self  int // acquisitions that followed this worker's own release
-		gave  int
-		cut   time.Duration // a wait cut short by the end
+		h      Handle
+		client int // index of its client: its process
+		gaps   []time.Duration
+		local  []time.Duration // gaps of the hand-offs from its own client
+		cross  []time.Duration // gaps of the hand-offs from another client
+		nLocal int             // hand-offs from another goroutine of its client
+		nCross int             // hand-offs from a goroutine of another client
+		waits  []time.Duration
+		acq    int
+		self   int // acquisitions that followed this worker's own release
+		gave   int
+		cut    time.Duration // a wait cut short by the end
 	}
 	workers := make([]*worker, 0, cfg.clients*cfg.goroutines)
-	for _, c := range clients {
+	for ci, c := range clients {
 		for range cfg.goroutines {
 			h, err := c.Handle(name)
 			if err != nil {
 				return nil, err
 			}
-			workers = append(workers, &worker{h: h})
+			workers = append(workers, &worker{h: h, client: ci})
 		}
 	}
 	var (
@@ -448,11 +456,28 @@ func contended(ctx context.Context, srvs []*server, impl Impl, cfg contendedCfg)
 				if rec && t1 <= stop {
 					w.acq++
 					w.waits = append(w.waits, t1-t0)
-					switch lr := lastRelease.Load(); {
-					case prev == me:
+					// A hand-off is local when the previous holder is
+					// another goroutine of this worker's client.
+					local := prev > 0 && workers[prev-1].client == w.client
+					if prev == me {
 						w.self++
-					case lr > 0:
-						w.gaps = append(w.gaps, t1-time.Duration(lr))
+					} else if prev > 0 {
+						lr := lastRelease.Load()
+						g := t1 - time.Duration(lr)
+						if lr > 0 {
+							w.gaps = append(w.gaps, g)
+						}
+						if local {
+							w.nLocal++
+							if lr > 0 {
+								w.local = append(w.local, g)
+							}
+						} else {
+							w.nCross++
+							if lr > 0 {
+								w.cross = append(w.cross, g)
+							}
+						}
 					}
 				}
 				work(cfg.cs, cfg.spin)
@@ -491,32 +516,50 @@ func contended(ctx context.Context, srvs []*server, impl Impl, cfg contendedCfg)
 	if e, _ := firstErr.Load().(error); e != nil {
 		return nil, e
 	}
-	var gaps, waits []time.Duration
-	acq, gave, self := 0, 0, 0
-	var longest time.Duration
+	var gaps, waits, localGaps, crossGaps []time.Duration
+	acq, gave, self, nLocal, nCross := 0, 0, 0, 0, 0
 	var sum, sumSq float64
+	// The longest wait of each client's goroutines, counting waits cut
+	// short by the end.
+	perClient := make([]time.Duration, len(clients))
 	for _, w := range workers {
 		gaps = append(gaps, w.gaps...)
+		localGaps = append(localGaps, w.local...)
+		crossGaps = append(crossGaps, w.cross...)
 		waits = append(waits, w.waits...)
 		acq += w.acq
 		gave += w.gave
 		self += w.self
-		longest = max(longest, w.cut)
+		nLocal += w.nLocal
+		nCross += w.nCross
+		perClient[w.client] = max(perClient[w.client], w.cut)
+		for _, x := range w.waits {
+			perClient[w.client] = max(perClient[w.client], x)
+		}
 		sum += float64(w.acq)
 		sumSq += float64(w.acq) * float64(w.acq)
 	}
-	for _, x := range waits {
-		longest = max(longest, x)
-	}
+	longest, shortest := slices.Max(perClient), slices.Min(perClient)
 	out := sample{
-		"acq_s":      float64(acq) / cfg.dur.Seconds(),
-		"gap_p50":    us(quantile(gaps, 0.5)),
-		"gap_p99":    us(quantile(gaps, 0.99)),
-		"wait_p50":   us(quantile(waits, 0.5)),
-		"wait_max":   us(longest),
-		"gave_up":    float64(gave),
-		"violations": float64(violations.Load()),
-		"handoff_s":  float64(acq-self) / cfg.dur.Seconds(),
+		"acq_s":           float64(acq) / cfg.dur.Seconds(),
+		"gap_p50":         us(quantile(gaps, 0.5)),
+		"gap_p99":         us(quantile(gaps, 0.99)),
+		"wait_p50":        us(quantile(waits, 0.5)),
+		"wait_max":        us(longest),
+		"wait_max_min":    us(shortest),
+		"gave_up":         float64(gave),
+		"violations":      float64(violations.Load()),
+		"handoff_s":       float64(acq-self) / cfg.dur.Seconds(),
+		"handoff_local_s": float64(nLocal) / cfg.dur.Seconds(),
+		"handoff_cross_s": float64(nCross) / cfg.dur.Seconds(),
+	}
+	// The gaps of a class that had no hand-off (local ones between clients
+	// of one goroutine) are left out, not reported as 0.
+	if len(localGaps) > 0 {
+		out["gap_local_p50"] = us(quantile(localGaps, 0.5))
+	}
+	if len(crossGaps) > 0 {
+		out["gap_cross_p50"] = us(quantile(crossGaps, 0.5))
 	}
 	if acq > 0 {
 		out["self_pct"] = 100 * float64(self) / float64(acq)
