@@ -15,6 +15,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -190,10 +191,17 @@ func run(cfg config) error {
 		}
 		r.record(s, err)
 	}
-	measureLimit := func(sec *Section) {
-		s, err := limit(ctx, single, min(cfg.pairs, 1000))
-		rec(res.Limit, s, err)
+	// The idle round trip after a pause of the critical section goes to
+	// the overall limit only for the -cs critical section (not 2s's).
+	measureLimit := func(sec *Section, c contendedCfg) {
+		s, err := limit(ctx, single, min(cfg.pairs, 1000), c.cs, c.spin)
 		rec(sec.Limit, s, err)
+		if err == nil && (c.cs != cfg.cs || c.spin != cfg.spin) {
+			s = maps.Clone(s)
+			delete(s, "idle_cs_p50")
+			delete(s, "idle_cs_p99")
+		}
+		rec(res.Limit, s, err)
 	}
 
 	if want["1"] {
@@ -225,7 +233,7 @@ func run(cfg config) error {
 			if ctx.Err() != nil {
 				break
 			}
-			measureLimit(sec)
+			measureLimit(sec, ccfg)
 			for _, impl := range rotate(rows, rep) {
 				if ctx.Err() != nil {
 					break
@@ -252,7 +260,7 @@ func run(cfg config) error {
 			if ctx.Err() != nil {
 				break
 			}
-			measureLimit(sec)
+			measureLimit(sec, pcfg)
 			for _, impl := range rotate(rows, rep) {
 				if ctx.Err() != nil {
 					break
@@ -278,7 +286,7 @@ func run(cfg config) error {
 			if ctx.Err() != nil {
 				break
 			}
-			measureLimit(sec)
+			measureLimit(sec, scfg)
 			for _, impl := range rotate(rows, rep) {
 				if ctx.Err() != nil {
 					break
@@ -306,7 +314,7 @@ func run(cfg config) error {
 				if ctx.Err() != nil {
 					break
 				}
-				measureLimit(sec)
+				measureLimit(sec, ccfg)
 				for _, impl := range rotate(rows, rep) {
 					if ctx.Err() != nil {
 						break
@@ -333,7 +341,7 @@ func run(cfg config) error {
 		budget := 30 * time.Second
 		rows := keep([]Impl{redisyncImpl(budget), redsyncMatched(budget, cfg.poll), redislockMatched(budget, cfg.poll), rueidisMatched(budget)})
 		sec.Note = fmt.Sprintf("One repetition. Every Lock call has a %v budget; the serving phase is cut off after %v.", budget, wcfg.limit)
-		measureLimit(sec)
+		measureLimit(sec, ccfg)
 		for _, impl := range rows {
 			if ctx.Err() != nil {
 				break
@@ -364,7 +372,7 @@ func run(cfg config) error {
 			if err := uncontendedRep(ctx, quorum, secU, res.QuorumLimit, rotate(urows, rep), cfg.pairs/2); err != nil && ctx.Err() == nil {
 				return err
 			}
-			s, err := limit(ctx, quorum, min(cfg.pairs, 1000)/2)
+			s, err := limit(ctx, quorum, min(cfg.pairs, 1000)/2, ccfg.cs, ccfg.spin)
 			rec(res.QuorumLimit, s, err)
 			rec(secC.Limit, s, err)
 			for _, impl := range rotate(crows, rep) {

@@ -183,6 +183,16 @@ func (r *Results) processColumns(s *Section) []column {
 			{"cross gap p50", statUs("gap_cross_p50")},
 			{"longest wait (worst process)", statUs("wait_max")},
 			{"smallest per-process longest wait (best process)", statUs("wait_max_min")},
+			{"cross gap p50 in idle round trips", func(row *Row) string {
+				x := pairedRatio(row.stat("gap_cross_p50"), s.Limit.stat("idle_cs_p50"), 1)
+				switch {
+				case x <= 0:
+					return "—"
+				case x < 0.1:
+					return fmt.Sprintf("%.2f", x)
+				}
+				return fmt.Sprintf("%.1f", x)
+			}},
 		}
 	}
 	return nil
@@ -255,8 +265,21 @@ func (r *Results) markdown() string {
 	if rtt := r.rtt(); rtt > 0 {
 		w("| two round trips (2 × EVALSHA): the floor of Lock+Unlock | %s | |\n", fmtUs(2*rtt))
 	}
+	if !r.Limit.stat("idle_cs_p50").NA {
+		kind := "blocking"
+		if r.Params.Spin {
+			kind = "spinning"
+		}
+		w("| PING after a pause of the critical section (%s, %s), fresh warmed connection: the idle round trip | %s | %s |\n", r.Params.CS, kind, fmtStatUs(r.Limit.stat("idle_cs_p50")), fmtStatUs(r.Limit.stat("idle_cs_p99")))
+	}
+	if !r.Limit.stat("idle_1ms_p50").NA {
+		w("| PING after a 1ms pause (blocking), fresh warmed connection | %s | %s |\n", fmtStatUs(r.Limit.stat("idle_1ms_p50")), fmtStatUs(r.Limit.stat("idle_1ms_p99")))
+	}
 	if r.QuorumLimit != nil {
 		w("| EVALSHA of `return 1` on 3 nodes in parallel (quorum RTT) | %s | %s |\n", fmtStatUs(r.QuorumLimit.stat("eval_p50")), fmtStatUs(r.QuorumLimit.stat("eval_p99")))
+		if !r.QuorumLimit.stat("idle_cs_p50").NA {
+			w("| PING to 3 nodes in parallel after a pause of the critical section, fresh warmed connections | %s | %s |\n", fmtStatUs(r.QuorumLimit.stat("idle_cs_p50")), fmtStatUs(r.QuorumLimit.stat("idle_cs_p99")))
+		}
 	}
 	if len(r.Limit.Errors) > 0 {
 		w("\nErrors: %s\n", strings.Join(r.Limit.Errors, "; "))
@@ -283,6 +306,7 @@ func (r *Results) markdown() string {
 			}
 		}
 		b.WriteString(sectionNote(s.ID, r))
+		b.WriteString(idleNote(s))
 	}
 
 	w("## Configurations\n\n")
@@ -322,6 +346,26 @@ func sectionNote(id string, r *Results) string {
 	return ""
 }
 
+// idleNote gives, under a contended section, the round trips its ratios
+// are taken against: measured at the start of each of its repetitions.
+func idleNote(s *Section) string {
+	switch s.ID {
+	case "2", "2s", "2p", "5b":
+	default:
+		return ""
+	}
+	l := s.Limit
+	if l.stat("idle_cs_p50").NA {
+		return ""
+	}
+	what, ping := "EVALSHA of `return 1`", "PING"
+	if s.ID == "5b" {
+		what, ping = "EVALSHA of `return 1` on the 3 nodes in parallel", "PING to the 3 nodes in parallel"
+	}
+	return fmt.Sprintf("Round trips of this scenario, measured at the start of each of its repetitions: %s back to back, %s (the unit of \"gap p50 in round trips\"); %s on a fresh, warmed connection after a pause as long as the critical section and made the same way, %s (p99 %s): the **idle round trip**, the unit of \"cross gap p50 in idle round trips\"; after a 1ms pause, %s (p99 %s).\n\n",
+		what, fmtStatUs(l.stat("eval_p50")), ping, fmtStatUs(l.stat("idle_cs_p50")), fmtStatUs(l.stat("idle_cs_p99")), fmtStatUs(l.stat("idle_1ms_p50")), fmtStatUs(l.stat("idle_1ms_p99")))
+}
+
 // ceilingNote explains the ceiling row of the contended tables.
 const ceilingNote = "The in-process sync.Mutex row is the ceiling: the same loop, with the same goroutines, critical section, warm-up and duration, locking a sync.Mutex shared in this process instead of a name in Redis; it makes no round trip (its round-trip column is empty). It takes its turn among the rows in every repetition; \"row ÷ ceiling\" is taken repetition by repetition."
 
@@ -331,6 +375,7 @@ const definitions = `## Definitions
 - **Hand-offs/s**: acquisitions by another goroutine than the one that released last; the rest were **re-taken by the releaser**, which loops straight back to Lock (a lock that lets the releaser in again before its waiters has a high share there, and a low fairness).
 - **Hand-off gap**: from the moment a holder starts to unlock (right after its critical section) to the moment the next holder's Lock returns, when that holder is another goroutine; as seen by one clock in one process.
 - **Local / cross-process hand-offs**: the hand-offs split by where the previous holder was: another goroutine of the same client (one connection pool: one process of an application), or a goroutine of another client. Their sum is the hand-offs/s. **Local gap p50** and **cross gap p50** are the hand-off gap's median within each class (empty when the class had none, as local hand-offs between clients of one goroutine).
+- **Idle round trip**: the median time of a PING sent on a fresh, warmed go-redis connection after a pause as long as the critical section, made the same way (blocking in the kernel, or spinning in 2s), measured over 200 pauses at the start of every repetition; on a machine whose CPUs go idle in the pause it costs several busy round trips. A cross-process hand-off starts with such a round trip (the releaser's, after its critical section) and wakes a waiter that has been idle longer. **Cross gap p50 in idle round trips** is the cross gap p50 over it, repetition by repetition.
 - **Longest wait (worst process)** and **smallest per-process longest wait (best process)**: for each client, the longest Lock call of its goroutines (counting calls still waiting at the end); the largest of those across the clients (the same figure as the longest wait) and the smallest. Far apart, one process is kept waiting much longer than another.
 - **Fairness**: Jain's index of the acquisitions of the 32 goroutines: 1 when they all got the same number, 1/32 when one got them all.
 - **Longest wait**: the longest Lock call of the measured period, counting calls still waiting when it ended.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"runtime"
 	"slices"
@@ -40,10 +41,104 @@ func flushAll(ctx context.Context, srvs []*server) error {
 // script-based lock step.
 var noop = redis.NewScript("return 1")
 
+// idleSamples is the number of idle round trips measured for each pause.
+const idleSamples = 200
+
 // limit measures the round trip of PING and of a no-op EVALSHA on one
 // go-redis client (one connection, since calls are sequential), and of a
-// no-op EVALSHA sent to every node in parallel when there are several.
-func limit(ctx context.Context, srvs []*server, n int) (sample, error) {
+// no-op EVALSHA sent to every node in parallel when there are several; then
+// the idle round trips (see idleRoundTrips) after a pause equal to the
+// critical section, made as the critical section is (pause, spin), and
+// after 1ms.
+func limit(ctx context.Context, srvs []*server, n int, pause time.Duration, spin bool) (sample, error) {
+	out, err := busyLimit(ctx, srvs, n)
+	if err != nil {
+		return nil, err
+	}
+	idle, err := idleRoundTrips(ctx, srvs, idleSamples, pause, spin)
+	if err != nil {
+		return nil, err
+	}
+	maps.Copy(out, idle)
+	return out, nil
+}
+
+// idleRoundTrips measures the round trip of a PING sent after a pause, as a
+// lock's first round trip after a critical section is sent: a connection
+// that has been idle for the pause costs more than a busy one on a machine
+// whose CPUs go idle meanwhile. It opens a fresh go-redis client (its own
+// connection), warms it with round trips, then, n times, pauses and times
+// one PING: first with the pause of the critical section (blocking in the
+// kernel, or spinning with spin, as work does), then with a 1ms blocking
+// pause. With several nodes the PING goes to all of them in parallel and
+// the time is until the last reply. It returns the medians and p99s as
+// idle_cs_p50/p99 and idle_1ms_p50/p99.
+func idleRoundTrips(ctx context.Context, srvs []*server, n int, pause time.Duration, spin bool) (sample, error) {
+	rt := &counter{}
+	cs := make([]*redis.Client, len(srvs))
+	for i, s := range srvs {
+		cs[i] = goRedis(s.Addr, rt)
+		defer cs[i].Close()
+	}
+	ping := func() error {
+		return fanOut(cs, func(c *redis.Client) error { return c.Ping(ctx).Err() })
+	}
+	// Warm: the connection dialled and used, back to back and after pauses.
+	for i := range 40 {
+		if i >= 20 {
+			work(pause, spin)
+		}
+		if err := ping(); err != nil {
+			return nil, err
+		}
+	}
+	measure := func(d time.Duration, spin bool) ([]time.Duration, error) {
+		xs := make([]time.Duration, n)
+		for i := range n {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			work(d, spin)
+			t0 := time.Now()
+			if err := ping(); err != nil {
+				return nil, err
+			}
+			xs[i] = time.Since(t0)
+		}
+		return xs, nil
+	}
+	atCS, err := measure(pause, spin)
+	if err != nil {
+		return nil, err
+	}
+	at1ms, err := measure(time.Millisecond, false)
+	if err != nil {
+		return nil, err
+	}
+	return sample{
+		"idle_cs_p50": us(quantile(atCS, 0.5)), "idle_cs_p99": us(quantile(atCS, 0.99)),
+		"idle_1ms_p50": us(quantile(at1ms, 0.5)), "idle_1ms_p99": us(quantile(at1ms, 0.99)),
+	}, nil
+}
+
+// fanOut runs f on every client, in parallel when there are several, and
+// waits for all.
+func fanOut(cs []*redis.Client, f func(c *redis.Client) error) error {
+	if len(cs) == 1 {
+		return f(cs[0])
+	}
+	errs := make([]error, len(cs))
+	var wg sync.WaitGroup
+	for i, c := range cs {
+		wg.Go(func() { errs[i] = f(c) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// busyLimit measures the round trips of PING and no-op EVALSHA sent back to
+// back (see limit).
+func busyLimit(ctx context.Context, srvs []*server, n int) (sample, error) {
 	rt := &counter{}
 	cs := make([]*redis.Client, len(srvs))
 	for i, s := range srvs {
@@ -88,13 +183,7 @@ func limit(ctx context.Context, srvs []*server, n int) (sample, error) {
 		return out, nil
 	}
 	fan, err := measure(func() error {
-		errs := make([]error, len(cs))
-		var wg sync.WaitGroup
-		for i, c := range cs {
-			wg.Go(func() { errs[i] = noop.EvalSha(ctx, c, nil).Err() })
-		}
-		wg.Wait()
-		return errors.Join(errs...)
+		return fanOut(cs, func(c *redis.Client) error { return noop.EvalSha(ctx, c, nil).Err() })
 	})
 	if err != nil {
 		return nil, err
