@@ -65,7 +65,7 @@ func main() {
 	flag.StringVar(&cfg.scenarios, "scenarios", "1,2,2s,3,4,5", "scenarios to run (2 includes 2p; 2p alone runs only 2p)")
 	flag.StringVar(&cfg.only, "only", "", "run only the rows of these libraries (comma-separated keys: redisync,rwmutex,redsync,redislock,rueidislock,ceiling)")
 	flag.StringVar(&cfg.redis, "redis-server", "redis-server", "redis-server executable")
-	flag.DurationVar(&cfg.timeout, "timeout", 3*time.Minute, "bound on the whole run: at the bound it stops measuring and writes what it has")
+	flag.DurationVar(&cfg.timeout, "timeout", 5*time.Minute, "bound on the whole run: at the bound it stops measuring and writes what it has")
 	flag.BoolVar(&cfg.verbose, "v", false, "a progress line per measurement")
 	flag.BoolVar(&quick, "quick", false, "a fast, rough run: 1 repetition, fewer pairs and waiters, shorter runs")
 	flag.StringVar(&cfg.cpuprofile, "cpuprofile", "", "write a CPU profile of the measurements to this file")
