@@ -461,9 +461,10 @@ type contendedCfg struct {
 // the hand-off gap (from the moment a holder starts to unlock to the moment
 // the next holder's Lock returns, when that is another goroutine); the
 // share of acquisitions by the goroutine that had just released; the
-// fairness of the shares; the longest wait (including waits still going on
-// at the end); the Lock calls that gave up; round trips per acquisition;
-// and any overlap of two holders. Clients stand for processes: a hand-off
+// fairness of the shares; the longest wait (the longest part of a Lock
+// call within the measured period, so including calls begun in the warm-up
+// and calls still waiting at the end); the Lock calls that gave up; round
+// trips per acquisition; and any overlap of two holders. Clients stand for processes: a hand-off
 // is local when the previous holder is another goroutine of the same
 // client, cross-process when it is a goroutine of another client; both are
 // counted, with their gaps, and the longest wait is also taken per client.
@@ -493,7 +494,8 @@ func contended(ctx context.Context, srvs []*server, impl Impl, cfg contendedCfg)
 		acq    int
 		self   int // acquisitions that followed this worker's own release
 		gave   int
-		cut    time.Duration // a wait cut short by the end
+		// longest is its longest Lock call within the measured period.
+		longest time.Duration
 	}
 	workers := make([]*worker, 0, cfg.clients*cfg.goroutines)
 	for ci, c := range clients {
@@ -526,11 +528,15 @@ func contended(ctx context.Context, srvs []*server, impl Impl, cfg contendedCfg)
 				err := w.h.Lock(runCtx)
 				t1 := since()
 				rec := t0 >= warmEnd
+				// The longest wait counts the part of every Lock call
+				// within the measured period, whether it got the lock,
+				// gave up, or was cut short by the end: a goroutine kept
+				// waiting since the warm-up counts too.
+				if end, begin := min(t1, stop), max(t0, warmEnd); end > begin {
+					w.longest = max(w.longest, end-begin)
+				}
 				if err != nil {
 					if runCtx.Err() != nil {
-						if rec {
-							w.cut = max(w.cut, stop-t0)
-						}
 						return
 					}
 					if rec {
@@ -608,8 +614,7 @@ func contended(ctx context.Context, srvs []*server, impl Impl, cfg contendedCfg)
 	var gaps, waits, localGaps, crossGaps []time.Duration
 	acq, gave, self, nLocal, nCross := 0, 0, 0, 0, 0
 	var sum, sumSq float64
-	// The longest wait of each client's goroutines, counting waits cut
-	// short by the end.
+	// The longest wait of each client's goroutines.
 	perClient := make([]time.Duration, len(clients))
 	for _, w := range workers {
 		gaps = append(gaps, w.gaps...)
@@ -621,10 +626,7 @@ func contended(ctx context.Context, srvs []*server, impl Impl, cfg contendedCfg)
 		self += w.self
 		nLocal += w.nLocal
 		nCross += w.nCross
-		perClient[w.client] = max(perClient[w.client], w.cut)
-		for _, x := range w.waits {
-			perClient[w.client] = max(perClient[w.client], x)
-		}
+		perClient[w.client] = max(perClient[w.client], w.longest)
 		sum += float64(w.acq)
 		sumSq += float64(w.acq) * float64(w.acq)
 	}
