@@ -112,10 +112,11 @@ type redisyncClient struct {
 	b      backend.Backend
 	rt     *counter
 	budget time.Duration
+	opts   []mutex.Option // given to every mutex.New
 }
 
-func connectRedisync(addrs []string, budget time.Duration) (*redisyncClient, error) {
-	c := &redisyncClient{rt: &counter{}, budget: budget}
+func connectRedisync(addrs []string, budget time.Duration, opts ...mutex.Option) (*redisyncClient, error) {
+	c := &redisyncClient{rt: &counter{}, budget: budget, opts: opts}
 	for _, a := range addrs {
 		c.rdbs = append(c.rdbs, goRedis(a, c.rt))
 	}
@@ -137,7 +138,7 @@ func connectRedisync(addrs []string, budget time.Duration) (*redisyncClient, err
 }
 
 func (c *redisyncClient) Handle(name string) (Handle, error) {
-	m, err := mutex.New(c.b, name)
+	m, err := mutex.New(c.b, name, c.opts...)
 	if err != nil {
 		return nil, err
 	}
