@@ -184,9 +184,23 @@ func redisyncImpl(budget time.Duration) Impl {
 	return Impl{
 		Key:   "redisync",
 		Label: "redisync",
-		Setup: fmt.Sprintf("mutex.New(b, name) with default options (TTL 15s, watchdog on, pub/sub wake-ups, fallback poll 100ms doubling to 1s); each Lock bounded by a %v context deadline", budget),
+		Setup: fmt.Sprintf("mutex.New(b, name) with default options (TTL 15s, watchdog on, pub/sub wake-ups, fallback poll 100ms doubling to 1s, local hand-off between goroutines of one process at the library's defaults); each Lock bounded by a %v context deadline", budget),
 		Connect: func(addrs []string) (Client, error) {
 			return connectRedisync(addrs, budget)
+		},
+	}
+}
+
+// redisyncNoHandoff is redisync with local hand-off off: every acquisition
+// goes through Redis, even when the next waiter is a goroutine of the same
+// process.
+func redisyncNoHandoff(budget time.Duration) Impl {
+	return Impl{
+		Key:   "redisync",
+		Label: "redisync (no local hand-off)",
+		Setup: fmt.Sprintf("mutex.New(b, name, mutex.WithLocalHandoff(0, 0)): the default options with local hand-off off, so that every acquisition, even by a goroutine of the process that released, goes through Redis; each Lock bounded by a %v context deadline", budget),
+		Connect: func(addrs []string) (Client, error) {
+			return connectRedisync(addrs, budget, mutex.WithLocalHandoff(0, 0))
 		},
 	}
 }

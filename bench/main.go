@@ -175,6 +175,9 @@ func run(cfg config) error {
 	// Rows at documented defaults, then with matched waiting.
 	defaults := []Impl{redisyncImpl(cfg.budget), redsyncDefaults(), redislockDefaults(), rueidisDefaults()}
 	matched := []Impl{redsyncMatched(cfg.budget, cfg.poll), redislockMatched(cfg.budget, cfg.poll), rueidisMatched(cfg.budget)}
+	// Scenarios 2, 2s and 5b: the default redisync row, then redisync
+	// without local hand-off next to it, then the peers.
+	withNoHandoff := slices.Concat(defaults[:1], []Impl{redisyncNoHandoff(cfg.budget)}, defaults[1:])
 	ccfg := contendedCfg{clients: 4, goroutines: 8, cs: cfg.cs, spin: cfg.spin, warm: 250 * time.Millisecond, dur: cfg.dur}
 	csKind := "blocking, like I/O"
 	if cfg.spin {
@@ -228,7 +231,7 @@ func run(cfg config) error {
 
 	if want["2"] {
 		sec := res.section("2", fmt.Sprintf("One name, %d clients x %d goroutines, %v critical section (%s)", ccfg.clients, ccfg.goroutines, ccfg.cs, csKind))
-		rows := keep(slices.Concat(defaults, matched, []Impl{ceilingImpl()}))
+		rows := keep(slices.Concat(withNoHandoff, matched, []Impl{ceilingImpl()}))
 		for rep := range cfg.reps {
 			if ctx.Err() != nil {
 				break
@@ -281,7 +284,7 @@ func run(cfg config) error {
 		scfg := ccfg
 		scfg.cs, scfg.spin = shortCS, true
 		sec := res.section("2s", fmt.Sprintf("One name, %d clients x %d goroutines, %v critical section (spinning): the round trips dominate", scfg.clients, scfg.goroutines, scfg.cs))
-		rows := keep(slices.Concat(defaults, matched, []Impl{ceilingImpl()}))
+		rows := keep(slices.Concat(withNoHandoff, matched, []Impl{ceilingImpl()}))
 		for rep := range cfg.reps {
 			if ctx.Err() != nil {
 				break
@@ -360,7 +363,7 @@ func run(cfg config) error {
 		secC := res.section("5b", fmt.Sprintf("Quorum of 3 nodes: one name, %d clients x %d goroutines", ccfg.clients, ccfg.goroutines))
 		res.QuorumLimit = newRow(Impl{Key: "limit", Label: "physical limit (3 nodes)", Setup: "no-op EVALSHA sent to the 3 nodes in parallel, waiting for all"})
 		urows := keep([]Impl{redisyncImpl(cfg.budget), redsyncDefaults()})
-		crows := keep([]Impl{redisyncImpl(cfg.budget), redsyncDefaults(), redsyncMatched(cfg.budget, cfg.poll), ceilingImpl()})
+		crows := keep([]Impl{redisyncImpl(cfg.budget), redisyncNoHandoff(cfg.budget), redsyncDefaults(), redsyncMatched(cfg.budget, cfg.poll), ceilingImpl()})
 		for _, impl := range urows {
 			secU.row(impl)
 		}

@@ -333,11 +333,11 @@ func sectionNote(id string, r *Results) string {
 	case "2p":
 		return "The same loop with 2 goroutines in 2 clients: with one waiter at a time the hand-off gap is the lock's own latency, not the queueing of 32 goroutines on 2 cores. Matched rows only, and the in-process ceiling.\n\n"
 	case "2":
-		return fmt.Sprintf("The \"matched\" rows give every Lock the same %s budget as redisync, and the libraries that poll a retry every %s instead of their default interval. \"Gave up\" counts Lock calls that returned without the lock before the end of the run (retries exhausted or budget spent); they are retried. %s\n\n", r.Params.Budget, r.Params.Poll, ceilingNote)
+		return fmt.Sprintf("The \"matched\" rows give every Lock the same %s budget as redisync, and the libraries that poll a retry every %s instead of their default interval. \"Gave up\" counts Lock calls that returned without the lock before the end of the run (retries exhausted or budget spent); they are retried. %s %s\n\n", r.Params.Budget, r.Params.Poll, noHandoffNote, ceilingNote)
 	case "2s":
-		return fmt.Sprintf("The same loop and rows as scenario 2, with a %s critical section that burns the CPU instead of blocking: the lock's round trips, not the critical section, set the pace, and the ceiling is far above every row. %s\n\n", r.Params.ShortCS, ceilingNote)
+		return fmt.Sprintf("The same loop and rows as scenario 2, with a %s critical section that burns the CPU instead of blocking: the lock's round trips, not the critical section, set the pace, and the ceiling is far above every row. %s %s\n\n", r.Params.ShortCS, noHandoffNote, ceilingNote)
 	case "5b":
-		return ceilingNote + "\n\n"
+		return noHandoffNote + " " + ceilingNote + "\n\n"
 	case "3":
 		return "The other libraries have no readers/writer lock: their readers take the exclusive lock. redisync RWMutex uses one handle per client, shared by its goroutines (its readers then share one hold on the server); the others use one handle per goroutine.\n\n"
 	case "4":
@@ -365,6 +365,9 @@ func idleNote(s *Section) string {
 	return fmt.Sprintf("Round trips of this scenario, measured at the start of each of its repetitions: %s back to back, %s (the unit of \"gap p50 in round trips\"); %s on a fresh, warmed connection after a pause as long as the critical section and made the same way, %s (p99 %s): the **idle round trip**, the unit of \"cross gap p50 in idle round trips\"; after a 1ms pause, %s (p99 %s).\n\n",
 		what, fmtStatUs(l.stat("eval_p50")), ping, fmtStatUs(l.stat("idle_cs_p50")), fmtStatUs(l.stat("idle_cs_p99")), fmtStatUs(l.stat("idle_1ms_p50")), fmtStatUs(l.stat("idle_1ms_p99")))
 }
+
+// noHandoffNote explains the second redisync row of scenarios 2, 2s and 5b.
+const noHandoffNote = "The redisync row is the library's defaults, which include local hand-off (a lock released while a goroutine of the same process waits for it passes to that goroutine without a round trip, for a bounded number of turns, then goes back through Redis); the \"redisync (no local hand-off)\" row turns it off (`mutex.WithLocalHandoff(0, 0)`), so that every acquisition goes through Redis."
 
 // ceilingNote explains the ceiling row of the contended tables.
 const ceilingNote = "The in-process sync.Mutex row is the ceiling: the same loop, with the same goroutines, critical section, warm-up and duration, locking a sync.Mutex shared in this process instead of a name in Redis; it makes no round trip (its round-trip column is empty). It takes its turn among the rows in every repetition; \"row ÷ ceiling\" is taken repetition by repetition."
