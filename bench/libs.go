@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -111,10 +112,11 @@ type redisyncClient struct {
 	b      backend.Backend
 	rt     *counter
 	budget time.Duration
+	opts   []mutex.Option // given to every mutex.New
 }
 
-func connectRedisync(addrs []string, budget time.Duration) (*redisyncClient, error) {
-	c := &redisyncClient{rt: &counter{}, budget: budget}
+func connectRedisync(addrs []string, budget time.Duration, opts ...mutex.Option) (*redisyncClient, error) {
+	c := &redisyncClient{rt: &counter{}, budget: budget, opts: opts}
 	for _, a := range addrs {
 		c.rdbs = append(c.rdbs, goRedis(a, c.rt))
 	}
@@ -136,7 +138,7 @@ func connectRedisync(addrs []string, budget time.Duration) (*redisyncClient, err
 }
 
 func (c *redisyncClient) Handle(name string) (Handle, error) {
-	m, err := mutex.New(c.b, name)
+	m, err := mutex.New(c.b, name, c.opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -182,9 +184,23 @@ func redisyncImpl(budget time.Duration) Impl {
 	return Impl{
 		Key:   "redisync",
 		Label: "redisync",
-		Setup: fmt.Sprintf("mutex.New(b, name) with default options (TTL 15s, watchdog on, pub/sub wake-ups, fallback poll 100ms doubling to 1s); each Lock bounded by a %v context deadline", budget),
+		Setup: fmt.Sprintf("mutex.New(b, name) with default options (TTL 15s, watchdog on, pub/sub wake-ups, fallback poll 100ms doubling to 1s, local hand-off between goroutines of one process at the library's defaults); each Lock bounded by a %v context deadline", budget),
 		Connect: func(addrs []string) (Client, error) {
 			return connectRedisync(addrs, budget)
+		},
+	}
+}
+
+// redisyncNoHandoff is redisync with local hand-off off: every acquisition
+// goes through Redis, even when the next waiter is a goroutine of the same
+// process.
+func redisyncNoHandoff(budget time.Duration) Impl {
+	return Impl{
+		Key:   "redisync",
+		Label: "redisync (no local hand-off)",
+		Setup: fmt.Sprintf("mutex.New(b, name, mutex.WithLocalHandoff(0, 0)): the default options with local hand-off off, so that every acquisition, even by a goroutine of the process that released, goes through Redis; each Lock bounded by a %v context deadline", budget),
+		Connect: func(addrs []string) (Client, error) {
+			return connectRedisync(addrs, budget, mutex.WithLocalHandoff(0, 0))
 		},
 	}
 }
@@ -445,6 +461,70 @@ func rueidisMatched(budget time.Duration) Impl {
 			o.KeyMajority = 1
 			o.NoLoopTracking = true
 		})
+}
+
+// --- in-process ceiling -----------------------------------------------------
+
+// ceilingImpl is the physical limit of the contended scenarios: the same loop
+// locking a plain sync.Mutex in this process. Its clients share one
+// sync.Mutex per name, so that all the goroutines of all the clients contend
+// on it as they contend on a name in Redis; it makes no round trip.
+func ceilingImpl() Impl {
+	locks := &ceilingLocks{m: map[string]*sync.Mutex{}}
+	return Impl{
+		Key:   "ceiling",
+		Label: "in-process sync.Mutex (ceiling)",
+		Setup: "a sync.Mutex in the benchmark process, shared by the goroutines of all the clients, in the same loop (goroutines, critical section, warm-up, duration, figures) as the libraries; no round trip, so none is counted",
+		Connect: func([]string) (Client, error) {
+			return ceilingClient{locks}, nil
+		},
+	}
+}
+
+// ceilingLocks holds the in-process mutexes by name.
+type ceilingLocks struct {
+	mu sync.Mutex
+	m  map[string]*sync.Mutex
+}
+
+func (l *ceilingLocks) get(name string) *sync.Mutex {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	m := l.m[name]
+	if m == nil {
+		m = &sync.Mutex{}
+		l.m[name] = m
+	}
+	return m
+}
+
+type ceilingClient struct{ locks *ceilingLocks }
+
+func (c ceilingClient) Handle(name string) (Handle, error) {
+	return ceilingHandle{c.locks.get(name)}, nil
+}
+
+func (ceilingClient) RoundTrips() int64 { return -1 }
+func (ceilingClient) Close()            {}
+
+type ceilingHandle struct{ m *sync.Mutex }
+
+// Lock takes the mutex. sync.Mutex cannot give up a wait, so a Lock that
+// gets the mutex after ctx ended releases it and reports ctx's error, as a
+// library's Lock would have returned at the end: the loop then counts the
+// wait as cut short by the end, as it does for the libraries.
+func (h ceilingHandle) Lock(ctx context.Context) error {
+	h.m.Lock()
+	if err := ctx.Err(); err != nil {
+		h.m.Unlock()
+		return err
+	}
+	return nil
+}
+
+func (h ceilingHandle) Unlock(context.Context) error {
+	h.m.Unlock()
+	return nil
 }
 
 // exclusiveRW serves scenario 3 for a library without shared locking: one

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -24,6 +25,9 @@ import (
 	"syscall"
 	"time"
 )
+
+// shortCS is the critical section of scenario 2s, which spins.
+const shortCS = 10 * time.Microsecond
 
 type config struct {
 	out        string
@@ -51,17 +55,17 @@ func main() {
 	flag.StringVar(&cfg.out, "out", "results", "directory for results.md, chart.svg and results.json")
 	flag.IntVar(&cfg.reps, "reps", 3, "repetitions of every measurement (figures are medians across them)")
 	flag.IntVar(&cfg.pairs, "pairs", 2000, "scenario 1: Lock+Unlock pairs measured per repetition")
-	flag.DurationVar(&cfg.dur, "dur", 1500*time.Millisecond, "scenarios 2, 3, 5: measured time per repetition (after 250ms of warm-up)")
-	flag.DurationVar(&cfg.cs, "cs", 100*time.Microsecond, "scenarios 2, 3, 5: critical section")
+	flag.DurationVar(&cfg.dur, "dur", 1500*time.Millisecond, "scenarios 2, 2s, 3, 5: measured time per repetition (after 250ms of warm-up)")
+	flag.DurationVar(&cfg.cs, "cs", 100*time.Microsecond, "scenarios 2, 2p, 3, 5: critical section (2s has its own: 10µs, spinning)")
 	flag.BoolVar(&cfg.spin, "spin", false, "the critical section burns the CPU (default: it blocks in the kernel, like I/O)")
 	flag.DurationVar(&cfg.budget, "budget", 5*time.Second, "matched waiting: the wait budget of every Lock call")
 	flag.DurationVar(&cfg.poll, "poll", 10*time.Millisecond, "matched waiting: retry interval of the libraries that poll")
 	flag.IntVar(&cfg.waiters, "waiters", 10000, "scenario 4: blocked waiters")
 	flag.IntVar(&cfg.names, "names", 1000, "scenario 4: names they wait for")
-	flag.StringVar(&cfg.scenarios, "scenarios", "1,2,3,4,5", "scenarios to run")
-	flag.StringVar(&cfg.only, "only", "", "run only the rows of these libraries (comma-separated keys: redisync,rwmutex,redsync,redislock,rueidislock)")
+	flag.StringVar(&cfg.scenarios, "scenarios", "1,2,2s,3,4,5", "scenarios to run (2 includes 2p; 2p alone runs only 2p)")
+	flag.StringVar(&cfg.only, "only", "", "run only the rows of these libraries (comma-separated keys: redisync,rwmutex,redsync,redislock,rueidislock,ceiling)")
 	flag.StringVar(&cfg.redis, "redis-server", "redis-server", "redis-server executable")
-	flag.DurationVar(&cfg.timeout, "timeout", 3*time.Minute, "bound on the whole run: at the bound it stops measuring and writes what it has")
+	flag.DurationVar(&cfg.timeout, "timeout", 5*time.Minute, "bound on the whole run: at the bound it stops measuring and writes what it has")
 	flag.BoolVar(&cfg.verbose, "v", false, "a progress line per measurement")
 	flag.BoolVar(&quick, "quick", false, "a fast, rough run: 1 repetition, fewer pairs and waiters, shorter runs")
 	flag.StringVar(&cfg.cpuprofile, "cpuprofile", "", "write a CPU profile of the measurements to this file")
@@ -159,7 +163,7 @@ func run(cfg config) error {
 		Params: Params{
 			Reps: cfg.reps, Pairs: cfg.pairs, Dur: cfg.dur.String(), CS: cfg.cs.String(), Spin: cfg.spin,
 			Budget: cfg.budget.String(), Poll: cfg.poll.String(), Waiters: cfg.waiters, Names: cfg.names,
-			Clients: 4, Goroutines: 8,
+			Clients: 4, Goroutines: 8, ShortCS: shortCS.String(),
 		},
 		Versions: map[string]string{
 			"go-redsync/redsync/v4": verRedsync, "bsm/redislock": verRedislock,
@@ -171,6 +175,9 @@ func run(cfg config) error {
 	// Rows at documented defaults, then with matched waiting.
 	defaults := []Impl{redisyncImpl(cfg.budget), redsyncDefaults(), redislockDefaults(), rueidisDefaults()}
 	matched := []Impl{redsyncMatched(cfg.budget, cfg.poll), redislockMatched(cfg.budget, cfg.poll), rueidisMatched(cfg.budget)}
+	// Scenarios 2, 2s and 5b: the default redisync row, then redisync
+	// without local hand-off next to it, then the peers.
+	withNoHandoff := slices.Concat(defaults[:1], []Impl{redisyncNoHandoff(cfg.budget)}, defaults[1:])
 	ccfg := contendedCfg{clients: 4, goroutines: 8, cs: cfg.cs, spin: cfg.spin, warm: 250 * time.Millisecond, dur: cfg.dur}
 	csKind := "blocking, like I/O"
 	if cfg.spin {
@@ -187,10 +194,17 @@ func run(cfg config) error {
 		}
 		r.record(s, err)
 	}
-	measureLimit := func(sec *Section) {
-		s, err := limit(ctx, single, min(cfg.pairs, 1000))
-		rec(res.Limit, s, err)
+	// The idle round trip after a pause of the critical section goes to
+	// the overall limit only for the -cs critical section (not 2s's).
+	measureLimit := func(sec *Section, c contendedCfg) {
+		s, err := limit(ctx, single, min(cfg.pairs, 1000), c.cs, c.spin)
 		rec(sec.Limit, s, err)
+		if err == nil && (c.cs != cfg.cs || c.spin != cfg.spin) {
+			s = maps.Clone(s)
+			delete(s, "idle_cs_p50")
+			delete(s, "idle_cs_p99")
+		}
+		rec(res.Limit, s, err)
 	}
 
 	if want["1"] {
@@ -217,12 +231,12 @@ func run(cfg config) error {
 
 	if want["2"] {
 		sec := res.section("2", fmt.Sprintf("One name, %d clients x %d goroutines, %v critical section (%s)", ccfg.clients, ccfg.goroutines, ccfg.cs, csKind))
-		rows := keep(slices.Concat(defaults, matched))
+		rows := keep(slices.Concat(withNoHandoff, matched, []Impl{ceilingImpl()}))
 		for rep := range cfg.reps {
 			if ctx.Err() != nil {
 				break
 			}
-			measureLimit(sec)
+			measureLimit(sec, ccfg)
 			for _, impl := range rotate(rows, rep) {
 				if ctx.Err() != nil {
 					break
@@ -237,25 +251,51 @@ func run(cfg config) error {
 		return sigCtx.Err()
 	}
 
-	if want["2"] {
+	if want["2"] || want["2p"] {
 		// The hand-off alone: two clients of one goroutine each, so that the
 		// machine's CPUs are not saturated by the contenders themselves.
 		sec := res.section("2p", fmt.Sprintf("Hand-off between two clients of one goroutine each, %v critical section (%s)", ccfg.cs, csKind))
 		pcfg := ccfg
 		pcfg.clients, pcfg.goroutines = 2, 1
 		pcfg.dur = max(cfg.dur*2/3, 100*time.Millisecond)
-		rows := keep(slices.Concat([]Impl{redisyncImpl(cfg.budget)}, matched))
+		rows := keep(slices.Concat([]Impl{redisyncImpl(cfg.budget)}, matched, []Impl{ceilingImpl()}))
 		for rep := range cfg.reps {
 			if ctx.Err() != nil {
 				break
 			}
-			measureLimit(sec)
+			measureLimit(sec, pcfg)
 			for _, impl := range rotate(rows, rep) {
 				if ctx.Err() != nil {
 					break
 				}
 				p.step("2 hand-off", impl.Label, rep, cfg.reps)
 				s, err := contended(ctx, single, impl, pcfg)
+				rec(sec.row(impl), s, err)
+			}
+		}
+	}
+	if sigCtx.Err() != nil {
+		return sigCtx.Err()
+	}
+
+	if want["2s"] {
+		// A short critical section that burns the CPU: the round trips, not
+		// the critical section, set the pace.
+		scfg := ccfg
+		scfg.cs, scfg.spin = shortCS, true
+		sec := res.section("2s", fmt.Sprintf("One name, %d clients x %d goroutines, %v critical section (spinning): the round trips dominate", scfg.clients, scfg.goroutines, scfg.cs))
+		rows := keep(slices.Concat(withNoHandoff, matched, []Impl{ceilingImpl()}))
+		for rep := range cfg.reps {
+			if ctx.Err() != nil {
+				break
+			}
+			measureLimit(sec, scfg)
+			for _, impl := range rotate(rows, rep) {
+				if ctx.Err() != nil {
+					break
+				}
+				p.step("2s short section", impl.Label, rep, cfg.reps)
+				s, err := contended(ctx, single, impl, scfg)
 				rec(sec.row(impl), s, err)
 			}
 		}
@@ -277,7 +317,7 @@ func run(cfg config) error {
 				if ctx.Err() != nil {
 					break
 				}
-				measureLimit(sec)
+				measureLimit(sec, ccfg)
 				for _, impl := range rotate(rows, rep) {
 					if ctx.Err() != nil {
 						break
@@ -304,7 +344,7 @@ func run(cfg config) error {
 		budget := 30 * time.Second
 		rows := keep([]Impl{redisyncImpl(budget), redsyncMatched(budget, cfg.poll), redislockMatched(budget, cfg.poll), rueidisMatched(budget)})
 		sec.Note = fmt.Sprintf("One repetition. Every Lock call has a %v budget; the serving phase is cut off after %v.", budget, wcfg.limit)
-		measureLimit(sec)
+		measureLimit(sec, ccfg)
 		for _, impl := range rows {
 			if ctx.Err() != nil {
 				break
@@ -323,7 +363,7 @@ func run(cfg config) error {
 		secC := res.section("5b", fmt.Sprintf("Quorum of 3 nodes: one name, %d clients x %d goroutines", ccfg.clients, ccfg.goroutines))
 		res.QuorumLimit = newRow(Impl{Key: "limit", Label: "physical limit (3 nodes)", Setup: "no-op EVALSHA sent to the 3 nodes in parallel, waiting for all"})
 		urows := keep([]Impl{redisyncImpl(cfg.budget), redsyncDefaults()})
-		crows := keep([]Impl{redisyncImpl(cfg.budget), redsyncDefaults(), redsyncMatched(cfg.budget, cfg.poll)})
+		crows := keep([]Impl{redisyncImpl(cfg.budget), redisyncNoHandoff(cfg.budget), redsyncDefaults(), redsyncMatched(cfg.budget, cfg.poll), ceilingImpl()})
 		for _, impl := range urows {
 			secU.row(impl)
 		}
@@ -335,7 +375,7 @@ func run(cfg config) error {
 			if err := uncontendedRep(ctx, quorum, secU, res.QuorumLimit, rotate(urows, rep), cfg.pairs/2); err != nil && ctx.Err() == nil {
 				return err
 			}
-			s, err := limit(ctx, quorum, min(cfg.pairs, 1000)/2)
+			s, err := limit(ctx, quorum, min(cfg.pairs, 1000)/2, ccfg.cs, ccfg.spin)
 			rec(res.QuorumLimit, s, err)
 			rec(secC.Limit, s, err)
 			for _, impl := range rotate(crows, rep) {

@@ -42,6 +42,20 @@ func pct(k string) func(*Row) string {
 	}
 }
 
+// overCeiling is the column "row ÷ ceiling" of metric k: the row's figure
+// over the in-process ceiling's, repetition by repetition.
+func overCeiling(ceil *Row, k string) func(*Row) string {
+	return func(r *Row) string {
+		if ceil == nil {
+			return "—"
+		}
+		if r == ceil {
+			return "1"
+		}
+		return fmtRatio(pairedRatio(r.stat(k), ceil.stat(k), 1))
+	}
+}
+
 // overLimit is the row's metric k over f times the limit's metric lk, taken
 // repetition by repetition.
 func overLimit(k string, lim *Row, lk string, f float64) func(*Row) string {
@@ -63,7 +77,7 @@ func (r *Results) columns(s *Section) []column {
 			{"redisync ÷ row (p50)", versus(me, "p50")},
 			{"row ÷ 2 round trips (p50)", overLimit("p50", s.Limit, "eval_p50", 2)},
 		}
-	case "2", "2p", "5b":
+	case "2", "2s", "2p", "5b":
 		me := s.first("redisync")
 		return []column{
 			{"acquisitions/s", statN("acq_s", 0)},
@@ -78,6 +92,8 @@ func (r *Results) columns(s *Section) []column {
 			{"overlaps", statN("violations", 0)},
 			{"redisync ÷ row (acq/s)", versus(me, "acq_s")},
 			{"redisync ÷ row (hand-offs/s)", versus(me, "handoff_s")},
+			{"row ÷ ceiling (acq/s)", overCeiling(s.first("ceiling"), "acq_s")},
+			{"row ÷ ceiling (hand-offs/s)", overCeiling(s.first("ceiling"), "handoff_s")},
 			{"gap p50 in round trips", func(row *Row) string {
 				x := pairedRatio(row.stat("gap_p50"), s.Limit.stat("eval_p50"), 1)
 				if x <= 0 {
@@ -154,6 +170,59 @@ func (r *Results) columns(s *Section) []column {
 	return nil
 }
 
+// processColumns are the second table of the contended sections: the
+// hand-offs by class and the longest waits by process (a client stands for
+// a process).
+func (r *Results) processColumns(s *Section) []column {
+	switch s.ID {
+	case "2", "2s", "2p", "5b":
+		return []column{
+			{"local hand-offs/s", statN("handoff_local_s", 0)},
+			{"cross-process hand-offs/s", statN("handoff_cross_s", 0)},
+			{"local gap p50", statUs("gap_local_p50")},
+			{"cross gap p50", statUs("gap_cross_p50")},
+			{"longest wait (worst process)", statUs("wait_max")},
+			{"smallest per-process longest wait (best process)", statUs("wait_max_min")},
+			{"cross gap p50 in idle round trips", func(row *Row) string {
+				x := pairedRatio(row.stat("gap_cross_p50"), s.Limit.stat("idle_cs_p50"), 1)
+				switch {
+				case x <= 0:
+					return "—"
+				case x < 0.1:
+					return fmt.Sprintf("%.2f", x)
+				}
+				return fmt.Sprintf("%.1f", x)
+			}},
+		}
+	}
+	return nil
+}
+
+// table writes a markdown table of the section's rows.
+func table(w func(string, ...any), s *Section, cols []column) {
+	w("| library |")
+	for _, c := range cols {
+		w(" %s |", c.head)
+	}
+	w("\n|---|")
+	for range cols {
+		w("---|")
+	}
+	w("\n")
+	for _, row := range s.Rows {
+		label := row.Label
+		if strings.HasPrefix(row.Key, "redisync") || row.Key == "rwmutex" {
+			label = "**" + label + "**"
+		}
+		w("| %s |", label)
+		for _, c := range cols {
+			w(" %s |", c.cell(row))
+		}
+		w("\n")
+	}
+	w("\n")
+}
+
 func (r *Results) markdown() string {
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
@@ -196,8 +265,21 @@ func (r *Results) markdown() string {
 	if rtt := r.rtt(); rtt > 0 {
 		w("| two round trips (2 × EVALSHA): the floor of Lock+Unlock | %s | |\n", fmtUs(2*rtt))
 	}
+	if !r.Limit.stat("idle_cs_p50").NA {
+		kind := "blocking"
+		if r.Params.Spin {
+			kind = "spinning"
+		}
+		w("| PING after a pause of the critical section (%s, %s), fresh warmed connection: the idle round trip | %s | %s |\n", r.Params.CS, kind, fmtStatUs(r.Limit.stat("idle_cs_p50")), fmtStatUs(r.Limit.stat("idle_cs_p99")))
+	}
+	if !r.Limit.stat("idle_1ms_p50").NA {
+		w("| PING after a 1ms pause (blocking), fresh warmed connection | %s | %s |\n", fmtStatUs(r.Limit.stat("idle_1ms_p50")), fmtStatUs(r.Limit.stat("idle_1ms_p99")))
+	}
 	if r.QuorumLimit != nil {
 		w("| EVALSHA of `return 1` on 3 nodes in parallel (quorum RTT) | %s | %s |\n", fmtStatUs(r.QuorumLimit.stat("eval_p50")), fmtStatUs(r.QuorumLimit.stat("eval_p99")))
+		if !r.QuorumLimit.stat("idle_cs_p50").NA {
+			w("| PING to 3 nodes in parallel after a pause of the critical section, fresh warmed connections | %s | %s |\n", fmtStatUs(r.QuorumLimit.stat("idle_cs_p50")), fmtStatUs(r.QuorumLimit.stat("idle_cs_p99")))
+		}
 	}
 	if len(r.Limit.Errors) > 0 {
 		w("\nErrors: %s\n", strings.Join(r.Limit.Errors, "; "))
@@ -210,28 +292,11 @@ func (r *Results) markdown() string {
 			w("%s\n\n", s.Skipped)
 			continue
 		}
-		cols := r.columns(s)
-		w("| library |")
-		for _, c := range cols {
-			w(" %s |", c.head)
+		table(w, s, r.columns(s))
+		if cols := r.processColumns(s); cols != nil {
+			w("By process: a client stands for a process (its own connection pool); a hand-off is local when the previous holder was another goroutine of the same client, cross-process when it was a goroutine of another client.\n\n")
+			table(w, s, cols)
 		}
-		w("\n|---|")
-		for range cols {
-			w("---|")
-		}
-		w("\n")
-		for _, row := range s.Rows {
-			label := row.Label
-			if strings.HasPrefix(row.Key, "redisync") || row.Key == "rwmutex" {
-				label = "**" + label + "**"
-			}
-			w("| %s |", label)
-			for _, c := range cols {
-				w(" %s |", c.cell(row))
-			}
-			w("\n")
-		}
-		w("\n")
 		if s.Note != "" {
 			w("%s\n\n", s.Note)
 		}
@@ -241,6 +306,7 @@ func (r *Results) markdown() string {
 			}
 		}
 		b.WriteString(sectionNote(s.ID, r))
+		b.WriteString(idleNote(s))
 	}
 
 	w("## Configurations\n\n")
@@ -265,9 +331,13 @@ func sectionNote(id string, r *Results) string {
 	case "1":
 		return "The rows and the physical limit take turns in blocks of 100 pairs, so that they see the same conditions; ratios are taken repetition by repetition, then their median. Round trips are counted by a hook on the client (go-redis hook; a wrapper on the rueidis client); commands are counted by the server (MONITOR, over a separate pass of 200 pairs, without the commands scripts run). Server time is what INFO commandstats adds up for those commands during the timed pairs (a script's time includes the commands it runs; the network is not included). rueidislock sends its 3 keys' commands concurrently by default, so its round trips overlap.\n\n"
 	case "2p":
-		return "The same loop with 2 goroutines in 2 clients: with one waiter at a time the hand-off gap is the lock's own latency, not the queueing of 32 goroutines on 2 cores. Matched rows only.\n\n"
+		return "The same loop with 2 goroutines in 2 clients: with one waiter at a time the hand-off gap is the lock's own latency, not the queueing of 32 goroutines on 2 cores. Matched rows only, and the in-process ceiling.\n\n"
 	case "2":
-		return fmt.Sprintf("The \"matched\" rows give every Lock the same %s budget as redisync, and the libraries that poll a retry every %s instead of their default interval. \"Gave up\" counts Lock calls that returned without the lock before the end of the run (retries exhausted or budget spent); they are retried.\n\n", r.Params.Budget, r.Params.Poll)
+		return fmt.Sprintf("The \"matched\" rows give every Lock the same %s budget as redisync, and the libraries that poll a retry every %s instead of their default interval. \"Gave up\" counts Lock calls that returned without the lock before the end of the run (retries exhausted or budget spent); they are retried. %s %s\n\n", r.Params.Budget, r.Params.Poll, noHandoffNote, ceilingNote)
+	case "2s":
+		return fmt.Sprintf("The same loop and rows as scenario 2, with a %s critical section that burns the CPU instead of blocking: the lock's round trips, not the critical section, set the pace, and the ceiling is far above every row. %s %s\n\n", r.Params.ShortCS, noHandoffNote, ceilingNote)
+	case "5b":
+		return noHandoffNote + " " + ceilingNote + "\n\n"
 	case "3":
 		return "The other libraries have no readers/writer lock: their readers take the exclusive lock. redisync RWMutex uses one handle per client, shared by its goroutines (its readers then share one hold on the server); the others use one handle per goroutine.\n\n"
 	case "4":
@@ -276,14 +346,44 @@ func sectionNote(id string, r *Results) string {
 	return ""
 }
 
+// idleNote gives, under a contended section, the round trips its ratios
+// are taken against: measured at the start of each of its repetitions.
+func idleNote(s *Section) string {
+	switch s.ID {
+	case "2", "2s", "2p", "5b":
+	default:
+		return ""
+	}
+	l := s.Limit
+	if l.stat("idle_cs_p50").NA {
+		return ""
+	}
+	what, ping := "EVALSHA of `return 1`", "PING"
+	if s.ID == "5b" {
+		what, ping = "EVALSHA of `return 1` on the 3 nodes in parallel", "PING to the 3 nodes in parallel"
+	}
+	return fmt.Sprintf("Round trips of this scenario, measured at the start of each of its repetitions: %s back to back, %s (the unit of \"gap p50 in round trips\"); %s on a fresh, warmed connection after a pause as long as the critical section and made the same way, %s (p99 %s): the **idle round trip**, the unit of \"cross gap p50 in idle round trips\"; after a 1ms pause, %s (p99 %s).\n\n",
+		what, fmtStatUs(l.stat("eval_p50")), ping, fmtStatUs(l.stat("idle_cs_p50")), fmtStatUs(l.stat("idle_cs_p99")), fmtStatUs(l.stat("idle_1ms_p50")), fmtStatUs(l.stat("idle_1ms_p99")))
+}
+
+// noHandoffNote explains the second redisync row of scenarios 2, 2s and 5b.
+const noHandoffNote = "The redisync row is the library's defaults, which include local hand-off (a lock released while a goroutine of the same process waits for it passes to that goroutine without a round trip, for a bounded number of turns, then goes back through Redis); the \"redisync (no local hand-off)\" row turns it off (`mutex.WithLocalHandoff(0, 0)`), so that every acquisition goes through Redis."
+
+// ceilingNote explains the ceiling row of the contended tables.
+const ceilingNote = "The in-process sync.Mutex row is the ceiling: the same loop, with the same goroutines, critical section, warm-up and duration, locking a sync.Mutex shared in this process instead of a name in Redis; it makes no round trip (its round-trip column is empty). It takes its turn among the rows in every repetition; \"row ÷ ceiling\" is taken repetition by repetition."
+
 const definitions = `## Definitions
 
 - **RTT**: the median time of one EVALSHA of a script that returns 1, sequentially on one connection of a go-redis client: what one script step of any lock costs at least.
 - **Hand-offs/s**: acquisitions by another goroutine than the one that released last; the rest were **re-taken by the releaser**, which loops straight back to Lock (a lock that lets the releaser in again before its waiters has a high share there, and a low fairness).
 - **Hand-off gap**: from the moment a holder starts to unlock (right after its critical section) to the moment the next holder's Lock returns, when that holder is another goroutine; as seen by one clock in one process.
+- **Local / cross-process hand-offs**: the hand-offs split by where the previous holder was: another goroutine of the same client (one connection pool: one process of an application), or a goroutine of another client. Their sum is the hand-offs/s. **Local gap p50** and **cross gap p50** are the hand-off gap's median within each class (empty when the class had none, as local hand-offs between clients of one goroutine).
+- **Idle round trip**: the median time of a PING sent on a fresh, warmed go-redis connection after a pause as long as the critical section, made the same way (blocking in the kernel, or spinning in 2s), measured over 200 pauses at the start of every repetition; on a machine whose CPUs go idle in the pause it costs several busy round trips. A cross-process hand-off starts with such a round trip (the releaser's, after its critical section) and wakes a waiter that has been idle longer. **Cross gap p50 in idle round trips** is the cross gap p50 over it, repetition by repetition.
+- **Longest wait (worst process)** and **smallest per-process longest wait (best process)**: for each client, the longest Lock call of its goroutines (as for the longest wait); the largest of those across the clients (the same figure as the longest wait) and the smallest. Far apart, one process is kept waiting much longer than another.
 - **Fairness**: Jain's index of the acquisitions of the 32 goroutines: 1 when they all got the same number, 1/32 when one got them all.
-- **Longest wait**: the longest Lock call of the measured period, counting calls still waiting when it ended.
+- **Longest wait**: the longest Lock call of the measured period, counting calls still waiting when it ended and calls begun in the warm-up (from the warm-up's end), so that a goroutine kept waiting all along shows.
 - **Overlaps**: times a holder found another holder inside: must be 0.
+- **In-process ceiling**: the same contended loop on a sync.Mutex in the benchmark process: what the goroutines, the critical section and the machine allow with no lock server at all. **Row ÷ ceiling** is a row's acquisitions (or hand-offs) per second over the ceiling's in the same repetition: 1 means the lock costs nothing beyond what the loop itself costs.
 - **redisync ÷ row**: redisync's figure divided by the row's. For times, below 1 means redisync is faster; for rates (per second), above 1 means redisync does more.
 `
 
@@ -313,6 +413,9 @@ func (r *Results) panels() []panel {
 		}
 		p := panel{title: title, log: log, ref: ref, refL: refL}
 		for _, row := range s.Rows {
+			if row.Key == "ceiling" {
+				continue // drawn as the reference line where it is one
+			}
 			v := row.get(k)
 			if v <= 0 || k == "serve_s" && row.get("all_served") != 1 {
 				continue
@@ -326,16 +429,18 @@ func (r *Results) panels() []panel {
 	}
 	rtt := r.rtt()
 	add("1", "1. Uncontended Lock+Unlock, median (µs, lower is better)", "p50", 1, "µs", false, 2*rtt, "2 round trips")
-	add("2", "2. Contended, 4×8 goroutines: acquisitions/s (higher is better)", "acq_s", 1, "/s", false, 0, "")
+	ceiling := func(id string) float64 { return max(r.find(id).first("ceiling").get("acq_s"), 0) }
+	add("2", "2. Contended, 4×8 goroutines: acquisitions/s (higher is better)", "acq_s", 1, "/s", false, ceiling("2"), "in-process ceiling")
 	add("2", "2. Contended: hand-offs to another goroutine/s (higher is better)", "handoff_s", 1, "/s", false, 0, "")
 	add("2", "2. Hand-off gap to another goroutine, median (µs, lower is better)", "gap_p50", 1, "µs", false, rtt, "1 round trip")
+	add("2s", fmt.Sprintf("2s. Contended, %s spinning critical section: acquisitions/s (higher is better)", r.Params.ShortCS), "acq_s", 1, "/s", false, 0, "")
 	add("2p", "2. Two clients of one goroutine: hand-off gap, median (µs, lower is better)", "gap_p50", 1, "µs", false, rtt, "1 round trip")
 	add("3", "3. Read-heavy 95/5: operations/s (higher is better)", "ops_s", 1, "/s", false, 0, "")
 	add("4", fmt.Sprintf("4. %d waiters: time until all served (ms, log scale, lower is better)", r.Params.Waiters), "serve_s", 1000, "ms", true, 0, "")
 	if q := r.QuorumLimit; q != nil {
 		add("5a", "5. Quorum of 3, uncontended Lock+Unlock, median (µs, lower is better)", "p50", 1, "µs", false, 2*q.get("eval_p50"), "2 fan-out round trips")
 	}
-	add("5b", "5. Quorum of 3, contended: acquisitions/s (higher is better)", "acq_s", 1, "/s", false, 0, "")
+	add("5b", "5. Quorum of 3, contended: acquisitions/s (higher is better)", "acq_s", 1, "/s", false, ceiling("5b"), "in-process ceiling")
 	return ps
 }
 

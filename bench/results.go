@@ -19,6 +19,7 @@ type Params struct {
 	Names      int    `json:"names"`
 	Clients    int    `json:"clients"`
 	Goroutines int    `json:"goroutines"`
+	ShortCS    string `json:"short_critical_section"` // scenario 2s, spinning
 }
 
 // Results is everything one run produces.
@@ -283,6 +284,26 @@ func (r *Results) targets() []Target {
 			out = append(out, na("2b", goal))
 		}
 	}
+	// (2c) near the in-process ceiling.
+	out = append(out, r.ceilingTarget("2c", "2", 0.9))
+	// (2s) with a short spinning critical section, where the round trips
+	// dominate: 3x the best peer's acquisitions per second.
+	{
+		goal := "scenario 2s: acquisitions/s at least 3× the best peer's (defaults or matched)"
+		s2s := r.find("2s")
+		me := s2s.first("redisync")
+		var best *Row
+		for _, p := range s2s.peers() {
+			if v := p.get("acq_s"); v > 0 && (best == nil || v > best.get("acq_s")) {
+				best = p
+			}
+		}
+		if x := pairedRatio(me.stat("acq_s"), best.stat("acq_s"), 1); x > 0 {
+			out = append(out, Target{ID: "2s", Goal: goal, Measured: fmt.Sprintf("%.0f/s vs %.0f/s (%s): %s", me.get("acq_s"), best.get("acq_s"), best.Label, fmtRatio(x)), Met: verdict(x >= 3)})
+		} else {
+			out = append(out, na("2s", goal))
+		}
+	}
 	// (4) one pub/sub connection per node whatever the number of waiters.
 	{
 		goal := "one pub/sub connection per node for all the waiters"
@@ -294,7 +315,23 @@ func (r *Results) targets() []Target {
 			out = append(out, na("4", goal))
 		}
 	}
+	// (5b) on a quorum, near the in-process ceiling.
+	out = append(out, r.ceilingTarget("5b", "5b", 0.8))
 	return out
+}
+
+// ceilingTarget is the target that redisync's acquisitions per second in
+// section id reach at least f times the in-process ceiling's, repetition by
+// repetition.
+func (r *Results) ceilingTarget(tid, id string, f float64) Target {
+	goal := fmt.Sprintf("scenario %s: acquisitions/s at least %.1f× the in-process sync.Mutex ceiling's", id, f)
+	s := r.find(id)
+	me, ceil := s.first("redisync"), s.first("ceiling")
+	x := pairedRatio(me.stat("acq_s"), ceil.stat("acq_s"), 1)
+	if x <= 0 {
+		return Target{ID: tid, Goal: goal, Measured: "—", Met: "not measured"}
+	}
+	return Target{ID: tid, Goal: goal, Measured: fmt.Sprintf("%.0f/s vs %.0f/s: %s of the ceiling", me.get("acq_s"), ceil.get("acq_s"), fmtRatio(x)), Met: verdict(x >= f)}
 }
 
 func (r *Results) targetsText() string {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"runtime"
 	"slices"
@@ -40,10 +41,104 @@ func flushAll(ctx context.Context, srvs []*server) error {
 // script-based lock step.
 var noop = redis.NewScript("return 1")
 
+// idleSamples is the number of idle round trips measured for each pause.
+const idleSamples = 200
+
 // limit measures the round trip of PING and of a no-op EVALSHA on one
 // go-redis client (one connection, since calls are sequential), and of a
-// no-op EVALSHA sent to every node in parallel when there are several.
-func limit(ctx context.Context, srvs []*server, n int) (sample, error) {
+// no-op EVALSHA sent to every node in parallel when there are several; then
+// the idle round trips (see idleRoundTrips) after a pause equal to the
+// critical section, made as the critical section is (pause, spin), and
+// after 1ms.
+func limit(ctx context.Context, srvs []*server, n int, pause time.Duration, spin bool) (sample, error) {
+	out, err := busyLimit(ctx, srvs, n)
+	if err != nil {
+		return nil, err
+	}
+	idle, err := idleRoundTrips(ctx, srvs, idleSamples, pause, spin)
+	if err != nil {
+		return nil, err
+	}
+	maps.Copy(out, idle)
+	return out, nil
+}
+
+// idleRoundTrips measures the round trip of a PING sent after a pause, as a
+// lock's first round trip after a critical section is sent: a connection
+// that has been idle for the pause costs more than a busy one on a machine
+// whose CPUs go idle meanwhile. It opens a fresh go-redis client (its own
+// connection), warms it with round trips, then, n times, pauses and times
+// one PING: first with the pause of the critical section (blocking in the
+// kernel, or spinning with spin, as work does), then with a 1ms blocking
+// pause. With several nodes the PING goes to all of them in parallel and
+// the time is until the last reply. It returns the medians and p99s as
+// idle_cs_p50/p99 and idle_1ms_p50/p99.
+func idleRoundTrips(ctx context.Context, srvs []*server, n int, pause time.Duration, spin bool) (sample, error) {
+	rt := &counter{}
+	cs := make([]*redis.Client, len(srvs))
+	for i, s := range srvs {
+		cs[i] = goRedis(s.Addr, rt)
+		defer cs[i].Close()
+	}
+	ping := func() error {
+		return fanOut(cs, func(c *redis.Client) error { return c.Ping(ctx).Err() })
+	}
+	// Warm: the connection dialled and used, back to back and after pauses.
+	for i := range 40 {
+		if i >= 20 {
+			work(pause, spin)
+		}
+		if err := ping(); err != nil {
+			return nil, err
+		}
+	}
+	measure := func(d time.Duration, spin bool) ([]time.Duration, error) {
+		xs := make([]time.Duration, n)
+		for i := range n {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			work(d, spin)
+			t0 := time.Now()
+			if err := ping(); err != nil {
+				return nil, err
+			}
+			xs[i] = time.Since(t0)
+		}
+		return xs, nil
+	}
+	atCS, err := measure(pause, spin)
+	if err != nil {
+		return nil, err
+	}
+	at1ms, err := measure(time.Millisecond, false)
+	if err != nil {
+		return nil, err
+	}
+	return sample{
+		"idle_cs_p50": us(quantile(atCS, 0.5)), "idle_cs_p99": us(quantile(atCS, 0.99)),
+		"idle_1ms_p50": us(quantile(at1ms, 0.5)), "idle_1ms_p99": us(quantile(at1ms, 0.99)),
+	}, nil
+}
+
+// fanOut runs f on every client, in parallel when there are several, and
+// waits for all.
+func fanOut(cs []*redis.Client, f func(c *redis.Client) error) error {
+	if len(cs) == 1 {
+		return f(cs[0])
+	}
+	errs := make([]error, len(cs))
+	var wg sync.WaitGroup
+	for i, c := range cs {
+		wg.Go(func() { errs[i] = f(c) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// busyLimit measures the round trips of PING and no-op EVALSHA sent back to
+// back (see limit).
+func busyLimit(ctx context.Context, srvs []*server, n int) (sample, error) {
 	rt := &counter{}
 	cs := make([]*redis.Client, len(srvs))
 	for i, s := range srvs {
@@ -88,13 +183,7 @@ func limit(ctx context.Context, srvs []*server, n int) (sample, error) {
 		return out, nil
 	}
 	fan, err := measure(func() error {
-		errs := make([]error, len(cs))
-		var wg sync.WaitGroup
-		for i, c := range cs {
-			wg.Go(func() { errs[i] = noop.EvalSha(ctx, c, nil).Err() })
-		}
-		wg.Wait()
-		return errors.Join(errs...)
+		return fanOut(cs, func(c *redis.Client) error { return noop.EvalSha(ctx, c, nil).Err() })
 	})
 	if err != nil {
 		return nil, err
@@ -372,9 +461,13 @@ type contendedCfg struct {
 // the hand-off gap (from the moment a holder starts to unlock to the moment
 // the next holder's Lock returns, when that is another goroutine); the
 // share of acquisitions by the goroutine that had just released; the
-// fairness of the shares; the longest wait (including waits still going on
-// at the end); the Lock calls that gave up; round trips per acquisition;
-// and any overlap of two holders.
+// fairness of the shares; the longest wait (the longest part of a Lock
+// call within the measured period, so including calls begun in the warm-up
+// and calls still waiting at the end); the Lock calls that gave up; round
+// trips per acquisition; and any overlap of two holders. Clients stand for processes: a hand-off
+// is local when the previous holder is another goroutine of the same
+// client, cross-process when it is a goroutine of another client; both are
+// counted, with their gaps, and the longest wait is also taken per client.
 func contended(ctx context.Context, srvs []*server, impl Impl, cfg contendedCfg) (sample, error) {
 	if err := flushAll(ctx, srvs); err != nil {
 		return nil, err
@@ -390,22 +483,28 @@ func contended(ctx context.Context, srvs []*server, impl Impl, cfg contendedCfg)
 	}
 	const name = "bench-contended"
 	type worker struct {
-		h     Handle
-		gaps  []time.Duration
-		waits []time.Duration
-		acq   int
-		self  int // acquisitions that followed this worker's own release
-		gave  int
-		cut   time.Duration // a wait cut short by the end
+		h      Handle
+		client int // index of its client: its process
+		gaps   []time.Duration
+		local  []time.Duration // gaps of the hand-offs from its own client
+		cross  []time.Duration // gaps of the hand-offs from another client
+		nLocal int             // hand-offs from another goroutine of its client
+		nCross int             // hand-offs from a goroutine of another client
+		waits  []time.Duration
+		acq    int
+		self   int // acquisitions that followed this worker's own release
+		gave   int
+		// longest is its longest Lock call within the measured period.
+		longest time.Duration
 	}
 	workers := make([]*worker, 0, cfg.clients*cfg.goroutines)
-	for _, c := range clients {
+	for ci, c := range clients {
 		for range cfg.goroutines {
 			h, err := c.Handle(name)
 			if err != nil {
 				return nil, err
 			}
-			workers = append(workers, &worker{h: h})
+			workers = append(workers, &worker{h: h, client: ci})
 		}
 	}
 	var (
@@ -429,11 +528,15 @@ func contended(ctx context.Context, srvs []*server, impl Impl, cfg contendedCfg)
 				err := w.h.Lock(runCtx)
 				t1 := since()
 				rec := t0 >= warmEnd
+				// The longest wait counts the part of every Lock call
+				// within the measured period, whether it got the lock,
+				// gave up, or was cut short by the end: a goroutine kept
+				// waiting since the warm-up counts too.
+				if end, begin := min(t1, stop), max(t0, warmEnd); end > begin {
+					w.longest = max(w.longest, end-begin)
+				}
 				if err != nil {
 					if runCtx.Err() != nil {
-						if rec {
-							w.cut = max(w.cut, stop-t0)
-						}
 						return
 					}
 					if rec {
@@ -448,11 +551,28 @@ func contended(ctx context.Context, srvs []*server, impl Impl, cfg contendedCfg)
 				if rec && t1 <= stop {
 					w.acq++
 					w.waits = append(w.waits, t1-t0)
-					switch lr := lastRelease.Load(); {
-					case prev == me:
+					// A hand-off is local when the previous holder is
+					// another goroutine of this worker's client.
+					local := prev > 0 && workers[prev-1].client == w.client
+					if prev == me {
 						w.self++
-					case lr > 0:
-						w.gaps = append(w.gaps, t1-time.Duration(lr))
+					} else if prev > 0 {
+						lr := lastRelease.Load()
+						g := t1 - time.Duration(lr)
+						if lr > 0 {
+							w.gaps = append(w.gaps, g)
+						}
+						if local {
+							w.nLocal++
+							if lr > 0 {
+								w.local = append(w.local, g)
+							}
+						} else {
+							w.nCross++
+							if lr > 0 {
+								w.cross = append(w.cross, g)
+							}
+						}
 					}
 				}
 				work(cfg.cs, cfg.spin)
@@ -491,32 +611,46 @@ func contended(ctx context.Context, srvs []*server, impl Impl, cfg contendedCfg)
 	if e, _ := firstErr.Load().(error); e != nil {
 		return nil, e
 	}
-	var gaps, waits []time.Duration
-	acq, gave, self := 0, 0, 0
-	var longest time.Duration
+	var gaps, waits, localGaps, crossGaps []time.Duration
+	acq, gave, self, nLocal, nCross := 0, 0, 0, 0, 0
 	var sum, sumSq float64
+	// The longest wait of each client's goroutines.
+	perClient := make([]time.Duration, len(clients))
 	for _, w := range workers {
 		gaps = append(gaps, w.gaps...)
+		localGaps = append(localGaps, w.local...)
+		crossGaps = append(crossGaps, w.cross...)
 		waits = append(waits, w.waits...)
 		acq += w.acq
 		gave += w.gave
 		self += w.self
-		longest = max(longest, w.cut)
+		nLocal += w.nLocal
+		nCross += w.nCross
+		perClient[w.client] = max(perClient[w.client], w.longest)
 		sum += float64(w.acq)
 		sumSq += float64(w.acq) * float64(w.acq)
 	}
-	for _, x := range waits {
-		longest = max(longest, x)
-	}
+	longest, shortest := slices.Max(perClient), slices.Min(perClient)
 	out := sample{
-		"acq_s":      float64(acq) / cfg.dur.Seconds(),
-		"gap_p50":    us(quantile(gaps, 0.5)),
-		"gap_p99":    us(quantile(gaps, 0.99)),
-		"wait_p50":   us(quantile(waits, 0.5)),
-		"wait_max":   us(longest),
-		"gave_up":    float64(gave),
-		"violations": float64(violations.Load()),
-		"handoff_s":  float64(acq-self) / cfg.dur.Seconds(),
+		"acq_s":           float64(acq) / cfg.dur.Seconds(),
+		"gap_p50":         us(quantile(gaps, 0.5)),
+		"gap_p99":         us(quantile(gaps, 0.99)),
+		"wait_p50":        us(quantile(waits, 0.5)),
+		"wait_max":        us(longest),
+		"wait_max_min":    us(shortest),
+		"gave_up":         float64(gave),
+		"violations":      float64(violations.Load()),
+		"handoff_s":       float64(acq-self) / cfg.dur.Seconds(),
+		"handoff_local_s": float64(nLocal) / cfg.dur.Seconds(),
+		"handoff_cross_s": float64(nCross) / cfg.dur.Seconds(),
+	}
+	// The gaps of a class that had no hand-off (local ones between clients
+	// of one goroutine) are left out, not reported as 0.
+	if len(localGaps) > 0 {
+		out["gap_local_p50"] = us(quantile(localGaps, 0.5))
+	}
+	if len(crossGaps) > 0 {
+		out["gap_cross_p50"] = us(quantile(crossGaps, 0.5))
 	}
 	if acq > 0 {
 		out["self_pct"] = 100 * float64(self) / float64(acq)
