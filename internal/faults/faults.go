@@ -12,6 +12,8 @@ import (
 	"time"
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
+	"github.com/Shopify/toxiproxy/v2/stream"
+	"github.com/Shopify/toxiproxy/v2/toxics"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 )
@@ -68,8 +70,57 @@ func (p *Proxy) add(t testing.TB, name, typ, stream, attrs string) {
 
 // Latency delays everything the server sends back by d.
 func (p *Proxy) Latency(t testing.TB, d time.Duration) {
-	p.add(t, "latency", "latency", "downstream", fmt.Sprintf(`{"latency":%d,"jitter":0}`, d.Milliseconds()))
+	p.add(t, "latency", "redisync_latency", "downstream", fmt.Sprintf(`{"latency":%d}`, d.Milliseconds()))
 }
+
+// latency is toxiproxy's latency toxic without its deadlock: toxiproxy's
+// own blocks on handing a delayed chunk to the link's writer, and when the
+// client closes its connection (as go-redis does after a read timeout) at
+// the moment the toxic is removed, the writer waits for the lock that the
+// removal holds while the removal waits for the toxic: the proxy hangs for
+// good (Shopify/toxiproxy#558). This one hands a chunk over while it can
+// still be interrupted, and gives up on a writer that takes no data for a
+// second: its connection is going away.
+type latency struct {
+	Latency int64 `json:"latency"` // milliseconds
+}
+
+func (*latency) GetBufferSize() int { return 1024 }
+
+func (t *latency) Pipe(stub *toxics.ToxicStub) {
+	for {
+		select {
+		case <-stub.Interrupt:
+			return
+		case c := <-stub.Input:
+			if c == nil {
+				stub.Close()
+				return
+			}
+			sleep := time.Duration(t.Latency)*time.Millisecond - time.Since(c.Timestamp)
+			select {
+			case <-time.After(sleep):
+				select {
+				case stub.Output <- c:
+				case <-stub.Interrupt:
+					flush(stub, c)
+					return
+				}
+			case <-stub.Interrupt:
+				flush(stub, c) // without the rest of its delay
+				return
+			}
+		}
+	}
+}
+
+// flush hands c to the writer, unless the writer takes nothing for a
+// second.
+func flush(stub *toxics.ToxicStub, c *stream.StreamChunk) {
+	_ = stub.WriteOutput(c, time.Second)
+}
+
+func init() { toxics.Register("redisync_latency", new(latency)) }
 
 // Blackhole drops everything in both directions without closing the
 // connections, as a dead network path does.
