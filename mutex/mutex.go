@@ -65,9 +65,6 @@ type Mutex struct {
 	holds lease.Slot[*lease.Tenure]
 }
 
-// class is what two handles must share for a hold to pass between them:
-// the handles of a name on one Backend differ only in their options.
-type class struct{ ttl time.Duration }
 
 var (
 	_ locker.Locker = (*Mutex)(nil)
@@ -103,15 +100,9 @@ func New(b backend.Backend, name string, opts ...Option) (*Mutex, error) {
 		ttlMs:   holdopt.Millis(cfg.TTL),
 		backoff: cfg.Backoff,
 		tel:     telemetry.Of(b),
-		handoff: cfg.Handoff,
 		held:    gate.NewHandle(),
 	}
-	if !cfg.Watchdog {
-		m.handoff.Turns = 0
-	}
-	if m.handoff.Turns > 0 {
-		m.class = class{cfg.TTL}
-	}
+	m.handoff, m.class = cfg.Local()
 	m.wakeArg, m.ttlArg = m.wake, m.ttlMs
 	m.fenceArg, m.holderArg = holdopt.Millis(holdopt.FenceTTL), holdopt.Holder()
 	m.blockArg = m.handoff.Block()
@@ -176,14 +167,9 @@ func (m *Mutex) Lock(ctx context.Context) (err error) {
 	}
 	m.pass = pass
 	if baton != nil {
-		if prev := baton.(*lease.Tenure); prev.Lease().Until().IsZero() {
-			// Lost on its way: end it, and contend as if nothing was
-			// passed.
-			prev.Drop()
-		} else {
-			t := prev.Next()
+		if t := lease.Receive(baton.(*lease.Tenure)); t != nil {
 			m.holds.Set(t, pass.Release)
-			prev.Lease().OnLoss(pass.Release)
+			t.Lease().OnLoss(pass.Release)
 			outcome = telemetry.AcquiredLocal
 			op.Token(t.Token())
 			return nil
@@ -298,21 +284,6 @@ func (m *Mutex) release(owner string) *backend.Call {
 	return &backend.Call{Script: script.MutexRelease, Keys: m.keys, Args: []any{owner, m.wakeArg}}
 }
 
-// next reports whether the hold t may be handed on locally: hand-off is on,
-// the block has a token left, the hold was taken through Redis less than
-// the hand-off's time bound ago, and it is valid for at least half its TTL
-// more (a hold whose renewals fall behind goes back through Redis).
-func (m *Mutex) next(t *lease.Tenure) bool {
-	if m.class == nil || !t.HasNext() {
-		return false
-	}
-	l := t.Lease()
-	if time.Since(l.Acquired()) >= m.handoff.Within {
-		return false
-	}
-	until := l.Until()
-	return !until.IsZero() && time.Until(until) >= m.spec.TTL/2
-}
 
 // undo gives back what the acquire call granted, on a context that outlives
 // the caller's.
@@ -354,7 +325,7 @@ func (m *Mutex) Unlock(ctx context.Context) (err error) {
 		return m.errorf("unlock", fmt.Errorf("%w: unlock of unlocked mutex", locker.ErrNotHeld))
 	}
 	op.Token(t.Token())
-	if m.next(t) && m.held.HandOff(m.pass, m.class, t) {
+	if m.class != nil && t.Passable(m.handoff.Within) && m.held.HandOff(m.pass, m.class, t) {
 		t.End()
 		outcome = telemetry.HandedOff
 		return nil

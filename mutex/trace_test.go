@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"slices"
 	"testing"
 	"time"
 
@@ -241,5 +242,48 @@ func TestMetrics(t *testing.T) {
 		if got[name] != want {
 			t.Errorf("%s = %d; want %d (all: %v)", name, got[name], want, got)
 		}
+	}
+}
+
+// TestSpansOfHandoff: a local hand-off records its own outcomes, on the
+// Unlock that passed the hold and on the Lock that received it, and the
+// received token.
+func TestSpansOfHandoff(t *testing.T) {
+	tr := newTraced(t)
+	ctx := context.Background()
+	a, _ := mutex.New(tr.b, "handed", mutex.WithLocalHandoff(16, time.Second))
+	b, _ := mutex.New(tr.b, "handed", mutex.WithLocalHandoff(16, time.Second))
+	if err := a.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	go func() { got <- b.Lock(ctx) }()
+	time.Sleep(20 * time.Millisecond) // b waits in the process
+	if err := a.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	spans := tr.spans.Ended()
+	outcomes := func(name string) []string {
+		var out []string
+		for _, s := range find(spans, name) {
+			out = append(out, attrs(s)["redisync.outcome"].AsString())
+		}
+		return out
+	}
+	if got, want := outcomes("mutex.Unlock"), []string{"handed_off", "released"}; !slices.Equal(got, want) {
+		t.Errorf("mutex.Unlock outcomes %v; want %v", got, want)
+	}
+	locks := find(spans, "mutex.Lock")
+	if got, want := outcomes("mutex.Lock"), []string{"acquired", "acquired_local"}; !slices.Equal(got, want) {
+		t.Fatalf("mutex.Lock outcomes %v; want %v", got, want)
+	}
+	if tok := attrs(locks[1])["redisync.fencing_token"].AsInt64(); tok != b.Token() || tok != a.Token()+1 {
+		t.Errorf("received token %d; want %d, the next after %d", tok, b.Token(), a.Token())
 	}
 }

@@ -52,15 +52,26 @@ type RWMutex struct {
 	wspec   lease.Spec
 	rspec   lease.Spec
 
-	wheld gate.Handle // taken from Lock to Unlock, in front of the writers' process-wide gate
+	wheld   gate.Handle // taken from Lock to Unlock, in front of the writers' process-wide gate
+	handoff holdopt.Handoff
+	class   any // of the writers a write hold may be handed off to; nil: no hand-off
+	block   int // fencing tokens a write acquisition reserves
 
 	mu    sync.Mutex
-	w     *lease.Lease  // the live write hold, nil when not write-locked
+	w     *lease.Tenure // the live write hold, nil when not write-locked
 	wpass gate.Pass     // the process-wide writers' gate, taken with w
 	r     *readHold     // the read hold of the handle's readers, nil when none
 	lead  chan struct{} // non-nil while a reader takes r; closed after
-	last  *lease.Lease  // the previous hold of either kind, for Token and Err
+	last  hold          // the previous hold of either kind, for Token and Err
 	rlast *lease.Lease  // the previous read hold, for the RLocker's Token and Err
+}
+
+// A hold is a write hold's Tenure or a read hold's Lease.
+type hold interface {
+	Token() int64
+	Done() <-chan struct{}
+	Err() error
+	Until() time.Time
 }
 
 var (
@@ -102,6 +113,8 @@ func New(b backend.Backend, name string, opts ...Option) (*RWMutex, error) {
 		tel:     telemetry.Of(b),
 		wheld:   gate.NewHandle(),
 	}
+	m.handoff, m.class = cfg.Local()
+	m.block = m.handoff.Block()
 	m.wspec = lease.Spec{
 		Backend:   b,
 		Tel:       m.tel,
@@ -111,7 +124,8 @@ func New(b backend.Backend, name string, opts ...Option) (*RWMutex, error) {
 		Renew: func(owner string, ttl time.Duration) *backend.Call {
 			return &backend.Call{Script: script.RWMutexRenew, Keys: m.keys[:1], Args: []any{owner, holdopt.Millis(ttl)}}
 		},
-		Keys: m.keys[:1],
+		Release: m.unlockCall,
+		Keys:    m.keys[:1],
 	}
 	// A read hold's owner is its member in the readers' sorted set.
 	m.rspec = m.wspec
@@ -156,7 +170,7 @@ func (m *RWMutex) Lock(ctx context.Context) (err error) {
 		return m.errorf("lock", acquire.NotAcquired(ctx, nil))
 	}
 	start := time.Now()
-	pass, _, waited, err := m.wheld.Enter(ctx, m.b, m.keys[0], nil, m.b.Done())
+	pass, baton, waited, err := m.wheld.Enter(ctx, m.b, m.keys[0], m.class, m.b.Done())
 	if waited {
 		op.Waited(time.Since(start))
 	}
@@ -165,6 +179,14 @@ func (m *RWMutex) Lock(ctx context.Context) (err error) {
 		return m.errorf("lock", err)
 	case err != nil:
 		return m.errorf("lock", acquire.NotAcquired(ctx, nil))
+	}
+	if baton != nil {
+		if t := lease.Receive(baton.(*lease.Tenure)); t != nil {
+			m.setWriter(t, pass)
+			outcome = telemetry.AcquiredLocal
+			op.Token(t.Token())
+			return nil
+		}
 	}
 	owner := rand.Text()
 	attempts := 0
@@ -238,12 +260,8 @@ func (m *RWMutex) attempt(ctx context.Context, owner string, n int, pass gate.Pa
 			m.undo(ctx, call)
 			return false, 0, nil
 		}
-		m.mu.Lock()
-		m.w, m.wpass = l, pass
-		m.mu.Unlock()
-		// A lost hold lets the other writers of the process contend at
-		// once; this handle stays write-locked until Unlock.
-		l.OnLoss(pass.Release)
+		l.Reserved(r.At(2))
+		m.setWriter(lease.First(l), pass)
 		return true, 0, nil
 	case backend.StatusContended:
 		return false, time.Duration(r.At(1)) * time.Millisecond, nil
@@ -251,8 +269,19 @@ func (m *RWMutex) attempt(ctx context.Context, owner string, n int, pass gate.Pa
 	return false, 0, fmt.Errorf("rwmutex: unexpected lock status %d", r.Status())
 }
 
+// setWriter makes t the write hold, with its place pass in the writers'
+// gate.
+func (m *RWMutex) setWriter(t *lease.Tenure, pass gate.Pass) {
+	m.mu.Lock()
+	m.w, m.wpass = t, pass
+	m.mu.Unlock()
+	// A lost hold lets the other writers of the process contend at once;
+	// this handle stays write-locked until Unlock.
+	t.Lease().OnLoss(pass.Release)
+}
+
 func (m *RWMutex) lockArgs(owner string, wait bool, n int) []any {
-	return []any{owner, m.wake, m.rwake, m.turnMs, m.ttlMs, holdopt.Millis(holdopt.FenceTTL), flag(wait), n}
+	return []any{owner, m.wake, m.rwake, m.turnMs, m.ttlMs, holdopt.Millis(holdopt.FenceTTL), flag(wait), n, m.block}
 }
 
 func (m *RWMutex) rlockArgs(owner string, wait bool, n int) []any {
@@ -291,9 +320,12 @@ func (m *RWMutex) undo(ctx context.Context, c *backend.Call) {
 	m.cleanup(ctx, &backend.Call{Script: c.Script.Undo(), Keys: c.Keys, Args: c.Args})
 }
 
-// Unlock unlocks m for writing. It wakes the readers that were waiting, all at
-// once, and lets them in before the next writer; with no reader waiting it
-// wakes a writer. It stops the watchdog before it returns. It returns an error
+// Unlock unlocks m for writing. When a writer of this process waits and the
+// hold's hand-off bounds allow (see WithLocalHandoff), Unlock passes the
+// write hold to it without a round trip. Otherwise it releases the hold
+// through Redis: it wakes the readers that were waiting, all at once, and
+// lets them in before the next writer; with no reader waiting it wakes a
+// writer. It stops the watchdog before it returns. It returns an error
 // matching locker.ErrNotHeld when m is not write-locked (no Redis call is made
 // then), and one matching locker.ErrLost when the hold had been lost before
 // Unlock. A release that finds the hold gone on the server is not an error,
@@ -304,23 +336,38 @@ func (m *RWMutex) undo(ctx context.Context, c *backend.Call) {
 // Redis: the hold then expires with its TTL.
 func (m *RWMutex) Unlock(ctx context.Context) (err error) {
 	ctx, op := m.tel.Start(ctx, primitive, "Unlock", m.name)
-	defer func() { op.End(releaseOutcome(err), err, false) }()
+	handed := false
+	defer func() {
+		outcome := releaseOutcome(err)
+		if handed {
+			outcome = telemetry.HandedOff
+		}
+		op.End(outcome, err, false)
+	}()
 	m.mu.Lock()
-	l, pass := m.w, m.wpass
+	t, pass := m.w, m.wpass
 	m.w, m.wpass = nil, gate.Pass{}
-	if l != nil {
-		m.last = l
+	if t != nil {
+		m.last = t
 	}
 	m.mu.Unlock()
-	if l == nil {
+	if t == nil {
 		return m.errorf("unlock", fmt.Errorf("%w: unlock of unlocked rwmutex", locker.ErrNotHeld))
+	}
+	op.Token(t.Token())
+	if m.class != nil && t.Passable(m.handoff.Within) && m.wheld.HandOff(pass, m.class, t) {
+		t.End()
+		handed = true
+		return nil
 	}
 	defer func() {
 		pass.Release()
 		m.wheld.Leave()
 	}()
-	op.Token(l.Token())
-	return m.errorf("unlock", l.Release(ctx, m.unlockCall(l.Owner())))
+	l := t.Lease()
+	err = l.Release(ctx, m.unlockCall(l.Owner()))
+	t.End()
+	return m.errorf("unlock", err)
 }
 
 // Extend makes the current hold, the write hold or else the read hold that the
@@ -332,8 +379,11 @@ func (m *RWMutex) Unlock(ctx context.Context) (err error) {
 // for its node timeout).
 func (m *RWMutex) Extend(ctx context.Context, ttl time.Duration) error {
 	m.mu.Lock()
-	l := m.w
-	if l == nil && m.r != nil && m.r.readers > 0 {
+	var l *lease.Lease
+	switch {
+	case m.w != nil:
+		l = m.w.Lease()
+	case m.r != nil && m.r.readers > 0:
 		l = m.r.l
 	}
 	m.mu.Unlock()
@@ -355,12 +405,12 @@ func (m *RWMutex) extend(ctx context.Context, method string, l *lease.Lease, ttl
 	if l == nil {
 		return m.errorf("extend", fmt.Errorf("%w: rwmutex is not locked", locker.ErrNotHeld))
 	}
-	op.Token(l.Token())
+	op.Token(m.Token())
 	return m.errorf("extend", l.Extend(ctx, ttl))
 }
 
 // current returns the live hold: the write hold, else the read hold.
-func (m *RWMutex) current() *lease.Lease {
+func (m *RWMutex) current() hold {
 	switch {
 	case m.w != nil:
 		return m.w

@@ -72,6 +72,22 @@ type Handoff struct {
 // and one per hand-off.
 func (h Handoff) Block() int { return h.Turns + 1 }
 
+// handoffClass is what two handles of a name must share for a hold to pass
+// between them: they differ only in their options, and a hold renewed for
+// one TTL must not pass to a handle that expects another.
+type handoffClass struct{ ttl time.Duration }
+
+// Local returns the hand-off bounds of a handle and the class of the
+// waiters its holds may be handed to (see gate.Handle.HandOff): nil, with
+// no turns, when hand-off is off or the watchdog is (a fixed lease is not
+// passed on).
+func (c *Config) Local() (Handoff, any) {
+	if c.Handoff.Turns == 0 || !c.Watchdog {
+		return Handoff{}, nil
+	}
+	return c.Handoff, handoffClass{c.TTL}
+}
+
 // New returns the defaults.
 func New() Config {
 	return Config{TTL: DefaultTTL, Watchdog: true, Backoff: DefaultBackoff,

@@ -114,9 +114,6 @@ func Start(spec *Spec, owner string, token int64, sent time.Time) (l *Lease, ok 
 // to it. It must be called before the Lease is handed on.
 func (l *Lease) Reserved(last int64) { l.last = max(l.token, last) }
 
-// Acquired returns when the request that granted the hold was sent.
-func (l *Lease) Acquired() time.Time { return l.acquired }
-
 // Owner returns the owner token of the hold: a secret, never to be logged.
 func (l *Lease) Owner() string { return l.owner }
 

@@ -49,6 +49,30 @@ func (t *Tenure) HasNext() bool { return t.token < t.l.last }
 // of the block (the caller checks HasNext). It does not end t.
 func (t *Tenure) Next() *Tenure { return newTenure(t.l, t.token+1) }
 
+// Passable reports whether t's holder may hand the Lease on: the block has
+// a token left, the Lease was granted less than within ago, and it is valid
+// for at least half its TTL more (a hold whose renewals fall behind goes
+// back through Redis instead).
+func (t *Tenure) Passable(within time.Duration) bool {
+	if !t.HasNext() || time.Since(t.l.acquired) >= within {
+		return false
+	}
+	until := t.l.Until()
+	return !until.IsZero() && time.Until(until) >= t.l.spec.TTL/2
+}
+
+// Receive returns the Tenure that follows prev, the baton of a hand-off
+// (see gate.Handle.HandOff), for its receiver. When prev's Lease ended on
+// its way, Receive drops it (the Lease is released through Redis) and
+// returns nil: the receiver then contends as if nothing was passed.
+func Receive(prev *Tenure) *Tenure {
+	if prev.l.Until().IsZero() {
+		prev.Drop()
+		return nil
+	}
+	return prev.Next()
+}
+
 // End ends t as released, whatever becomes of its Lease afterwards; a loss
 // of the Lease before End stays t's Err.
 func (t *Tenure) End() {

@@ -37,7 +37,7 @@ const (
 var (
 	RWMutexUnlock   = backend.NewScript("rwmutex.unlock", backend.Release, release+rwmutexUnlockSrc, nil)
 	RWMutexLockUndo = backend.NewScript("rwmutex.lock_undo", backend.Release, undo+rwmutexUnlockSrc, nil)
-	RWMutexLock     = backend.NewScript("rwmutex.lock", backend.Acquire, rwmutexLockSrc, RWMutexLockUndo)
+	RWMutexLock     = backend.NewBlockScript("rwmutex.lock", rwmutexLockSrc, RWMutexLockUndo)
 	// RWMutexRenew renews the write hold: the writer hash has the layout of
 	// a mutex's lock hash, so the mutex's renewal serves it.
 	RWMutexRenew     = backend.NewScript("rwmutex.renew", backend.Renew, mutexRenewSrc, nil)

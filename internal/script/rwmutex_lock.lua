@@ -10,14 +10,17 @@
 -- (unused), ARGV[4] readers' wake channel, ARGV[5] turn ms (unused), ARGV[6]
 -- ttl ms, ARGV[7] fence counter ttl ms, ARGV[8] '1' to register as a waiting
 -- writer when blocked (Lock), '0' not to (TryLock), ARGV[9] attempt number
--- (they grow with each attempt of an owner)
+-- (they grow with each attempt of an owner), ARGV[10] how many fencing
+-- tokens to reserve for the hold (default 1): the first is its own, the
+-- others are for the writers of its process it is passed to
 -- An owner that holds the lock already (a retried attempt, or the same
 -- request run twice) gets its hold back with the expiry of a new grant and
 -- ARGV[9] as the attempt that granted it (unless a later attempt is
 -- recorded already: an earlier one that arrives late changes nothing).
--- Returns {1, fencing token} when held, {0, ms until a retry may succeed}
--- otherwise.
+-- Returns {1, fencing token, last token of the block} when held, {0, ms
+-- until a retry may succeed} otherwise.
 local t = redis.call('TIME')
+local block = tonumber(ARGV[10]) or 1
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
 local owner = ARGV[2]
 local ttl = tonumber(ARGV[6])
@@ -29,7 +32,8 @@ if holder == owner then
   end
   redis.call('PEXPIRE', KEYS[1], ttl)
   redis.call('ZREM', KEYS[3], owner)
-  return {1, tonumber(redis.call('HGET', KEYS[1], 'f'))}
+  local f = tonumber(redis.call('HGET', KEYS[1], 'f'))
+  return {1, f, f + block - 1}
 end
 
 -- A blocked writer records that it waits, which keeps new readers out (writer
@@ -73,8 +77,8 @@ end
 -- microseconds, as for every other primitive.
 local token = math.max((tonumber(redis.call('GET', KEYS[6])) or 0) + 1, t[1] * 1000000 + t[2])
 local s = string.format('%.0f', token)
-redis.call('SET', KEYS[6], s, 'PX', ARGV[7])
+redis.call('SET', KEYS[6], string.format('%.0f', token + block - 1), 'PX', ARGV[7])
 redis.call('HSET', KEYS[1], 'o', owner, 'f', s, 'a', ARGV[9])
 redis.call('PEXPIRE', KEYS[1], ttl)
 redis.call('ZREM', KEYS[3], owner)
-return {1, token}
+return {1, token, token + block - 1}
