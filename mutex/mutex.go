@@ -65,7 +65,6 @@ type Mutex struct {
 	holds lease.Slot[*lease.Tenure]
 }
 
-
 var (
 	_ locker.Locker = (*Mutex)(nil)
 	_ locker.Lease  = (*Mutex)(nil)
@@ -283,7 +282,6 @@ func (m *Mutex) cleanup(ctx context.Context, owner string) {
 func (m *Mutex) release(owner string) *backend.Call {
 	return &backend.Call{Script: script.MutexRelease, Keys: m.keys, Args: []any{owner, m.wakeArg}}
 }
-
 
 // undo gives back what the acquire call granted, on a context that outlives
 // the caller's.

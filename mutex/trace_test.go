@@ -3,8 +3,8 @@ package mutex_test
 import (
 	"context"
 	"errors"
-	"strings"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
