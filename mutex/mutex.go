@@ -52,7 +52,7 @@ type Mutex struct {
 	tel     *telemetry.T
 	spec    lease.Spec
 	// script arguments that never change, boxed once
-	wakeArg, ttlArg, fenceArg, holderArg, blockArg any
+	wakeArg, ttlArg, fenceArg, holderArg, blockArg, cohortArg, yieldArg any
 
 	handoff holdopt.Handoff
 	class   any // of the waiters a hold may be handed off to; nil: no hand-off
@@ -104,7 +104,10 @@ func New(b backend.Backend, name string, opts ...Option) (*Mutex, error) {
 	m.handoff, m.class = cfg.Local()
 	m.wakeArg, m.ttlArg = m.wake, m.ttlMs
 	m.fenceArg, m.holderArg = holdopt.Millis(holdopt.FenceTTL), holdopt.Holder()
-	m.blockArg = m.handoff.Block()
+	m.blockArg, m.cohortArg, m.yieldArg = m.handoff.Block(), gate.Cohort(b, holdopt.Holder()), int64(0)
+	if m.class != nil {
+		m.yieldArg = holdopt.Millis(holdopt.HandoffYield)
+	}
 	m.spec = lease.Spec{
 		Backend:   b,
 		Tel:       m.tel,
@@ -180,7 +183,7 @@ func (m *Mutex) Lock(ctx context.Context) (err error) {
 	loop := acquire.Loop{Backend: m.b, Channel: m.wake, Backoff: m.backoff, Op: op}
 	err = loop.Wait(ctx, func(ctx context.Context) (bool, time.Duration, error) {
 		attempts++
-		ok, retry, err := m.attempt(ctx, owner, attempts, pass)
+		ok, retry, err := m.attempt(ctx, owner, attempts, pass, true)
 		unsure = unsure || err != nil
 		return ok, retry, err
 	})
@@ -223,7 +226,7 @@ func (m *Mutex) TryLock(ctx context.Context) (ok bool, err error) {
 	}
 	m.pass = pass
 	owner := rand.Text()
-	ok, _, err = m.attempt(ctx, owner, 1, pass)
+	ok, _, err = m.attempt(ctx, owner, 1, pass, false)
 	op.Attempt(err == nil && !ok)
 	if err != nil {
 		m.cleanup(ctx, owner)
@@ -238,10 +241,15 @@ func (m *Mutex) TryLock(ctx context.Context) (ok bool, err error) {
 }
 
 // attempt makes the n-th acquisition attempt for owner; on success the hold
-// keeps pass until Unlock.
-func (m *Mutex) attempt(ctx context.Context, owner string, n int, pass gate.Pass) (bool, time.Duration, error) {
+// keeps pass until Unlock. wait says that the caller waits for the lock
+// (Lock, not TryLock).
+func (m *Mutex) attempt(ctx context.Context, owner string, n int, pass gate.Pass, wait bool) (bool, time.Duration, error) {
 	sent := time.Now()
-	call := &backend.Call{Script: script.MutexAcquire, Keys: m.keys, Args: []any{owner, m.wakeArg, m.ttlArg, m.fenceArg, m.holderArg, n, m.blockArg}}
+	waits := "0"
+	if wait {
+		waits = "1"
+	}
+	call := &backend.Call{Script: script.MutexAcquire, Keys: m.keys, Args: []any{owner, m.wakeArg, m.ttlArg, m.fenceArg, m.holderArg, n, m.blockArg, m.cohortArg, waits}}
 	m.b.Exec(ctx, call)
 	r, err := call.Result()
 	if err != nil {
@@ -275,12 +283,14 @@ func (m *Mutex) attempt(ctx context.Context, owner string, n int, pass gate.Pass
 func (m *Mutex) cleanup(ctx context.Context, owner string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 	defer cancel()
-	_, _ = backend.Run(ctx, m.b, script.MutexRelease, m.keys, owner, m.wakeArg)
+	m.b.Exec(ctx, m.release(owner))
 }
 
-// release builds the call that ends the hold of owner.
+// release builds the call that ends the hold of owner. With hand-off on, a
+// release lets the waiters of other processes in before this process's
+// own (see holdopt.HandoffYield).
 func (m *Mutex) release(owner string) *backend.Call {
-	return &backend.Call{Script: script.MutexRelease, Keys: m.keys, Args: []any{owner, m.wakeArg}}
+	return &backend.Call{Script: script.MutexRelease, Keys: m.keys, Args: []any{owner, m.wakeArg, m.yieldArg}}
 }
 
 // undo gives back what the acquire call granted, on a context that outlives

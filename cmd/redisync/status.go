@@ -121,11 +121,17 @@ func printStatus(ctx context.Context, w io.Writer, cl redis.UniversalClient, ks 
 		h := r.hgetall(lock)
 		fmt.Fprintln(w, "mutex")
 		holder := h["h"]
-		if holder == "" {
+		switch {
+		case h["o"] == "" && h["y"] != "":
+			// A release's yield marker: see internal/script/mutex_release.lua.
+			line("held", "no; its last holder's process lets other processes go first for %v", r.pttl(lock))
+		case holder == "":
 			holder = "an unknown process"
+			fallthrough
+		default:
+			line("held", "yes, by %s", holder)
+			line("ttl left", "%v", r.pttl(lock))
 		}
-		line("held", "yes, by %s", holder)
-		line("ttl left", "%v", r.pttl(lock))
 	}
 	if lock := ks.Key("reentrant"); r.exists(lock) {
 		found = true

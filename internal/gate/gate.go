@@ -16,6 +16,8 @@ package gate
 
 import (
 	"context"
+	"fmt"
+	"reflect"
 	"sync"
 
 	"github.com/redisync/redisync/locker"
@@ -294,4 +296,15 @@ func (h Handle) HandOff(p Pass, class any, b Baton) bool {
 		return true
 	}
 	return false
+}
+
+// Cohort returns the identity, across processes, of the goroutines of this
+// process that queue at the gates of owner (a backend): the holder
+// description (host/pid) and owner's address. Scripts compare it to let
+// other cohorts go first after a run of local hand-offs.
+func Cohort(owner any, holder string) string {
+	if v := reflect.ValueOf(owner); v.Kind() == reflect.Pointer {
+		return fmt.Sprintf("%s#%x", holder, v.Pointer())
+	}
+	return holder
 }

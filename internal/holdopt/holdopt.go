@@ -44,6 +44,13 @@ const (
 	// MaxHandoffTurns bounds the turns of WithLocalHandoff: each turn is a
 	// fencing token reserved at acquisition.
 	MaxHandoffTurns = 1024
+	// HandoffYield is how long a process with hand-off on lets the
+	// waiters of other processes go first after a release through Redis,
+	// when they waited during the hold: its own goroutines are refused the
+	// lock that long, unless another process takes it. It is longer than
+	// a woken waiter takes to send its attempt on a loaded machine, and
+	// costs nothing when no other process waited.
+	HandoffYield = 5 * time.Millisecond
 )
 
 // DefaultBackoff paces retries after transient errors and bounds the wait for

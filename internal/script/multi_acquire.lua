@@ -34,6 +34,7 @@ for i = 1, n do
     local token = math.max((tonumber(redis.call('GET', fence)) or 0) + 1, now)
     local s = string.format('%.0f', token)
     redis.call('SET', fence, s, 'PX', ARGV[5])
+    redis.call('DEL', lock) -- a release's yield marker (see mutex_release.lua)
     redis.call('HSET', lock, 'o', ARGV[2], 'f', s, 'h', ARGV[6], 'a', ARGV[7])
     redis.call('PEXPIRE', lock, ARGV[4])
     out[i + 1] = token
