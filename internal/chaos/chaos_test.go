@@ -204,6 +204,8 @@ func run(t *testing.T, w *Workload, fs []fault) {
 	rng := seed(t)
 	stop := make(chan struct{})
 	done := make(chan error, 1)
+	before := handoffs.Load()
+	defer func() { t.Logf("%d local hand-offs", handoffs.Load()-before) }()
 	go func() { done <- w.Run(stop) }()
 	var inj sync.WaitGroup
 	inj.Add(1)
@@ -244,7 +246,7 @@ func newWorkload(name string, goroutines int, newHolder func(g int) (Holder, err
 // holders paused past their TTL, a frozen server and a server restart.
 func TestMutexSingleNode(t *testing.T) {
 	singleNode(t, "mutex", FencedMutex, 1, func(b backend.Backend, g int) (Holder, error) {
-		m, err := mutex.New(b, "chaos", mutex.WithTTL(ttl))
+		m, err := mutex.New(b, "chaos", mutex.WithTTL(ttl), mutex.WithLocalHandoff(16, ttl))
 		return mutexHolder{m}, err
 	})
 }

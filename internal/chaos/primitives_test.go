@@ -113,7 +113,7 @@ func TestReentrantSingleNode(t *testing.T) {
 // TestRWSingleNode: a quarter of the goroutines write, the others read.
 func TestRWSingleNode(t *testing.T) {
 	singleNode(t, "rwmutex", RWLock, 1, func(b backend.Backend, g int) (Holder, error) {
-		m, err := rwmutex.New(b, "chaos", rwmutex.WithTTL(ttl))
+		m, err := rwmutex.New(b, "chaos", rwmutex.WithTTL(ttl), rwmutex.WithLocalHandoff(16, ttl))
 		return rwHolder(m, g), err
 	})
 }

@@ -89,7 +89,7 @@ func replyPrimitives() []replyPrimitive {
 	const permits = 3
 	return []replyPrimitive{
 		{"mutex", FencedMutex, 1, func(b backend.Backend, name string, g int) (Holder, error) {
-			m, err := mutex.New(b, name, mutex.WithTTL(replyTTL))
+			m, err := mutex.New(b, name, mutex.WithTTL(replyTTL), mutex.WithLocalHandoff(16, replyTTL))
 			if err != nil {
 				return nil, err
 			}
@@ -111,7 +111,7 @@ func replyPrimitives() []replyPrimitive {
 		}},
 		// A quarter of the goroutines write, the others read.
 		{"rwmutex", RWLock, 1, func(b backend.Backend, name string, g int) (Holder, error) {
-			m, err := rwmutex.New(b, name, rwmutex.WithTTL(replyTTL))
+			m, err := rwmutex.New(b, name, rwmutex.WithTTL(replyTTL), rwmutex.WithLocalHandoff(16, replyTTL))
 			return rwHolder(m, g), err
 		}},
 		// Requests of 1 and 2 of 3 permits.
@@ -402,6 +402,8 @@ const minCoverage = 10
 // was lost. With control, the run is a negative control: the coverage
 // check must find violations.
 func (top replyTopology) run(t *testing.T, p replyPrimitive, rules *replyRules, control bool) {
+	before := handoffs.Load()
+	defer func() { t.Logf("%d local hand-offs", handoffs.Load()-before) }()
 	label := p.name + "/" + top.name + "/replies"
 	if control {
 		label += "/control"

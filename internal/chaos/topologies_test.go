@@ -127,7 +127,7 @@ func TestMutexQuorum(t *testing.T) {
 		return q
 	})
 	w := newWorkload("chaos-quorum", 2*clients, func(g int) (Holder, error) {
-		m, err := mutex.New(bs[g%clients], "chaos-quorum", mutex.WithTTL(ttl))
+		m, err := mutex.New(bs[g%clients], "chaos-quorum", mutex.WithTTL(ttl), mutex.WithLocalHandoff(16, ttl))
 		return mutexHolder{m}, err
 	})
 	w.OnPause = onPause

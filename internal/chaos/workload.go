@@ -14,10 +14,33 @@ import (
 // the interval of a lost hold ends at its deadline rather than when a
 // goroutine got round to seeing Done closed: on a loaded machine that can be
 // tens of milliseconds later, and another client may rightly be in by then.
-var validity sync.Map // int64 -> time.Time
+var validity sync.Map // *lease.Lease -> time.Time
+
+// leases records, by fencing token, the hold each holder held: holders that
+// were handed a hold inside their process share it, and its renewals.
+var leases sync.Map // int64 -> *lease.Lease
 
 // trackValidity is the lease observer that fills validity.
-func trackValidity(e lease.Event) { validity.Store(e.Lease.Token(), e.Until) }
+func trackValidity(e lease.Event) {
+	validity.Store(e.Lease, e.Until)
+	leases.Store(e.Token, e.Lease)
+	if e.Op == "handoff" {
+		handoffs.Add(1)
+	}
+}
+
+// handoffs counts the local hand-offs of the process.
+var handoffs atomic.Int64
+
+// validUntil returns the last validity deadline of the hold of token.
+func validUntil(token int64) (time.Time, bool) {
+	if l, ok := leases.Load(token); ok {
+		if u, ok := validity.Load(l); ok {
+			return u.(time.Time), true
+		}
+	}
+	return time.Time{}, false
+}
 
 // A Holder is one handle the workload drives: a lock (either side of a
 // readers/writer lock) or a semaphore acquiring a fixed number of permits.
@@ -161,8 +184,8 @@ func (w *Workload) loop(g int, h Holder, stop <-chan struct{}) {
 			x.End, x.Lost = d, true
 			// The hold's right ended at its validity deadline, if that
 			// came first: the watching goroutine may have run late.
-			if u, ok := validity.Load(x.Token); ok {
-				x.End = min(x.End, hist.At(u.(time.Time)))
+			if u, ok := validUntil(x.Token); ok {
+				x.End = min(x.End, hist.At(u))
 			}
 		}
 		ctx, cancel = context.WithTimeout(context.Background(), w.LockTimeout)

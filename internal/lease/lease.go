@@ -356,13 +356,16 @@ func (l *Lease) end(cause error) {
 var errExpired = errors.New("not renewed before its validity deadline")
 
 // An Event is a moment at which a hold must be covered on the server: right
-// after it was granted ("grant"), renewed ("renew"), extended ("extend") or
-// entered again ("reenter"). Until is its validity deadline then: the
-// server's expiry of the hold must not come before it.
+// after it was granted ("grant"), renewed ("renew"), extended ("extend"),
+// entered again ("reenter") or handed to another goroutine of the process
+// ("handoff"). Until is its validity deadline then: the server's expiry of
+// the hold must not come before it. Token is the token of the holder the
+// event is about: the Lease's, or for a hand-off the new holder's.
 type Event struct {
 	Op    string
 	Lease *Lease
 	Until time.Time
+	Token int64
 }
 
 var observers struct {
@@ -397,7 +400,9 @@ func Observe(f func(Event)) (stop func()) {
 	}
 }
 
-func (l *Lease) observe(op string) {
+func (l *Lease) observe(op string) { l.observeAs(op, l.token) }
+
+func (l *Lease) observeAs(op string, token int64) {
 	fs := observers.fs.Load()
 	if fs == nil || len(*fs) == 0 {
 		return
@@ -409,6 +414,6 @@ func (l *Lease) observe(op string) {
 		return
 	}
 	for _, f := range *fs {
-		(*f)(Event{Op: op, Lease: l, Until: until})
+		(*f)(Event{Op: op, Lease: l, Until: until, Token: token})
 	}
 }

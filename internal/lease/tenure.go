@@ -70,7 +70,9 @@ func Receive(prev *Tenure) *Tenure {
 		prev.Drop()
 		return nil
 	}
-	return prev.Next()
+	t := prev.Next()
+	prev.l.observeAs("handoff", t.token)
+	return t
 }
 
 // End ends t as released, whatever becomes of its Lease afterwards; a loss
