@@ -82,10 +82,10 @@ func startEmbedded(t *testing.T) *embedded.Server {
 }
 
 // hammer runs goroutines of each process, each with its own handle, that
-// lock the name rounds times, enter res with their token, and unlock. It
-// returns the tokens in the order the critical sections were entered, and
-// the Lock calls of each process.
-func hammer(t *testing.T, procs []process, goroutines, rounds int, res *lockertest.Resource, opts ...mutex.Option) (tokens []int64, locks []int) {
+// lock the name rounds times, enter res with their token for section, and
+// unlock. It returns the tokens in the order the critical sections were
+// entered, and the Lock calls of each process.
+func hammer(t *testing.T, procs []process, goroutines, rounds int, section time.Duration, res *lockertest.Resource, opts ...mutex.Option) (tokens []int64, locks []int) {
 	t.Helper()
 	var mu sync.Mutex
 	locks = make([]int, len(procs))
@@ -110,7 +110,7 @@ func hammer(t *testing.T, procs []process, goroutines, rounds int, res *lockerte
 					locks[pi]++
 					mu.Unlock()
 					res.Enter(m.Token())
-					time.Sleep(50 * time.Microsecond)
+					time.Sleep(section)
 					res.Exit()
 					if err := m.Unlock(context.Background()); err != nil {
 						t.Error(err)
@@ -147,7 +147,7 @@ func TestLocalHandoff(t *testing.T) {
 	p := newProcess(t, s)
 	const turns = 3
 	var res lockertest.Resource
-	tokens, locks := hammer(t, []process{p}, 6, 40, &res, mutex.WithLocalHandoff(turns, 10*time.Second))
+	tokens, locks := hammer(t, []process{p}, 6, 40, 50*time.Microsecond, &res, mutex.WithLocalHandoff(turns, 10*time.Second))
 	entries, overlaps, stale := res.Counts()
 	if overlaps != 0 || stale != 0 {
 		t.Fatalf("%d entries: %d overlaps, %d stale tokens; want 0", entries, overlaps, stale)
@@ -174,7 +174,7 @@ func TestLocalHandoffOff(t *testing.T) {
 	s := startEmbedded(t)
 	p := newProcess(t, s)
 	var res lockertest.Resource
-	_, locks := hammer(t, []process{p}, 4, 25, &res, mutex.WithLocalHandoff(0, 0))
+	_, locks := hammer(t, []process{p}, 4, 25, 50*time.Microsecond, &res, mutex.WithLocalHandoff(0, 0))
 	if _, overlaps, stale := res.Counts(); overlaps != 0 || stale != 0 {
 		t.Fatalf("%d overlaps, %d stale tokens; want 0", overlaps, stale)
 	}
@@ -190,33 +190,9 @@ func TestLocalHandoffTimeBound(t *testing.T) {
 	p := newProcess(t, s)
 	var res lockertest.Resource
 	// Every critical section outlasts the bound: no hand-off.
-	var wg sync.WaitGroup
-	locks := atomic.Int64{}
-	for range 3 {
-		m, err := mutex.New(p.b, "bound", mutex.WithLocalHandoff(100, time.Millisecond))
-		if err != nil {
-			t.Fatal(err)
-		}
-		wg.Go(func() {
-			for range 10 {
-				if err := m.Lock(context.Background()); err != nil {
-					t.Error(err)
-					return
-				}
-				locks.Add(1)
-				res.Enter(m.Token())
-				time.Sleep(3 * time.Millisecond)
-				res.Exit()
-				if err := m.Unlock(context.Background()); err != nil {
-					t.Error(err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	if g := p.grants.n.Load(); g < locks.Load() {
-		t.Errorf("%d Lock calls, %d acquisitions through Redis; want one each past the time bound", locks.Load(), g)
+	_, locks := hammer(t, []process{p}, 3, 10, 3*time.Millisecond, &res, mutex.WithLocalHandoff(100, time.Millisecond))
+	if g := p.grants.n.Load(); g < int64(locks[0]) {
+		t.Errorf("%d Lock calls, %d acquisitions through Redis; want one each past the time bound", locks[0], g)
 	}
 }
 
@@ -227,7 +203,7 @@ func TestLocalHandoffAcrossProcesses(t *testing.T) {
 	s := startEmbedded(t)
 	procs := []process{newProcess(t, s), newProcess(t, s)}
 	var res lockertest.Resource
-	tokens, locks := hammer(t, procs, 4, 30, &res)
+	tokens, locks := hammer(t, procs, 4, 30, 50*time.Microsecond, &res)
 	entries, overlaps, stale := res.Counts()
 	if overlaps != 0 || stale != 0 {
 		t.Fatalf("%d entries: %d overlaps, %d stale tokens; want 0", entries, overlaps, stale)
