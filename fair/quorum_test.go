@@ -43,7 +43,7 @@ func TestQuorum(t *testing.T) {
 		lockertest.Run(t, lockertest.Setup{NewBackend: newBackend, Raw: raw, New: newLock, Acquisitions: 500, MinTTL: lockertest.QuorumMinTTL})
 	})
 	t.Run("FIFO", func(t *testing.T) {
-		lockertest.RunFair(t, lockertest.FairSetup{NewBackend: newBackend, Raw: raw, New: newFair})
+		lockertest.RunFair(t, lockertest.FairSetup{NewBackend: newBackend, Raw: raw, New: newFair, Quorum: true})
 	})
 }
 

@@ -38,6 +38,10 @@ type FairSetup struct {
 	New func(b backend.Backend, name string, o FairOptions) (FairLock, error)
 	// Waiters is the number of waiters whose order is checked; 0 means 20.
 	Waiters int
+	// Quorum says that the backend is a RedLock quorum: a read answered by
+	// one node may not show yet a change that timed out there and is
+	// being sent again in the background.
+	Quorum bool
 }
 
 // RunFair runs the FIFO suite: arrival order, a dead waiter at the head,
@@ -304,7 +308,14 @@ func testCancelledLeaves(t *testing.T, s *FairSetup) {
 		t.Fatalf("Lock cancelled in line = %v; want locker.ErrNotAcquired and context.Canceled", err)
 	}
 	if n, err := holder.QueueLen(ctx); n != 1 || err != nil {
-		t.Errorf("QueueLen right after the cancelled Lock returned = (%d, %v); want (1, nil)", n, err)
+		if !s.Quorum {
+			t.Errorf("QueueLen right after the cancelled Lock returned = (%d, %v); want (1, nil)", n, err)
+		} else {
+			// On a quorum a node whose leave timed out gets it again
+			// in the background, and QueueLen reads one node: wait
+			// for it.
+			queueLen(t, holder, 1)
+		}
 	}
 	if err := holder.Unlock(ctx); err != nil {
 		t.Fatal(err)
