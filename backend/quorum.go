@@ -410,11 +410,7 @@ func (q *quorum) fail(call *Call, granted int, errs []error) {
 // the token it returns.
 func (q *quorum) acquire(ctx context.Context, call *Call, per []*Call) bool {
 	ok, contended, errs := q.tally(per)
-	need := q.majority
-	if call.Script.all {
-		need = len(q.nodes)
-	}
-	if len(ok) >= need {
+	if len(ok) >= q.majority {
 		token := int64(0)
 		for _, n := range ok {
 			token = max(token, per[n].Reply.At(1))
@@ -439,7 +435,7 @@ func (q *quorum) acquire(ctx context.Context, call *Call, per []*Call) bool {
 		call.Reply, call.Data, call.Err = reply, per[ok[0]].Data, nil
 		return true
 	}
-	if len(ok)+len(errs) >= need && len(errs) > 0 {
+	if len(ok)+len(errs) >= q.majority && len(errs) > 0 {
 		// Failed nodes could have made the majority: report them.
 		q.fail(call, len(ok), errs)
 		return false

@@ -68,7 +68,6 @@ type Script struct {
 	src   string
 	undo  *Script
 	block bool
-	all   bool
 	rs    *redis.Script
 }
 
@@ -89,22 +88,6 @@ func NewBlockScript(name, src string, undo *Script) *Script {
 	s.block = true
 	return s
 }
-
-// NewCountingScript returns the Acquire script src called name of a
-// counting primitive (a semaphore): a quorum grants it only when every node
-// grants it. A majority is not enough to keep such holds within their
-// limit: with 3 permits on 3 nodes, holds of 2, 1 and 1 permits granted by
-// the majorities {A, B}, {B, C} and {A, C} leave every node within the
-// limit and 4 permits out.
-func NewCountingScript(name, src string, undo *Script) *Script {
-	s := NewScript(name, Acquire, src, undo)
-	s.all = true
-	return s
-}
-
-// Counting reports whether s is an Acquire script that a quorum grants only
-// on every node (see NewCountingScript).
-func (s *Script) Counting() bool { return s.all }
 
 // Block reports whether s is an Acquire script that reserves a block of
 // fencing tokens (see NewBlockScript).

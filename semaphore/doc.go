@@ -69,16 +69,14 @@
 //
 // # Quorum
 //
-// On a RedLock quorum (backend.NewQuorum) a hold is granted only when every
-// node grants it, and each node enforces the limit on its own, so the limit
-// is exact: every node knows every hold. A majority would not do: with 3
-// permits, holds of 2, 1 and 1 granted by the majorities {A, B}, {B, C} and
-// {A, C} leave each node within the limit and 4 permits out (the fault suite
-// found it). The price is availability: while a node is down or does not
-// answer within the node timeout, acquisitions fail with a
-// backend.QuorumError (Acquire retries them until ctx ends); renewals and
-// releases still need only a majority, as for a lock. The order of the line
-// is agreed by the nodes as described in package fair.
+// On a RedLock quorum (backend.NewQuorum) a hold needs a majority of nodes,
+// and each node enforces the limit on its own. For n = 1 that is exact, as
+// for a lock. For n > 1 it is not: requests that arrive at the same moment
+// can each be granted by a different majority, so that each node sees at most
+// n permits out while more are out in all, up to n*N/(N/2+1) on N nodes (1.5n
+// on 3 nodes, 1.67n on 5). Use a single node, Sentinel or Cluster when the
+// limit must be exact. The order of the line is agreed by the nodes as
+// described in package fair.
 //
 // # Keys
 //

@@ -63,17 +63,9 @@ func newFIFO(kind string) FIFO {
 	lib := stripComments(fifoLib)
 	src := func(body string) string { return lib + stripComments(body) }
 	release := backend.NewScript(kind+".release", backend.Release, src(fifoReleaseSrc), nil)
-	// The fair lock holds one permit: a majority keeps it exclusive. A
-	// semaphore's holds must be granted on every node of a quorum.
-	acquire := func(name, src string, undo *backend.Script) *backend.Script {
-		return backend.NewScript(name, backend.Acquire, src, undo)
-	}
-	if kind == "semaphore" {
-		acquire = backend.NewCountingScript
-	}
 	undo := backend.NewScript(kind+".undo", backend.Release, src(fifoUndoSrc), nil)
 	return FIFO{
-		Acquire: acquire(kind+".acquire", src(fifoAcquireSrc), undo),
+		Acquire: backend.NewScript(kind+".acquire", backend.Acquire, src(fifoAcquireSrc), undo),
 		Undo:    undo,
 		Enqueue: backend.NewScript(kind+".enqueue", backend.Acquire, src(fifoJoinSrc), release),
 		Beat:    backend.NewScript(kind+".beat", backend.Write, src(fifoJoinSrc), nil),
