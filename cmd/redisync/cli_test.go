@@ -196,6 +196,16 @@ func TestKilledHolderFreesLockAfterTTL(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitHeld(t, url, name, true)
+	// The command is running once it has written its pid (the lock is
+	// held a moment before).
+	var pid int
+	for end := time.Now().Add(10 * time.Second); pid == 0; time.Sleep(10 * time.Millisecond) {
+		b, _ := os.ReadFile(pidfile)
+		pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		if pid == 0 && time.Now().After(end) {
+			t.Fatal("the command did not write its pid within 10s")
+		}
+	}
 	if err := holder.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
@@ -205,11 +215,6 @@ func TestKilledHolderFreesLockAfterTTL(t *testing.T) {
 		t.Fatalf("run after the holder was killed: exit %d: %s", r.code, r.stderr)
 	}
 	t.Logf("lock free %v after SIGKILL of the holder (TTL 1s)", time.Since(killed).Round(time.Millisecond))
-	b, err := os.ReadFile(pidfile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
 	for end := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		if syscall.Kill(pid, 0) != nil {
 			break
