@@ -57,6 +57,12 @@ func mutexArgs(owner string, attempt int) []any {
 	return []any{owner, "wake", 10000, fenceTTL, "host/1", attempt}
 }
 
+// handoffArgs are mutexArgs with a block of 17 tokens, cohort and a
+// waiting caller.
+func handoffArgs(owner, cohort string, attempt int) []any {
+	return append(mutexArgs(owner, attempt), 17, cohort, "1")
+}
+
 func rwLockArgs(owner string, attempt int) []any {
 	return []any{owner, "wwake", "rwake", 3000, 10000, fenceTTL, 1, attempt}
 }
@@ -90,6 +96,23 @@ func scenarios() []scenario {
 			step{script.MutexRelease, mutexKeys, []any{"A", "wake"}}},
 		{"mutex.undo", []step{{script.MutexAcquire, mutexKeys, mutexArgs("A", 1)}},
 			step{script.MutexUndo, mutexKeys, mutexArgs("A", 1)}},
+		// Local hand-off: a block of tokens, the cohort, and the yield
+		// marker a release leaves when another cohort waited.
+		{"mutex.acquire of a block", nil, step{script.MutexAcquire, mutexKeys, handoffArgs("A", "X", 1)}},
+		{"mutex.acquire waiting in another cohort", []step{{script.MutexAcquire, mutexKeys, handoffArgs("A", "X", 1)}},
+			step{script.MutexAcquire, mutexKeys, handoffArgs("B", "Y", 1)}},
+		{"mutex.release leaving a yield marker", []step{{script.MutexAcquire, mutexKeys, handoffArgs("A", "X", 1)},
+			{script.MutexAcquire, mutexKeys, handoffArgs("B", "Y", 1)}},
+			step{script.MutexRelease, mutexKeys, []any{"A", "wake", 5000}}},
+		{"mutex.acquire by the yielding cohort", []step{{script.MutexAcquire, mutexKeys, handoffArgs("A", "X", 1)},
+			{script.MutexAcquire, mutexKeys, handoffArgs("B", "Y", 1)}, {script.MutexRelease, mutexKeys, []any{"A", "wake", 5000}}},
+			step{script.MutexAcquire, mutexKeys, handoffArgs("A2", "X", 1)}},
+		{"mutex.acquire over a yield marker", []step{{script.MutexAcquire, mutexKeys, handoffArgs("A", "X", 1)},
+			{script.MutexAcquire, mutexKeys, handoffArgs("B", "Y", 1)}, {script.MutexRelease, mutexKeys, []any{"A", "wake", 5000}}},
+			step{script.MutexAcquire, mutexKeys, handoffArgs("B", "Y", 2)}},
+		{"mutex.undo of a block", []step{{script.MutexAcquire, mutexKeys, handoffArgs("A", "X", 1)}},
+			step{script.MutexUndo, mutexKeys, handoffArgs("A", "X", 1)}},
+		{"rwmutex.lock of a block", nil, step{script.RWMutexLock, rwKeys, append(rwLockArgs("W", 1), 17)}},
 
 		{"rwmutex.lock free", nil, step{script.RWMutexLock, rwKeys, rwLockArgs("W", 1)}},
 		{"rwmutex.lock behind a reader", []step{{script.RWMutexRLock, rwKeys, rwRLockArgs("R", 1)}},
