@@ -333,8 +333,7 @@ func (m *Mutex) Unlock(ctx context.Context) (err error) {
 		return m.errorf("unlock", fmt.Errorf("%w: unlock of unlocked mutex", locker.ErrNotHeld))
 	}
 	op.Token(t.Token())
-	if m.class != nil && t.Passable(m.handoff.Within) && m.held.HandOff(m.pass, m.class, t) {
-		t.End()
+	if t.PassOn(m.handoff.Within, m.class, m.pass, m.held) {
 		outcome = telemetry.HandedOff
 		return nil
 	}
@@ -342,10 +341,7 @@ func (m *Mutex) Unlock(ctx context.Context) (err error) {
 		release()
 		m.held.Leave()
 	}()
-	l := t.Lease()
-	err = l.Release(ctx, m.release(l.Owner()))
-	t.End()
-	return m.errorf("unlock", err)
+	return m.errorf("unlock", t.Release(ctx))
 }
 
 // Extend makes the current hold last at least ttl from now (it never shortens

@@ -355,8 +355,7 @@ func (m *RWMutex) Unlock(ctx context.Context) (err error) {
 		return m.errorf("unlock", fmt.Errorf("%w: unlock of unlocked rwmutex", locker.ErrNotHeld))
 	}
 	op.Token(t.Token())
-	if m.class != nil && t.Passable(m.handoff.Within) && m.wheld.HandOff(pass, m.class, t) {
-		t.End()
+	if t.PassOn(m.handoff.Within, m.class, pass, m.wheld) {
 		handed = true
 		return nil
 	}
@@ -364,10 +363,7 @@ func (m *RWMutex) Unlock(ctx context.Context) (err error) {
 		pass.Release()
 		m.wheld.Leave()
 	}()
-	l := t.Lease()
-	err = l.Release(ctx, m.unlockCall(l.Owner()))
-	t.End()
-	return m.errorf("unlock", err)
+	return m.errorf("unlock", t.Release(ctx))
 }
 
 // Extend makes the current hold, the write hold or else the read hold that the

@@ -74,6 +74,29 @@ func unref(k key, g *gate) {
 	}
 }
 
+// free reports whether the gate and h (when not nil) can be taken.
+// registry must be held.
+func (g *gate) free(h *handle) bool { return !g.busy && (h == nil || !h.taken) }
+
+// take takes the gate and h (when not nil). registry must be held.
+func (g *gate) take(h *handle) {
+	g.busy = true
+	if h != nil {
+		h.taken = true
+	}
+}
+
+// pop takes the i-th waiter out of the queue and marks its handle taken.
+// registry must be held.
+func (g *gate) pop(i int) *waiter {
+	w := g.queue[i]
+	g.queue = append(g.queue[:i], g.queue[i+1:]...)
+	if w.h != nil {
+		w.h.taken = true
+	}
+	return w
+}
+
 // dispatch gives a free gate to the first waiter that may take it.
 // registry must be held.
 func (g *gate) dispatch() {
@@ -81,16 +104,11 @@ func (g *gate) dispatch() {
 		return
 	}
 	for i, w := range g.queue {
-		if w.h != nil && w.h.taken {
-			continue
+		if g.free(w.h) {
+			g.busy = true
+			g.pop(i).ch <- nil
+			return
 		}
-		g.busy = true
-		if w.h != nil {
-			w.h.taken = true
-		}
-		g.queue = append(g.queue[:i], g.queue[i+1:]...)
-		w.ch <- nil
-		return
 	}
 }
 
@@ -147,11 +165,8 @@ func Enter(ctx context.Context, owner any, name string, closed <-chan struct{}) 
 func enter(ctx context.Context, k key, h *handle, class any, closed <-chan struct{}) (Pass, Baton, bool, error) {
 	registry.Lock()
 	g := ref(k)
-	if !g.busy && (h == nil || !h.taken) {
-		g.busy = true
-		if h != nil {
-			h.taken = true
-		}
+	if g.free(h) {
+		g.take(h)
 		registry.Unlock()
 		return newPass(k, g), nil, false, nil
 	}
@@ -199,18 +214,12 @@ func TryEnter(owner any, name string) (Pass, bool) {
 func tryEnter(k key, h *handle) (Pass, bool) {
 	registry.Lock()
 	defer registry.Unlock()
-	if h != nil && h.taken {
-		return Pass{}, false
-	}
 	g := ref(k)
-	if g.busy {
+	if !g.free(h) {
 		unref(k, g)
 		return Pass{}, false
 	}
-	g.busy = true
-	if h != nil {
-		h.taken = true
-	}
+	g.take(h)
 	return newPass(k, g), true
 }
 
@@ -287,12 +296,8 @@ func (h Handle) HandOff(p Pass, class any, b Baton) bool {
 		if h.h != nil {
 			h.h.taken = false
 		}
-		if w.h != nil {
-			w.h.taken = true
-		}
-		p.g.queue = append(p.g.queue[:i], p.g.queue[i+1:]...)
+		p.g.pop(i).ch <- b
 		unref(p.k, p.g)
-		w.ch <- b
 		return true
 	}
 	return false

@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/redisync/redisync/internal/gate"
 )
 
 // A Tenure is one holder's turn on a Lease. A hold that is not passed on
@@ -48,6 +50,19 @@ func (t *Tenure) HasNext() bool { return t.token < t.l.last }
 // Next returns the Tenure that follows t on its Lease, with the next token
 // of the block (the caller checks HasNext). It does not end t.
 func (t *Tenure) Next() *Tenure { return newTenure(t.l, t.token+1) }
+
+// PassOn hands the Lease to the first waiter of class at the process's gate
+// (see gate.Handle.HandOff), with the gate pass and the handle h, when t may
+// pass it on (Passable) and a waiter takes it; t then ends. It reports
+// whether the Lease was passed on; if not, nothing changed. A nil class
+// passes nothing on.
+func (t *Tenure) PassOn(within time.Duration, class any, pass gate.Pass, h gate.Handle) bool {
+	if class == nil || !t.Passable(within) || !h.HandOff(pass, class, t) {
+		return false
+	}
+	t.End()
+	return true
+}
 
 // Passable reports whether t's holder may hand the Lease on: the block has
 // a token left, the Lease was granted less than within ago, and it is valid
@@ -97,14 +112,22 @@ func (t *Tenure) close() {
 	}
 }
 
-// Drop releases the Lease through Redis, with the Spec's Release call, on
-// behalf of a holder that was handed t and does not want it: it gave up
-// waiting, or the Lease was lost on its way.
+// Release ends the Lease through Redis with the Spec's Release call (see
+// Lease.Release), then ends t. It returns the Lease's loss if it was lost,
+// else the release's error.
+func (t *Tenure) Release(ctx context.Context) error {
+	err := t.l.Release(ctx, t.l.spec.Release(t.l.owner))
+	t.End()
+	return err
+}
+
+// Drop releases the Lease through Redis on behalf of a holder that was
+// handed t and does not want it: it gave up waiting, or the Lease was lost
+// on its way.
 func (t *Tenure) Drop() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	_ = t.l.Release(ctx, t.l.spec.Release(t.l.owner))
-	t.End()
+	_ = t.Release(ctx)
 }
 
 // Token returns the Tenure's fencing token.
