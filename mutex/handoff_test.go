@@ -218,24 +218,31 @@ func TestLocalHandoffAcrossProcesses(t *testing.T) {
 	}
 }
 
+// losable returns a process on a new embedded server, a raw client to it,
+// and two handles of name in the process with a short TTL and hand-off
+// within most of it, whose holds a test can delete.
+func losable(t *testing.T, name string) (p process, raw *redis.Client, a, b *mutex.Mutex) {
+	s := startEmbedded(t)
+	p = newProcess(t, s)
+	raw = redis.NewClient(&redis.Options{Addr: s.Addr()})
+	t.Cleanup(func() { _ = raw.Close() })
+	opts := []mutex.Option{mutex.WithTTL(300 * time.Millisecond), mutex.WithLocalHandoff(4, 250*time.Millisecond)}
+	var err error
+	if a, err = mutex.New(p.b, name, opts...); err != nil {
+		t.Fatal(err)
+	}
+	if b, err = mutex.New(p.b, name, opts...); err != nil {
+		t.Fatal(err)
+	}
+	return p, raw, a, b
+}
+
 // TestHandoffThenLoss: a hold handed on is the new holder's: its token is
 // the next one, and when the hold is lost on the server, the new holder's
 // Done closes with ErrLost while the previous holder's Err stays nil.
 func TestHandoffThenLoss(t *testing.T) {
-	s := startEmbedded(t)
-	p := newProcess(t, s)
-	raw := redis.NewClient(&redis.Options{Addr: s.Addr()})
-	t.Cleanup(func() { _ = raw.Close() })
+	p, raw, a, b := losable(t, "lost")
 	ctx := context.Background()
-	opts := []mutex.Option{mutex.WithTTL(300 * time.Millisecond), mutex.WithLocalHandoff(4, 250*time.Millisecond)}
-	a, err := mutex.New(p.b, "lost", opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := mutex.New(p.b, "lost", opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
 	if err := a.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -292,14 +299,8 @@ func TestHandoffThenLoss(t *testing.T) {
 // TestLossWhileWaiting: a hold lost while another goroutine of the process
 // waits is not handed on: the waiter takes the lock through Redis.
 func TestLossWhileWaiting(t *testing.T) {
-	s := startEmbedded(t)
-	p := newProcess(t, s)
-	raw := redis.NewClient(&redis.Options{Addr: s.Addr()})
-	t.Cleanup(func() { _ = raw.Close() })
+	p, raw, a, b := losable(t, "lost2")
 	ctx := context.Background()
-	opts := []mutex.Option{mutex.WithTTL(300 * time.Millisecond), mutex.WithLocalHandoff(4, 250*time.Millisecond)}
-	a, _ := mutex.New(p.b, "lost2", opts...)
-	b, _ := mutex.New(p.b, "lost2", opts...)
 	if err := a.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
