@@ -147,26 +147,67 @@ var deleted sync.Map // string -> struct{}
 func (s *Setup) deleteKeys(t *testing.T, b backend.Backend, name string) {
 	t.Helper()
 	deleted.Store("{"+name+"}", struct{}{})
-	ctx := ctxFor(t, 10*time.Second)
-	pattern := b.Prefix() + ":{" + name + "}:*"
-	del := func(ctx context.Context, c redis.UniversalClient) error {
+	err := eachKeyNode(t, s.Raw, b.Prefix(), name, func(ctx context.Context, c redis.Cmdable, keys []string) error {
+		return c.Del(ctx, keys...).Err()
+	})
+	if err != nil {
+		t.Fatalf("delete keys of %q: %v", name, err)
+	}
+}
+
+// dumpKeys logs every key of the primitive called name, with its type, its
+// time to live and its content, on every node of raw: what a test that waited
+// in vain saw on the server.
+func dumpKeys(t *testing.T, raw []redis.UniversalClient, prefix, name string) {
+	t.Helper()
+	err := eachKeyNode(t, raw, prefix, name, func(ctx context.Context, c redis.Cmdable, keys []string) error {
+		for _, k := range keys {
+			typ, _ := c.Type(ctx, k).Result()
+			pttl, _ := c.PTTL(ctx, k).Result()
+			var content any
+			switch typ {
+			case "hash":
+				content, _ = c.HGetAll(ctx, k).Result()
+			case "zset":
+				content, _ = c.ZRangeWithScores(ctx, k, 0, -1).Result()
+			case "string":
+				content, _ = c.Get(ctx, k).Result()
+			}
+			t.Logf("server state: %s (%s, pttl %v): %v", k, typ, pttl, content)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Logf("server state of %q: %v", name, err)
+	}
+}
+
+// eachKeyNode calls f with the keys of the primitive called name on every
+// node of raw that has some (every master of a Cluster).
+func eachKeyNode(t *testing.T, raw []redis.UniversalClient, prefix, name string, f func(context.Context, redis.Cmdable, []string) error) error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	pattern := prefix + ":{" + name + "}:*"
+	on := func(ctx context.Context, c redis.Cmdable) error {
 		keys, err := c.Keys(ctx, pattern).Result()
 		if err != nil || len(keys) == 0 {
 			return err
 		}
-		return c.Del(ctx, keys...).Err()
+		return f(ctx, c, keys)
 	}
-	for _, raw := range s.Raw {
+	for _, r := range raw {
 		var err error
-		if cc, ok := raw.(*redis.ClusterClient); ok {
-			err = cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error { return del(ctx, c) })
+		if cc, ok := r.(*redis.ClusterClient); ok {
+			err = cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error { return on(ctx, c) })
 		} else {
-			err = del(ctx, raw)
+			err = on(ctx, r)
 		}
 		if err != nil {
-			t.Fatalf("delete keys of %q: %v", name, err)
+			return err
 		}
 	}
+	return nil
 }
 
 // Resource is a shared resource guarded by fencing tokens. Enter admits a
@@ -547,6 +588,7 @@ func testTakeover(t *testing.T, s *Setup) {
 		t.Fatal(err)
 	}
 	if err := b.Lock(ctx); err != nil { // after a's lease ran out
+		dumpKeys(t, s.Raw, s.backend(t).Prefix(), n)
 		t.Fatal(err)
 	}
 	err := a.Unlock(ctx)
