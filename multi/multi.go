@@ -12,6 +12,7 @@ import (
 
 	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/internal/acquire"
+	"github.com/redisync/redisync/internal/gate"
 	"github.com/redisync/redisync/internal/holdopt"
 	"github.com/redisync/redisync/internal/keyspace"
 	"github.com/redisync/redisync/internal/lease"
@@ -43,6 +44,9 @@ type Lock struct {
 	atomic bool
 	keys   []string // lock hash and fence counter of each member
 	wakes  []string
+	lines  []string // the wake channels of this process's cohort, one per member
+	cohort string   // see internal/script/lock_lib.lua
+	stale  int64    // ms a place in a member's line outlives a waiting attempt
 	specs  []lease.Spec
 
 	gate chan struct{} // taken from Lock (or a successful TryLock) to Unlock
@@ -122,6 +126,11 @@ func New(b backend.Backend, members []Member, opts ...Option) (*Lock, error) {
 		l.keys = append(l.keys, ks.Key("lock"), ks.Key("fence"))
 		l.wakes = append(l.wakes, ks.Wake())
 	}
+	l.cohort = gate.Cohort(b, holdopt.Holder())
+	l.stale = holdopt.Millis(holdopt.LineStale(cfg.Backoff))
+	for _, w := range l.wakes {
+		l.lines = append(l.lines, w+":"+l.cohort)
+	}
 	if allMutex && backend.SameSlot(b, l.keys...) {
 		l.atomic = true
 		l.specs = make([]lease.Spec, len(sorted))
@@ -135,7 +144,7 @@ func New(b backend.Backend, members []Member, opts ...Option) (*Lock, error) {
 		}
 		return l, nil
 	}
-	l.keys, l.wakes = nil, nil
+	l.keys, l.wakes, l.lines = nil, nil, nil
 	for _, m := range sorted {
 		h, err := m.newHandle(b, cfg)
 		if err != nil {
@@ -262,9 +271,14 @@ func (l *Lock) unlockFirst(ctx context.Context, n int) {
 	}
 }
 
-// args returns the arguments of the atomic scripts for attempt n of owner.
-func (l *Lock) args(owner string, n int) []any {
-	args := []any{owner, l.wakes[0], holdopt.Millis(l.cfg.TTL), holdopt.Millis(holdopt.FenceTTL), holdopt.Holder(), n}
+// args returns the arguments of the atomic scripts for attempt n of owner;
+// wait says that the caller waits for the locks (Lock, not TryLock).
+func (l *Lock) args(owner string, n int, wait bool) []any {
+	stale := int64(0)
+	if wait {
+		stale = l.stale
+	}
+	args := []any{owner, l.wakes[0], holdopt.Millis(l.cfg.TTL), holdopt.Millis(holdopt.FenceTTL), holdopt.Holder(), n, l.cohort, stale}
 	for _, w := range l.wakes {
 		args = append(args, w)
 	}
@@ -280,7 +294,7 @@ func (l *Lock) lockAtomic(ctx context.Context, op *telemetry.Op, try bool) (*hol
 	attempt := func(ctx context.Context) (bool, time.Duration, error) {
 		sent := time.Now()
 		attempts++
-		args := l.args(owner, attempts)
+		args := l.args(owner, attempts, !try)
 		r, err := backend.Run(ctx, l.b, script.MultiAcquire, l.keys, args...)
 		if err != nil {
 			unsure = true
@@ -326,11 +340,11 @@ func (l *Lock) lockAtomic(ctx context.Context, op *telemetry.Op, try bool) (*hol
 		ok, _, err = attempt(ctx)
 		op.Attempt(err == nil && !ok)
 	} else {
-		loop := acquire.Loop{Backend: l.b, Channels: l.wakes, Backoff: l.cfg.Backoff, Op: op}
+		loop := acquire.Loop{Backend: l.b, Channels: l.lines, Backoff: l.cfg.Backoff, Op: op}
 		err = loop.Wait(ctx, attempt)
 	}
 	if err != nil && unsure {
-		l.run(ctx, script.MultiRelease, l.args(owner, attempts))
+		l.run(ctx, script.MultiRelease, l.args(owner, attempts, false))
 	}
 	if h != nil {
 		op.Token(h.tokens[0])
@@ -432,7 +446,7 @@ func (l *Lock) Unlock(ctx context.Context) (err error) {
 			limit = e
 		}
 	}
-	call := &backend.Call{Script: script.MultiRelease, Keys: l.keys, Args: l.args(h.owner, 0)}
+	call := &backend.Call{Script: script.MultiRelease, Keys: l.keys, Args: l.args(h.owner, 0, false)}
 	lease.Send(ctx, l.b, limit, call)
 	var errs []error
 	for i, x := range h.leases {

@@ -34,10 +34,24 @@
 // contends through Redis. Hand-off passes holds only between handles with
 // the watchdog on and the same TTL.
 //
+// Processes wait for a lock in line: a waiting attempt that finds the lock
+// taken puts its process (its cohort: the goroutines of the process that
+// queue for the name on one backend) in a line kept on the server, or keeps
+// its place there. A release wakes the first process in line only, on a
+// wake channel of its own, rather than every process that waits: one
+// attempt follows a release, not one per waiting process. A process keeps
+// its place until it is granted the lock, so one that lost a race for it
+// (to a TryLock, or to the releaser's own goroutine) is woken first again;
+// when its last waiter gives up, it leaves the line and the next process is
+// woken. The place of a process that stops trying without leaving (it
+// crashed) lapses after twice the longest poll interval of its backoff plus
+// a second (3s by default); until then releases wake it in vain, and the
+// other waiters find the lock free at their next poll.
+//
 // After a release through Redis, when goroutines of other processes waited
 // meanwhile, the releasing process's own goroutines are refused the lock
-// for 5ms (a marker the release leaves on the server), so that a waiter of
-// another process takes it first.
+// for 5ms (a marker the release leaves on the server), so that the process
+// first in line takes it first.
 //
 // In a benchmark of 4 processes of 8 goroutines each, with a 100µs critical
 // section, on one Redis (bench/, scenario 2), hand-off brings the
@@ -77,9 +91,14 @@
 //
 // For a Mutex named "orders:42" on a backend with the default prefix:
 //
-//	redisync:{orders:42}:lock   hash {o: owner token, f: fencing token, h: holder "host/pid", a: attempt}, expires with the hold
-//	redisync:{orders:42}:fence  the last fencing token reserved, expires 24h after the last acquisition
-//	redisync:{orders:42}:wake   pub/sub channel (sharded on Cluster), one message per release
+//	redisync:{orders:42}:lock          hash: the hold {o: owner token, f: fencing token, h: holder "host/pid",
+//	                                   a: attempt, c: cohort}, the line {q:<cohort>: "<arrival> <until ms>", qn: last
+//	                                   arrival}, and a release's yield marker {y: "<until ms> <cohort>"}; expires with
+//	                                   the hold, or without one with the last place in line or the marker
+//	redisync:{orders:42}:fence         the last fencing token reserved, expires 24h after the last acquisition
+//	redisync:{orders:42}:wake:<cohort> pub/sub channel (sharded on Cluster) of one waiting process: a release
+//	                                   publishes on the channel of the first process in line
+//	redisync:{orders:42}:wake          pub/sub channel on which a release with nobody in line publishes
 //
 // All share the hash tag of the name, so they live in one Cluster slot. The
 // attempt field names the acquisition attempt (of the owner's Lock call) that
@@ -87,7 +106,7 @@
 // acts only while that attempt's grant stands. The f field is the token of
 // the acquisition through Redis; the holders of the same process it was
 // handed to carry the next tokens of its block, which the fence counter
-// already counts.
+// already counts. A cohort is "<host>/<pid>#<backend id>".
 //
 // # Errors
 //

@@ -30,8 +30,10 @@ const primitive = "mutex"
 // values with the same name exclude each other, in one process or many.
 // Inside a process, the goroutines that want the same name through the same
 // Backend, with one handle or several, queue locally first, so that only one
-// of them at a time contends through Redis and a release wakes one waiter
-// per process; a lost hold gives its place in that queue back at once.
+// of them at a time contends through Redis; a lost hold gives its place in
+// that queue back at once. Across processes, a release wakes the process
+// that has waited longest, not every process that waits (see the package
+// documentation).
 //
 // When a goroutine of the process waits in that queue as the holder
 // unlocks, the hold passes to it without a round trip (local hand-off): the
@@ -47,12 +49,13 @@ type Mutex struct {
 	name    string
 	keys    []string // lock hash, fence counter
 	wake    string
+	line    string // the wake channel of this process's cohort (see internal/script/lock_lib.lua)
 	ttlMs   int64
 	backoff locker.Backoff
 	tel     *telemetry.T
 	spec    lease.Spec
 	// script arguments that never change, boxed once
-	wakeArg, ttlArg, fenceArg, holderArg, blockArg, cohortArg, yieldArg any
+	wakeArg, ttlArg, fenceArg, holderArg, blockArg, cohortArg, yieldArg, staleArg any
 
 	handoff holdopt.Handoff
 	class   any // of the waiters a hold may be handed off to; nil: no hand-off
@@ -104,7 +107,10 @@ func New(b backend.Backend, name string, opts ...Option) (*Mutex, error) {
 	m.handoff, m.class = cfg.Local()
 	m.wakeArg, m.ttlArg = m.wake, m.ttlMs
 	m.fenceArg, m.holderArg = holdopt.Millis(holdopt.FenceTTL), holdopt.Holder()
-	m.blockArg, m.cohortArg, m.yieldArg = m.handoff.Block(), gate.Cohort(b, holdopt.Holder()), int64(0)
+	cohort := gate.Cohort(b, holdopt.Holder())
+	m.line = m.wake + ":" + cohort
+	m.blockArg, m.cohortArg, m.yieldArg = m.handoff.Block(), cohort, int64(0)
+	m.staleArg = holdopt.Millis(holdopt.LineStale(cfg.Backoff))
 	if m.class != nil {
 		m.yieldArg = holdopt.Millis(holdopt.HandoffYield)
 	}
@@ -178,13 +184,14 @@ func (m *Mutex) Lock(ctx context.Context) (err error) {
 		}
 	}
 	owner := rand.Text()
-	unsure := false
+	unsure, queued := false, false
 	attempts := 0
-	loop := acquire.Loop{Backend: m.b, Channel: m.wake, Backoff: m.backoff, Op: op}
+	loop := acquire.Loop{Backend: m.b, Channel: m.line, Backoff: m.backoff, Op: op}
 	err = loop.Wait(ctx, func(ctx context.Context) (bool, time.Duration, error) {
 		attempts++
 		ok, retry, err := m.attempt(ctx, owner, attempts, pass, true)
 		unsure = unsure || err != nil
+		queued = queued || err == nil && !ok
 		return ok, retry, err
 	})
 	if err != nil {
@@ -193,6 +200,11 @@ func (m *Mutex) Lock(ctx context.Context) (err error) {
 		}
 		pass.Release()
 		m.held.Leave()
+		if queued && gate.Idle(m.b, m.keys[0]) {
+			// The last waiter of the process gives up: leave the line, so
+			// that releases wake the next process instead.
+			m.leave(ctx)
+		}
 		return m.errorf("lock", err)
 	}
 	op.Token(m.Token())
@@ -249,7 +261,7 @@ func (m *Mutex) attempt(ctx context.Context, owner string, n int, pass gate.Pass
 	if wait {
 		waits = "1"
 	}
-	call := &backend.Call{Script: script.MutexAcquire, Keys: m.keys, Args: []any{owner, m.wakeArg, m.ttlArg, m.fenceArg, m.holderArg, n, m.blockArg, m.cohortArg, waits}}
+	call := &backend.Call{Script: script.MutexAcquire, Keys: m.keys, Args: []any{owner, m.wakeArg, m.ttlArg, m.fenceArg, m.holderArg, n, m.blockArg, m.cohortArg, waits, m.staleArg}}
 	m.b.Exec(ctx, call)
 	r, err := call.Result()
 	if err != nil {
@@ -284,6 +296,14 @@ func (m *Mutex) cleanup(ctx context.Context, owner string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 	defer cancel()
 	m.b.Exec(ctx, m.release(owner))
+}
+
+// leave takes this process's cohort out of the lock's line, on a context
+// that outlives the caller's.
+func (m *Mutex) leave(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+	defer cancel()
+	m.b.Exec(ctx, &backend.Call{Script: script.MutexLeave, Keys: m.keys[:1], Args: []any{m.cohortArg, m.wakeArg}})
 }
 
 // release builds the call that ends the hold of owner. With hand-off on, a

@@ -122,15 +122,33 @@ func printStatus(ctx context.Context, w io.Writer, cl redis.UniversalClient, ks 
 		fmt.Fprintln(w, "mutex")
 		holder := h["h"]
 		switch {
-		case h["o"] == "" && h["y"] != "":
-			// A release's yield marker: see internal/script/mutex_release.lua.
-			line("held", "no; its last holder's process lets other processes go first for %v", r.pttl(lock))
+		case h["o"] == "":
+			// Waiting processes, or a release's yield marker, without a
+			// hold: see internal/script/lock_lib.lua.
+			line("held", "no")
 		case holder == "":
 			holder = "an unknown process"
 			fallthrough
 		default:
 			line("held", "yes, by %s", holder)
 			line("ttl left", "%v", r.pttl(lock))
+		}
+		if until, _, ok := strings.Cut(h["y"], " "); ok {
+			if ms, err := strconv.ParseInt(until, 10, 64); err == nil && ms >= r.now {
+				line("yields", "its last holder's process lets other processes go first for %v", time.Duration(ms-r.now)*time.Millisecond)
+			}
+		}
+		waiting := 0
+		for k, v := range h {
+			var arrival, until int64
+			if strings.HasPrefix(k, "q:") {
+				if _, err := fmt.Sscanf(v, "%d %d", &arrival, &until); err == nil && until >= r.now {
+					waiting++
+				}
+			}
+		}
+		if waiting > 0 {
+			line("waiting", "%d process(es) in line", waiting)
 		}
 	}
 	if lock := ks.Key("reentrant"); r.exists(lock) {

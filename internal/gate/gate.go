@@ -206,6 +206,14 @@ func enter(ctx context.Context, k key, h *handle, class any, closed <-chan struc
 	return Pass{}, nil, true, err
 }
 
+// Idle reports whether nobody holds or waits for the gate of (owner, name).
+func Idle(owner any, name string) bool {
+	registry.Lock()
+	defer registry.Unlock()
+	g := registry.m[key{owner, name}]
+	return g == nil || !g.busy && len(g.queue) == 0
+}
+
 // TryEnter takes the gate of (owner, name) if it is free.
 func TryEnter(owner any, name string) (Pass, bool) {
 	return tryEnter(key{owner, name}, nil)

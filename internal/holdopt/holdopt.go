@@ -154,3 +154,18 @@ var Holder = sync.OnceValue(func() string {
 	}
 	return host + "/" + strconv.Itoa(os.Getpid())
 })
+
+// LineStale is how long the place in a lock's line that a waiting caller
+// takes (see internal/script/lock_lib.lua) outlives the caller's last
+// attempt: twice the longest wait between attempts that its Backoff allows
+// (it tries again at least that often, or when it is woken), plus a second,
+// between 1s and 1h. A caller that stops waiting holds its place that long,
+// during which a release wakes it in vain and the others find the lock free
+// at their next poll.
+func LineStale(b locker.Backoff) time.Duration {
+	var longest time.Duration
+	for i := 1; i <= 64; i++ {
+		longest = max(longest, b(i))
+	}
+	return min(max(2*longest+time.Second, time.Second), time.Hour)
+}

@@ -15,7 +15,7 @@ var (
 
 // Scripts of package multi, for a set of mutexes whose keys share one slot.
 var (
-	MultiRelease = backend.NewScript("multi.release", backend.Release, release+multiReleaseSrc, nil)
-	MultiUndo    = backend.NewScript("multi.undo", backend.Release, undo+multiReleaseSrc, nil)
-	MultiAcquire = backend.NewScript("multi.acquire", backend.Acquire, multiAcquireSrc, MultiUndo)
+	MultiRelease = backend.NewScript("multi.release", backend.Release, release+withLockLib(multiReleaseSrc), nil)
+	MultiUndo    = backend.NewScript("multi.undo", backend.Release, undo+withLockLib(multiReleaseSrc), nil)
+	MultiAcquire = backend.NewScript("multi.acquire", backend.Acquire, withLockLib(multiAcquireSrc), MultiUndo)
 )

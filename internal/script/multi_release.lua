@@ -1,13 +1,14 @@
 -- multi_release.lua: end the holds that an owner has among several mutexes,
--- waking each released mutex's waiters (multi.release), or give back those
--- that one attempt of multi_acquire.lua granted, without a wake-up
--- (multi.undo). The two scripts are this source after a first line that sets
--- release: true for the former, false for the latter. Both take the KEYS and
--- ARGV of multi_acquire.lua.
+-- waking the first cohort in each released mutex's line (multi.release), or
+-- give back those that one attempt of multi_acquire.lua granted, without a
+-- wake-up (multi.undo). The two scripts are this source after a first line
+-- that sets release: true for the former, false for the latter. Both take
+-- the KEYS and ARGV of multi_acquire.lua (see lock_lib.lua for the lock
+-- hash).
 -- KEYS[2i-1] lock hash of member i, KEYS[2i] its fence counter (unused)
 -- ARGV[1] publish command, ARGV[2] owner token, ARGV[7] attempt id (for an
 -- undo: a late undo leaves alone the holds a later attempt of the same
--- owner took or took back), ARGV[8..] wake channels
+-- owner took or took back), ARGV[10..] wake channels
 -- Afterwards the owner holds nothing (after an undo: nothing that attempt
 -- granted), whatever it found: run twice, the second run finds the work
 -- done and reports it done.
@@ -15,9 +16,10 @@
 for i = 1, #KEYS / 2 do
   local lock = KEYS[2 * i - 1]
   if redis.call('HGET', lock, 'o') == ARGV[2] and (release or redis.call('HGET', lock, 'a') == ARGV[7]) then
-    redis.call('DEL', lock)
     if release then
-      redis.call(ARGV[1], ARGV[7 + i], 'u')
+      lock_release(lock, ARGV[1], ARGV[9 + i], 0)
+    else
+      lock_vacate(lock)
     end
   end
 end

@@ -3,14 +3,14 @@
 -- acknowledgements, a grant that came back after its validity ran out).
 -- It takes the KEYS and ARGV of mutex_acquire.lua and acts only while the
 -- hold is the one that attempt granted: a late undo leaves alone the hold
--- that a later attempt of the same owner took or took back. There is no
--- wake-up: nobody held the lock through this hold, so nobody waits for its
--- end, and on a quorum a wake-up per undone minority would set every waiter
--- racing again.
+-- that a later attempt of the same owner took or took back. The line of
+-- waiting cohorts stays (see lock_lib.lua). There is no wake-up: nobody held
+-- the lock through this hold, so nobody waits for its end, and on a quorum a
+-- wake-up per undone minority would set every waiter racing again.
 -- KEYS[1] lock hash, KEYS[2] fence counter (unused); ARGV[2] owner token,
 -- ARGV[7] attempt id
 -- Returns {1}: nothing that attempt granted remains.
 if redis.call('HGET', KEYS[1], 'o') == ARGV[2] and redis.call('HGET', KEYS[1], 'a') == ARGV[7] then
-  redis.call('DEL', KEYS[1])
+  lock_vacate(KEYS[1])
 end
 return {1}

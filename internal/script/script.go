@@ -24,14 +24,23 @@ var (
 	mutexRenewSrc string
 	//go:embed mutex_undo.lua
 	mutexUndoSrc string
+	//go:embed mutex_leave.lua
+	mutexLeaveSrc string
+	//go:embed lock_lib.lua
+	lockLibSrc string
 )
+
+// withLockLib returns the source of a script of the exclusive lock hash,
+// after the functions they share (lock_lib.lua).
+func withLockLib(src string) string { return stripComments(lockLibSrc) + stripComments(src) }
 
 // Scripts of package mutex.
 var (
-	MutexRelease = backend.NewScript("mutex.release", backend.Release, mutexReleaseSrc, nil)
-	MutexUndo    = backend.NewScript("mutex.undo", backend.Release, mutexUndoSrc, nil)
-	MutexAcquire = backend.NewBlockScript("mutex.acquire", mutexAcquireSrc, MutexUndo)
+	MutexRelease = backend.NewScript("mutex.release", backend.Release, withLockLib(mutexReleaseSrc), nil)
+	MutexUndo    = backend.NewScript("mutex.undo", backend.Release, withLockLib(mutexUndoSrc), nil)
+	MutexAcquire = backend.NewBlockScript("mutex.acquire", withLockLib(mutexAcquireSrc), MutexUndo)
 	MutexRenew   = backend.NewScript("mutex.renew", backend.Renew, mutexRenewSrc, nil)
+	MutexLeave   = backend.NewScript("mutex.leave", backend.Release, withLockLib(mutexLeaveSrc), nil)
 )
 
 // NotHeld returns the error for a negative status of a release or renew

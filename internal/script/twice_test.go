@@ -80,7 +80,7 @@ func fifoArgs(owner, waiter string, k, ticket int64, attempt int) []any {
 }
 
 func multiArgs(owner string, attempt int) []any {
-	return []any{owner, "wake1", 10000, fenceTTL, "host/1", attempt, "wake1", "wake2"}
+	return []any{owner, "wake1", 10000, fenceTTL, "host/1", attempt, "X", 3000, "wake1", "wake2"}
 }
 
 func scenarios() []scenario {
@@ -110,6 +110,13 @@ func scenarios() []scenario {
 		{"mutex.acquire over a yield marker", []step{{script.MutexAcquire, mutexKeys, handoffArgs("A", "X", 1)},
 			{script.MutexAcquire, mutexKeys, handoffArgs("B", "Y", 1)}, {script.MutexRelease, mutexKeys, []any{"A", "wake", 5000}}},
 			step{script.MutexAcquire, mutexKeys, handoffArgs("B", "Y", 2)}},
+		{"mutex.leave of a held lock", []step{{script.MutexAcquire, mutexKeys, handoffArgs("A", "X", 1)},
+			{script.MutexAcquire, mutexKeys, handoffArgs("B", "Y", 1)}, {script.MutexAcquire, mutexKeys, handoffArgs("C", "Z", 1)}},
+			step{script.MutexLeave, mutexKeys[:1], []any{"Y", "wake"}}},
+		{"mutex.leave of a free lock", []step{{script.MutexAcquire, mutexKeys, handoffArgs("A", "X", 1)},
+			{script.MutexAcquire, mutexKeys, handoffArgs("B", "Y", 1)}, {script.MutexAcquire, mutexKeys, handoffArgs("C", "Z", 1)},
+			{script.MutexRelease, mutexKeys, []any{"A", "wake", 0}}},
+			step{script.MutexLeave, mutexKeys[:1], []any{"Y", "wake"}}},
 		{"mutex.undo of a block", []step{{script.MutexAcquire, mutexKeys, handoffArgs("A", "X", 1)}},
 			step{script.MutexUndo, mutexKeys, handoffArgs("A", "X", 1)}},
 		{"rwmutex.lock of a block", nil, step{script.RWMutexLock, rwKeys, append(rwLockArgs("W", 1), 17)}},

@@ -1,0 +1,242 @@
+package script_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redisync/redisync/backend"
+	"github.com/redisync/redisync/internal/script"
+)
+
+// lineFixture drives the mutex scripts of one name for several cohorts and
+// records what each release publishes.
+type lineFixture struct {
+	t       *testing.T
+	ctx     context.Context
+	b       backend.Backend
+	rdb     *redis.Client
+	keys    []string
+	wake    string
+	ps      *redis.PubSub
+	attempt int
+}
+
+func newLineFixture(t *testing.T, rdb *redis.Client) *lineFixture {
+	ctx := context.Background()
+	name := fmt.Sprintf("%s-%d", t.Name(), time.Now().UnixNano())
+	f := &lineFixture{
+		t: t, ctx: ctx, b: backend.New(rdb), rdb: rdb,
+		keys: []string{"redisync:{" + name + "}:lock", "redisync:{" + name + "}:fence"},
+		wake: "redisync:{" + name + "}:wake",
+	}
+	t.Cleanup(func() { f.b.Close() })
+	f.ps = rdb.PSubscribe(ctx, f.wake+"*")
+	t.Cleanup(func() { f.ps.Close() })
+	if _, err := f.ps.Receive(ctx); err != nil { // the subscription's confirmation
+		t.Fatal(err)
+	}
+	return f
+}
+
+// acquire makes an attempt of owner in cohort; waits says it is a Lock's,
+// stale is how long its place in line lasts (ms).
+func (f *lineFixture) acquire(owner, cohort string, waits bool, stale int64) int64 {
+	f.t.Helper()
+	f.attempt++
+	w := "0"
+	if waits {
+		w = "1"
+	}
+	r, err := backend.Run(f.ctx, f.b, script.MutexAcquire, f.keys, owner, f.wake, 10000, fenceTTL, "host/1", f.attempt, 1, cohort, w, stale)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return r.Status()
+}
+
+// release releases owner's hold and returns the channels the release
+// published on, relative to the wake channel ("" for the channel itself).
+func (f *lineFixture) release(owner string, yield int64) []string {
+	f.t.Helper()
+	if _, err := backend.Run(f.ctx, f.b, script.MutexRelease, f.keys, owner, f.wake, yield); err != nil {
+		f.t.Fatal(err)
+	}
+	return f.published()
+}
+
+// undo undoes attempt n of owner.
+func (f *lineFixture) undo(owner, cohort string, n int) {
+	f.t.Helper()
+	if _, err := backend.Run(f.ctx, f.b, script.MutexUndo, f.keys, owner, f.wake, 10000, fenceTTL, "host/1", n, 1, cohort, "1", 3000); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// published returns the channels published on since the last call: it
+// publishes an end mark and reads up to it (messages on one connection
+// arrive in order).
+func (f *lineFixture) published() []string {
+	f.t.Helper()
+	end := f.wake + ":end-of-release"
+	if err := f.rdb.Publish(f.ctx, end, "x").Err(); err != nil {
+		f.t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(f.ctx, 10*time.Second)
+	defer cancel()
+	var got []string
+	for {
+		m, err := f.ps.ReceiveMessage(ctx)
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		if m.Channel == end {
+			return got
+		}
+		rel := m.Channel[len(f.wake):]
+		if len(rel) > 0 {
+			rel = rel[1:]
+		}
+		got = append(got, rel)
+	}
+}
+
+// TestMutexLine: a release wakes the first cohort in line only, on its own
+// channel; a cohort keeps its place until it is granted, also when another
+// took the lock before it; places of waiters that stopped trying lapse;
+// without anyone in line the release publishes on the wake channel itself.
+func TestMutexLine(t *testing.T) {
+	servers(t, func(t *testing.T, rdb *redis.Client) {
+		f := newLineFixture(t, rdb)
+		const stale = 3000
+		if s := f.acquire("A", "X", true, stale); s != backend.StatusOK {
+			t.Fatalf("first acquire: %d", s)
+		}
+		for _, c := range []string{"Y", "Z", "Y"} { // Y waits again: keeps its place
+			if s := f.acquire("w"+c, c, true, stale); s != backend.StatusContended {
+				t.Fatalf("waiting acquire of %s: %d", c, s)
+			}
+		}
+		if s := f.acquire("T", "T", false, stale); s != backend.StatusContended {
+			t.Fatalf("TryLock of a held lock: %d", s)
+		}
+		if got := f.release("A", 0); !slices.Equal(got, []string{"Y"}) {
+			t.Fatalf("release published on %q; want only Y's channel", got)
+		}
+		// T (not in line) takes the lock before Y: Y's next attempt keeps
+		// its place ahead of Z.
+		if s := f.acquire("T", "T", false, stale); s != backend.StatusOK {
+			t.Fatalf("TryLock of the free lock: %d", s)
+		}
+		if s := f.acquire("wY", "Y", true, stale); s != backend.StatusContended {
+			t.Fatalf("Y after T took it: %d", s)
+		}
+		if got := f.release("T", 0); !slices.Equal(got, []string{"Y"}) {
+			t.Fatalf("T's release published on %q; want Y's channel again", got)
+		}
+		if s := f.acquire("wY", "Y", true, stale); s != backend.StatusOK {
+			t.Fatalf("Y's attempt after its wake-up: %d", s)
+		}
+		if got := f.release("wY", 0); !slices.Equal(got, []string{"Z"}) {
+			t.Fatalf("Y's release published on %q; want Z's channel", got)
+		}
+		if s := f.acquire("wZ", "Z", true, stale); s != backend.StatusOK {
+			t.Fatalf("Z's attempt after its wake-up: %d", s)
+		}
+		if got := f.release("wZ", 0); !slices.Equal(got, []string{""}) {
+			t.Fatalf("release with nobody in line published on %q; want the wake channel", got)
+		}
+		if n := rdb.Exists(f.ctx, f.keys[0]).Val(); n != 0 {
+			t.Fatalf("the lock hash outlived its last hold and line: %v", rdb.HGetAll(f.ctx, f.keys[0]).Val())
+		}
+	})
+}
+
+// TestMutexLineLapses: the place of a waiter that stopped trying lapses, and
+// the release wakes the next cohort; an undo keeps the line.
+func TestMutexLineLapses(t *testing.T) {
+	servers(t, func(t *testing.T, rdb *redis.Client) {
+		f := newLineFixture(t, rdb)
+		if s := f.acquire("A", "X", true, 3000); s != backend.StatusOK {
+			t.Fatalf("first acquire: %d", s)
+		}
+		f.acquire("wY", "Y", true, 30) // gives up after this attempt
+		f.acquire("wZ", "Z", true, 60000)
+		// Y's place lapses 30ms after its attempt.
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			time.Sleep(50 * time.Millisecond)
+			h := rdb.HGet(f.ctx, f.keys[0], "q:Y").Val()
+			var arrival, until int64
+			fmt.Sscanf(h, "%d %d", &arrival, &until)
+			now, err := rdb.Time(f.ctx).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if now.UnixMilli() > until || time.Now().After(deadline) {
+				break
+			}
+		}
+		if got := f.release("A", 0); !slices.Equal(got, []string{"Z"}) {
+			t.Fatalf("release published on %q; want Z's channel (Y's place lapsed)", got)
+		}
+		if rdb.HExists(f.ctx, f.keys[0], "q:Y").Val() {
+			t.Fatal("a lapsed place is still in the hash")
+		}
+		// A grant that an undo gives back leaves Z's place alone.
+		f.acquire("U", "U", false, 0)
+		n := f.attempt
+		f.undo("U", "U", n)
+		if !rdb.HExists(f.ctx, f.keys[0], "q:Z").Val() {
+			t.Fatalf("the undo dropped the line: %v", rdb.HGetAll(f.ctx, f.keys[0]).Val())
+		}
+		if o := rdb.HGet(f.ctx, f.keys[0], "o").Val(); o != "" {
+			t.Fatalf("the undo left holder %q", o)
+		}
+		if ttl := rdb.PTTL(f.ctx, f.keys[0]).Val(); ttl < 30*time.Second {
+			t.Fatalf("the line without a hold expires in %v; want its last place's 60s", ttl)
+		}
+	})
+}
+
+// TestMutexLeave: a cohort that leaves the line is not woken; leaving a
+// free lock that a release passed to the cohort wakes the next one.
+func TestMutexLeave(t *testing.T) {
+	servers(t, func(t *testing.T, rdb *redis.Client) {
+		f := newLineFixture(t, rdb)
+		leave := func(cohort string) []string {
+			t.Helper()
+			if _, err := backend.Run(f.ctx, f.b, script.MutexLeave, f.keys[:1], cohort, f.wake); err != nil {
+				t.Fatal(err)
+			}
+			return f.published()
+		}
+		f.acquire("A", "X", true, 3000)
+		for _, c := range []string{"V", "Y", "Z"} {
+			f.acquire("w"+c, c, true, 3000)
+		}
+		if got := leave("V"); len(got) != 0 {
+			t.Fatalf("leaving a held lock's line published on %q; want nothing", got)
+		}
+		if got := f.release("A", 0); !slices.Equal(got, []string{"Y"}) {
+			t.Fatalf("release published on %q; want Y's channel (V left)", got)
+		}
+		// Y was woken but gives up: the free lock goes to Z.
+		if got := leave("Y"); !slices.Equal(got, []string{"Z"}) {
+			t.Fatalf("Y leaving the free lock published on %q; want Z's channel", got)
+		}
+		if got := leave("Y"); len(got) != 0 {
+			t.Fatalf("leaving again published on %q; want nothing", got)
+		}
+		if got := leave("Z"); len(got) != 0 {
+			t.Fatalf("the last cohort leaving published on %q; want nothing", got)
+		}
+		if n := rdb.Exists(f.ctx, f.keys[0]).Val(); n != 0 {
+			t.Fatalf("the lock hash outlived its line: %v", rdb.HGetAll(f.ctx, f.keys[0]).Val())
+		}
+	})
+}
