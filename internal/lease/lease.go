@@ -323,7 +323,7 @@ func (l *Lease) expire() {
 	if stopping {
 		l.end(nil)
 	} else {
-		l.end(errExpired)
+		l.end(ErrNotRenewed)
 	}
 }
 
@@ -353,7 +353,10 @@ func (l *Lease) end(cause error) {
 	}
 }
 
-var errExpired = errors.New("not renewed before its validity deadline")
+// ErrNotRenewed is the cause of a loss (wrapped with locker.ErrLost) when
+// a hold's validity deadline passed before a renewal (or its release) got
+// through: Redis was out of reach, too slow, or this process was stalled.
+var ErrNotRenewed = errors.New("not renewed before its validity deadline")
 
 // An Event is a moment at which a hold must be covered on the server: right
 // after it was granted ("grant"), renewed ("renew"), extended ("extend"),

@@ -5,6 +5,7 @@ package lockertest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"sync"
@@ -15,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/backend"
+	"github.com/redisync/redisync/internal/lease"
 	"github.com/redisync/redisync/locker"
 )
 
@@ -370,33 +372,91 @@ func testWoken(t *testing.T, s *Setup) {
 }
 
 func testWatchdog(t *testing.T, s *Setup) {
-	n := name(t)
 	ctx := ctxFor(t, time.Minute)
-	// Long enough that a loaded machine's stalls do not make a renewal
+	// Long enough that a loaded machine's stalls rarely make a renewal
 	// miss the deadline (two thirds of the TTL).
 	ttl := s.ttl(750 * time.Millisecond)
-	l := s.lock(t, s.backend(t), n, Options{TTL: ttl, Watchdog: true})
-	other := s.contender(t, s.backend(t), n, Options{TTL: ttl, Watchdog: true})
-	if err := l.Lock(ctx); err != nil {
-		t.Fatal(err)
+	renewedFor(t, ttl, func() (locker.Lease, func() (bool, error), func()) {
+		n := name(t)
+		l := s.lock(t, s.backend(t), n, Options{TTL: ttl, Watchdog: true})
+		other := s.contender(t, s.backend(t), n, Options{TTL: ttl, Watchdog: true})
+		if err := l.Lock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		probe := func() (bool, error) {
+			ok, err := other.TryLock(ctx)
+			if ok {
+				_ = other.Unlock(ctx)
+			}
+			return ok, err
+		}
+		end := func() {
+			if err := l.Unlock(ctx); err != nil {
+				t.Fatalf("Unlock after 6 TTLs: %v", err)
+			}
+			if err := l.Err(); err != nil {
+				t.Errorf("Err after Unlock = %v; want nil", err)
+			}
+		}
+		return l, probe, end
+	})
+}
+
+// renewedFor checks that the watchdog keeps a hold for 6 TTLs. start takes
+// a hold and returns it, a probe (another client's attempt, which must
+// fail while the hold is valid) and the end of the check (its release).
+// The probe runs every quarter TTL.
+//
+// A probe that succeeds before the hold's Until, as the probe's reply came
+// back, breaks mutual exclusion: the test fails at once. A hold that ends
+// because a renewal missed its deadline (lease.ErrNotRenewed) is what a
+// stalled machine does to any lease, and says nothing of the watchdog: the
+// check starts again with a new hold, three times at most. Any other end
+// of the hold fails the test.
+func renewedFor(t *testing.T, ttl time.Duration, start func() (hold locker.Lease, probe func() (bool, error), end func())) {
+	t.Helper()
+	for try := 1; ; try++ {
+		hold, probe, end := start()
+		if kept(t, ttl, hold, probe) {
+			end()
+			return
+		}
+		if try == 3 {
+			t.Fatalf("no hold was kept for 6 TTLs of %v in %d tries: each missed a renewal deadline", ttl, try)
+		}
 	}
+}
+
+// kept runs the probe against hold for 6 TTLs and reports whether the hold
+// lasted (see renewedFor).
+func kept(t *testing.T, ttl time.Duration, hold locker.Lease, probe func() (bool, error)) bool {
+	t.Helper()
 	end := time.Now().Add(6 * ttl)
 	for time.Now().Before(end) {
-		if ok, err := other.TryLock(ctx); ok || err != nil {
-			t.Fatalf("TryLock by another client %v into the hold = (%v, %v); want (false, nil)", time.Until(end), ok, err)
+		until := hold.Until()
+		ok, err := probe()
+		back := time.Now()
+		if err != nil {
+			t.Fatalf("another client's attempt %v into the hold: %v", time.Until(end), err)
+		}
+		if ok && back.Before(until) {
+			t.Fatalf("another client acquired %v into the hold, %v before the holder's Until", time.Until(end), until.Sub(back))
+		}
+		if ok && !errors.Is(hold.Err(), lease.ErrNotRenewed) {
+			t.Fatalf("another client acquired %v into the hold after its Until, and the holder's Err is %v; want a missed renewal", time.Until(end), hold.Err())
 		}
 		select {
-		case <-l.Done():
-			t.Fatalf("hold ended while renewed: %v", l.Err())
+		case <-hold.Done():
 		case <-time.After(ttl / 4):
+			continue
 		}
+		if err := hold.Err(); !errors.Is(err, lease.ErrNotRenewed) {
+			t.Fatalf("hold ended while renewed: %v", err)
+		}
+		t.Logf("the hold missed a renewal deadline (a stalled machine): %v; trying again", hold.Err())
+		return false
 	}
-	if err := l.Unlock(ctx); err != nil {
-		t.Fatalf("Unlock after 6 TTLs: %v", err)
-	}
-	if err := l.Err(); err != nil {
-		t.Errorf("Err after Unlock = %v; want nil", err)
-	}
+	return true
 }
 
 func testLostDeleted(t *testing.T, s *Setup) {

@@ -392,39 +392,40 @@ func testSemCancelled(t *testing.T, s *WeightedSetup) {
 }
 
 func testSemWatchdog(t *testing.T, s *WeightedSetup) {
-	name := name(t)
 	ctx := ctxFor(t, time.Minute)
 	ttl := max(750*time.Millisecond, s.MinTTL)
-	w := s.sem(t, s.backend(t), name, 2, WeightedOptions{Options: Options{TTL: ttl, Watchdog: true}})
-	other := s.sem(t, s.backend(t), name, 2, semHold)
-	if err := w.Acquire(ctx, 1); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Acquire(ctx, 1); err != nil {
-		t.Fatal(err)
-	}
-	end := time.Now().Add(6 * ttl)
-	for time.Now().Before(end) {
-		if ok, err := other.TryAcquire(ctx, 1); ok || err != nil {
-			t.Fatalf("TryAcquire(1) by another client %v into the hold = (%v, %v); want (false, nil)", time.Until(end), ok, err)
+	renewedFor(t, ttl, func() (locker.Lease, func() (bool, error), func()) {
+		name := name(t)
+		w := s.sem(t, s.backend(t), name, 2, WeightedOptions{Options: Options{TTL: ttl, Watchdog: true}})
+		other := s.sem(t, s.backend(t), name, 2, semHold)
+		if err := w.Acquire(ctx, 1); err != nil {
+			t.Fatal(err)
 		}
-		select {
-		case <-w.Done():
-			t.Fatalf("hold ended while renewed: %v", w.Err())
-		case <-time.After(ttl / 4):
+		if err := w.Acquire(ctx, 1); err != nil {
+			t.Fatal(err)
 		}
-	}
-	if err := w.Release(ctx, 2); err != nil {
-		t.Fatalf("Release after 6 TTLs: %v", err)
-	}
-	if err := w.Err(); err != nil {
-		t.Errorf("Err after Release = %v; want nil", err)
-	}
-	select {
-	case <-w.Done():
-	default:
-		t.Error("Done not closed after the last permit was released")
-	}
+		probe := func() (bool, error) {
+			ok, err := other.TryAcquire(ctx, 1)
+			if ok {
+				_ = other.Release(ctx, 1)
+			}
+			return ok, err
+		}
+		end := func() {
+			if err := w.Release(ctx, 2); err != nil {
+				t.Fatalf("Release after 6 TTLs: %v", err)
+			}
+			if err := w.Err(); err != nil {
+				t.Errorf("Err after Release = %v; want nil", err)
+			}
+			select {
+			case <-w.Done():
+			default:
+				t.Error("Done not closed after the last permit was released")
+			}
+		}
+		return w, probe, end
+	})
 }
 
 func testSemLost(t *testing.T, s *WeightedSetup) {
