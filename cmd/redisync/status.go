@@ -120,7 +120,7 @@ func printStatus(ctx context.Context, w io.Writer, cl redis.UniversalClient, ks 
 		found = true
 		h := r.hgetall(lock)
 		fmt.Fprintln(w, "mutex")
-		holder := h["h"]
+		holder, _, _ := strings.Cut(h["c"], "#") // the cohort: "<host>/<pid>#<backend>"
 		switch {
 		case h["o"] == "":
 			// Waiting processes, or a release's yield marker, without a

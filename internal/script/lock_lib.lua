@@ -1,10 +1,9 @@
 -- lock_lib.lua: the exclusive lock hash that the mutex and multi scripts
 -- share; the Go side prepends it to each of them. A lock hash holds:
 --
---   the hold: o = owner token, f = fencing token, h = holder description
---   (host/pid), a = the attempt that last granted it, c = the holder's
---   cohort (the goroutines of one process that queue for the name on one
---   backend);
+--   the hold: o = owner token, f = fencing token, a = the attempt that
+--   last granted it, c = the holder's cohort (the goroutines of one process
+--   that queue for the name on one backend: "<host>/<pid>#<backend>");
 --   the line of waiting cohorts: q:<cohort> = "<arrival> <until ms>" for
 --   each cohort whose waiting attempt found the lock taken, and qn = the
 --   last arrival number. A waiter refreshes its cohort's entry at each
@@ -20,8 +19,8 @@
 -- wake channel followed by ':' and the cohort), so that one process
 -- contends for a freed lock rather than every process that waits; the
 -- cohort's entry stays until it is granted, so that a cohort that lost a
--- race keeps its place. A release with nobody in line publishes on the wake
--- channel itself.
+-- race keeps its place. Every waiter is in line (its waiting attempts put
+-- it there), so a release with nobody in line wakes nobody.
 
 local lock_clock
 
@@ -104,12 +103,9 @@ end
 
 -- lock_grant makes owner the holder of lock for ttl ms with the fencing
 -- token token: its cohort leaves the line, and a yield marker is dropped.
-local function lock_grant(lock, owner, token, holder, attempt, cohort, ttl)
-  redis.call('HDEL', lock, 'y')
-  if cohort ~= '' and redis.call('HEXISTS', lock, 'qn') == 1 then
-    redis.call('HDEL', lock, 'q:' .. cohort)
-  end
-  redis.call('HSET', lock, 'o', owner, 'f', lock_num(token), 'h', holder, 'a', attempt, 'c', cohort)
+local function lock_grant(lock, owner, token, attempt, cohort, ttl)
+  redis.call('HDEL', lock, 'y', 'q:' .. cohort)
+  redis.call('HSET', lock, 'o', owner, 'f', lock_num(token), 'a', attempt, 'c', cohort)
   redis.call('PEXPIRE', lock, ttl)
 end
 
@@ -121,7 +117,7 @@ local function lock_vacate(lock)
     redis.call('DEL', lock)
     return line
   end
-  redis.call('HDEL', lock, 'o', 'f', 'h', 'a', 'c')
+  redis.call('HDEL', lock, 'o', 'f', 'a', 'c')
   local life = 1
   for _, e in ipairs(line) do
     life = math.max(life, e[3] - lock_ms() + 1)
@@ -132,10 +128,9 @@ local function lock_vacate(lock)
 end
 
 -- lock_release ends the hold of lock and wakes the first cohort in line
--- (other than the holder's) on its own channel, or whoever listens on
--- channel when nobody is in line. When yield is positive and another cohort
--- waited, the holder's cohort is refused for yield ms, so that the cohorts
--- that waited get the lock first.
+-- (other than the holder's) on its own channel. When yield is positive and
+-- another cohort waited, the holder's cohort is refused for yield ms, so
+-- that the cohorts that waited get the lock first.
 local function lock_release(lock, pub, channel, yield)
   local cohort = redis.call('HGET', lock, 'c') or ''
   local line = lock_line(lock)
@@ -153,7 +148,5 @@ local function lock_release(lock, pub, channel, yield)
   local woken = other or first
   if woken then
     redis.call(pub, channel .. ':' .. woken, 'u')
-  else
-    redis.call(pub, channel, 'u')
   end
 end

@@ -3,7 +3,7 @@
 -- KEYS[2i-1] lock hash of member i, KEYS[2i] its fence counter
 -- ARGV[1] publish command (unused), ARGV[2] owner token, ARGV[3] wake channel
 -- of the first member (unused), ARGV[4] ttl ms, ARGV[5] fence counter ttl ms,
--- ARGV[6] holder description, ARGV[7] attempt number (they grow with each
+-- ARGV[6] holder description (unused: the cohort starts with it), ARGV[7] attempt number (they grow with each
 -- attempt of an owner), ARGV[8] the caller's cohort, ARGV[9] how long, in
 -- ms, a waiting caller's place in line outlives this attempt (0 when the
 -- caller does not wait), ARGV[10..] wake channels of every member
@@ -43,7 +43,7 @@ for i = 1, n do
     local token = math.max((tonumber(redis.call('GET', fence)) or 0) + 1, lock_us())
     redis.call('SET', fence, lock_num(token), 'PX', ARGV[5])
     -- A release's yield marker does not refuse a multi-lock.
-    lock_grant(lock, ARGV[2], token, ARGV[6], ARGV[7], cohort, ARGV[4])
+    lock_grant(lock, ARGV[2], token, ARGV[7], cohort, ARGV[4])
     out[i + 1] = token
   end
 end

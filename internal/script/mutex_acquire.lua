@@ -2,7 +2,7 @@
 -- hash).
 -- KEYS[1] lock hash, KEYS[2] fence counter
 -- ARGV[1] publish command (unused), ARGV[2] owner token, ARGV[3] wake channel (unused),
--- ARGV[4] ttl ms, ARGV[5] fence counter ttl ms, ARGV[6] holder description (host/pid, for status),
+-- ARGV[4] ttl ms, ARGV[5] fence counter ttl ms, ARGV[6] holder description (unused: the cohort starts with it),
 -- ARGV[7] attempt number (they grow with each attempt of an owner),
 -- ARGV[8] how many fencing tokens to reserve for the hold (default 1): the
 -- first is its own, the others are for the holders it is passed to inside
@@ -26,9 +26,23 @@
 local lock = KEYS[1]
 local block = tonumber(ARGV[8]) or 1
 local cohort = ARGV[9] or ''
+-- The fast path: a free lock, with nobody in line and no yield marker.
+-- The token is the larger of the counter plus one and the server clock in
+-- microseconds, so that it still grows when the counter expired or went back
+-- with a failover that lost its last writes.
+local state = redis.call('HMGET', lock, 'o', 'y', 'qn')
+if not state[1] and not state[2] and not state[3] then
+  local t = redis.call('TIME')
+  local token = math.max((tonumber(redis.call('GET', KEYS[2])) or 0) + 1, t[1] * 1000000 + t[2])
+  redis.call('SET', KEYS[2], string.format('%.0f', token + block - 1), 'PX', ARGV[5])
+  redis.call('HSET', lock, 'o', ARGV[2], 'f', string.format('%.0f', token), 'a', ARGV[7], 'c', cohort)
+  redis.call('PEXPIRE', lock, ARGV[4])
+  return {1, token, token + block - 1}
+end
+--@lock_lib
 local waits = ARGV[10] == '1'
 local stale = tonumber(ARGV[11]) or 3000
-local owner = redis.call('HGET', lock, 'o')
+local owner = state[1]
 if owner == ARGV[2] then
   if (tonumber(redis.call('HGET', lock, 'a')) or 0) <= tonumber(ARGV[7]) then
     redis.call('HSET', lock, 'a', ARGV[7])
@@ -50,10 +64,7 @@ if yields == cohort then
   end
   return {0, left}
 end
--- The token is the larger of the counter plus one and the server clock in
--- microseconds, so that it still grows when the counter expired or went back
--- with a failover that lost its last writes.
 local token = math.max((tonumber(redis.call('GET', KEYS[2])) or 0) + 1, lock_us())
 redis.call('SET', KEYS[2], lock_num(token + block - 1), 'PX', ARGV[5])
-lock_grant(lock, ARGV[2], token, ARGV[6], ARGV[7], cohort, ARGV[4])
+lock_grant(lock, ARGV[2], token, ARGV[7], cohort, ARGV[4])
 return {1, token, token + block - 1}

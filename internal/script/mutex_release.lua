@@ -1,5 +1,5 @@
 -- mutex_release.lua: end an exclusive hold and wake the first cohort in
--- line (see lock_lib.lua).
+-- line (see lock_lib.lua); with nobody in line, nobody is woken.
 -- KEYS[1] lock hash, KEYS[2] fence counter (unused; the KEYS of mutex_acquire)
 -- ARGV[1] publish command, ARGV[2] owner token, ARGV[3] wake channel,
 -- ARGV[4] yield ms (default 0)
@@ -11,7 +11,15 @@
 -- another owner is left alone): run twice, the second run finds the work
 -- done and reports it done.
 -- Returns {1}.
-if redis.call('HGET', KEYS[1], 'o') == ARGV[2] then
-  lock_release(KEYS[1], ARGV[1], ARGV[3], tonumber(ARGV[4]) or 0)
+local state = redis.call('HMGET', KEYS[1], 'o', 'qn')
+if state[1] ~= ARGV[2] then
+  return {1}
 end
+if not state[2] then
+  -- The fast path: nobody in line (and so no yield marker to leave).
+  redis.call('DEL', KEYS[1])
+  return {1}
+end
+--@lock_lib
+lock_release(KEYS[1], ARGV[1], ARGV[3], tonumber(ARGV[4]) or 0)
 return {1}

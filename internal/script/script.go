@@ -10,6 +10,7 @@ package script
 import (
 	_ "embed"
 	"fmt"
+	"strings"
 
 	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/locker"
@@ -30,9 +31,18 @@ var (
 	lockLibSrc string
 )
 
-// withLockLib returns the source of a script of the exclusive lock hash,
-// after the functions they share (lock_lib.lua).
-func withLockLib(src string) string { return stripComments(lockLibSrc) + stripComments(src) }
+// withLockLib returns the source of a script of the exclusive lock hash
+// with the functions they share (lock_lib.lua) in place of its line
+// "--@lock_lib", or before it when it has none. A script's fast path comes
+// before that line, so that it does not define the functions it does not
+// call.
+func withLockLib(src string) string {
+	before, after, ok := strings.Cut(src, "--@lock_lib\n")
+	if !ok {
+		before, after = "", src
+	}
+	return stripComments(before) + stripComments(lockLibSrc) + stripComments(after)
+}
 
 // Scripts of package mutex.
 var (

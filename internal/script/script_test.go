@@ -47,7 +47,7 @@ func TestMutexScripts(t *testing.T) {
 		acquire := func(owner string) backend.Reply {
 			t.Helper()
 			attempt++
-			r, err := backend.Run(ctx, b, script.MutexAcquire, keys, owner, wake, 10000, fenceTTL, "host/1", attempt)
+			r, err := backend.Run(ctx, b, script.MutexAcquire, keys, owner, wake, 10000, fenceTTL, "host/1", attempt, 1, "host/1#1", "0")
 			if err != nil {
 				t.Fatalf("acquire: %v", err)
 			}
@@ -65,8 +65,8 @@ func TestMutexScripts(t *testing.T) {
 		before := time.Now().UnixMicro()
 		r := acquire("A")
 		tok := r.At(1)
-		if h := rdb.HGet(ctx, keys[0], "h").Val(); h != "host/1" {
-			t.Errorf("holder description = %q; want host/1", h)
+		if c := rdb.HGet(ctx, keys[0], "c").Val(); c != "host/1#1" {
+			t.Errorf("holder's cohort = %q; want host/1#1", c)
 		}
 		if r.Status() != backend.StatusOK || tok < before-int64(time.Minute/time.Microsecond) {
 			t.Fatalf("acquire on a free lock = %v; want [1 token] with token near the server clock in µs (%d)", r, before)

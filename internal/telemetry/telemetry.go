@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -87,6 +88,7 @@ func NewConfig(opts ...Option) Config {
 // T records spans and metrics. A nil *T records nothing.
 type T struct {
 	tracer      trace.Tracer
+	spans       spanMode
 	clientSpans bool
 
 	acquireDur metric.Float64Histogram
@@ -107,6 +109,7 @@ func New(cfg Config) *T {
 	}
 	t := &T{
 		tracer:      tp.Tracer(ScopeName, trace.WithInstrumentationVersion(Version)),
+		spans:       modeOf(tp, cfg.TracerProvider == nil),
 		clientSpans: !cfg.NoClientSpans,
 	}
 	m := mp.Meter(ScopeName, metric.WithInstrumentationVersion(Version))
@@ -125,6 +128,58 @@ func New(cfg Config) *T {
 		metric.WithDescription("Holds that ended without Unlock."))
 	return t
 }
+
+// spanMode says when a T's tracer can record spans.
+type spanMode uint8
+
+const (
+	spansAlways     spanMode = iota // a provider that may record
+	spansNever                      // a no-op provider: starting a span only costs
+	spansWhenGlobal                 // the global provider: once one is installed
+)
+
+func modeOf(tp trace.TracerProvider, global bool) spanMode {
+	switch {
+	case global:
+		return spansWhenGlobal
+	case isNoop(tp):
+		return spansNever
+	}
+	return spansAlways
+}
+
+// isNoop reports whether tp never records: the provider of package noop, or
+// the global delegating provider while no other is installed.
+func isNoop(tp trace.TracerProvider) bool {
+	if _, ok := tp.(noop.TracerProvider); ok {
+		return true
+	}
+	t := reflect.TypeOf(tp)
+	return t.Kind() == reflect.Pointer && t.Elem().PkgPath() == globalPkg
+}
+
+// globalPkg is where the global provider that OpenTelemetry installs by
+// default lives: it delegates to the provider installed later with
+// otel.SetTracerProvider, and until then records nothing.
+const globalPkg = "go.opentelemetry.io/otel/internal/global"
+
+// recording reports whether spans started now may record. Starting a span
+// on a provider that never records still costs allocations (its span and
+// the context that carries it); without an SDK installed, a call then costs
+// none. A span that is not started changes nothing for the spans below it:
+// the context keeps its parent, as a non-recording span would.
+func (t *T) recording() bool {
+	switch t.spans {
+	case spansNever:
+		return false
+	case spansWhenGlobal:
+		return !isNoop(otel.GetTracerProvider())
+	}
+	return true
+}
+
+// noSpan is the span of a call whose span is not started.
+var noSpan trace.Span = noop.Span{}
 
 var (
 	defaultOnce sync.Once
@@ -192,9 +247,11 @@ func spanName(primitive, method string) string {
 // Start opens the INTERNAL span "<primitive>.<method>" for a public call on
 // the lock called name.
 func (t *T) Start(ctx context.Context, primitive, method, name string) (context.Context, *Op) {
-	op := &Op{t: t, start: time.Now(), primitive: KeyPrimitive.String(primitive)}
-	ctx, op.span = t.tracer.Start(ctx, spanName(primitive, method),
-		kindInternal, trace.WithAttributes(op.primitive, KeyName.String(name)))
+	op := &Op{t: t, start: time.Now(), primitive: KeyPrimitive.String(primitive), span: noSpan}
+	if t.recording() {
+		ctx, op.span = t.tracer.Start(ctx, spanName(primitive, method),
+			kindInternal, trace.WithAttributes(op.primitive, KeyName.String(name)))
+	}
 	op.ctx = ctx
 	return ctx, op
 }
@@ -268,6 +325,9 @@ const (
 // Quorum opens the INTERNAL span "redlock <script>" of one quorum step over
 // nodes, of which required must succeed. End it with EndQuorum.
 func (t *T) Quorum(ctx context.Context, script string, nodes, required int) (context.Context, trace.Span) {
+	if !t.recording() {
+		return ctx, noSpan
+	}
 	return t.tracer.Start(ctx, "redlock "+script, trace.WithSpanKind(trace.SpanKindInternal),
 		trace.WithAttributes(KeyQuorumNodes.Int(nodes), KeyQuorumRequired.Int(required)))
 }
@@ -320,8 +380,8 @@ func NewServer(addr string) Server {
 // scripts (one name, or a batch of size n). The caller ends it with EndClient.
 // When client spans are switched off it returns ctx and a non-recording span.
 func (t *T) ClientSpan(ctx context.Context, srv Server, operation, script string, n int) (context.Context, trace.Span) {
-	if !t.clientSpans {
-		return ctx, noop.Span{}
+	if !t.clientSpans || !t.recording() {
+		return ctx, noSpan
 	}
 	if n <= 1 && srv.spans != nil {
 		k := [2]string{operation, script}

@@ -1,0 +1,60 @@
+package telemetry
+
+import (
+	"context"
+	"testing"
+
+	"go.opentelemetry.io/otel"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+)
+
+// TestGlobalProvider: a T on the global provider starts no span while no
+// provider is installed (the context keeps its parent, and a call costs
+// only its Op), and records spans once one is installed, also when the T
+// was made before.
+func TestGlobalProvider(t *testing.T) {
+	tel := New(Config{})
+	parent := trace.ContextWithSpanContext(context.Background(), trace.NewSpanContext(trace.SpanContextConfig{
+		TraceID: trace.TraceID{1}, SpanID: trace.SpanID{2}, TraceFlags: trace.FlagsSampled,
+	}))
+	ctx, op := tel.Start(parent, "mutex", "Lock", "n")
+	if ctx != parent {
+		t.Error("a span was started without a provider installed")
+	}
+	op.End(Acquired, nil, true)
+	srv := NewServer("127.0.0.1:6379")
+	allocs := testing.AllocsPerRun(100, func() {
+		_, op := tel.Start(parent, "mutex", "Lock", "n")
+		op.End(Acquired, nil, true)
+		_, span := tel.ClientSpan(parent, srv, "EVALSHA", "mutex.acquire", 1)
+		EndClient(span, nil)
+	})
+	if allocs > 1 {
+		t.Errorf("a call and its round trip without a provider installed: %v allocations; want 1 (the Op)", allocs)
+	}
+
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	defer tp.Shutdown(context.Background())
+	prev := otel.GetTracerProvider()
+	otel.SetTracerProvider(tp)
+	defer otel.SetTracerProvider(prev)
+	_, op = tel.Start(parent, "mutex", "Lock", "n")
+	op.End(Acquired, nil, true)
+	spans := rec.Ended()
+	if len(spans) != 1 || spans[0].Name() != "mutex.Lock" || spans[0].Parent().SpanID() != (trace.SpanID{2}) {
+		t.Fatalf("spans after a provider was installed: %v; want mutex.Lock under the parent", spans)
+	}
+}
+
+// TestNoopProvider: a T configured with a no-op provider starts no span.
+func TestNoopProvider(t *testing.T) {
+	tel := New(Config{TracerProvider: noop.NewTracerProvider()})
+	ctx := context.Background()
+	if got, _ := tel.Start(ctx, "mutex", "Lock", "n"); got != ctx {
+		t.Error("a span was started on a no-op provider")
+	}
+}
