@@ -61,6 +61,8 @@ type Call struct {
 	Reply Reply  // set by Exec on success
 	Data  []byte // the reply's trailing byte string, when the script returned one
 	Err   error  // set by Exec on failure
+
+	buf [3]int64 // room for a short Reply
 }
 
 // Result returns the call's reply and error (Data aside).
@@ -104,7 +106,11 @@ func (r Reply) At(i int) int64 {
 
 // decode turns a script's reply into integers and, when the array ends with
 // a byte string, that string.
-func decode(s *Script, v any) (Reply, []byte, error) {
+func decode(s *Script, v any) (Reply, []byte, error) { return decodeInto(s, v, nil) }
+
+// decodeInto is decode with room for the reply: buf is used when it is
+// large enough.
+func decodeInto(s *Script, v any, buf []int64) (Reply, []byte, error) {
 	arr, ok := v.([]any)
 	if !ok {
 		return nil, nil, fmt.Errorf("backend: script %s: unexpected reply %T", s.name, v)
@@ -115,7 +121,12 @@ func decode(s *Script, v any) (Reply, []byte, error) {
 			data, arr = []byte(str), arr[:n-1]
 		}
 	}
-	r := make(Reply, len(arr))
+	var r Reply
+	if len(arr) <= cap(buf) {
+		r = buf[:len(arr)]
+	} else {
+		r = make(Reply, len(arr))
+	}
 	for i, e := range arr {
 		n, ok := e.(int64)
 		if !ok {

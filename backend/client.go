@@ -263,7 +263,7 @@ func (c *client) finish(call *Call, v any, err error) {
 		call.Reply, call.Data, call.Err = nil, nil, fmt.Errorf("backend: script %s: %w", call.Script.name, err)
 		return
 	}
-	call.Reply, call.Data, call.Err = decode(call.Script, v)
+	call.Reply, call.Data, call.Err = decodeInto(call.Script, v, call.buf[:0])
 }
 
 func (c *client) Subscribe(ctx context.Context, channel string) (Subscription, error) {

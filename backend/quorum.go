@@ -28,9 +28,13 @@ import (
 //
 //   - an acquisition succeeds when a majority grants it; its fencing token
 //     is the largest the granting nodes issued, and the fence counters of
-//     the granting nodes are raised to it before the hold is returned, so
-//     that any later majority, which shares a node with this one, issues a
-//     larger token. When no majority grants it, it is undone on every node;
+//     the granting nodes that issued a smaller one are raised to it before
+//     the hold is returned (a second step), so that any later majority,
+//     which shares a node with this one, issues a larger token. When the
+//     granting nodes issued the same token, nothing needs raising: the
+//     mutex proposes its client's clock as the token, which every node
+//     whose counter is behind it issues, so an uncontended acquisition is
+//     one step. When no majority grants it, it is undone on every node;
 //   - a renewal succeeds on a majority; a release is sent to every node;
 //   - wake-up messages from any node wake the waiters.
 //

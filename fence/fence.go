@@ -10,7 +10,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/internal/holdopt"
@@ -133,7 +132,7 @@ func Get(ctx context.Context, b backend.Backend, name string, opts ...Option) (v
 	if err != nil {
 		return nil, 0, r.errorf("get", err)
 	}
-	trace.SpanFromContext(ctx).SetAttributes(keyVersion.Int64(v.Version))
+	op.Span().SetAttributes(keyVersion.Int64(v.Version))
 	return v.Data, v.Version, nil
 }
 
@@ -171,7 +170,7 @@ func CompareAndSwap(ctx context.Context, b backend.Backend, name string, version
 	if err != nil {
 		return 0, r.errorf("compare and swap", err)
 	}
-	trace.SpanFromContext(ctx).SetAttributes(keyVersion.Int64(v))
+	op.Span().SetAttributes(keyVersion.Int64(v))
 	return v, nil
 }
 
@@ -199,7 +198,7 @@ func Update(ctx context.Context, b backend.Backend, name string, fn func(old []b
 		return 0, fmt.Errorf("%s %q: update: nil function: %w", primitive, name, locker.ErrInvalid)
 	}
 	ctx, op := r.tel.Start(ctx, primitive, "Update", name)
-	span := trace.SpanFromContext(ctx)
+	span := op.Span()
 	outcome := outcomeWritten
 	var waited time.Duration
 	defer func() {
@@ -299,7 +298,7 @@ func write(ctx context.Context, b backend.Backend, name, method string, token in
 	if err != nil {
 		return r.errorf(operation, err)
 	}
-	span := trace.SpanFromContext(ctx)
+	span := op.Span()
 	switch reply.Status() {
 	case backend.StatusOK:
 		span.SetAttributes(keyVersion.Int64(reply.At(1)))

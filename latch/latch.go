@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/internal/acquire"
@@ -148,7 +147,7 @@ func (l *CountDown) CountDown(ctx context.Context) (err error) {
 	case left == 0:
 		outcome = outcomeOpened
 	}
-	trace.SpanFromContext(ctx).SetAttributes(attribute.Int64(keyCount, left))
+	op.Span().SetAttributes(attribute.Int64(keyCount, left))
 	return nil
 }
 
@@ -173,7 +172,7 @@ func (l *CountDown) Count(ctx context.Context) (n int, err error) {
 	if err != nil {
 		return 0, l.errorf("count", err)
 	}
-	trace.SpanFromContext(ctx).SetAttributes(attribute.Int64(keyCount, left))
+	op.Span().SetAttributes(attribute.Int64(keyCount, left))
 	return int(left), nil
 }
 

@@ -57,6 +57,7 @@ type Mutex struct {
 	// script arguments that never change, boxed once
 	wakeArg, ttlArg, fenceArg, holderArg, blockArg, cohortArg, yieldArg, staleArg any
 
+	quorum  bool // on a quorum: attempts propose a fencing token (see internal/script/mutex_acquire.lua)
 	handoff holdopt.Handoff
 	class   any // of the waiters a hold may be handed off to; nil: no hand-off
 
@@ -104,6 +105,7 @@ func New(b backend.Backend, name string, opts ...Option) (*Mutex, error) {
 		tel:     telemetry.Of(b),
 		held:    gate.NewHandle(),
 	}
+	_, m.quorum = b.(backend.Quorum)
 	m.handoff, m.class = cfg.Local()
 	m.wakeArg, m.ttlArg = m.wake, m.ttlMs
 	m.fenceArg, m.holderArg = holdopt.Millis(holdopt.FenceTTL), holdopt.Holder()
@@ -176,8 +178,8 @@ func (m *Mutex) Lock(ctx context.Context) (err error) {
 	m.pass = pass
 	if baton != nil {
 		if t := lease.Receive(baton.(*lease.Tenure)); t != nil {
-			m.holds.Set(t, pass.Release)
-			t.Lease().OnLoss(pass.Release)
+			m.holds.Set(t, pass)
+			t.Lease().OnLoss(pass)
 			outcome = telemetry.AcquiredLocal
 			op.Token(t.Token())
 			return nil
@@ -257,11 +259,15 @@ func (m *Mutex) TryLock(ctx context.Context) (ok bool, err error) {
 // (Lock, not TryLock).
 func (m *Mutex) attempt(ctx context.Context, owner string, n int, pass gate.Pass, wait bool) (bool, time.Duration, error) {
 	sent := time.Now()
-	waits := "0"
+	waits := notWaiting
 	if wait {
-		waits = "1"
+		waits = waiting
 	}
-	call := &backend.Call{Script: script.MutexAcquire, Keys: m.keys, Args: []any{owner, m.wakeArg, m.ttlArg, m.fenceArg, m.holderArg, n, m.blockArg, m.cohortArg, waits, m.staleArg}}
+	args := []any{owner, m.wakeArg, m.ttlArg, m.fenceArg, m.holderArg, n, m.blockArg, m.cohortArg, waits, m.staleArg, nil}[:10]
+	if m.quorum {
+		args = append(args, sent.UnixMicro())
+	}
+	call := &backend.Call{Script: script.MutexAcquire, Keys: m.keys, Args: args}
 	m.b.Exec(ctx, call)
 	r, err := call.Result()
 	if err != nil {
@@ -278,16 +284,19 @@ func (m *Mutex) attempt(ctx context.Context, owner string, n int, pass gate.Pass
 			return false, 0, nil
 		}
 		l.Reserved(r.At(2))
-		m.holds.Set(lease.First(l), pass.Release)
+		m.holds.Set(lease.First(l), pass)
 		// A lost hold lets the other handles of the process contend at
 		// once; this handle stays locked until Unlock.
-		l.OnLoss(pass.Release)
+		l.OnLoss(pass)
 		return true, 0, nil
 	case backend.StatusContended:
 		return false, time.Duration(r.At(1)) * time.Millisecond, nil
 	}
 	return false, 0, fmt.Errorf("mutex: unexpected acquire status %d", r.Status())
 }
+
+// The last arguments of an attempt, boxed once.
+var waiting, notWaiting any = "1", "0"
 
 // cleanup releases whatever owner may hold, after a failed or doubtful
 // attempt, on a context that outlives the caller's. owner is the owner of
@@ -358,7 +367,7 @@ func (m *Mutex) Unlock(ctx context.Context) (err error) {
 		return nil
 	}
 	defer func() {
-		release()
+		release.Release()
 		m.held.Leave()
 	}()
 	return m.errorf("unlock", t.Release(ctx))

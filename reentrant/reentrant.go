@@ -259,7 +259,7 @@ func (m *Mutex) attempt(ctx context.Context, s *scope, e *entry, pass gate.Pass,
 		h := &hold{l: l, pass: pass, grant: n}
 		// A lost hold lets the other scopes of the process contend at
 		// once; this scope still owes its Unlocks.
-		l.OnLoss(pass.Release)
+		l.OnLoss(pass)
 		s.set(e, m.b, h, 1)
 		m.use(h)
 		return true, 0, nil

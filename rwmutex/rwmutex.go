@@ -277,7 +277,7 @@ func (m *RWMutex) setWriter(t *lease.Tenure, pass gate.Pass) {
 	m.mu.Unlock()
 	// A lost hold lets the other writers of the process contend at once;
 	// this handle stays write-locked until Unlock.
-	t.Lease().OnLoss(pass.Release)
+	t.Lease().OnLoss(pass)
 }
 
 func (m *RWMutex) lockArgs(owner string, wait bool, n int) []any {

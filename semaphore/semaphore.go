@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/internal/acquire"
@@ -189,7 +188,7 @@ func (s *Weighted) Size() int64 { return s.size }
 // ctx.Err().
 func (s *Weighted) Acquire(ctx context.Context, k int64) (err error) {
 	ctx, op := s.tel.Start(ctx, primitive, "Acquire", s.name)
-	trace.SpanFromContext(ctx).SetAttributes(keyPermits.Int64(k))
+	op.Span().SetAttributes(keyPermits.Int64(k))
 	defer func() {
 		outcome := telemetry.Acquired
 		if err != nil {
@@ -221,7 +220,7 @@ func (s *Weighted) Acquire(ctx context.Context, k int64) (err error) {
 // any I/O, with an error matching locker.ErrNotAcquired and ctx.Err().
 func (s *Weighted) TryAcquire(ctx context.Context, k int64) (ok bool, err error) {
 	ctx, op := s.tel.Start(ctx, primitive, "TryAcquire", s.name)
-	trace.SpanFromContext(ctx).SetAttributes(keyPermits.Int64(k))
+	op.Span().SetAttributes(keyPermits.Int64(k))
 	defer func() {
 		outcome := telemetry.Acquired
 		switch {
@@ -356,7 +355,7 @@ func (s *Weighted) lose(hd *hold, cause error) {
 // their hold expires.
 func (s *Weighted) Release(ctx context.Context, k int64) (err error) {
 	ctx, op := s.tel.Start(ctx, primitive, "Release", s.name)
-	trace.SpanFromContext(ctx).SetAttributes(keyPermits.Int64(k))
+	op.Span().SetAttributes(keyPermits.Int64(k))
 	defer func() {
 		outcome := telemetry.Released
 		switch {

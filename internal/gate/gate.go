@@ -49,17 +49,26 @@ type Baton interface {
 }
 
 // registry holds every gate of the process; its lock guards the gates, the
-// passes and the handles.
+// passes and the handles. Gates nobody refers to are kept for reuse, a few
+// of them, so that an uncontended lock does not make one each time.
 var registry = struct {
 	sync.Mutex
-	m map[key]*gate
+	m    map[key]*gate
+	free []*gate
 }{m: make(map[key]*gate)}
+
+const maxFreeGates = 64
 
 // ref returns the gate of k with one more reference. registry must be held.
 func ref(k key) *gate {
 	g := registry.m[k]
 	if g == nil {
-		g = &gate{}
+		if n := len(registry.free); n > 0 {
+			g = registry.free[n-1]
+			registry.free = registry.free[:n-1]
+		} else {
+			g = &gate{}
+		}
 		registry.m[k] = g
 	}
 	g.refs++
@@ -71,6 +80,10 @@ func unref(k key, g *gate) {
 	g.refs--
 	if g.refs == 0 {
 		delete(registry.m, k)
+		if len(registry.free) < maxFreeGates {
+			*g = gate{queue: g.queue[:0]}
+			registry.free = append(registry.free, g)
+		}
 	}
 }
 
@@ -125,31 +138,34 @@ func (g *gate) remove(w *waiter) bool {
 }
 
 // A Pass is a taken gate. Release gives it back. The zero Pass holds
-// nothing.
-type Pass struct {
+// nothing. A Pass is one pointer: storing it in an interface (a hold's loss
+// hooks) costs no allocation.
+type Pass struct{ p *pass }
+
+type pass struct {
 	k    key
 	g    *gate
-	used *bool // given back or handed off; guarded by registry
+	used bool // given back or handed off; guarded by registry
 }
 
-func newPass(k key, g *gate) Pass { return Pass{k, g, new(bool)} }
+func newPass(k key, g *gate) Pass { return Pass{&pass{k: k, g: g}} }
 
 // Release gives the gate back to the next goroutine. Only the first call
 // does anything, so that a hold may give its pass back early, when it is
 // lost, and again at Unlock; after a HandOff it does nothing.
 func (p Pass) Release() {
-	if p.g == nil {
+	if p.p == nil {
 		return
 	}
 	registry.Lock()
 	defer registry.Unlock()
-	if *p.used {
+	if p.p.used {
 		return
 	}
-	*p.used = true
-	p.g.busy = false
-	p.g.dispatch()
-	unref(p.k, p.g)
+	p.p.used = true
+	p.p.g.busy = false
+	p.p.g.dispatch()
+	unref(p.p.k, p.p.g)
 }
 
 // Enter takes the gate of (owner, name), waiting until it is free, ctx is
@@ -288,24 +304,24 @@ func (h Handle) Leave() {
 // still holds p and h. After a HandOff, p.Release does nothing and h must
 // not be left again. A nil class hands nothing off.
 func (h Handle) HandOff(p Pass, class any, b Baton) bool {
-	if class == nil || p.g == nil {
+	if class == nil || p.p == nil {
 		return false
 	}
 	registry.Lock()
 	defer registry.Unlock()
-	if *p.used {
+	if p.p.used {
 		return false
 	}
-	for i, w := range p.g.queue {
+	for i, w := range p.p.g.queue {
 		if w.class != class || w.h != nil && w.h.taken && w.h != h.h {
 			continue
 		}
-		*p.used = true
+		p.p.used = true
 		if h.h != nil {
 			h.h.taken = false
 		}
-		p.g.pop(i).ch <- b
-		unref(p.k, p.g)
+		p.p.g.pop(i).ch <- b
+		unref(p.p.k, p.p.g)
 		return true
 	}
 	return false

@@ -69,7 +69,8 @@ type Lease struct {
 	owner    string
 	token    int64
 	last     int64 // last token of the block the grant reserved
-	acquired time.Time
+	acquired time.Time // when the acquisition was sent
+	granted  time.Time // when its grant came back
 
 	mu        sync.Mutex
 	deadline  time.Time // local validity deadline
@@ -78,8 +79,8 @@ type Lease struct {
 	idle      chan struct{} // non-nil while a renewal is in flight; closed after
 	ended     bool
 	err       error
-	done      chan struct{}
-	onLoss    []func()
+	done      chan struct{} // made by the first Done, closed at the end
+	onLoss    hooks
 	stopping  bool // Stop was called: the release is under way; renewal results are ignored
 	wd        *watchdog
 }
@@ -90,18 +91,19 @@ type Lease struct {
 // out when it was granted (the acquire took longer than TTL minus drift); the
 // caller must then give it back and treat the attempt as failed.
 func Start(spec *Spec, owner string, token int64, sent time.Time) (l *Lease, ok bool) {
+	now := time.Now()
 	l = &Lease{
 		spec:      spec,
 		owner:     owner,
 		token:     token,
 		last:      token,
 		acquired:  sent,
+		granted:   now,
 		deadline:  sent.Add(spec.TTL - Drift(spec.TTL)),
-		expiry:    time.Now().Add(spec.TTL),
+		expiry:    now.Add(spec.TTL),
 		nextRenew: sent.Add(spec.TTL / 3),
-		done:      make(chan struct{}),
 	}
-	if !time.Now().Before(l.deadline) {
+	if !now.Before(l.deadline) {
 		return nil, false
 	}
 	l.wd = register(spec.Backend, l)
@@ -138,7 +140,29 @@ func (l *Lease) Member() string {
 // deadline at the latest: a call after the deadline finds it closed.
 func (l *Lease) Done() <-chan struct{} {
 	l.expire()
-	return l.done
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return doneOf(&l.done, l.ended)
+}
+
+// over reports whether the hold has ended, its deadline checked.
+func (l *Lease) over() bool {
+	l.expire()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.ended
+}
+
+// doneOf returns the Done channel kept in *c, made on first use: closed
+// already when the hold ended before anyone asked.
+func doneOf(c *chan struct{}, ended bool) <-chan struct{} {
+	if *c == nil {
+		if ended {
+			return closed
+		}
+		*c = make(chan struct{})
+	}
+	return *c
 }
 
 // Err returns nil while the hold is live or after End, and an error matching
@@ -278,11 +302,22 @@ var releaseBackoff = locker.ExponentialBackoff(10*time.Millisecond, 200*time.Mil
 // ends or limit passes. The calls must be safe to repeat. Each call is left
 // with its last result.
 func Send(ctx context.Context, b backend.Backend, limit time.Time, calls ...*backend.Call) {
+	if !time.Now().Before(limit) {
+		for _, c := range calls {
+			c.Reply, c.Err = nil, context.DeadlineExceeded
+		}
+		return
+	}
+	// The first try goes out on ctx as it is (bounded by the client's own
+	// timeouts): most releases need no other, and a deadline costs a timer.
+	b.Exec(ctx, calls...)
+	if !anyTransient(calls) {
+		return
+	}
 	ctx, cancel := context.WithDeadline(ctx, limit)
 	defer cancel()
 	pending := calls
 	for n := 1; ; n++ {
-		b.Exec(ctx, pending...)
 		again := pending[:0:0]
 		for _, c := range pending {
 			if c.Err != nil && backend.IsTransient(c.Err) {
@@ -293,21 +328,61 @@ func Send(ctx context.Context, b backend.Backend, limit time.Time, calls ...*bac
 			return
 		}
 		pending = again
+		b.Exec(ctx, pending...)
 	}
 }
 
-// OnLoss registers f to run once if the hold is lost (at once if it already
-// was). Primitives use it to give back their place in the process's local
-// queue, so that other handles need not wait for the holder's Unlock.
-func (l *Lease) OnLoss(f func()) {
+func anyTransient(calls []*backend.Call) bool {
+	for _, c := range calls {
+		if c.Err != nil && backend.IsTransient(c.Err) {
+			return true
+		}
+	}
+	return false
+}
+
+// A Releaser gives something back: a hold's place in its process's local
+// queue (gate.Pass), or a handle's slot.
+type Releaser interface{ Release() }
+
+// hooks are the Releasers a Lease runs when it is lost: two inline, which
+// is all the primitives use, and more on the heap.
+type hooks struct {
+	n     int
+	first [2]Releaser
+	more  []Releaser
+}
+
+func (h *hooks) add(r Releaser) {
+	if h.n < len(h.first) {
+		h.first[h.n] = r
+	} else {
+		h.more = append(h.more, r)
+	}
+	h.n++
+}
+
+func (h *hooks) run() {
+	for i := range min(h.n, len(h.first)) {
+		h.first[i].Release()
+	}
+	for _, r := range h.more {
+		r.Release()
+	}
+}
+
+// OnLoss registers r to be released once if the hold is lost (at once if it
+// already was). Primitives use it to give back their place in the process's
+// local queue, so that other handles need not wait for the holder's Unlock.
+func (l *Lease) OnLoss(r Releaser) {
 	l.mu.Lock()
 	if l.err == nil {
-		l.onLoss = append(l.onLoss, f)
+		l.onLoss.add(r)
 		l.mu.Unlock()
 		return
 	}
 	l.mu.Unlock()
-	f()
+	r.Release()
 }
 
 // expire ends the hold if its deadline has passed: as lost, or as released
@@ -339,18 +414,18 @@ func (l *Lease) end(cause error) {
 		return
 	}
 	l.ended = true
-	var hooks []func()
+	var lost hooks
 	if cause != nil {
 		l.err = fmt.Errorf("%w: %w", locker.ErrLost, cause)
-		hooks, l.onLoss = l.onLoss, nil
+		lost, l.onLoss = l.onLoss, hooks{}
 	}
 	// Metrics first: whoever waits on Done may read them.
 	l.spec.Tel.HoldEnded(context.Background(), l.spec.Primitive, time.Since(l.acquired), cause != nil)
-	close(l.done)
-	l.mu.Unlock()
-	for _, f := range hooks {
-		f()
+	if l.done != nil {
+		close(l.done)
 	}
+	l.mu.Unlock()
+	lost.run()
 }
 
 // ErrNotRenewed is the cause of a loss (wrapped with locker.ErrLost) when

@@ -21,13 +21,13 @@ type Hold interface {
 type Slot[H Hold] struct {
 	mu      sync.Mutex
 	cur     H
-	release func()
+	release Releaser
 	last    H
 }
 
 // Set makes h the current hold; release (which may be nil) is returned with
 // it by Take.
-func (s *Slot[H]) Set(h H, release func()) {
+func (s *Slot[H]) Set(h H, release Releaser) {
 	s.mu.Lock()
 	s.cur, s.release = h, release
 	s.mu.Unlock()
@@ -36,7 +36,7 @@ func (s *Slot[H]) Set(h H, release func()) {
 // Take ends the current hold's tenure: it returns the hold and its release
 // function, and keeps the hold as the last one. ok is false when there is
 // no current hold.
-func (s *Slot[H]) Take() (h H, release func(), ok bool) {
+func (s *Slot[H]) Take() (h H, release Releaser, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var zero H
@@ -46,7 +46,7 @@ func (s *Slot[H]) Take() (h H, release func(), ok bool) {
 	}
 	s.last, s.cur, s.release = h, zero, nil
 	if release == nil {
-		release = func() {}
+		release = nothing{}
 	}
 	return h, release, true
 }
@@ -103,6 +103,11 @@ func (s *Slot[H]) Until() time.Time {
 	}
 	return time.Time{}
 }
+
+// nothing is the Releaser of a hold without a place to give back.
+type nothing struct{}
+
+func (nothing) Release() {}
 
 var closed = func() chan struct{} {
 	c := make(chan struct{})

@@ -25,18 +25,24 @@ type Tenure struct {
 	l     *Lease
 	token int64
 
-	mu    sync.Mutex
-	ended bool  // by End: Err and Until no longer follow the Lease
-	err   error // the Lease's loss when End was called
-	done  chan struct{}
+	mu     sync.Mutex
+	ended  bool  // by End: Err and Until no longer follow the Lease
+	err    error // the Lease's loss when End was called
+	closed bool
+	done   chan struct{} // made by the first Done, closed with the Tenure
 }
+
+// lossHook closes a Tenure when its Lease is lost.
+type lossHook Tenure
+
+func (h *lossHook) Release() { (*Tenure)(h).close() }
 
 // First returns the first Tenure of l.
 func First(l *Lease) *Tenure { return newTenure(l, l.token) }
 
 func newTenure(l *Lease, token int64) *Tenure {
-	t := &Tenure{l: l, token: token, done: make(chan struct{})}
-	l.OnLoss(t.close)
+	t := &Tenure{l: l, token: token}
+	l.OnLoss((*lossHook)(t))
 	return t
 }
 
@@ -65,11 +71,12 @@ func (t *Tenure) PassOn(within time.Duration, class any, pass gate.Pass, h gate.
 }
 
 // Passable reports whether t's holder may hand the Lease on: the block has
-// a token left, the Lease was granted less than within ago, and it is valid
-// for at least half its TTL more (a hold whose renewals fall behind goes
-// back through Redis instead).
+// a token left, the Lease's grant came back less than within ago (from its
+// reply, not its request, so that the time the request queued for a
+// connection does not count), and it is valid for at least half its TTL
+// more (a hold whose renewals fall behind goes back through Redis instead).
 func (t *Tenure) Passable(within time.Duration) bool {
-	if !t.HasNext() || time.Since(t.l.acquired) >= within {
+	if !t.HasNext() || time.Since(t.l.granted) >= within {
 		return false
 	}
 	until := t.l.Until()
@@ -105,10 +112,11 @@ func (t *Tenure) End() {
 func (t *Tenure) close() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	select {
-	case <-t.done:
-	default:
-		close(t.done)
+	if !t.closed {
+		t.closed = true
+		if t.done != nil {
+			close(t.done)
+		}
 	}
 }
 
@@ -137,12 +145,12 @@ func (t *Tenure) Token() int64 { return t.token }
 // Lease. Like the Lease's, it is closed by the validity deadline at the
 // latest.
 func (t *Tenure) Done() <-chan struct{} {
-	select {
-	case <-t.l.Done(): // checks the deadline
+	if t.l.over() { // checks the deadline
 		t.close()
-	default:
 	}
-	return t.done
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return doneOf(&t.done, t.closed)
 }
 
 // Err returns nil while the Tenure is live or after it ended as released,

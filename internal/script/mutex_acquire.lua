@@ -10,7 +10,8 @@
 -- that queue for the name on its backend), ARGV[10] '1' when the caller
 -- waits for the lock (Lock), '0' when it does not (TryLock), ARGV[11] how
 -- long, in ms, a waiting caller's place in line outlives this attempt
--- (default 3000): longer than the caller can go without trying again.
+-- (default 3000): longer than the caller can go without trying again,
+-- ARGV[12] the caller's clock in microseconds, on a quorum (default 0).
 -- A waiting caller that finds the lock taken takes a place in line for its
 -- cohort, or keeps the one it has, so that a release wakes the cohort first
 -- in line only; a release after another cohort waited leaves a yield
@@ -26,14 +27,24 @@
 local lock = KEYS[1]
 local block = tonumber(ARGV[8]) or 1
 local cohort = ARGV[9] or ''
--- The fast path: a free lock, with nobody in line and no yield marker.
 -- The token is the larger of the counter plus one and the server clock in
 -- microseconds, so that it still grows when the counter expired or went back
--- with a failover that lost its last writes.
+-- with a failover that lost its last writes. On a quorum the caller's clock
+-- stands in for the server's: the nodes whose counters are behind it then
+-- issue the same token, and a majority that agrees needs no write-back of
+-- the largest (see backend.NewQuorum); the counters keep the tokens growing.
+local function clock()
+  local floor = tonumber(ARGV[12]) or 0
+  if floor > 0 then
+    return floor
+  end
+  local t = redis.call('TIME')
+  return t[1] * 1000000 + t[2]
+end
+-- The fast path: a free lock, with nobody in line and no yield marker.
 local state = redis.call('HMGET', lock, 'o', 'y', 'qn')
 if not state[1] and not state[2] and not state[3] then
-  local t = redis.call('TIME')
-  local token = math.max((tonumber(redis.call('GET', KEYS[2])) or 0) + 1, t[1] * 1000000 + t[2])
+  local token = math.max((tonumber(redis.call('GET', KEYS[2])) or 0) + 1, clock())
   redis.call('SET', KEYS[2], string.format('%.0f', token + block - 1), 'PX', ARGV[5])
   redis.call('HSET', lock, 'o', ARGV[2], 'f', string.format('%.0f', token), 'a', ARGV[7], 'c', cohort)
   redis.call('PEXPIRE', lock, ARGV[4])
@@ -64,7 +75,7 @@ if yields == cohort then
   end
   return {0, left}
 end
-local token = math.max((tonumber(redis.call('GET', KEYS[2])) or 0) + 1, lock_us())
+local token = math.max((tonumber(redis.call('GET', KEYS[2])) or 0) + 1, clock())
 redis.call('SET', KEYS[2], lock_num(token + block - 1), 'PX', ARGV[5])
 lock_grant(lock, ARGV[2], token, ARGV[7], cohort, ARGV[4])
 return {1, token, token + block - 1}

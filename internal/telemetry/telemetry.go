@@ -244,10 +244,14 @@ func spanName(primitive, method string) string {
 	return name
 }
 
+// ops recycles the Ops of ended calls.
+var ops = sync.Pool{New: func() any { return new(Op) }}
+
 // Start opens the INTERNAL span "<primitive>.<method>" for a public call on
-// the lock called name.
+// the lock called name. The Op must not be used after its End.
 func (t *T) Start(ctx context.Context, primitive, method, name string) (context.Context, *Op) {
-	op := &Op{t: t, start: time.Now(), primitive: KeyPrimitive.String(primitive), span: noSpan}
+	op := ops.Get().(*Op)
+	*op = Op{t: t, start: time.Now(), primitive: KeyPrimitive.String(primitive), span: noSpan}
 	if t.recording() {
 		ctx, op.span = t.tracer.Start(ctx, spanName(primitive, method),
 			kindInternal, trace.WithAttributes(op.primitive, KeyName.String(name)))
@@ -270,6 +274,10 @@ func (o *Op) Attempts() int { return o.attempts }
 
 // Waited adds d to the time spent blocked.
 func (o *Op) Waited(d time.Duration) { o.wait += d }
+
+// Span returns the call's span: a span that records nothing when no
+// tracer records (see T.Start), never the caller's.
+func (o *Op) Span() trace.Span { return o.span }
 
 // Token records the fencing token of the hold the call produced.
 func (o *Op) Token(tok int64) { o.token = tok }
@@ -298,6 +306,8 @@ func (o *Op) End(outcome string, err error, acquire bool) {
 		setError(o.span, err)
 	}
 	o.span.End()
+	*o = Op{}
+	ops.Put(o)
 }
 
 // HoldEnded records the duration of a hold and whether it was lost.
