@@ -68,7 +68,7 @@ type Lease struct {
 	spec     *Spec
 	owner    string
 	token    int64
-	last     int64 // last token of the block the grant reserved
+	last     int64     // last token of the block the grant reserved
 	acquired time.Time // when the acquisition was sent
 	granted  time.Time // when its grant came back
 
