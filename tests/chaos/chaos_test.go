@@ -14,10 +14,10 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/backend"
-	"github.com/redisync/redisync/internal/faults"
 	"github.com/redisync/redisync/internal/lease"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/mutex"
+	"github.com/redisync/redisync/tests/faults"
 )
 
 // The suite runs in the normal test suite with a short duration per
