@@ -51,7 +51,8 @@ func TestBehaviourCluster(t *testing.T) {
 // that a loaded machine stretches to hundreds of milliseconds): they are
 // reported, not failed, and so are then the tokens that did not grow, which a
 // fenced resource refuses to the older holder. With replica acknowledgements a
-// hold survives the failover (see TestFailoverKeepsLockWithAcks).
+// hold survives the failover (see TestFailoverKeepsLockWithAcks in
+// tests/topology).
 func TestSentinelFailoverUnderContention(t *testing.T) {
 	s := redistest.StartSentinel(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

@@ -1,4 +1,4 @@
-package mutex_test
+package topology_test
 
 import (
 	"context"
@@ -9,11 +9,11 @@ import (
 	"time"
 
 	"github.com/redisync/redisync/backend"
-	"github.com/redisync/redisync/internal/faults"
 	"github.com/redisync/redisync/internal/lockertest"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/locker"
 	"github.com/redisync/redisync/mutex"
+	"github.com/redisync/redisync/tests/faults"
 )
 
 // replicatedPair starts a master and a replica whose replication link runs
@@ -129,4 +129,14 @@ func TestFailoverKeepsLockWithAcks(t *testing.T) {
 	if err := b.Lock(short); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Lock on the promoted replica = %v; want to wait until the deadline", err)
 	}
+}
+
+// waitFor polls cond for up to d.
+func waitFor(d time.Duration, cond func() bool) bool {
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		if cond() {
+			return true
+		}
+	}
+	return cond()
 }

@@ -14,8 +14,15 @@
 //   - a fenced resource: every critical section writes with its token, and
 //     the resource refuses a token not larger than the last accepted one.
 //
-// The suite runs as part of the test suite with short durations and as its
-// own command with longer ones; see chaos_test.go.
+// It is a package of the nested module github.com/redisync/redisync/tests
+// (directory tests/chaos), which keeps porcupine and toxiproxy out of the
+// library's go.mod. The suite runs within the README's test command with
+// short durations, and on its own with longer ones, from the repository's
+// root:
+//
+//	go test -C tests -race -count=1 ./chaos -chaos.duration=60s -chaos.seed=42 -v
+//
+// chaos_test.go, replies_test.go and soak_test.go define its flags.
 package chaos
 
 import (

@@ -14,16 +14,16 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/backend"
-	"github.com/redisync/redisync/internal/faults"
 	"github.com/redisync/redisync/internal/lease"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/mutex"
+	"github.com/redisync/redisync/tests/faults"
 )
 
 // The suite runs in the normal test suite with a short duration per
 // scenario. Run it on its own, longer or with a given seed, with:
 //
-//	go test -race -count=1 ./internal/chaos -chaos.duration=60s -chaos.seed=42 -v
+//	go test -C tests -race -count=1 ./chaos -chaos.duration=60s -chaos.seed=42 -v
 var (
 	duration = flag.Duration("chaos.duration", 8*time.Second, "how long each scenario injects faults")
 	seedFlag = flag.Uint64("chaos.seed", 0, "seed of the fault schedules (0: from the clock)")

@@ -1,6 +1,12 @@
 // Package faults injects network faults between a test's clients and its
 // redis-server processes, with in-process TCP proxies (toxiproxy): latency,
 // a blackholed link, and a link that is cut and healed.
+//
+// It is a package of the nested module github.com/redisync/redisync/tests
+// (directory tests/faults), so that toxiproxy, and the prometheus and
+// zerolog modules it brings along, stay out of the library's go.mod; the
+// library's own packages and tests cannot import it. tests/chaos and
+// tests/topology use it.
 package faults
 
 import (

@@ -11,9 +11,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/backend"
-	"github.com/redisync/redisync/internal/faults"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/mutex"
+	"github.com/redisync/redisync/tests/faults"
 )
 
 // frozenClients returns n freezable backends made by mk, and a pause hook

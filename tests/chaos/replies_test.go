@@ -35,7 +35,7 @@ import (
 // usual checks no hold may be lost and every hold must be covered on the
 // server for its whole validity (promise 6). Run them longer with:
 //
-//	go test -race -count=1 ./internal/chaos -run Replies -chaos.replies=30s -chaos.seed=42 -v
+//	go test -C tests -race -count=1 ./chaos -run Replies -chaos.replies=30s -chaos.seed=42 -v
 var repliesFor = flag.Duration("chaos.replies", 0, "how long each scenario of the reply faults runs (0: half of -chaos.duration)")
 
 func repliesDuration() time.Duration {

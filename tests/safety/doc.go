@@ -9,4 +9,10 @@
 // changes nothing, Done closes by Until whatever the link does, and bad input
 // is refused with an error matching locker.ErrInvalid rather than accepted or
 // met with a panic. It has no code of its own; see the *_test.go files.
+//
+// It is a package of the nested module github.com/redisync/redisync/tests
+// (directory tests/safety), run by the README's test command; on its own,
+// from the repository's root:
+//
+//	go test -C tests -race -count=1 ./safety
 package safety

@@ -13,7 +13,7 @@ import (
 
 // The soak test is off by default. Run it for a few minutes with:
 //
-//	go test -count=1 -run Soak ./internal/chaos -soak=5m -v
+//	go test -C tests -count=1 -run Soak ./chaos -soak=5m -v
 var (
 	soakFor   = flag.Duration("soak", 0, "run the soak test for this long (0: skip it)")
 	soakEvery = flag.Duration("soak.every", 10*time.Second, "how often the soak test samples memory and goroutines")

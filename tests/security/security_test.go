@@ -59,7 +59,7 @@ func aclRule(t *testing.T) string {
 // documented rule.
 func TestACLRuleCoversScripts(t *testing.T) {
 	rule := " " + aclRule(t) + " "
-	files, err := filepath.Glob("../script/*.lua")
+	files, err := filepath.Glob("../../internal/script/*.lua")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no Lua scripts found: %v", err)
 	}
