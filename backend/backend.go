@@ -43,6 +43,32 @@ type Backend interface {
 	// connections. Holds taken through it are reported lost. Close is
 	// idempotent and does not close the underlying client.
 	Close() error
+
+	// Local returns what the primitives keep in this process for the
+	// Backend (see Local): the same value on every call, made by NewLocal
+	// when the Backend was built.
+	Local() *Local
+}
+
+// A Listener is a Backend that can tell whether it already listens on a
+// wake channel. A waiter then subscribes before its first attempt, at no
+// cost, and a contended attempt needs no second one; without it, a waiter
+// tries first and subscribes only on contention. The Backends of New and
+// NewQuorum are Listeners.
+type Listener interface {
+	Backend
+	// Listening reports whether channel is subscribed and confirmed now,
+	// so that a new Subscription would be ready without a round trip.
+	Listening(channel string) bool
+}
+
+// A Validator is a Backend that can be unusable from the start (New does
+// not fail: it returns such a Backend for a nil client or a bad option).
+// Check reports its Err.
+type Validator interface {
+	Backend
+	// Err returns why the Backend cannot work, or nil.
+	Err() error
 }
 
 // A Subscription delivers wake-up signals of one channel. Signals coalesce:
@@ -138,15 +164,21 @@ func decodeInto(s *Script, v any, buf []int64) (Reply, []byte, error) {
 }
 
 // Check reports whether b is usable: it returns an error matching
-// locker.ErrInvalid for a nil Backend and the construction error of a Backend
-// that New could not build (a nil client, a bad option). Primitive
-// constructors call it, so that bad input surfaces there.
+// locker.ErrInvalid for a nil Backend or one without a Local, and the
+// construction error of a Validator (New's Backend for a nil client or a bad
+// option). Primitive constructors call it, so that bad input surfaces
+// there.
 func Check(b Backend) error {
 	if b == nil {
 		return fmt.Errorf("backend: nil Backend: %w", locker.ErrInvalid)
 	}
-	if e, ok := b.(interface{ Err() error }); ok {
-		return e.Err()
+	if v, ok := b.(Validator); ok {
+		if err := v.Err(); err != nil {
+			return err
+		}
+	}
+	if l := b.Local(); l == nil || l.state == nil {
+		return fmt.Errorf("backend: %T: Local returned no Local (make one with NewLocal): %w", b, locker.ErrInvalid)
 	}
 	return nil
 }

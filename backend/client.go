@@ -33,10 +33,8 @@ import (
 func New(c redis.UniversalClient, opts ...Option) Backend {
 	cfg := newConfig(opts)
 	b := &client{rdb: c, prefix: cfg.prefix, done: make(chan struct{}), err: cfg.err, acks: cfg.acks, ackTimeout: cfg.ackTimeout}
-	b.tel = telemetry.Default()
-	if cfg.tracing != nil {
-		b.tel = telemetry.New(telemetry.NewConfig(cfg.tracing...))
-	}
+	b.local = NewLocal(cfg.tracing...)
+	b.tel = b.local.state.Telemetry()
 	var router wake.Router
 	switch rdb := c.(type) {
 	case nil:
@@ -78,6 +76,7 @@ type client struct {
 	tel    *telemetry.T
 	srv    telemetry.Server
 	err    error // construction error
+	local  *Local
 
 	acks       int           // replica acknowledgements required (0: none)
 	ackTimeout time.Duration // WAIT timeout
@@ -86,12 +85,16 @@ type client struct {
 	done      chan struct{}
 }
 
-var _ Backend = (*client)(nil)
+var (
+	_ Backend   = (*client)(nil)
+	_ Listener  = (*client)(nil)
+	_ Validator = (*client)(nil)
+)
 
-func (c *client) Err() error              { return c.err }
-func (c *client) Prefix() string          { return c.prefix }
-func (c *client) Done() <-chan struct{}   { return c.done }
-func (c *client) Telemetry() *telemetry.T { return c.tel }
+func (c *client) Err() error            { return c.err }
+func (c *client) Prefix() string        { return c.prefix }
+func (c *client) Done() <-chan struct{} { return c.done }
+func (c *client) Local() *Local         { return c.local }
 func (c *client) closed() bool {
 	select {
 	case <-c.done:

@@ -76,11 +76,9 @@ func NewQuorum(clients []redis.UniversalClient, opts ...Option) (Backend, error)
 		timeout:  cfg.nodeTimeout,
 		prefix:   cfg.prefix,
 		done:     make(chan struct{}),
-		tel:      telemetry.Default(),
 	}
-	if cfg.tracing != nil {
-		q.tel = telemetry.New(telemetry.NewConfig(cfg.tracing...))
-	}
+	q.local = NewLocal(cfg.tracing...)
+	q.tel = q.local.state.Telemetry()
 	seen := make(map[string]int) // server -> node
 	for i, c := range clients {
 		rc, ok := c.(*redis.Client)
@@ -130,17 +128,21 @@ type quorum struct {
 	timeout  time.Duration
 	prefix   string
 	tel      *telemetry.T
+	local    *Local
 
 	closeOnce sync.Once
 	done      chan struct{}
 	wg        sync.WaitGroup // node calls, which may outlive the Exec that waited for them
 }
 
-var _ Backend = (*quorum)(nil)
+var (
+	_ Backend  = (*quorum)(nil)
+	_ Listener = (*quorum)(nil)
+)
 
 func (q *quorum) Prefix() string                 { return q.prefix }
 func (q *quorum) Done() <-chan struct{}          { return q.done }
-func (q *quorum) Telemetry() *telemetry.T        { return q.tel }
+func (q *quorum) Local() *Local                  { return q.local }
 func (q *quorum) addr(n int) string              { return q.nodes[n].rdb.(*redis.Client).Options().Addr }
 func (q *quorum) nodeErr(n int, err error) error { return &NodeError{Addr: q.addr(n), Err: err} }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/redisync/redisync/internal/fifo"
 	"github.com/redisync/redisync/internal/keyspace"
 	"github.com/redisync/redisync/internal/lease"
+	"github.com/redisync/redisync/internal/local"
 	"github.com/redisync/redisync/internal/script"
 	"github.com/redisync/redisync/internal/telemetry"
 	"github.com/redisync/redisync/locker"
@@ -75,7 +76,7 @@ func New(b backend.Backend, name string, opts ...Option) (*Mutex, error) {
 	return &Mutex{
 		b:    b,
 		name: name,
-		tel:  telemetry.Of(b),
+		tel:  local.Of(b).Telemetry(),
 		slot: make(chan struct{}, 1),
 		q: fifo.New(fifo.Config{
 			Backend:      b,

@@ -21,7 +21,6 @@ import (
 	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/fair"
 	"github.com/redisync/redisync/internal/embedded"
-	"github.com/redisync/redisync/internal/telemetry"
 	"github.com/redisync/redisync/locker"
 	"github.com/redisync/redisync/tracing"
 )
@@ -32,10 +31,6 @@ type secrets struct {
 	mu   sync.Mutex
 	seen []string
 }
-
-// Telemetry passes on the wrapped backend's instruments, so that the
-// primitives built on the wrapper record into them.
-func (s *secrets) Telemetry() *telemetry.T { return telemetry.Of(s.Backend) }
 
 func (s *secrets) Exec(ctx context.Context, calls ...*backend.Call) {
 	s.mu.Lock()

@@ -14,6 +14,7 @@ import (
 	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/internal/holdopt"
 	"github.com/redisync/redisync/internal/keyspace"
+	"github.com/redisync/redisync/internal/local"
 	"github.com/redisync/redisync/internal/retry"
 	"github.com/redisync/redisync/internal/script"
 	"github.com/redisync/redisync/internal/telemetry"
@@ -269,7 +270,7 @@ func open(b backend.Backend, name string, opts []Option) (*resource, error) {
 		return nil, err
 	}
 	ks := keyspace.New(b.Prefix(), name)
-	return &resource{b: b, name: name, keys: []string{ks.Key("value"), ks.Key("guard")}, cfg: cfg, tel: telemetry.Of(b)}, nil
+	return &resource{b: b, name: name, keys: []string{ks.Key("value"), ks.Key("guard")}, cfg: cfg, tel: local.Of(b).Telemetry()}, nil
 }
 
 // write makes a fenced write.

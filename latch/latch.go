@@ -14,6 +14,7 @@ import (
 	"github.com/redisync/redisync/internal/acquire"
 	"github.com/redisync/redisync/internal/holdopt"
 	"github.com/redisync/redisync/internal/keyspace"
+	"github.com/redisync/redisync/internal/local"
 	"github.com/redisync/redisync/internal/retry"
 	"github.com/redisync/redisync/internal/script"
 	"github.com/redisync/redisync/internal/telemetry"
@@ -102,7 +103,7 @@ func New(b backend.Backend, name string, count int, opts ...Option) (*CountDown,
 		wake:    ks.Wake(),
 		ttlMs:   holdopt.Millis(cfg.ttl),
 		backoff: cfg.backoff,
-		tel:     telemetry.Of(b),
+		tel:     local.Of(b).Telemetry(),
 	}, nil
 }
 

@@ -12,10 +12,10 @@ import (
 
 	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/internal/acquire"
-	"github.com/redisync/redisync/internal/gate"
 	"github.com/redisync/redisync/internal/holdopt"
 	"github.com/redisync/redisync/internal/keyspace"
 	"github.com/redisync/redisync/internal/lease"
+	"github.com/redisync/redisync/internal/local"
 	"github.com/redisync/redisync/internal/script"
 	"github.com/redisync/redisync/internal/telemetry"
 	"github.com/redisync/redisync/locker"
@@ -118,7 +118,7 @@ func New(b backend.Backend, members []Member, opts ...Option) (*Lock, error) {
 		}
 		labels[i] = m.String()
 	}
-	l := &Lock{b: b, members: sorted, label: strings.Join(labels, ", "), cfg: cfg, tel: telemetry.Of(b), gate: make(chan struct{}, 1)}
+	l := &Lock{b: b, members: sorted, label: strings.Join(labels, ", "), cfg: cfg, tel: local.Of(b).Telemetry(), gate: make(chan struct{}, 1)}
 	allMutex := true
 	for _, m := range sorted {
 		allMutex = allMutex && m.kind == kindMutex
@@ -126,7 +126,7 @@ func New(b backend.Backend, members []Member, opts ...Option) (*Lock, error) {
 		l.keys = append(l.keys, ks.Key("lock"), ks.Key("fence"))
 		l.wakes = append(l.wakes, ks.Wake())
 	}
-	l.cohort = gate.Cohort(b, holdopt.Holder())
+	l.cohort = local.Of(b).Cohort()
 	l.stale = holdopt.Millis(holdopt.LineStale(cfg.Backoff))
 	for _, w := range l.wakes {
 		l.lines = append(l.lines, w+":"+l.cohort)

@@ -13,6 +13,7 @@ import (
 	"github.com/redisync/redisync/internal/holdopt"
 	"github.com/redisync/redisync/internal/keyspace"
 	"github.com/redisync/redisync/internal/lease"
+	"github.com/redisync/redisync/internal/local"
 	"github.com/redisync/redisync/internal/script"
 	"github.com/redisync/redisync/internal/telemetry"
 	"github.com/redisync/redisync/locker"
@@ -53,6 +54,7 @@ type Mutex struct {
 	ttlMs   int64
 	backoff locker.Backoff
 	tel     *telemetry.T
+	gates   *gate.Set // the backend's local queues
 	spec    lease.Spec
 	// script arguments that never change, boxed once
 	wakeArg, ttlArg, fenceArg, holderArg, blockArg, cohortArg, yieldArg, staleArg any
@@ -102,14 +104,15 @@ func New(b backend.Backend, name string, opts ...Option) (*Mutex, error) {
 		wake:    ks.Wake(),
 		ttlMs:   holdopt.Millis(cfg.TTL),
 		backoff: cfg.Backoff,
-		tel:     telemetry.Of(b),
+		tel:     local.Of(b).Telemetry(),
+		gates:   local.Of(b).Gates(),
 		held:    gate.NewHandle(),
 	}
 	_, m.quorum = b.(backend.Quorum)
 	m.handoff, m.class = cfg.Local()
 	m.wakeArg, m.ttlArg = m.wake, m.ttlMs
 	m.fenceArg, m.holderArg = holdopt.Millis(holdopt.FenceTTL), holdopt.Holder()
-	cohort := gate.Cohort(b, holdopt.Holder())
+	cohort := local.Of(b).Cohort()
 	m.line = m.wake + ":" + cohort
 	m.blockArg, m.cohortArg, m.yieldArg = m.handoff.Block(), cohort, int64(0)
 	m.staleArg = holdopt.Millis(holdopt.LineStale(cfg.Backoff))
@@ -165,7 +168,7 @@ func (m *Mutex) Lock(ctx context.Context) (err error) {
 		return m.errorf("lock", acquire.NotAcquired(ctx, nil))
 	}
 	start := time.Now()
-	pass, baton, waited, err := m.held.Enter(ctx, m.b, m.keys[0], m.class, m.b.Done())
+	pass, baton, waited, err := m.held.Enter(ctx, m.gates, m.keys[0], m.class, m.b.Done())
 	if waited {
 		op.Waited(time.Since(start))
 	}
@@ -202,7 +205,7 @@ func (m *Mutex) Lock(ctx context.Context) (err error) {
 		}
 		pass.Release()
 		m.held.Leave()
-		if queued && gate.Idle(m.b, m.keys[0]) {
+		if queued && m.gates.Idle(m.keys[0]) {
 			// The last waiter of the process gives up: leave the line, so
 			// that releases wake the next process instead.
 			m.leave(ctx)
@@ -234,7 +237,7 @@ func (m *Mutex) TryLock(ctx context.Context) (ok bool, err error) {
 	if ctx.Err() != nil {
 		return false, m.errorf("trylock", acquire.NotAcquired(ctx, nil))
 	}
-	pass, free := m.held.TryEnter(m.b, m.keys[0])
+	pass, free := m.held.TryEnter(m.gates, m.keys[0])
 	if !free {
 		return false, nil
 	}

@@ -228,6 +228,7 @@ func TestQuorumRestartedEmptyNode(t *testing.T) {
 	}
 	_ = b.Unlock(ctx)
 }
+
 // scriptCalls counts the scripts a client ran without error.
 type scriptCalls struct{ n atomic.Int64 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/redisync/redisync/internal/holdopt"
 	"github.com/redisync/redisync/internal/keyspace"
 	"github.com/redisync/redisync/internal/lease"
+	"github.com/redisync/redisync/internal/local"
 	"github.com/redisync/redisync/internal/script"
 	"github.com/redisync/redisync/internal/telemetry"
 	"github.com/redisync/redisync/locker"
@@ -42,6 +43,7 @@ type Mutex struct {
 	ttlMs   int64
 	backoff locker.Backoff
 	tel     *telemetry.T
+	gates   *gate.Set // the backend's local queues
 	spec    lease.Spec
 
 	mu  sync.Mutex
@@ -81,7 +83,8 @@ func New(b backend.Backend, name string, opts ...Option) (*Mutex, error) {
 		wake:    ks.Wake(),
 		ttlMs:   holdopt.Millis(cfg.TTL),
 		backoff: cfg.Backoff,
-		tel:     telemetry.Of(b),
+		tel:     local.Of(b).Telemetry(),
+		gates:   local.Of(b).Gates(),
 	}
 	m.spec = lease.Spec{
 		Backend:   b,
@@ -148,7 +151,7 @@ func (m *Mutex) Lock(ctx context.Context) (err error) {
 
 	// A first hold: queue behind the other scopes of the process, then
 	// contend through Redis.
-	pass, waited, err := gate.Enter(ctx, m.b, m.keys[0], m.b.Done())
+	pass, waited, err := gate.Enter(ctx, m.gates, m.keys[0], m.b.Done())
 	if waited {
 		op.Waited(time.Since(start))
 	}
@@ -220,7 +223,7 @@ func (m *Mutex) TryLock(ctx context.Context) (ok bool, err error) {
 		}
 		return true, nil
 	}
-	pass, free := gate.TryEnter(m.b, m.keys[0])
+	pass, free := gate.TryEnter(m.gates, m.keys[0])
 	if !free {
 		return false, nil
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/redisync/redisync/internal/holdopt"
 	"github.com/redisync/redisync/internal/keyspace"
 	"github.com/redisync/redisync/internal/lease"
+	"github.com/redisync/redisync/internal/local"
 	"github.com/redisync/redisync/internal/script"
 	"github.com/redisync/redisync/internal/telemetry"
 	"github.com/redisync/redisync/locker"
@@ -49,6 +50,7 @@ type RWMutex struct {
 	turnMs  int64
 	backoff locker.Backoff
 	tel     *telemetry.T
+	gates   *gate.Set // the backend's local queues
 	wspec   lease.Spec
 	rspec   lease.Spec
 
@@ -110,7 +112,8 @@ func New(b backend.Backend, name string, opts ...Option) (*RWMutex, error) {
 		ttlMs:   holdopt.Millis(cfg.TTL),
 		turnMs:  max(holdopt.Millis(cfg.TTL/3), 1),
 		backoff: cfg.Backoff,
-		tel:     telemetry.Of(b),
+		tel:     local.Of(b).Telemetry(),
+		gates:   local.Of(b).Gates(),
 		wheld:   gate.NewHandle(),
 	}
 	m.handoff, m.class = cfg.Local()
@@ -170,7 +173,7 @@ func (m *RWMutex) Lock(ctx context.Context) (err error) {
 		return m.errorf("lock", acquire.NotAcquired(ctx, nil))
 	}
 	start := time.Now()
-	pass, baton, waited, err := m.wheld.Enter(ctx, m.b, m.keys[0], m.class, m.b.Done())
+	pass, baton, waited, err := m.wheld.Enter(ctx, m.gates, m.keys[0], m.class, m.b.Done())
 	if waited {
 		op.Waited(time.Since(start))
 	}
@@ -220,7 +223,7 @@ func (m *RWMutex) TryLock(ctx context.Context) (ok bool, err error) {
 	if ctx.Err() != nil {
 		return false, m.errorf("trylock", acquire.NotAcquired(ctx, nil))
 	}
-	pass, free := m.wheld.TryEnter(m.b, m.keys[0])
+	pass, free := m.wheld.TryEnter(m.gates, m.keys[0])
 	if !free {
 		return false, nil
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/redisync/redisync/internal/fifo"
 	"github.com/redisync/redisync/internal/keyspace"
 	"github.com/redisync/redisync/internal/lease"
+	"github.com/redisync/redisync/internal/local"
 	"github.com/redisync/redisync/internal/script"
 	"github.com/redisync/redisync/internal/telemetry"
 	"github.com/redisync/redisync/locker"
@@ -147,7 +148,7 @@ func NewWeighted(b backend.Backend, name string, n int64, opts ...Option) (*Weig
 		b:    b,
 		name: name,
 		size: n,
-		tel:  telemetry.Of(b),
+		tel:  local.Of(b).Telemetry(),
 		q: fifo.New(fifo.Config{
 			Backend:      b,
 			Scripts:      script.Semaphore,

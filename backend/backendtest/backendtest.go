@@ -11,7 +11,9 @@
 // and ARGV (the publish command first), batches return each call's result,
 // scripts that the server has not cached still run, Redis errors reach the
 // caller, wake-up messages published by a script reach subscribers of other
-// Backends, subscriptions are counted by reference, and Close stops
+// Backends, subscriptions are counted by reference, a Listener says so once
+// it listens, every Backend has a Local of its own (and a lock taken through
+// a Backend whose type is not comparable works), and Close stops
 // everything.
 package backendtest
 
@@ -26,6 +28,7 @@ import (
 
 	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/locker"
+	"github.com/redisync/redisync/mutex"
 )
 
 // A Harness makes Backends for the suite.
@@ -95,6 +98,9 @@ func RunConformanceTests(t *testing.T, newHarness HarnessMaker) {
 		{"WakeAcrossBackends", testWake},
 		{"WakeManyChannels", testWakeMany},
 		{"SubscriptionRefCount", testRefCount},
+		{"Listening", testListening},
+		{"Local", testLocal},
+		{"LockThroughAnyType", testAnyType},
 		{"Close", testClose},
 	}
 	for _, tc := range tests {
@@ -329,5 +335,100 @@ func testClose(t *testing.T, mk func(*testing.T) backend.Backend) {
 	}
 	if _, err := b.Subscribe(ctx, s+"wake2"); !errors.Is(err, locker.ErrClosed) {
 		t.Errorf("Subscribe after Close: error = %v; want locker.ErrClosed", err)
+	}
+}
+
+// testListening: a Listener listens on a channel once a Subscribe to it has
+// returned and the server confirmed it.
+func testListening(t *testing.T, mk func(*testing.T) backend.Backend) {
+	b := mk(t)
+	l, ok := b.(backend.Listener)
+	if !ok {
+		t.Skipf("%T is not a backend.Listener", b)
+	}
+	ch := space(b, t) + "listen"
+	if l.Listening(ch) {
+		t.Fatalf("Listening(%q) before any Subscribe", ch)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	sub, err := b.Subscribe(ctx, ch)
+	if err != nil {
+		t.Fatalf("Subscribe: %v", err)
+	}
+	defer sub.Close()
+	for !l.Listening(ch) {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("Listening(%q) still false 10s after Subscribe", ch)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// testLocal: a Backend returns one Local, every time, and two Backends (two
+// processes, as far as the suite knows) have their own.
+func testLocal(t *testing.T, mk func(*testing.T) backend.Backend) {
+	a, b := mk(t), mk(t)
+	if err := backend.Check(a); err != nil {
+		t.Fatalf("Check: %v", err)
+	}
+	la := a.Local()
+	if la == nil {
+		t.Fatal("Local() = nil; want the Backend's Local (backend.NewLocal)")
+	}
+	if a.Local() != la {
+		t.Error("Local() returned another Local on its second call")
+	}
+	if b.Local() == la {
+		t.Error("two Backends share a Local: their goroutines would queue as one process's")
+	}
+}
+
+// anyType is a Backend whose type is not comparable: a registry keyed by
+// Backend values would panic on it.
+type anyType struct {
+	backend.Backend
+	_ []int
+}
+
+// testAnyType takes, renews and releases a mutex hold through a Backend of a
+// type that is not comparable, with another goroutine waiting.
+func testAnyType(t *testing.T, mk func(*testing.T) backend.Backend) {
+	b := anyType{Backend: mk(t)}
+	name := fmt.Sprintf("bt-anytype-%s-%s", t.Name(), rand.Text()[:8])
+	ttl := 3 * time.Second
+	if q, ok := b.Backend.(backend.Quorum); ok {
+		ttl = max(ttl, 3*q.NodeTimeout())
+	}
+	m1, err := mutex.New(b, name, mutex.WithTTL(ttl))
+	if err != nil {
+		t.Fatalf("mutex.New: %v", err)
+	}
+	m2, err := mutex.New(b, name, mutex.WithTTL(ttl))
+	if err != nil {
+		t.Fatalf("mutex.New: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := m1.Lock(ctx); err != nil {
+		t.Fatalf("Lock: %v", err)
+	}
+	locked := make(chan error, 1)
+	go func() { locked <- m2.Lock(ctx) }()
+	// Past a renewal (every third of the TTL).
+	select {
+	case <-m1.Done():
+		t.Fatalf("the hold ended while renewed: %v", m1.Err())
+	case <-time.After(ttl / 2):
+	}
+	if err := m1.Unlock(ctx); err != nil {
+		t.Fatalf("Unlock: %v", err)
+	}
+	if err := <-locked; err != nil {
+		t.Fatalf("the waiting Lock: %v", err)
+	}
+	if err := m2.Unlock(ctx); err != nil {
+		t.Fatalf("Unlock of the second holder: %v", err)
 	}
 }

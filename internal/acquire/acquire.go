@@ -146,7 +146,7 @@ func NotAcquired(ctx context.Context, cause error) error {
 // listening reports whether the backend already listens on every channel
 // of the loop.
 func (l Loop) listening() bool {
-	b, ok := l.Backend.(interface{ Listening(string) bool })
+	b, ok := l.Backend.(backend.Listener)
 	if !ok {
 		return false
 	}

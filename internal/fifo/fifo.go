@@ -40,6 +40,7 @@ import (
 	"github.com/redisync/redisync/internal/holdopt"
 	"github.com/redisync/redisync/internal/keyspace"
 	"github.com/redisync/redisync/internal/lease"
+	"github.com/redisync/redisync/internal/local"
 	"github.com/redisync/redisync/internal/script"
 	"github.com/redisync/redisync/internal/telemetry"
 	"github.com/redisync/redisync/locker"
@@ -109,7 +110,7 @@ func New(c Config) *Queue {
 	}
 	q.spec = lease.Spec{
 		Backend:   c.Backend,
-		Tel:       telemetry.Of(c.Backend),
+		Tel:       local.Of(c.Backend).Telemetry(),
 		Primitive: c.Primitive,
 		TTL:       c.Hold.TTL,
 		Watchdog:  c.Hold.Watchdog,

@@ -16,16 +16,14 @@ package gate
 
 import (
 	"context"
-	"fmt"
-	"reflect"
 	"sync"
 
 	"github.com/redisync/redisync/locker"
 )
 
 type key struct {
-	owner any    // the backend
-	name  string // the lock's main key
+	s    *Set   // the backend's gates
+	name string // the lock's main key
 }
 
 type gate struct {
@@ -48,50 +46,56 @@ type Baton interface {
 	Drop()
 }
 
-// registry holds every gate of the process; its lock guards the gates, the
-// passes and the handles. Gates nobody refers to are kept for reuse, a few
-// of them, so that an uncontended lock does not make one each time.
-var registry = struct {
-	sync.Mutex
-	m    map[key]*gate
+// A Set holds the gates of one backend (see internal/local); its lock
+// guards the gates, the passes and the handles that use them. Gates nobody
+// refers to are kept for reuse, a few of them, so that an uncontended lock
+// does not make one each time. The zero Set is not usable; use NewSet.
+type Set struct {
+	mu   sync.Mutex
+	m    map[string]*gate
 	free []*gate
-}{m: make(map[key]*gate)}
+}
+
+// NewSet returns an empty Set.
+func NewSet() *Set { return &Set{m: make(map[string]*gate)} }
 
 const maxFreeGates = 64
 
-// ref returns the gate of k with one more reference. registry must be held.
+// ref returns the gate of k with one more reference. k.s.mu must be held.
 func ref(k key) *gate {
-	g := registry.m[k]
+	s := k.s
+	g := s.m[k.name]
 	if g == nil {
-		if n := len(registry.free); n > 0 {
-			g = registry.free[n-1]
-			registry.free = registry.free[:n-1]
+		if n := len(s.free); n > 0 {
+			g = s.free[n-1]
+			s.free = s.free[:n-1]
 		} else {
 			g = &gate{}
 		}
-		registry.m[k] = g
+		s.m[k.name] = g
 	}
 	g.refs++
 	return g
 }
 
-// unref drops a reference to the gate of k. registry must be held.
+// unref drops a reference to the gate of k. k.s.mu must be held.
 func unref(k key, g *gate) {
 	g.refs--
 	if g.refs == 0 {
-		delete(registry.m, k)
-		if len(registry.free) < maxFreeGates {
+		s := k.s
+		delete(s.m, k.name)
+		if len(s.free) < maxFreeGates {
 			*g = gate{queue: g.queue[:0]}
-			registry.free = append(registry.free, g)
+			s.free = append(s.free, g)
 		}
 	}
 }
 
 // free reports whether the gate and h (when not nil) can be taken.
-// registry must be held.
+// the Set's lock must be held.
 func (g *gate) free(h *handle) bool { return !g.busy && (h == nil || !h.taken) }
 
-// take takes the gate and h (when not nil). registry must be held.
+// take takes the gate and h (when not nil). the Set's lock must be held.
 func (g *gate) take(h *handle) {
 	g.busy = true
 	if h != nil {
@@ -100,7 +104,7 @@ func (g *gate) take(h *handle) {
 }
 
 // pop takes the i-th waiter out of the queue and marks its handle taken.
-// registry must be held.
+// the Set's lock must be held.
 func (g *gate) pop(i int) *waiter {
 	w := g.queue[i]
 	g.queue = append(g.queue[:i], g.queue[i+1:]...)
@@ -111,7 +115,7 @@ func (g *gate) pop(i int) *waiter {
 }
 
 // dispatch gives a free gate to the first waiter that may take it.
-// registry must be held.
+// the Set's lock must be held.
 func (g *gate) dispatch() {
 	if g.busy {
 		return
@@ -126,7 +130,7 @@ func (g *gate) dispatch() {
 }
 
 // remove takes w out of the queue and reports whether it was there.
-// registry must be held.
+// the Set's lock must be held.
 func (g *gate) remove(w *waiter) bool {
 	for i, x := range g.queue {
 		if x == w {
@@ -145,7 +149,7 @@ type Pass struct{ p *pass }
 type pass struct {
 	k    key
 	g    *gate
-	used bool // given back or handed off; guarded by registry
+	used bool // given back or handed off; guarded by the Set's lock
 }
 
 func newPass(k key, g *gate) Pass { return Pass{&pass{k: k, g: g}} }
@@ -157,8 +161,8 @@ func (p Pass) Release() {
 	if p.p == nil {
 		return
 	}
-	registry.Lock()
-	defer registry.Unlock()
+	p.p.k.s.mu.Lock()
+	defer p.p.k.s.mu.Unlock()
 	if p.p.used {
 		return
 	}
@@ -168,27 +172,26 @@ func (p Pass) Release() {
 	unref(p.p.k, p.p.g)
 }
 
-// Enter takes the gate of (owner, name), waiting until it is free, ctx is
-// done (it returns ctx.Err()) or closed is closed (it returns
-// locker.ErrClosed); waited reports whether it had to wait. It never
-// receives a Baton.
-func Enter(ctx context.Context, owner any, name string, closed <-chan struct{}) (p Pass, waited bool, err error) {
-	p, _, waited, err = enter(ctx, key{owner, name}, nil, nil, closed)
+// Enter takes the gate of name in s, waiting until it is free, ctx is done
+// (it returns ctx.Err()) or closed is closed (it returns locker.ErrClosed);
+// waited reports whether it had to wait. It never receives a Baton.
+func Enter(ctx context.Context, s *Set, name string, closed <-chan struct{}) (p Pass, waited bool, err error) {
+	p, _, waited, err = enter(ctx, key{s, name}, nil, nil, closed)
 	return p, waited, err
 }
 
 // enter takes the gate of k (and h, when not nil) as a waiter of class.
 func enter(ctx context.Context, k key, h *handle, class any, closed <-chan struct{}) (Pass, Baton, bool, error) {
-	registry.Lock()
+	k.s.mu.Lock()
 	g := ref(k)
 	if g.free(h) {
 		g.take(h)
-		registry.Unlock()
+		k.s.mu.Unlock()
 		return newPass(k, g), nil, false, nil
 	}
 	w := &waiter{h: h, class: class, ch: make(chan Baton, 1)}
 	g.queue = append(g.queue, w)
-	registry.Unlock()
+	k.s.mu.Unlock()
 
 	var err error
 	select {
@@ -199,13 +202,13 @@ func enter(ctx context.Context, k key, h *handle, class any, closed <-chan struc
 	case <-closed:
 		err = locker.ErrClosed
 	}
-	registry.Lock()
+	k.s.mu.Lock()
 	if g.remove(w) {
 		unref(k, g)
-		registry.Unlock()
+		k.s.mu.Unlock()
 		return Pass{}, nil, true, err
 	}
-	registry.Unlock()
+	k.s.mu.Unlock()
 	// The gate was given to w as it gave up: pass it on.
 	b := <-w.ch
 	p := newPass(k, g)
@@ -222,22 +225,22 @@ func enter(ctx context.Context, k key, h *handle, class any, closed <-chan struc
 	return Pass{}, nil, true, err
 }
 
-// Idle reports whether nobody holds or waits for the gate of (owner, name).
-func Idle(owner any, name string) bool {
-	registry.Lock()
-	defer registry.Unlock()
-	g := registry.m[key{owner, name}]
+// Idle reports whether nobody holds or waits for the gate of name.
+func (s *Set) Idle(name string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g := s.m[name]
 	return g == nil || !g.busy && len(g.queue) == 0
 }
 
-// TryEnter takes the gate of (owner, name) if it is free.
-func TryEnter(owner any, name string) (Pass, bool) {
-	return tryEnter(key{owner, name}, nil)
+// TryEnter takes the gate of name in s if it is free.
+func TryEnter(s *Set, name string) (Pass, bool) {
+	return tryEnter(key{s, name}, nil)
 }
 
 func tryEnter(k key, h *handle) (Pass, bool) {
-	registry.Lock()
-	defer registry.Unlock()
+	k.s.mu.Lock()
+	defer k.s.mu.Unlock()
 	g := ref(k)
 	if !g.free(h) {
 		unref(k, g)
@@ -249,7 +252,7 @@ func tryEnter(k key, h *handle) (Pass, bool) {
 
 type handle struct {
 	k     key
-	taken bool // guarded by registry
+	taken bool // guarded by the Set's lock
 }
 
 // A Handle is the one-slot gate of a lock handle, in front of the
@@ -262,41 +265,51 @@ type Handle struct{ h *handle }
 // NewHandle returns a free Handle.
 func NewHandle() Handle { return Handle{new(handle)} }
 
-func (h Handle) key(owner any, name string) key {
-	registry.Lock()
-	defer registry.Unlock()
+func (h Handle) key(s *Set, name string) key {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if h.h.k == (key{}) {
-		h.h.k = key{owner, name}
+		h.h.k = key{s, name}
 	}
 	return h.h.k
 }
 
-// Enter takes h and the process-wide gate of (owner, name), waiting in
+// Enter takes h and the process-wide gate of name in s, waiting in
 // arrival order with the process's other goroutines that want them. It may
 // receive, instead of a free gate, a Baton handed off by the holder (see
 // HandOff) to a waiter of class: the receiver then holds what the baton
 // carries, or drops it. waited reports whether h or the gate was busy. On
 // failure nothing is taken and the error is ctx.Err() or locker.ErrClosed
 // (when closed is closed).
-func (h Handle) Enter(ctx context.Context, owner any, name string, class any, closed <-chan struct{}) (p Pass, b Baton, waited bool, err error) {
-	return enter(ctx, h.key(owner, name), h.h, class, closed)
+func (h Handle) Enter(ctx context.Context, s *Set, name string, class any, closed <-chan struct{}) (p Pass, b Baton, waited bool, err error) {
+	return enter(ctx, h.key(s, name), h.h, class, closed)
 }
 
-// TryEnter takes h and the process-wide gate of (owner, name) if both are
+// TryEnter takes h and the process-wide gate of name in s if both are
 // free.
-func (h Handle) TryEnter(owner any, name string) (Pass, bool) {
-	return tryEnter(h.key(owner, name), h.h)
+func (h Handle) TryEnter(s *Set, name string) (Pass, bool) {
+	return tryEnter(h.key(s, name), h.h)
 }
 
 // Leave gives h back; the process-wide Pass is released on its own.
 func (h Handle) Leave() {
-	registry.Lock()
-	defer registry.Unlock()
+	k := h.key0()
+	if k.s == nil {
+		h.h.taken = false
+		return
+	}
+	k.s.mu.Lock()
+	defer k.s.mu.Unlock()
 	h.h.taken = false
-	if g := registry.m[h.h.k]; g != nil {
+	if g := k.s.m[k.name]; g != nil {
 		g.dispatch()
 	}
 }
+
+// key0 returns the key h is bound to, or the zero key before its first
+// Enter or TryEnter. The key never changes once set, under the Set's lock;
+// reading it from the goroutine that holds h needs no lock.
+func (h Handle) key0() key { return h.h.k }
 
 // HandOff passes b, with the gate p and the handle h, to the first waiter of
 // class whose handle is free (or is h): that waiter's Enter returns b. It
@@ -307,8 +320,8 @@ func (h Handle) HandOff(p Pass, class any, b Baton) bool {
 	if class == nil || p.p == nil {
 		return false
 	}
-	registry.Lock()
-	defer registry.Unlock()
+	p.p.k.s.mu.Lock()
+	defer p.p.k.s.mu.Unlock()
 	if p.p.used {
 		return false
 	}
@@ -325,15 +338,4 @@ func (h Handle) HandOff(p Pass, class any, b Baton) bool {
 		return true
 	}
 	return false
-}
-
-// Cohort returns the identity, across processes, of the goroutines of this
-// process that queue at the gates of owner (a backend): the holder
-// description (host/pid) and owner's address. Scripts compare it to let
-// other cohorts go first after a run of local hand-offs.
-func Cohort(owner any, holder string) string {
-	if v := reflect.ValueOf(owner); v.Kind() == reflect.Pointer {
-		return fmt.Sprintf("%s#%x", holder, v.Pointer())
-	}
-	return holder
 }

@@ -12,7 +12,7 @@ import (
 )
 
 func TestGateExcludesAndCleansUp(t *testing.T) {
-	owner := new(int)
+	owner := NewSet()
 	var inside, max atomic.Int32
 	var wg sync.WaitGroup
 	for range 16 {
@@ -37,15 +37,15 @@ func TestGateExcludesAndCleansUp(t *testing.T) {
 	if max.Load() != 1 {
 		t.Errorf("%d goroutines inside the gate at once; want 1", max.Load())
 	}
-	registry.Lock()
-	defer registry.Unlock()
-	if len(registry.m) != 0 {
-		t.Errorf("%d gates left in the registry; want 0", len(registry.m))
+	owner.mu.Lock()
+	defer owner.mu.Unlock()
+	if len(owner.m) != 0 {
+		t.Errorf("%d gates left in the set; want 0", len(owner.m))
 	}
 }
 
 func TestGateWaitEnds(t *testing.T) {
-	owner := new(int)
+	owner := NewSet()
 	p, ok := TryEnter(owner, "k")
 	if !ok {
 		t.Fatal("TryEnter on a free gate failed")
@@ -69,17 +69,17 @@ func TestGateWaitEnds(t *testing.T) {
 		t.Errorf("Enter with a closed backend = %v; want locker.ErrClosed", err)
 	}
 	p.Release()
-	registry.Lock()
-	defer registry.Unlock()
-	if len(registry.m) != 0 {
-		t.Errorf("%d gates left; want 0", len(registry.m))
+	owner.mu.Lock()
+	defer owner.mu.Unlock()
+	if len(owner.m) != 0 {
+		t.Errorf("%d gates left; want 0", len(owner.m))
 	}
 }
 
 // TestHandle: a handle stays taken until Leave, even once its process-wide
 // pass is given back (a lost hold), while other handles get the gate.
 func TestHandle(t *testing.T) {
-	owner := new(int)
+	owner := NewSet()
 	h, other := NewHandle(), NewHandle()
 	p, ok := h.TryEnter(owner, "k")
 	if !ok {
@@ -110,10 +110,10 @@ func TestHandle(t *testing.T) {
 		p.Release()
 		h.Leave()
 	}
-	registry.Lock()
-	defer registry.Unlock()
-	if len(registry.m) != 0 {
-		t.Errorf("%d gates left; want 0", len(registry.m))
+	owner.mu.Lock()
+	defer owner.mu.Unlock()
+	if len(owner.m) != 0 {
+		t.Errorf("%d gates left; want 0", len(owner.m))
 	}
 }
 
@@ -130,7 +130,7 @@ type entered struct {
 	err error
 }
 
-func enterAsync(ctx context.Context, h Handle, owner any, class any) <-chan entered {
+func enterAsync(ctx context.Context, h Handle, owner *Set, class any) <-chan entered {
 	out := make(chan entered, 1)
 	go func() {
 		p, b, _, err := h.Enter(ctx, owner, "k", class, nil)
@@ -139,17 +139,17 @@ func enterAsync(ctx context.Context, h Handle, owner any, class any) <-chan ente
 	return out
 }
 
-// waiters returns how many goroutines wait at the gate of (owner, "k").
-func waiters(owner any) int {
-	registry.Lock()
-	defer registry.Unlock()
-	if g := registry.m[key{owner, "k"}]; g != nil {
+// waiters returns how many goroutines wait at the gate of "k" in owner.
+func waiters(owner *Set) int {
+	owner.mu.Lock()
+	defer owner.mu.Unlock()
+	if g := owner.m["k"]; g != nil {
 		return len(g.queue)
 	}
 	return 0
 }
 
-func waitQueued(t *testing.T, owner any, n int) {
+func waitQueued(t *testing.T, owner *Set, n int) {
 	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); waiters(owner) != n; {
 		if time.Now().After(deadline) {
@@ -159,17 +159,17 @@ func waitQueued(t *testing.T, owner any, n int) {
 	}
 }
 
-func empty(t *testing.T) {
+func empty(t *testing.T, owner *Set) {
 	t.Helper()
-	registry.Lock()
-	defer registry.Unlock()
-	if len(registry.m) != 0 {
-		t.Errorf("%d gates left; want 0", len(registry.m))
+	owner.mu.Lock()
+	defer owner.mu.Unlock()
+	if len(owner.m) != 0 {
+		t.Errorf("%d gates left; want 0", len(owner.m))
 	}
 }
 
 func TestHandOff(t *testing.T) {
-	owner := new(int)
+	owner := NewSet()
 	a, b, c := NewHandle(), NewHandle(), NewHandle()
 	p, ok := a.TryEnter(owner, "k")
 	if !ok {
@@ -214,11 +214,11 @@ func TestHandOff(t *testing.T) {
 	if bt.drops.Load() != 0 {
 		t.Errorf("the baton was dropped %d times; want 0", bt.drops.Load())
 	}
-	empty(t)
+	empty(t, owner)
 }
 
 func TestHandOffToSameHandleAndOrder(t *testing.T) {
-	owner := new(int)
+	owner := NewSet()
 	a, b := NewHandle(), NewHandle()
 	p, ok := a.TryEnter(owner, "k")
 	if !ok {
@@ -250,11 +250,11 @@ func TestHandOffToSameHandleAndOrder(t *testing.T) {
 	}
 	g2.p.Release()
 	b.Leave()
-	empty(t)
+	empty(t, owner)
 }
 
 func TestHandOffToWaiterThatGivesUp(t *testing.T) {
-	owner := new(int)
+	owner := NewSet()
 	a, b, c := NewHandle(), NewHandle(), NewHandle()
 	p, ok := a.TryEnter(owner, "k")
 	if !ok {
@@ -302,11 +302,11 @@ func TestHandOffToWaiterThatGivesUp(t *testing.T) {
 	if bt.drops.Load() != 0 {
 		t.Errorf("the baton was dropped %d times; want 0", bt.drops.Load())
 	}
-	empty(t)
+	empty(t, owner)
 }
 
 func TestHandOffDroppedWhenNobodyTakesIt(t *testing.T) {
-	owner := new(int)
+	owner := NewSet()
 	a, b := NewHandle(), NewHandle()
 	for range 50 { // the race between cancel and hand-off goes both ways
 		p, ok := a.TryEnter(owner, "k")
@@ -336,6 +336,6 @@ func TestHandOffDroppedWhenNobodyTakesIt(t *testing.T) {
 			p.Release()
 		}
 		a.Leave()
-		empty(t)
+		empty(t, owner)
 	}
 }

@@ -81,6 +81,7 @@ type Lease struct {
 	err       error
 	done      chan struct{} // made by the first Done, closed at the end
 	onLoss    hooks
+	onEnd     hooks // the tenures: closed however the hold ends
 	stopping  bool // Stop was called: the release is under way; renewal results are ignored
 	wd        *watchdog
 }
@@ -419,13 +420,29 @@ func (l *Lease) end(cause error) {
 		l.err = fmt.Errorf("%w: %w", locker.ErrLost, cause)
 		lost, l.onLoss = l.onLoss, hooks{}
 	}
+	ends := l.onEnd
+	l.onEnd = hooks{}
 	// Metrics first: whoever waits on Done may read them.
 	l.spec.Tel.HoldEnded(context.Background(), l.spec.Primitive, time.Since(l.acquired), cause != nil)
 	if l.done != nil {
 		close(l.done)
 	}
 	l.mu.Unlock()
+	ends.run()
 	lost.run()
+}
+
+// onEnded registers r to be released once when the hold ends, however it
+// ends (at once if it has).
+func (l *Lease) onEnded(r Releaser) {
+	l.mu.Lock()
+	if !l.ended {
+		l.onEnd.add(r)
+		l.mu.Unlock()
+		return
+	}
+	l.mu.Unlock()
+	r.Release()
 }
 
 // ErrNotRenewed is the cause of a loss (wrapped with locker.ErrLost) when

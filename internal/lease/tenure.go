@@ -32,17 +32,18 @@ type Tenure struct {
 	done   chan struct{} // made by the first Done, closed with the Tenure
 }
 
-// lossHook closes a Tenure when its Lease is lost.
-type lossHook Tenure
+// endHook closes a Tenure when its Lease ends: lost, released, or past its
+// deadline while its release is under way.
+type endHook Tenure
 
-func (h *lossHook) Release() { (*Tenure)(h).close() }
+func (h *endHook) Release() { (*Tenure)(h).close() }
 
 // First returns the first Tenure of l.
 func First(l *Lease) *Tenure { return newTenure(l, l.token) }
 
 func newTenure(l *Lease, token int64) *Tenure {
 	t := &Tenure{l: l, token: token}
-	l.OnLoss((*lossHook)(t))
+	l.onEnded((*endHook)(t))
 	return t
 }
 

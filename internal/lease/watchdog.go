@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"sync"
 	"time"
 
 	"github.com/redisync/redisync/backend"
+	"github.com/redisync/redisync/internal/local"
 	"github.com/redisync/redisync/internal/script"
 	"github.com/redisync/redisync/locker"
 )
@@ -17,17 +19,21 @@ import (
 // not start a goroutine for each. A variable so that tests can change it.
 var Idle = time.Second
 
-// A watchdog renews and times out the holds taken through one backend. Its
-// goroutine runs while it has holds, and exits when the backend closes or
-// when it has been without holds for Idle. It is not woken when a hold ends:
-// it notices at its next scheduled look (the time the earliest of its holds
-// was due), so it may outlive its last hold by up to TTL/3 plus Idle.
+// A watchdog renews and times out the holds taken through one backend. It
+// belongs to the backend's process-local state (internal/local), made on
+// first use; a wrapper of a backend shares the watchdog of the backend it
+// wraps, and each hold is renewed through the backend it was taken
+// through. Its goroutine runs while it has holds, and exits when the
+// backend closes or when it has been without holds for Idle (a new hold
+// starts it again). It is not woken when a hold ends: it notices at its
+// next scheduled look (the time the earliest of its holds was due), so it
+// may outlive its last hold by up to TTL/3 plus Idle.
 type watchdog struct {
-	b      backend.Backend
-	ctx    context.Context
-	cancel context.CancelFunc
+	b backend.Backend // whose Done ends every hold
 
 	mu      sync.Mutex
+	ctx     context.Context // of the running goroutine's renewals
+	cancel  context.CancelFunc
 	holds   map[*Lease]struct{}
 	running bool
 	kick    chan struct{}
@@ -39,27 +45,22 @@ type watchdog struct {
 	wg        sync.WaitGroup // renewals in flight
 }
 
-var registry = struct {
-	sync.Mutex
-	m map[backend.Backend]*watchdog
-}{m: make(map[backend.Backend]*watchdog)}
+// watchdogKey keeps a backend's watchdog in its local state.
+type watchdogKey struct{}
 
 // register adds l to the watchdog of b, starting it if needed.
 func register(b backend.Backend, l *Lease) *watchdog {
-	registry.Lock()
-	defer registry.Unlock()
-	wd := registry.m[b]
-	if wd == nil {
-		ctx, cancel := context.WithCancel(context.Background())
-		wd = &watchdog{b: b, ctx: ctx, cancel: cancel, holds: make(map[*Lease]struct{}), kick: make(chan struct{}, 1)}
-		registry.m[b] = wd
-	}
+	wd := local.Of(b).Value(watchdogKey{}, func() any {
+		return &watchdog{b: b, holds: make(map[*Lease]struct{}), kick: make(chan struct{}, 1)}
+	}).(*watchdog)
 	wd.mu.Lock()
 	wd.holds[l] = struct{}{}
 	start := !wd.running
 	if start {
 		wd.running = true
-		go wd.run()
+		wd.idleSince = time.Time{}
+		wd.ctx, wd.cancel = context.WithCancel(context.Background())
+		go wd.run(wd.ctx)
 	}
 	// A running watchdog looks again at wakeAt; it needs waking only if
 	// the new hold is due before that. A new one scans first anyway.
@@ -88,7 +89,7 @@ func (wd *watchdog) poke() {
 	}
 }
 
-func (wd *watchdog) run() {
+func (wd *watchdog) run(ctx context.Context) {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
@@ -101,7 +102,7 @@ func (wd *watchdog) run() {
 			wd.mu.Lock()
 			wd.inflight++
 			wd.mu.Unlock()
-			go wd.renew(batch)
+			go wd.renew(ctx, batch)
 		}
 		timer.Reset(time.Until(next))
 		select {
@@ -118,9 +119,7 @@ func (wd *watchdog) run() {
 // and returns when to look again. more is false when the watchdog has no
 // holds left and has retired.
 func (wd *watchdog) scan() (next time.Time, batch []*Lease, more bool) {
-	// Lock order: registry, then wd.mu, then a Lease's mu.
-	registry.Lock()
-	defer registry.Unlock()
+	// Lock order: wd.mu, then a Lease's mu.
 	wd.mu.Lock()
 	defer wd.mu.Unlock()
 	now := time.Now()
@@ -133,9 +132,6 @@ func (wd *watchdog) scan() (next time.Time, batch []*Lease, more bool) {
 		// is waiting for.
 		if now.Sub(wd.idleSince) >= Idle && wd.inflight == 0 {
 			wd.running = false
-			if registry.m[wd.b] == wd {
-				delete(registry.m, wd.b)
-			}
 			wd.cancel()
 			return time.Time{}, nil, false
 		}
@@ -193,8 +189,9 @@ func earliest(a, b time.Time) time.Time {
 	return a
 }
 
-// renew sends one renewal per hold in batch, in one Exec.
-func (wd *watchdog) renew(batch []*Lease) {
+// renew sends one renewal per hold in batch, in one Exec per backend the
+// holds were taken through.
+func (wd *watchdog) renew(ctx context.Context, batch []*Lease) {
 	defer wd.wg.Done()
 	deadline := batch[0].deadlineLocked()
 	calls := make([]*backend.Call, len(batch))
@@ -202,9 +199,9 @@ func (wd *watchdog) renew(batch []*Lease) {
 		deadline = earliest(deadline, l.deadlineLocked())
 		calls[i] = l.spec.Renew(l.owner, l.spec.TTL)
 	}
-	ctx, cancel := context.WithDeadline(wd.ctx, deadline)
+	ctx, cancel := context.WithDeadline(ctx, deadline)
 	sent := time.Now()
-	wd.b.Exec(ctx, calls...)
+	execPerBackend(ctx, batch, calls)
 	cancel()
 	renewed := make([]bool, len(batch))
 	for i, l := range batch {
@@ -222,6 +219,52 @@ func (wd *watchdog) renew(batch []*Lease) {
 	wd.inflight--
 	wd.mu.Unlock()
 	wd.poke()
+}
+
+// execPerBackend runs calls[i], the renewal of batch[i], through the
+// backend batch[i] was taken through: one Exec per backend, in parallel.
+func execPerBackend(ctx context.Context, batch []*Lease, calls []*backend.Call) {
+	type group struct {
+		b     backend.Backend
+		calls []*backend.Call
+	}
+	var groups []group
+next:
+	for i, l := range batch {
+		for j := range groups {
+			if sameBackend(groups[j].b, l.spec.Backend) {
+				groups[j].calls = append(groups[j].calls, calls[i])
+				continue next
+			}
+		}
+		groups = append(groups, group{l.spec.Backend, []*backend.Call{calls[i]}})
+	}
+	if len(groups) == 1 {
+		groups[0].b.Exec(ctx, groups[0].calls...)
+		return
+	}
+	var wg sync.WaitGroup
+	for _, g := range groups {
+		wg.Go(func() { g.b.Exec(ctx, g.calls...) })
+	}
+	wg.Wait()
+}
+
+// sameBackend reports whether a and b are the same Backend value. Values
+// that cannot be compared are taken as different: comparing them would
+// panic (a type that is not comparable, or one holding such a value in an
+// interface field).
+func sameBackend(a, b backend.Backend) (same bool) {
+	ta := reflect.TypeOf(a)
+	if ta != reflect.TypeOf(b) || !ta.Comparable() {
+		return false
+	}
+	defer func() {
+		if recover() != nil {
+			same = false
+		}
+	}()
+	return a == b
 }
 
 func (l *Lease) deadlineLocked() time.Time {
@@ -295,8 +338,8 @@ func (l *Lease) settle() {
 
 // closed ends every hold after the backend closed.
 func (wd *watchdog) closed() {
-	wd.cancel()
 	wd.mu.Lock()
+	wd.cancel()
 	holds := make([]*Lease, 0, len(wd.holds))
 	for l := range wd.holds {
 		holds = append(holds, l)
@@ -307,12 +350,7 @@ func (wd *watchdog) closed() {
 		l.lose(locker.ErrClosed)
 	}
 	wd.wg.Wait()
-	registry.Lock()
 	wd.mu.Lock()
 	wd.running = false
-	if registry.m[wd.b] == wd {
-		delete(registry.m, wd.b)
-	}
 	wd.mu.Unlock()
-	registry.Unlock()
 }

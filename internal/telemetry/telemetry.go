@@ -193,17 +193,6 @@ func Default() *T {
 	return defaultT
 }
 
-// Of returns the T configured on a backend, or Default when the backend does
-// not carry one (a third-party implementation).
-func Of(b any) *T {
-	if p, ok := b.(interface{ Telemetry() *T }); ok {
-		if t := p.Telemetry(); t != nil {
-			return t
-		}
-	}
-	return Default()
-}
-
 // Op is the umbrella span and measurements of one public call.
 type Op struct {
 	t         *T

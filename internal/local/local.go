@@ -1,0 +1,83 @@
+// Package local is what the primitives keep, inside one process, for one
+// Backend: its telemetry, its cohort (the identity of the process's
+// goroutines that use it, as the servers see them), the queues of its
+// goroutines that wait for the same names, and the watchdog of its holds.
+//
+// Package backend makes a State for every Backend (backend.NewLocal) and
+// hands it out through Backend.Local, so that this state belongs to the
+// Backend: nothing here is kept in a process-wide registry keyed by a
+// Backend value, and a Backend whose type is not comparable works like any
+// other. The internal packages reach it with Of.
+package local
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/redisync/redisync/internal/gate"
+	"github.com/redisync/redisync/internal/telemetry"
+)
+
+// A State is the process-local state of one Backend. Its methods are safe
+// for concurrent use.
+type State struct {
+	tel    *telemetry.T
+	cohort string
+	gates  *gate.Set
+
+	mu     sync.Mutex
+	values map[any]any
+}
+
+// ids numbers the States of the process, for their cohorts.
+var ids atomic.Uint64
+
+// New returns the State of a Backend that records into tel, for a process
+// described by holder ("<host>/<pid>").
+func New(tel *telemetry.T, holder string) *State {
+	return &State{
+		tel:    tel,
+		cohort: fmt.Sprintf("%s#%d", holder, ids.Add(1)),
+		gates:  gate.NewSet(),
+	}
+}
+
+// Telemetry returns the instruments the Backend's primitives record into.
+func (s *State) Telemetry() *telemetry.T { return s.tel }
+
+// Cohort returns the identity, across processes, of this process's
+// goroutines that queue for names on the Backend: "<host>/<pid>#<n>". The
+// scripts keep it in a lock's line and compare it to let other processes
+// go first after a run of local hand-offs.
+func (s *State) Cohort() string { return s.cohort }
+
+// Gates returns the local queues of the Backend's goroutines, per name.
+func (s *State) Gates() *gate.Set { return s.gates }
+
+// Value returns the value kept under key, made by mk on its first use. The
+// internal packages keep their per-Backend state here (the watchdog), under
+// keys of their own unexported types.
+func (s *State) Value(key any, mk func() any) any {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, ok := s.values[key]
+	if !ok {
+		if s.values == nil {
+			s.values = make(map[any]any)
+		}
+		v = mk()
+		s.values[key] = v
+	}
+	return v
+}
+
+// of is set by package backend: it returns the State of a Backend.
+var of func(b any) *State
+
+// SetOf is called once, by package backend, with the function that returns
+// a Backend's State.
+func SetOf(f func(b any) *State) { of = f }
+
+// Of returns the State of Backend b.
+func Of(b any) *State { return of(b) }
