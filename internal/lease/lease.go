@@ -82,7 +82,7 @@ type Lease struct {
 	done      chan struct{} // made by the first Done, closed at the end
 	onLoss    hooks
 	onEnd     hooks // the tenures: closed however the hold ends
-	stopping  bool // Stop was called: the release is under way; renewal results are ignored
+	stopping  bool  // Stop was called: the release is under way; renewal results are ignored
 	wd        *watchdog
 }
 
