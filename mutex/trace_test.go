@@ -208,7 +208,7 @@ func TestMetrics(t *testing.T) {
 	if ok, _ := other.TryLock(ctx); ok {
 		t.Fatal("TryLock succeeded on a held lock")
 	}
-	tr.srv.Del("redisync:{metered}:lock")
+	tr.srv.Client().Del(ctx, "redisync:{metered}:lock")
 	<-m.Done()
 	if err := m.Unlock(ctx); !errors.Is(err, locker.ErrLost) {
 		t.Fatalf("Unlock = %v; want ErrLost", err)

@@ -179,7 +179,7 @@ func TestMetrics(t *testing.T) {
 	if ok, _ := other.TryLock(reentrant.WithOwner(ctx)); ok {
 		t.Fatal("TryLock succeeded on a held lock")
 	}
-	tr.srv.Del("redisync:{metered}:reentrant")
+	tr.srv.Client().Del(ctx, "redisync:{metered}:reentrant")
 	<-m.Done()
 	for range 3 {
 		if err := m.Unlock(ctx); !errors.Is(err, locker.ErrLost) {

@@ -208,7 +208,7 @@ func TestMetrics(t *testing.T) {
 	if ok, _ := other.TryLock(ctx); ok {
 		t.Fatal("TryLock succeeded on a read-locked lock")
 	}
-	tr.srv.Del("redisync:{metered}:readers")
+	tr.srv.Client().Del(ctx, "redisync:{metered}:readers")
 	<-m.Done()
 	for range 3 {
 		if err := m.RUnlock(ctx); !errors.Is(err, locker.ErrLost) {

@@ -1,39 +1,11 @@
-// Package embedded runs an in-process Redis (miniredis) whose keys expire in
-// real time, for the quickstart, the runnable examples and the tests that do
-// not need a real server.
-//
-// By default miniredis only expires keys when its clock is moved forward. A
-// Server runs it with ClockTTL: before every command, the TTLs are moved on
-// by the wall-clock time elapsed since the previous command, so that a key
-// set with PX n lives n milliseconds of real time from the command that set
-// it, as on redis-server, whatever the scheduler does (moving the clock from
-// a goroutine instead would charge a key set during a late tick with the
-// time before it was set, and expire it early).
+// Package embedded gives the tests inside this module the embedded Redis of
+// package redisynctest under its earlier name.
 package embedded
 
-import (
-	"sync"
+import "github.com/redisync/redisync/redisynctest"
 
-	"github.com/alicebob/miniredis/v2"
-)
+// A Server is a running embedded Redis; see redisynctest.Server.
+type Server = redisynctest.Server
 
-// A Server is a running miniredis. Close stops it.
-type Server struct {
-	*miniredis.Miniredis
-	once sync.Once
-}
-
-// Start starts a Server on a free loopback port.
-func Start() (*Server, error) {
-	m, err := miniredis.Run()
-	if err != nil {
-		return nil, err
-	}
-	m.ClockTTL(true)
-	return &Server{Miniredis: m}, nil
-}
-
-// Close stops the server. It is safe to call more than once.
-func (s *Server) Close() {
-	s.once.Do(s.Miniredis.Close)
-}
+// Start starts a Server; see redisynctest.Start.
+func Start() (*Server, error) { return redisynctest.Start() }

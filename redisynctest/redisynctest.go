@@ -1,0 +1,168 @@
+// Package redisynctest provides a Redis for the tests of code that uses
+// redisync: an embedded server (miniredis) that runs inside the test process,
+// needs nothing installed, and expires keys in real time, so that the
+// primitives behave on it as they do on redis-server. A hold that is not
+// renewed ends when its TTL has passed, and a waiter then gets the lock.
+//
+//	func TestNightlyReport(t *testing.T) {
+//		b := redisynctest.New(t) // closed when the test ends
+//		mu, err := mutex.New(b, "nightly-report")
+//		...
+//	}
+//
+// [New] gives one Backend, which stands for one process. A test that needs
+// several processes contending for a name, or a raw client to look at the
+// keys, starts a [Server] with [NewServer] and takes a Backend per process
+// from it. Programs that are not tests (a demo, a local run without Redis)
+// use [Start] and Close the Server themselves.
+//
+// # Faithful to
+//
+// The primitives run their Lua scripts unchanged, atomically, through
+// EVALSHA with the NOSCRIPT fallback, as on redis-server. TIME returns the
+// wall clock, so fencing tokens grow as they do there. Expiry follows real
+// time: miniredis by default only expires keys when its clock is moved by
+// hand, and a Server instead moves its TTLs on, before every command, by the
+// wall-clock time elapsed since the previous command (miniredis's ClockTTL).
+// A key set with PX n therefore lives n milliseconds of real time from the
+// command that set it, whatever the scheduler does; moving the clock from a
+// ticking goroutine would charge a key set just before a late tick with time
+// that passed before it existed, and expire it early. Wake-ups travel over
+// PUBLISH and SUBSCRIBE as they do on a single redis-server, so waiters are
+// woken by releases and do not merely poll.
+//
+// # Not faithful to
+//
+// A Server is one node that never fails on its own. There are no replicas
+// (WAIT answers 0, so [backend.WithReplicaAcks] cannot be satisfied), no
+// Sentinel, no Cluster (no SPUBLISH or SSUBSCRIBE, no slot redirections),
+// no persistence, no eviction under memory pressure, no ACLs and no TLS.
+// Nothing is lost, delayed or reordered: there are no failovers, network
+// partitions, lost replies or slow nodes, unless the test closes the Server
+// (every connection then fails, and every hold is lost at its next renewal).
+// A quorum can be built with [backend.NewQuorum] over the clients of several
+// Servers, but its nodes fail only when closed. Scripts are interpreted by
+// gopher-lua and compiled on every call, and each command first walks every
+// key to move TTLs on, so a Server is much slower than redis-server: do not
+// measure performance on it. miniredis implements the commands redisync and
+// most applications use, not all of Redis; an application's own commands
+// may need checking.
+//
+// Behaviour that depends on failures, timing under load or a particular
+// topology belongs in tests against real redis-server processes.
+package redisynctest
+
+import (
+	"sync"
+	"testing"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redisync/redisync/backend"
+)
+
+// A Server is a running embedded Redis on a loopback port. Its methods are
+// safe for concurrent use.
+type Server struct {
+	m    *miniredis.Miniredis
+	addr string // m.Addr(), which fails once m is closed
+
+	mu       sync.Mutex
+	closed   bool
+	clients  []*redis.Client
+	backends []backend.Backend
+}
+
+// Start starts a Server on a free port of 127.0.0.1. The caller must Close
+// it.
+func Start() (*Server, error) {
+	m, err := miniredis.Run()
+	if err != nil {
+		return nil, err
+	}
+	m.ClockTTL(true)
+	return &Server{m: m, addr: m.Addr()}, nil
+}
+
+// NewServer starts a Server for the test and closes it when the test and
+// its subtests have finished (tb.Cleanup). It fails the test if the server
+// cannot start.
+func NewServer(tb testing.TB) *Server {
+	tb.Helper()
+	s, err := Start()
+	if err != nil {
+		tb.Fatalf("redisynctest: start the embedded Redis: %v", err)
+	}
+	tb.Cleanup(s.Close)
+	return s
+}
+
+// New starts a Server for the test and returns a Backend on it, built by
+// backend.New with opts. The Backend, its client and the server are closed
+// when the test and its subtests have finished. New fails the test if the
+// server cannot start or an option is invalid.
+func New(tb testing.TB, opts ...backend.Option) backend.Backend {
+	tb.Helper()
+	b := NewServer(tb).Backend(opts...)
+	if err := backend.Check(b); err != nil {
+		tb.Fatalf("redisynctest: %v", err)
+	}
+	return b
+}
+
+// Addr returns the server's address, "127.0.0.1:port".
+func (s *Server) Addr() string { return s.addr }
+
+// Client returns a new client of the server, with a connection pool of its
+// own, as a separate process would have. Close closes it; the caller may
+// close it before.
+func (s *Server) Client() *redis.Client {
+	c := redis.NewClient(&redis.Options{Addr: s.addr, ContextTimeoutEnabled: true})
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		_ = c.Close()
+		return c
+	}
+	s.clients = append(s.clients, c)
+	return c
+}
+
+// Backend returns a new Backend on a new client of the server, built by
+// backend.New with opts: each stands for one process. As with backend.New,
+// a bad option is reported by the primitives' constructors. Close closes
+// the Backend and its client; the caller may close the Backend before.
+func (s *Server) Backend(opts ...backend.Option) backend.Backend {
+	b := backend.New(s.Client(), opts...)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		_ = b.Close()
+		return b
+	}
+	s.backends = append(s.backends, b)
+	return b
+}
+
+// Close closes the Backends and clients that s returned, which reports
+// every hold taken through them as lost and stops their background work,
+// then stops the server. It is safe to call more than once.
+func (s *Server) Close() {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	s.closed = true
+	backends, clients := s.backends, s.clients
+	s.backends, s.clients = nil, nil
+	s.mu.Unlock()
+	for _, b := range backends {
+		_ = b.Close()
+	}
+	for _, c := range clients {
+		_ = c.Close()
+	}
+	s.m.Close()
+}
