@@ -10,6 +10,7 @@ import (
 	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/internal/embedded"
 	"github.com/redisync/redisync/internal/lockertest"
+	"github.com/redisync/redisync/redisynctest"
 	"github.com/redisync/redisync/rwmutex"
 )
 
@@ -48,8 +49,7 @@ func TestBehaviourMiniredis(t *testing.T) {
 // inside waits for them, and RLock on a write-locked handle waits for the
 // writer; neither shortcut is taken locally.
 func TestSameHandle(t *testing.T) {
-	rdb, stop := embeddedRedis()
-	defer stop()
+	rdb := redisynctest.NewServer(t).Client()
 	b := backend.New(rdb)
 	defer b.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

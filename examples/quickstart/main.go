@@ -24,8 +24,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/backend"
-	"github.com/redisync/redisync/internal/embedded"
 	"github.com/redisync/redisync/mutex"
+	"github.com/redisync/redisync/redisynctest"
 )
 
 const (
@@ -164,12 +164,11 @@ func connect() (newClient func() *redis.Client, where string, stop func(), err e
 		}
 		return func() *redis.Client { return redis.NewClient(opt) }, opt.Addr, func() {}, nil
 	}
-	srv, err := embedded.Start()
+	srv, err := redisynctest.Start()
 	if err != nil {
 		return nil, "", nil, err
 	}
-	return func() *redis.Client { return redis.NewClient(&redis.Options{Addr: srv.Addr()}) },
-		"embedded (miniredis at " + srv.Addr() + "; set REDIS_URL to use a real server)", srv.Close, nil
+	return srv.Client, "embedded (miniredis at " + srv.Addr() + ", package redisynctest; set REDIS_URL to use a real server)", srv.Close, nil
 }
 
 // resource is the shared resource: it admits a critical section only with a
