@@ -8,7 +8,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/backend"
-	"github.com/redisync/redisync/internal/embedded"
 	"github.com/redisync/redisync/internal/lockertest"
 	"github.com/redisync/redisync/redisynctest"
 	"github.com/redisync/redisync/rwmutex"
@@ -24,7 +23,7 @@ func newLock(b backend.Backend, name string, o lockertest.Options) (lockertest.R
 
 func TestBehaviourMiniredis(t *testing.T) {
 	t.Parallel()
-	s, err := embedded.Start()
+	s, err := redisynctest.Start()
 	if err != nil {
 		t.Fatal(err)
 	}
