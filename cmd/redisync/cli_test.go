@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -376,5 +377,23 @@ func TestStatusOfReentrant(t *testing.T) {
 	r := runCLI(t, url, "status", name)
 	if !strings.Contains(r.stdout, "reentrant lock") || !strings.Contains(r.stdout, "yes, 2 time(s)") {
 		t.Errorf("status of a reentrant lock held twice:\n%s", r.stdout)
+	}
+}
+
+// TestUnreachableSaysItOnce runs commands against a closed port: stderr holds
+// redisync's own message, one line, and nothing from the Redis client.
+func TestUnreachableSaysItOnce(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "redis://" + ln.Addr().String() + "/0"
+	ln.Close()
+	for _, args := range [][]string{{"status", "x"}, {"run", "x", "--", "true"}} {
+		r := runCLI(t, url, args...)
+		lines := strings.Split(strings.TrimSuffix(r.stderr, "\n"), "\n")
+		if r.code != exitUnavailable || len(lines) != 1 || !strings.HasPrefix(lines[0], "redisync: cannot reach Redis") {
+			t.Errorf("redisync %v against a closed port: exit %d, stderr:\n%s\nwant exit %d and one line of redisync's own", args, r.code, r.stderr, exitUnavailable)
+		}
 	}
 }

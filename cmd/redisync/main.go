@@ -37,6 +37,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/redis/go-redis/v9/logging"
 )
 
 // Exit codes of redisync itself.
@@ -60,6 +62,9 @@ func fail(code int, format string, args ...any) error {
 }
 
 func main() {
+	// go-redis logs its pool's dial failures to stderr on its own; redisync
+	// reports what went wrong itself, once, in its own words.
+	logging.Disable()
 	os.Exit(realMain(os.Args[1:], os.Stdout, os.Stderr))
 }
 
