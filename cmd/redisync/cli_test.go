@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -17,8 +18,11 @@ import (
 	"time"
 
 	"github.com/redisync/redisync/backend"
+	"github.com/redisync/redisync/internal/holdopt"
 	"github.com/redisync/redisync/internal/redistest"
+	"github.com/redisync/redisync/mutex"
 	"github.com/redisync/redisync/reentrant"
+	"github.com/redisync/redisync/semaphore"
 )
 
 // The test binary doubles as the redisync binary: with REDISYNC_CLI_MAIN set
@@ -395,5 +399,68 @@ func TestUnreachableSaysItOnce(t *testing.T) {
 		if r.code != exitUnavailable || len(lines) != 1 || !strings.HasPrefix(lines[0], "redisync: cannot reach Redis") {
 			t.Errorf("redisync %v against a closed port: exit %d, stderr:\n%s\nwant exit %d and one line of redisync's own", args, r.code, r.stderr, exitUnavailable)
 		}
+	}
+}
+
+// TestStatusJSON holds a mutex and two permits of a semaphore of one name
+// and reads them back through status --json.
+func TestStatusJSON(t *testing.T) {
+	url, name := nodeURL(t), uniq(t)
+	b := backend.New(redistest.SharedNode(t).Client(t))
+	defer b.Close()
+	ctx := context.Background()
+	m, err := mutex.New(b, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer m.Unlock(ctx)
+	s, err := semaphore.NewWeighted(b, name, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Acquire(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Release(ctx, 2)
+
+	r := runCLI(t, url, "status", "--json", name)
+	if r.code != 0 {
+		t.Fatalf("status --json: exit %d: %s", r.code, r.stderr)
+	}
+	var st struct {
+		Name  string
+		Nodes []struct {
+			Mutex *struct {
+				Held   bool
+				Holder string
+				Token  int64
+				TTL    int64 `json:"ttl_ms"`
+			}
+			Semaphore *struct {
+				Limit, Out int64
+				Holds      []struct{ Permits, Token int64 }
+			}
+			Reentrant *struct{}
+			LastToken *int64 `json:"last_token"`
+		}
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &st); err != nil {
+		t.Fatalf("status --json printed what is not one JSON object (%v):\n%s", err, r.stdout)
+	}
+	if st.Name != name || len(st.Nodes) != 1 {
+		t.Fatalf("status --json: name %q, %d nodes; want %q and 1 node:\n%s", st.Name, len(st.Nodes), name, r.stdout)
+	}
+	n := st.Nodes[0]
+	if mu := n.Mutex; mu == nil || !mu.Held || mu.Holder != holdopt.Holder() || mu.Token != m.Token() || mu.TTL <= 0 {
+		t.Errorf("mutex in status --json: %+v; want held by %q with token %d and a TTL left:\n%s", mu, holdopt.Holder(), m.Token(), r.stdout)
+	}
+	if sem := n.Semaphore; sem == nil || sem.Limit != 3 || sem.Out != 2 || len(sem.Holds) != 1 || sem.Holds[0].Token != s.Token() {
+		t.Errorf("semaphore in status --json: %+v; want 2 of 3 out in one hold with token %d:\n%s", sem, s.Token(), r.stdout)
+	}
+	if n.Reentrant != nil || n.LastToken == nil || *n.LastToken < s.Token() {
+		t.Errorf("status --json: reentrant %v, last token %v; want no reentrant lock and the semaphore's token as the last:\n%s", n.Reentrant, n.LastToken, r.stdout)
 	}
 }

@@ -6,7 +6,7 @@
 //
 //	redisync run [--wait D | --try] [--ttl D] [--grace D] [--fair] NAME -- COMMAND [ARGS...]
 //	redisync sem run --permits N [--weight K] [--wait D | --try] [--ttl D] [--grace D] NAME -- COMMAND [ARGS...]
-//	redisync status NAME
+//	redisync status [--json] NAME
 //	redisync help [COMMAND]
 //
 // Connection flags, accepted by every command (default: $REDIS_URL, else
@@ -23,6 +23,9 @@
 // redisync (INT, TERM, HUP, QUIT, USR1, USR2) are forwarded to the command,
 // which runs in its own process group and is killed if redisync dies. If the
 // hold is lost, the command gets SIGTERM and, after the grace period, SIGKILL.
+//
+// status --json prints what status shows as one JSON object on one line, with
+// stable field names listed by "redisync help status".
 //
 // Exit status: the command's own (128+N when a signal N ended it), or
 //
@@ -90,7 +93,7 @@ const usage = `redisync runs commands under distributed locks held in Redis.
 Usage:
   redisync run [flags] NAME -- COMMAND [ARGS...]       run COMMAND while holding lock NAME
   redisync sem run --permits N [flags] NAME -- COMMAND  run COMMAND holding a permit of semaphore NAME
-  redisync status NAME                                 show who holds NAME, TTL left, waiters, last token
+  redisync status [--json] NAME                        show who holds NAME, tokens, TTL left, waiters
   redisync help [COMMAND]                              show help
 
 Connection (every command; default $REDIS_URL, else redis://127.0.0.1:6379/0):
