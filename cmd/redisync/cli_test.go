@@ -10,6 +10,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -88,6 +90,10 @@ func TestExitCodes(t *testing.T) {
 		{"bad ttl", []string{"run", "--ttl", "1ms", name, "--", "true"}, url, exitUsage, "ttl 1ms"},
 		{"bad name", []string{"run", "a{b}", "--", "true"}, url, exitUsage, "invalid name"},
 		{"unknown command", []string{"frobnicate"}, url, exitUsage, "unknown command"},
+		{"unlock without --force", []string{"unlock", name}, url, exitUsage, "--force"},
+		{"unlock --force without a name", []string{"unlock", "--force"}, url, exitUsage, "want one NAME"},
+		{"unlock --force of a bad name", []string{"unlock", "--force", "a{b}"}, url, exitUsage, "invalid name"},
+		{"unlock --force of a free name", []string{"unlock", "--force", name + "-free"}, url, 0, ""},
 		{"unreachable", []string{"run", name, "--", "true"}, "redis://127.0.0.1:1/0", exitUnavailable, "cannot reach Redis"},
 		{"bad url", []string{"run", name, "--", "true"}, "http://x", exitUsage, "--url"},
 		{"two connections", []string{"run", "--cluster", "127.0.0.1:1", "--quorum", "redis://a", name, "--", "true"}, url, exitUsage, "exclude"},
@@ -105,7 +111,7 @@ func TestExitCodes(t *testing.T) {
 }
 
 func TestHelp(t *testing.T) {
-	for _, args := range [][]string{{"help"}, {"--help"}, {"run", "--help"}, {"help", "run"}, {"status", "--help"}} {
+	for _, args := range [][]string{{"help"}, {"--help"}, {"run", "--help"}, {"help", "run"}, {"status", "--help"}, {"help", "unlock"}} {
 		r := runCLI(t, "redis://127.0.0.1:1/0", args...)
 		if r.code != 0 || !strings.Contains(r.stdout+r.stderr, "Usage") {
 			t.Errorf("redisync %v: exit %d, output %q; want exit 0 and a usage text", args, r.code, r.stdout+r.stderr)
@@ -463,4 +469,32 @@ func TestStatusJSON(t *testing.T) {
 	if n.Reentrant != nil || n.LastToken == nil || *n.LastToken < s.Token() {
 		t.Errorf("status --json: reentrant %v, last token %v; want no reentrant lock and the semaphore's token as the last:\n%s", n.Reentrant, n.LastToken, r.stdout)
 	}
+}
+
+// TestStatusJSONDocumented checks that every field of status --json is named
+// in the help of status and in the command's documentation.
+func TestStatusJSONDocumented(t *testing.T) {
+	src, err := os.ReadFile("main.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(src[:bytes.Index(src, []byte("\npackage main"))])
+	var walk func(reflect.Type)
+	walk = func(ty reflect.Type) {
+		for ty.Kind() == reflect.Pointer || ty.Kind() == reflect.Slice {
+			ty = ty.Elem()
+		}
+		if ty.Kind() != reflect.Struct {
+			return
+		}
+		for f := range ty.Fields() {
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			word := regexp.MustCompile(`\b` + name + `\b`)
+			if !word.MatchString(statusUsage) || !word.MatchString(doc) {
+				t.Errorf("status --json field %q is not in the help of status and the package doc", name)
+			}
+			walk(f.Type)
+		}
+	}
+	walk(reflect.TypeFor[nameStatus]())
 }

@@ -48,6 +48,12 @@ type fifoKeys struct {
 	wake      string // prefix of each waiter's wake channel
 }
 
+// keys returns the KEYS of the FIFO scripts: state, deadlines, queue and
+// the fence counter.
+func (k fifoKeys) keys(fence string) []string {
+	return []string{k.state, k.deadlines, k.queue, fence}
+}
+
 func newLayout(ks keyspace.Space) layout {
 	fifo := func(kind string) fifoKeys {
 		return fifoKeys{ks.Key(kind), ks.Key(kind + ":deadlines"), ks.Key(kind + ":queue"), ks.Key(kind + ":wake:")}

@@ -24,6 +24,8 @@ var (
 	mutexRenewSrc string
 	//go:embed mutex_undo.lua
 	mutexUndoSrc string
+	//go:embed mutex_force.lua
+	mutexForceSrc string
 )
 
 // Scripts of package mutex.
@@ -32,6 +34,9 @@ var (
 	MutexUndo    = backend.NewScript("mutex.undo", backend.Release, mutexUndoSrc, nil)
 	MutexAcquire = backend.NewBlockScript("mutex.acquire", mutexAcquireSrc, MutexUndo)
 	MutexRenew   = backend.NewScript("mutex.renew", backend.Renew, mutexRenewSrc, nil)
+	// MutexForce ends whatever hold the lock has, for redisync unlock
+	// --force.
+	MutexForce = backend.NewScript("mutex.force", backend.Release, mutexForceSrc, nil)
 )
 
 // NotHeld returns the error for a negative status of a release or renew
