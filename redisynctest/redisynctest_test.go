@@ -269,3 +269,35 @@ func TestServerAfterClose(t *testing.T) {
 		t.Errorf("Lock through a Backend taken after Close = %v; want locker.ErrClosed", err)
 	}
 }
+
+// TestQuorumOfServers builds a quorum over three Servers: a lock works on
+// it, and still does with one Server closed.
+func TestQuorumOfServers(t *testing.T) {
+	var servers []*redisynctest.Server
+	var clients []redis.UniversalClient
+	for range 3 {
+		s := redisynctest.NewServer(t)
+		servers = append(servers, s)
+		clients = append(clients, s.Client())
+	}
+	q, err := backend.NewQuorum(clients)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	m, err := mutex.New(q, "quorum")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for round := range 2 {
+		if err := m.Lock(ctx); err != nil {
+			t.Fatalf("round %d: Lock on the quorum: %v", round, err)
+		}
+		if err := m.Unlock(ctx); err != nil {
+			t.Fatalf("round %d: Unlock on the quorum: %v", round, err)
+		}
+		servers[0].Close()
+	}
+}
