@@ -99,7 +99,7 @@ func TestForceUnlockDeployments(t *testing.T) {
 			name := uniq(t)
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			holder, err := mutex.New(newBackend(), name, mutex.WithTTL(1500*time.Millisecond))
+			holder, err := mutex.New(newBackend(), name, mutex.WithTTL(3*time.Second))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -162,7 +162,7 @@ func TestForceUnlockEveryKind(t *testing.T) {
 	name := uniq(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	const ttl = 1500 * time.Millisecond
+	const ttl = 3 * time.Second
 
 	rw, err := rwmutex.New(b, name, rwmutex.WithTTL(ttl))
 	if err != nil {
