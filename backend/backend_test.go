@@ -8,7 +8,7 @@ import (
 
 	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/backend/backendtest"
-	"github.com/redisync/redisync/internal/embedded"
+	"github.com/redisync/redisync/redisynctest"
 )
 
 // clientHarness makes a Backend over a new client per call.
@@ -29,7 +29,7 @@ func (h clientHarness) Close() {
 
 func TestConformanceMiniredis(t *testing.T) {
 	backendtest.RunConformanceTests(t, func(context.Context, *testing.T) (backendtest.Harness, error) {
-		s, err := embedded.Start()
+		s, err := redisynctest.Start()
 		if err != nil {
 			return nil, err
 		}

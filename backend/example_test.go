@@ -6,19 +6,23 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/mutex"
+	"github.com/redisync/redisync/redisynctest"
 )
 
 // One Backend per process serves every primitive; it is built over the
 // go-redis client of the deployment.
 func ExampleNew() {
-	mr, _ := miniredis.Run() // a real program connects to its Redis instead
-	defer mr.Close()
-	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr(), ContextTimeoutEnabled: true})
+	srv, err := redisynctest.Start() // an embedded Redis, for the example
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer srv.Close()
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true})
 	defer rdb.Close()
 
 	b := backend.New(rdb, backend.WithPrefix("billing"))
@@ -29,10 +33,10 @@ func ExampleNew() {
 	}
 	mu, _ := mutex.New(b, "invoice:7")
 	_ = mu.Lock(context.Background())
-	fmt.Println(mr.Exists("billing:{invoice:7}:lock"))
+	fmt.Println(rdb.Exists(context.Background(), "billing:{invoice:7}:lock").Val())
 	_ = mu.Unlock(context.Background())
 	// Output:
-	// true
+	// 1
 }
 
 // Sentinel and Cluster deployments use go-redis' own clients; the replica

@@ -5,14 +5,13 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/redis/go-redis/v9"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/redisync/redisync/backend"
-	"github.com/redisync/redisync/internal/embedded"
 	"github.com/redisync/redisync/locker"
 	"github.com/redisync/redisync/mutex"
+	"github.com/redisync/redisync/redisynctest"
 	"github.com/redisync/redisync/tracing"
 )
 
@@ -29,15 +28,7 @@ func (o *ownBackend) Local() *backend.Local { return o.local }
 // making its Local with tracing options; one without a Local is refused by
 // the constructors.
 func TestThirdPartyLocal(t *testing.T) {
-	s, err := embedded.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	c := redis.NewClient(&redis.Options{Addr: s.Addr()})
-	defer c.Close()
-	inner := backend.New(c)
-	defer inner.Close()
+	inner := redisynctest.New(t)
 
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))

@@ -6,31 +6,20 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
-	"github.com/redis/go-redis/v9"
-
-	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/fair"
 	"github.com/redisync/redisync/locker"
+	"github.com/redisync/redisync/redisynctest"
 )
-
-// embeddedRedis starts an in-process Redis for the examples; a real program
-// connects to its Redis instead.
-func embeddedRedis() (*redis.Client, func()) {
-	mr, err := miniredis.Run()
-	if err != nil {
-		panic(err)
-	}
-	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
-	return rdb, func() { _ = rdb.Close(); mr.Close() }
-}
 
 // Lock, work under the lock, and hand the fencing token to the resource.
 func Example() {
-	rdb, stop := embeddedRedis()
-	defer stop()
-	b := backend.New(rdb)
-	defer b.Close()
+	srv, err := redisynctest.Start() // an embedded Redis, for the example
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer srv.Close()
+	b := srv.Backend() // a real program: backend.New(rdb), on its own Redis
 
 	jobs, err := fair.New(b, "jobs")
 	if err != nil {
@@ -55,10 +44,13 @@ func Example() {
 // shows each one in line before the next arrives), and take their turns in
 // that order once the holder is done.
 func Example_order() {
-	rdb, stop := embeddedRedis()
-	defer stop()
-	b := backend.New(rdb)
-	defer b.Close()
+	srv, err := redisynctest.Start() // an embedded Redis, for the example
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer srv.Close()
+	b := srv.Backend() // a real program: backend.New(rdb), on its own Redis
 	ctx := context.Background()
 
 	holder, _ := fair.New(b, "deploys")
@@ -91,10 +83,13 @@ func Example_order() {
 // TryLock reports contention as false, not as an error, and never jumps the
 // line.
 func ExampleMutex_TryLock() {
-	rdb, stop := embeddedRedis()
-	defer stop()
-	b := backend.New(rdb)
-	defer b.Close()
+	srv, err := redisynctest.Start() // an embedded Redis, for the example
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer srv.Close()
+	b := srv.Backend() // a real program: backend.New(rdb), on its own Redis
 	ctx := context.Background()
 
 	a, _ := fair.New(b, "nightly")
@@ -112,10 +107,13 @@ func ExampleMutex_TryLock() {
 // A Lock bounded by a deadline fails with an error that matches both
 // ErrNotAcquired and the context's error, and leaves the line at once.
 func ExampleMutex_Lock_timeout() {
-	rdb, stop := embeddedRedis()
-	defer stop()
-	b := backend.New(rdb)
-	defer b.Close()
+	srv, err := redisynctest.Start() // an embedded Redis, for the example
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer srv.Close()
+	b := srv.Backend() // a real program: backend.New(rdb), on its own Redis
 	ctx := context.Background()
 
 	holder, _ := fair.New(b, "batch")
@@ -125,7 +123,7 @@ func ExampleMutex_Lock_timeout() {
 
 	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 	defer cancel()
-	err := waiter.Lock(short)
+	err = waiter.Lock(short)
 	fmt.Println(errors.Is(err, locker.ErrNotAcquired), errors.Is(err, context.DeadlineExceeded))
 	n, _ := holder.QueueLen(ctx)
 	fmt.Println("still in line:", n)

@@ -7,8 +7,8 @@ import (
 
 	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/fair"
-	"github.com/redisync/redisync/internal/embedded"
 	"github.com/redisync/redisync/internal/lockertest"
+	"github.com/redisync/redisync/redisynctest"
 )
 
 func newLock(b backend.Backend, name string, o lockertest.Options) (lockertest.Lock, error) {
@@ -20,9 +20,9 @@ func newLock(b backend.Backend, name string, o lockertest.Options) (lockertest.L
 }
 
 // embeddedSetup returns an embedded Redis and a raw client to it.
-func embeddedServer(t *testing.T) (*embedded.Server, redis.UniversalClient) {
+func embeddedServer(t *testing.T) (*redisynctest.Server, redis.UniversalClient) {
 	t.Helper()
-	s, err := embedded.Start()
+	s, err := redisynctest.Start()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +32,7 @@ func embeddedServer(t *testing.T) (*embedded.Server, redis.UniversalClient) {
 	return s, raw
 }
 
-func embeddedClient(s *embedded.Server) func(t *testing.T) redis.UniversalClient {
+func embeddedClient(s *redisynctest.Server) func(t *testing.T) redis.UniversalClient {
 	return func(t *testing.T) redis.UniversalClient {
 		c := redis.NewClient(&redis.Options{Addr: s.Addr()})
 		t.Cleanup(func() { _ = c.Close() })

@@ -12,6 +12,7 @@ import (
 	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/fair"
 	"github.com/redisync/redisync/locker"
+	"github.com/redisync/redisync/redisynctest"
 )
 
 func TestNewRejectsBadInput(t *testing.T) {
@@ -57,8 +58,7 @@ func TestNewRejectsBadInput(t *testing.T) {
 }
 
 func TestExtendRejectsBadTTL(t *testing.T) {
-	rdb, stop := embeddedRedis()
-	defer stop()
+	rdb := redisynctest.NewServer(t).Client()
 	b := backend.New(rdb)
 	defer b.Close()
 	ctx := context.Background()
@@ -80,8 +80,7 @@ func TestExtendRejectsBadTTL(t *testing.T) {
 // clear, permanent error, not a retry loop, and nothing is held or queued
 // afterwards.
 func TestWrongTypeKey(t *testing.T) {
-	rdb, stop := embeddedRedis()
-	defer stop()
+	rdb := redisynctest.NewServer(t).Client()
 	b := backend.New(rdb)
 	defer b.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -20,8 +20,8 @@ import (
 
 	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/fair"
-	"github.com/redisync/redisync/internal/embedded"
 	"github.com/redisync/redisync/locker"
+	"github.com/redisync/redisync/redisynctest"
 	"github.com/redisync/redisync/tracing"
 )
 
@@ -47,12 +47,12 @@ type traced struct {
 	spans   *tracetest.SpanRecorder
 	metrics *sdkmetric.ManualReader
 	b, b2   *secrets
-	srv     *embedded.Server
+	srv     *redisynctest.Server
 }
 
 func newTraced(t *testing.T) *traced {
 	t.Helper()
-	s, err := embedded.Start()
+	s, err := redisynctest.Start()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +202,7 @@ func TestTelemetry(t *testing.T) {
 // is left.
 func TestCloseStopsEverything(t *testing.T) {
 	ignore := goleak.IgnoreCurrent()
-	s, err := embedded.Start()
+	s, err := redisynctest.Start()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,32 +6,21 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/alicebob/miniredis/v2"
-	"github.com/redis/go-redis/v9"
-
-	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/fence"
 	"github.com/redisync/redisync/mutex"
+	"github.com/redisync/redisync/redisynctest"
 )
-
-// embeddedRedis starts an in-process Redis for the examples; a real program
-// connects to its Redis instead.
-func embeddedRedis() (*redis.Client, func()) {
-	mr, err := miniredis.Run()
-	if err != nil {
-		panic(err)
-	}
-	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
-	return rdb, func() { _ = rdb.Close(); mr.Close() }
-}
 
 // Write under a lock with its fencing token. A holder whose hold ended while
 // it was paused comes back with an older token, and its write is refused.
 func Example() {
-	rdb, stop := embeddedRedis()
-	defer stop()
-	b := backend.New(rdb)
-	defer b.Close()
+	srv, err := redisynctest.Start() // an embedded Redis, for the example
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer srv.Close()
+	b := srv.Backend() // a real program: backend.New(rdb), on its own Redis
 	ctx := context.Background()
 
 	mu, err := mutex.New(b, "orders:42")
@@ -67,10 +56,13 @@ func Example() {
 // Update increments a counter without a lock: it retries when another writer
 // came first, and never loses an increment.
 func ExampleUpdate() {
-	rdb, stop := embeddedRedis()
-	defer stop()
-	b := backend.New(rdb)
-	defer b.Close()
+	srv, err := redisynctest.Start() // an embedded Redis, for the example
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer srv.Close()
+	b := srv.Backend() // a real program: backend.New(rdb), on its own Redis
 	ctx := context.Background()
 
 	incr := func(old []byte) ([]byte, error) {
@@ -97,10 +89,13 @@ func ExampleUpdate() {
 
 // CompareAndSwap writes only if nobody wrote since the value was read.
 func ExampleCompareAndSwap() {
-	rdb, stop := embeddedRedis()
-	defer stop()
-	b := backend.New(rdb)
-	defer b.Close()
+	srv, err := redisynctest.Start() // an embedded Redis, for the example
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer srv.Close()
+	b := srv.Backend() // a real program: backend.New(rdb), on its own Redis
 	ctx := context.Background()
 
 	_, version, _ := fence.Get(ctx, b, "config") // nil value, version 0: never written
@@ -108,7 +103,7 @@ func ExampleCompareAndSwap() {
 		fmt.Println(err)
 		return
 	}
-	_, err := fence.CompareAndSwap(ctx, b, "config", version, []byte("v1 again"))
+	_, err = fence.CompareAndSwap(ctx, b, "config", version, []byte("v1 again"))
 	fmt.Println("second swap with the same version:", errors.Is(err, fence.ErrConflict))
 	// Output:
 	// second swap with the same version: true
@@ -116,19 +111,22 @@ func ExampleCompareAndSwap() {
 
 // A hash resource: several fields written in one fenced step.
 func ExampleHSet() {
-	rdb, stop := embeddedRedis()
-	defer stop()
-	b := backend.New(rdb)
-	defer b.Close()
+	srv, err := redisynctest.Start() // an embedded Redis, for the example
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer srv.Close()
+	b := srv.Backend() // a real program: backend.New(rdb), on its own Redis
 	ctx := context.Background()
 
-	err := fence.HSet(ctx, b, "orders:43", 7, map[string][]byte{
+	err = fence.HSet(ctx, b, "orders:43", 7, map[string][]byte{
 		"status": []byte("paid"),
 		"amount": []byte("42.00"),
 	})
 	fmt.Println(err)
 	// The value is an ordinary hash that any client can read.
-	fmt.Println(rdb.HGet(ctx, "redisync:{orders:43}:value", "status").Val())
+	fmt.Println(srv.Client().HGet(ctx, "redisync:{orders:43}:value", "status").Val())
 	// Output:
 	// <nil>
 	// paid

@@ -12,8 +12,8 @@ import (
 
 	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/fence"
-	"github.com/redisync/redisync/internal/embedded"
 	"github.com/redisync/redisync/locker"
+	"github.com/redisync/redisync/redisynctest"
 )
 
 // counting is a Backend that counts the calls it runs.
@@ -28,7 +28,7 @@ func (c *counting) Exec(ctx context.Context, calls ...*backend.Call) {
 }
 
 func TestRejectsBadInput(t *testing.T) {
-	s, err := embedded.Start()
+	s, err := redisynctest.Start()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +100,7 @@ func TestRejectsBadInput(t *testing.T) {
 // TestDoneContext: every call fails before any I/O when its context is
 // already done.
 func TestDoneContext(t *testing.T) {
-	s, err := embedded.Start()
+	s, err := redisynctest.Start()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,31 +7,20 @@ import (
 	"sync"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
-	"github.com/redis/go-redis/v9"
-
-	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/latch"
+	"github.com/redisync/redisync/redisynctest"
 )
-
-// embeddedRedis starts an in-process Redis for the examples; a real program
-// connects to its Redis instead.
-func embeddedRedis() (*redis.Client, func()) {
-	mr, err := miniredis.Run()
-	if err != nil {
-		panic(err)
-	}
-	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
-	return rdb, func() { _ = rdb.Close(); mr.Close() }
-}
 
 // A deploy step waits until three workers have drained. Each worker, in its
 // own process in real life, counts the latch down once.
 func Example() {
-	rdb, stop := embeddedRedis()
-	defer stop()
-	b := backend.New(rdb)
-	defer b.Close()
+	srv, err := redisynctest.Start() // an embedded Redis, for the example
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer srv.Close()
+	b := srv.Backend() // a real program: backend.New(rdb), on its own Redis
 	ctx := context.Background()
 
 	const workers = 3
@@ -73,17 +62,20 @@ func Example() {
 // Every user of a latch names the same count; a handle with another count
 // is refused until the latch is reset explicitly.
 func ExampleCountDown_Reset() {
-	rdb, stop := embeddedRedis()
-	defer stop()
-	b := backend.New(rdb)
-	defer b.Close()
+	srv, err := redisynctest.Start() // an embedded Redis, for the example
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer srv.Close()
+	b := srv.Backend() // a real program: backend.New(rdb), on its own Redis
 	ctx := context.Background()
 
 	three, _ := latch.New(b, "batch", 3)
 	_ = three.CountDown(ctx)
 
 	five, _ := latch.New(b, "batch", 5)
-	err := five.CountDown(ctx)
+	err = five.CountDown(ctx)
 	fmt.Println("mismatch:", errors.Is(err, latch.ErrCountMismatch))
 
 	if err := five.Reset(ctx); err != nil {
@@ -99,15 +91,18 @@ func ExampleCountDown_Reset() {
 
 // Await is bounded by its context: here the latch never opens.
 func ExampleCountDown_Await_timeout() {
-	rdb, stop := embeddedRedis()
-	defer stop()
-	b := backend.New(rdb)
-	defer b.Close()
+	srv, err := redisynctest.Start() // an embedded Redis, for the example
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer srv.Close()
+	b := srv.Backend() // a real program: backend.New(rdb), on its own Redis
 
 	l, _ := latch.New(b, "never", 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	err := l.Await(ctx)
+	err = l.Await(ctx)
 	fmt.Println(errors.Is(err, context.DeadlineExceeded))
 	// Output:
 	// true

@@ -11,9 +11,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/backend"
-	"github.com/redisync/redisync/internal/embedded"
 	"github.com/redisync/redisync/latch"
 	"github.com/redisync/redisync/locker"
+	"github.com/redisync/redisync/redisynctest"
 )
 
 func TestNewRejectsBadInput(t *testing.T) {
@@ -84,7 +84,7 @@ func (c *counting) Exec(ctx context.Context, calls ...*backend.Call) {
 // TestDoneContext: every method fails before any I/O when its context is
 // already done.
 func TestDoneContext(t *testing.T) {
-	s, err := embedded.Start()
+	s, err := redisynctest.Start()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +117,7 @@ func TestDoneContext(t *testing.T) {
 
 // TestCloseEndsAwait: closing the backend ends an Await in progress.
 func TestCloseEndsAwait(t *testing.T) {
-	s, err := embedded.Start()
+	s, err := redisynctest.Start()
 	if err != nil {
 		t.Fatal(err)
 	}

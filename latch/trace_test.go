@@ -10,13 +10,13 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/redisync/redisync/backend"
-	"github.com/redisync/redisync/internal/embedded"
 	"github.com/redisync/redisync/internal/teltest"
 	"github.com/redisync/redisync/latch"
+	"github.com/redisync/redisync/redisynctest"
 )
 
 func TestSpansAndMetrics(t *testing.T) {
-	s, err := embedded.Start()
+	s, err := redisynctest.Start()
 	if err != nil {
 		t.Fatal(err)
 	}

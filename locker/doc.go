@@ -1,7 +1,8 @@
 // Package locker is the vocabulary shared by every redisync primitive: the
 // interfaces that the locks implement, the sentinel errors callers inspect
-// with [errors.Is], the [Backoff] type that paces retries, and [Sync], which
-// adapts a distributed lock to [sync.Locker].
+// with [errors.Is], the [Backoff] type that paces retries, [Sync], which
+// adapts a distributed lock to [sync.Locker], and [Hold] and [Do], which
+// give a hold as a context.
 //
 // # Interfaces
 //
@@ -17,6 +18,21 @@
 // was lost), and any goroutine may Unlock it. The fair lock is the exception
 // to the local waiting: every Lock call takes its own place in the shared
 // line, so that order of arrival holds across processes.
+//
+// # Holds as contexts
+//
+// A distributed hold can end at any time, when its holder loses touch with
+// Redis for too long, and another client may then take the lock. Work done
+// under the lock should therefore stop when the hold ends, and Go code stops
+// work through a context. [Hold] locks a [LeaseLocker] and returns a context
+// that is cancelled when the hold ends, with the reason as its cause
+// ([context.Cause] matches [ErrLost] when the hold was lost), and a release
+// function; [Do] runs a function under the lock with that context and
+// unlocks afterwards:
+//
+//	err := locker.Do(ctx, mu, func(ctx context.Context) error {
+//		return store.Write(ctx, data, mu.Token()) // cancelled if the hold is lost
+//	})
 //
 // # Errors
 //

@@ -4,20 +4,21 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/alicebob/miniredis/v2"
-	"github.com/redis/go-redis/v9"
-
 	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/multi"
+	"github.com/redisync/redisync/redisynctest"
 )
 
 // A transfer holds the locks of both accounts; another transfer naming them
 // the other way round locks them in the same order, so neither deadlocks.
 func Example() {
-	mr, _ := miniredis.Run() // a real program connects to its Redis instead
-	defer mr.Close()
-	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
-	defer rdb.Close()
+	srv, err := redisynctest.Start() // an embedded Redis, for the example
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer srv.Close()
+	rdb := srv.Client() // a real program: redis.NewClient(&redis.Options{Addr: ...})
 	b := backend.New(rdb)
 	defer b.Close()
 	ctx := context.Background()

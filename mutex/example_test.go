@@ -6,31 +6,20 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
-	"github.com/redis/go-redis/v9"
-
-	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/locker"
 	"github.com/redisync/redisync/mutex"
+	"github.com/redisync/redisync/redisynctest"
 )
-
-// embeddedRedis starts an in-process Redis for the examples; a real program
-// connects to its Redis instead.
-func embeddedRedis() (*redis.Client, func()) {
-	mr, err := miniredis.Run()
-	if err != nil {
-		panic(err)
-	}
-	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
-	return rdb, func() { _ = rdb.Close(); mr.Close() }
-}
 
 // Lock, work under the lock, and hand the fencing token to the resource.
 func Example() {
-	rdb, stop := embeddedRedis()
-	defer stop()
-	b := backend.New(rdb)
-	defer b.Close()
+	srv, err := redisynctest.Start() // an embedded Redis, for the example
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer srv.Close()
+	b := srv.Backend() // a real program: backend.New(rdb), on its own Redis
 
 	mu, err := mutex.New(b, "orders:42")
 	if err != nil {
@@ -52,10 +41,13 @@ func Example() {
 
 // TryLock reports contention as false, not as an error.
 func ExampleMutex_TryLock() {
-	rdb, stop := embeddedRedis()
-	defer stop()
-	b := backend.New(rdb)
-	defer b.Close()
+	srv, err := redisynctest.Start() // an embedded Redis, for the example
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer srv.Close()
+	b := srv.Backend() // a real program: backend.New(rdb), on its own Redis
 	ctx := context.Background()
 
 	cron, _ := mutex.New(b, "nightly-report")
@@ -73,12 +65,13 @@ func ExampleMutex_TryLock() {
 // Done is closed when the hold ends; stop the critical section when it is
 // lost. Here the lock's key is deleted behind its holder's back.
 func ExampleMutex_Done() {
-	mr, _ := miniredis.Run()
-	defer mr.Close()
-	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
-	defer rdb.Close()
-	b := backend.New(rdb)
-	defer b.Close()
+	srv, err := redisynctest.Start() // an embedded Redis, for the example
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer srv.Close()
+	b := srv.Backend() // a real program: backend.New(rdb), on its own Redis
 	ctx := context.Background()
 
 	mu, _ := mutex.New(b, "leader", mutex.WithTTL(300*time.Millisecond))
@@ -86,14 +79,14 @@ func ExampleMutex_Done() {
 		fmt.Println(err)
 		return
 	}
-	mr.Del("redisync:{leader}:lock")
+	srv.Client().Del(ctx, "redisync:{leader}:lock") // behind the holder's back
 	select {
 	case <-mu.Done():
 		fmt.Println("lost:", errors.Is(mu.Err(), locker.ErrLost))
 	case <-time.After(5 * time.Second):
 		fmt.Println("still held")
 	}
-	err := mu.Unlock(ctx)
+	err = mu.Unlock(ctx)
 	fmt.Println("unlock reports the loss:", errors.Is(err, locker.ErrLost))
 	// Output:
 	// lost: true
@@ -103,10 +96,13 @@ func ExampleMutex_Done() {
 // A Lock bounded by a deadline fails with an error that matches both
 // ErrNotAcquired and the context's error.
 func ExampleMutex_Lock_timeout() {
-	rdb, stop := embeddedRedis()
-	defer stop()
-	b := backend.New(rdb)
-	defer b.Close()
+	srv, err := redisynctest.Start() // an embedded Redis, for the example
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer srv.Close()
+	b := srv.Backend() // a real program: backend.New(rdb), on its own Redis
 	ctx := context.Background()
 
 	holder, _ := mutex.New(b, "batch")
@@ -116,7 +112,7 @@ func ExampleMutex_Lock_timeout() {
 
 	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 	defer cancel()
-	err := waiter.Lock(short)
+	err = waiter.Lock(short)
 	fmt.Println(errors.Is(err, locker.ErrNotAcquired), errors.Is(err, context.DeadlineExceeded))
 	// Output:
 	// true true
@@ -124,10 +120,13 @@ func ExampleMutex_Lock_timeout() {
 
 // Without the watchdog a hold is a fixed lease; Extend prolongs it.
 func ExampleMutex_Extend() {
-	rdb, stop := embeddedRedis()
-	defer stop()
-	b := backend.New(rdb)
-	defer b.Close()
+	srv, err := redisynctest.Start() // an embedded Redis, for the example
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer srv.Close()
+	b := srv.Backend() // a real program: backend.New(rdb), on its own Redis
 	ctx := context.Background()
 
 	mu, _ := mutex.New(b, "export", mutex.WithTTL(time.Second), mutex.WithWatchdog(false))
@@ -144,10 +143,13 @@ func ExampleMutex_Extend() {
 
 // A Mutex works with code written for sync.Locker.
 func ExampleMutex_sync() {
-	rdb, stop := embeddedRedis()
-	defer stop()
-	b := backend.New(rdb)
-	defer b.Close()
+	srv, err := redisynctest.Start() // an embedded Redis, for the example
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer srv.Close()
+	b := srv.Backend() // a real program: backend.New(rdb), on its own Redis
 
 	mu, _ := mutex.New(b, "legacy")
 	l := locker.Sync(mu) // panics where sync.Mutex would, and on Redis errors

@@ -12,11 +12,11 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/backend"
-	"github.com/redisync/redisync/internal/embedded"
 	"github.com/redisync/redisync/internal/lockertest"
 	"github.com/redisync/redisync/internal/script"
 	"github.com/redisync/redisync/locker"
 	"github.com/redisync/redisync/mutex"
+	"github.com/redisync/redisync/redisynctest"
 )
 
 // grants counts the grants of mutex.acquire scripts a client sends: the
@@ -63,7 +63,7 @@ type process struct {
 	grants *grants
 }
 
-func newProcess(t *testing.T, s *embedded.Server) process {
+func newProcess(t *testing.T, s *redisynctest.Server) process {
 	c := redis.NewClient(&redis.Options{Addr: s.Addr()})
 	g := new(grants)
 	c.AddHook(g)
@@ -72,8 +72,8 @@ func newProcess(t *testing.T, s *embedded.Server) process {
 	return process{b, g}
 }
 
-func startEmbedded(t *testing.T) *embedded.Server {
-	s, err := embedded.Start()
+func startEmbedded(t *testing.T) *redisynctest.Server {
+	s, err := redisynctest.Start()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,9 +10,9 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/redisync/redisync/backend"
-	"github.com/redisync/redisync/internal/embedded"
 	"github.com/redisync/redisync/locker"
 	"github.com/redisync/redisync/mutex"
+	"github.com/redisync/redisync/redisynctest"
 )
 
 // TestCloseStopsEverything holds a lock (a watchdog runs) and blocks a waiter
@@ -20,7 +20,7 @@ import (
 // is reported lost, the waiter returns, and no goroutine is left.
 func TestCloseStopsEverything(t *testing.T) {
 	ignore := goleak.IgnoreCurrent()
-	s, err := embedded.Start()
+	s, err := redisynctest.Start()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,9 +6,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/backend"
-	"github.com/redisync/redisync/internal/embedded"
 	"github.com/redisync/redisync/internal/lockertest"
 	"github.com/redisync/redisync/mutex"
+	"github.com/redisync/redisync/redisynctest"
 )
 
 func newLock(b backend.Backend, name string, o lockertest.Options) (lockertest.Lock, error) {
@@ -20,7 +20,7 @@ func newLock(b backend.Backend, name string, o lockertest.Options) (lockertest.L
 }
 
 func TestBehaviourMiniredis(t *testing.T) {
-	s, err := embedded.Start()
+	s, err := redisynctest.Start()
 	if err != nil {
 		t.Fatal(err)
 	}

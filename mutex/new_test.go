@@ -12,6 +12,7 @@ import (
 	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/locker"
 	"github.com/redisync/redisync/mutex"
+	"github.com/redisync/redisync/redisynctest"
 )
 
 func TestNewRejectsBadInput(t *testing.T) {
@@ -61,8 +62,7 @@ func TestNewRejectsBadInput(t *testing.T) {
 }
 
 func TestExtendRejectsBadTTL(t *testing.T) {
-	rdb, stop := embeddedRedis()
-	defer stop()
+	rdb := redisynctest.NewServer(t).Client()
 	b := backend.New(rdb)
 	defer b.Close()
 	ctx := context.Background()
@@ -83,8 +83,7 @@ func TestExtendRejectsBadTTL(t *testing.T) {
 // TestWrongTypeKey: a key of the wrong type left by another program is a
 // clear, permanent error, not a retry loop, and nothing is held afterwards.
 func TestWrongTypeKey(t *testing.T) {
-	rdb, stop := embeddedRedis()
-	defer stop()
+	rdb := redisynctest.NewServer(t).Client()
 	b := backend.New(rdb)
 	defer b.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

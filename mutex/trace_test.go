@@ -18,10 +18,10 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/redisync/redisync/backend"
-	"github.com/redisync/redisync/internal/embedded"
 	"github.com/redisync/redisync/internal/teltest"
 	"github.com/redisync/redisync/locker"
 	"github.com/redisync/redisync/mutex"
+	"github.com/redisync/redisync/redisynctest"
 	"github.com/redisync/redisync/tracing"
 )
 
@@ -38,12 +38,12 @@ type traced struct {
 	metrics *sdkmetric.ManualReader
 	b, b2   backend.Backend
 	rec     *owners
-	srv     *embedded.Server
+	srv     *redisynctest.Server
 }
 
 func newTraced(t *testing.T, opts ...tracing.Option) *traced {
 	t.Helper()
-	s, err := embedded.Start()
+	s, err := redisynctest.Start()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +208,7 @@ func TestMetrics(t *testing.T) {
 	if ok, _ := other.TryLock(ctx); ok {
 		t.Fatal("TryLock succeeded on a held lock")
 	}
-	tr.srv.Del("redisync:{metered}:lock")
+	tr.srv.Client().Del(ctx, "redisync:{metered}:lock")
 	<-m.Done()
 	if err := m.Unlock(ctx); !errors.Is(err, locker.ErrLost) {
 		t.Fatalf("Unlock = %v; want ErrLost", err)

@@ -5,24 +5,10 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/alicebob/miniredis/v2"
-	"github.com/redis/go-redis/v9"
-
-	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/locker"
+	"github.com/redisync/redisync/redisynctest"
 	"github.com/redisync/redisync/reentrant"
 )
-
-// embeddedRedis starts an in-process Redis for the examples; a real program
-// connects to its Redis instead.
-func embeddedRedis() (*redis.Client, func()) {
-	mr, err := miniredis.Run()
-	if err != nil {
-		panic(err)
-	}
-	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
-	return rdb, func() { _ = rdb.Close(); mr.Close() }
-}
 
 type tree struct{ mu *reentrant.Mutex }
 
@@ -49,10 +35,13 @@ func (t *tree) Rotate(ctx context.Context) error {
 // An outer call takes the lock and calls a helper that takes it again: the
 // context's ownership scope makes the nested Lock a re-entry.
 func Example() {
-	rdb, stop := embeddedRedis()
-	defer stop()
-	b := backend.New(rdb)
-	defer b.Close()
+	srv, err := redisynctest.Start() // an embedded Redis, for the example
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer srv.Close()
+	b := srv.Backend() // a real program: backend.New(rdb), on its own Redis
 
 	mu, err := reentrant.New(b, "tree:7")
 	if err != nil {
@@ -74,10 +63,13 @@ func Example() {
 
 // Different scopes exclude each other, even through the same Mutex value.
 func ExampleWithOwner() {
-	rdb, stop := embeddedRedis()
-	defer stop()
-	b := backend.New(rdb)
-	defer b.Close()
+	srv, err := redisynctest.Start() // an embedded Redis, for the example
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer srv.Close()
+	b := srv.Backend() // a real program: backend.New(rdb), on its own Redis
 
 	mu, _ := reentrant.New(b, "account:42")
 	alice := reentrant.WithOwner(context.Background())
@@ -101,16 +93,19 @@ func ExampleWithOwner() {
 // Unlocking more often than locking, or locking without a scope, is an
 // error.
 func ExampleMutex_Unlock() {
-	rdb, stop := embeddedRedis()
-	defer stop()
-	b := backend.New(rdb)
-	defer b.Close()
+	srv, err := redisynctest.Start() // an embedded Redis, for the example
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer srv.Close()
+	b := srv.Backend() // a real program: backend.New(rdb), on its own Redis
 
 	mu, _ := reentrant.New(b, "jobs")
 	ctx := reentrant.WithOwner(context.Background())
 	_ = mu.Lock(ctx)
 	fmt.Println(mu.Unlock(ctx))
-	err := mu.Unlock(ctx)
+	err = mu.Unlock(ctx)
 	fmt.Println("beyond the count:", errors.Is(err, locker.ErrNotHeld))
 	err = mu.Lock(context.Background())
 	fmt.Println("without a scope:", errors.Is(err, locker.ErrInvalid))

@@ -10,8 +10,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/redisync/redisync/backend"
-	"github.com/redisync/redisync/internal/embedded"
 	"github.com/redisync/redisync/locker"
+	"github.com/redisync/redisync/redisynctest"
 	"github.com/redisync/redisync/reentrant"
 )
 
@@ -21,7 +21,7 @@ import (
 // reported lost, the waiters return, and no goroutine is left.
 func TestCloseStopsEverything(t *testing.T) {
 	ignore := goleak.IgnoreCurrent()
-	s, err := embedded.Start()
+	s, err := redisynctest.Start()
 	if err != nil {
 		t.Fatal(err)
 	}

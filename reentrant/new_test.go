@@ -11,6 +11,7 @@ import (
 
 	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/locker"
+	"github.com/redisync/redisync/redisynctest"
 	"github.com/redisync/redisync/reentrant"
 )
 
@@ -55,8 +56,7 @@ func TestNewRejectsBadInput(t *testing.T) {
 }
 
 func TestExtendRejectsBadTTL(t *testing.T) {
-	rdb, stop := embeddedRedis()
-	defer stop()
+	rdb := redisynctest.NewServer(t).Client()
 	b := backend.New(rdb)
 	defer b.Close()
 	ctx := reentrant.WithOwner(context.Background())
@@ -83,8 +83,7 @@ func TestExtendRejectsBadTTL(t *testing.T) {
 // TestWrongTypeKey: a key of the wrong type left by another program is a
 // clear, permanent error, not a retry loop, and nothing is held afterwards.
 func TestWrongTypeKey(t *testing.T) {
-	rdb, stop := embeddedRedis()
-	defer stop()
+	rdb := redisynctest.NewServer(t).Client()
 	b := backend.New(rdb)
 	defer b.Close()
 	ctx, cancel := context.WithTimeout(reentrant.WithOwner(context.Background()), 5*time.Second)
@@ -112,8 +111,7 @@ func TestWrongTypeKey(t *testing.T) {
 // cannot enter it through another (which may be another deployment): that is
 // an error, not a second hold.
 func TestScopeAcrossBackends(t *testing.T) {
-	rdb, stop := embeddedRedis()
-	defer stop()
+	rdb := redisynctest.NewServer(t).Client()
 	b1, b2 := backend.New(rdb), backend.New(rdb)
 	defer b1.Close()
 	defer b2.Close()
@@ -147,8 +145,7 @@ func TestScopeAcrossBackends(t *testing.T) {
 // TestWithOwnerMakesNewScopes: a scope derived from a scoped context is a
 // different owner, while contexts derived otherwise keep the scope.
 func TestWithOwnerMakesNewScopes(t *testing.T) {
-	rdb, stop := embeddedRedis()
-	defer stop()
+	rdb := redisynctest.NewServer(t).Client()
 	b := backend.New(rdb)
 	defer b.Close()
 	m, _ := reentrant.New(b, "scopes")

@@ -6,8 +6,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/backend"
-	"github.com/redisync/redisync/internal/embedded"
 	"github.com/redisync/redisync/internal/lockertest"
+	"github.com/redisync/redisync/redisynctest"
 	"github.com/redisync/redisync/reentrant"
 )
 
@@ -30,7 +30,7 @@ func setup(raw redis.UniversalClient, newClient func(t *testing.T) redis.Univers
 
 func TestBehaviourMiniredis(t *testing.T) {
 	t.Parallel()
-	s, err := embedded.Start()
+	s, err := redisynctest.Start()
 	if err != nil {
 		t.Fatal(err)
 	}

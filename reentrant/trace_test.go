@@ -17,9 +17,9 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/redisync/redisync/backend"
-	"github.com/redisync/redisync/internal/embedded"
 	"github.com/redisync/redisync/internal/teltest"
 	"github.com/redisync/redisync/locker"
+	"github.com/redisync/redisync/redisynctest"
 	"github.com/redisync/redisync/reentrant"
 	"github.com/redisync/redisync/tracing"
 )
@@ -36,12 +36,12 @@ type traced struct {
 	spans   *tracetest.SpanRecorder
 	metrics *sdkmetric.ManualReader
 	b, b2   backend.Backend
-	srv     *embedded.Server
+	srv     *redisynctest.Server
 }
 
 func newTraced(t *testing.T) *traced {
 	t.Helper()
-	s, err := embedded.Start()
+	s, err := redisynctest.Start()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +179,7 @@ func TestMetrics(t *testing.T) {
 	if ok, _ := other.TryLock(reentrant.WithOwner(ctx)); ok {
 		t.Fatal("TryLock succeeded on a held lock")
 	}
-	tr.srv.Del("redisync:{metered}:reentrant")
+	tr.srv.Client().Del(ctx, "redisync:{metered}:reentrant")
 	<-m.Done()
 	for range 3 {
 		if err := m.Unlock(ctx); !errors.Is(err, locker.ErrLost) {

@@ -7,32 +7,21 @@ import (
 	"sync"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
-	"github.com/redis/go-redis/v9"
-
-	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/locker"
+	"github.com/redisync/redisync/redisynctest"
 	"github.com/redisync/redisync/rwmutex"
 )
-
-// embeddedRedis starts an in-process Redis for the examples; a real program
-// connects to its Redis instead.
-func embeddedRedis() (*redis.Client, func()) {
-	mr, err := miniredis.Run()
-	if err != nil {
-		panic(err)
-	}
-	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
-	return rdb, func() { _ = rdb.Close(); mr.Close() }
-}
 
 // A cache read by many and rebuilt by one: readers share the lock, the
 // writer has it alone, and its token orders the rebuilds.
 func Example() {
-	rdb, stop := embeddedRedis()
-	defer stop()
-	b := backend.New(rdb)
-	defer b.Close()
+	srv, err := redisynctest.Start() // an embedded Redis, for the example
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer srv.Close()
+	b := srv.Backend() // a real program: backend.New(rdb), on its own Redis
 	ctx := context.Background()
 
 	rw, err := rwmutex.New(b, "cache:users")
@@ -74,10 +63,13 @@ func Example() {
 // Readers, in one process or several, hold the lock together; a writer
 // cannot get in until they leave.
 func ExampleRWMutex_RLock() {
-	rdb, stop := embeddedRedis()
-	defer stop()
-	b := backend.New(rdb)
-	defer b.Close()
+	srv, err := redisynctest.Start() // an embedded Redis, for the example
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer srv.Close()
+	b := srv.Backend() // a real program: backend.New(rdb), on its own Redis
 	ctx := context.Background()
 
 	here, _ := rwmutex.New(b, "catalog")
@@ -99,10 +91,13 @@ func ExampleRWMutex_RLock() {
 // A writer that waits keeps new readers out, so readers that keep coming
 // cannot starve it.
 func ExampleRWMutex_Lock() {
-	rdb, stop := embeddedRedis()
-	defer stop()
-	b := backend.New(rdb)
-	defer b.Close()
+	srv, err := redisynctest.Start() // an embedded Redis, for the example
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer srv.Close()
+	b := srv.Backend() // a real program: backend.New(rdb), on its own Redis
 	ctx := context.Background()
 
 	reader, _ := rwmutex.New(b, "prices")
@@ -131,10 +126,13 @@ func ExampleRWMutex_Lock() {
 // RLocker adapts the read side to locker.Locker, and through locker.Sync to
 // sync.Locker.
 func ExampleRWMutex_RLocker() {
-	rdb, stop := embeddedRedis()
-	defer stop()
-	b := backend.New(rdb)
-	defer b.Close()
+	srv, err := redisynctest.Start() // an embedded Redis, for the example
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer srv.Close()
+	b := srv.Backend() // a real program: backend.New(rdb), on its own Redis
 
 	rw, _ := rwmutex.New(b, "settings")
 	var l sync.Locker = locker.Sync(rw.RLocker())
@@ -149,10 +147,13 @@ func ExampleRWMutex_RLocker() {
 // ErrNotAcquired and the context's error, and leaves the readers free to
 // come in.
 func ExampleRWMutex_Lock_timeout() {
-	rdb, stop := embeddedRedis()
-	defer stop()
-	b := backend.New(rdb)
-	defer b.Close()
+	srv, err := redisynctest.Start() // an embedded Redis, for the example
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer srv.Close()
+	b := srv.Backend() // a real program: backend.New(rdb), on its own Redis
 	ctx := context.Background()
 
 	reader, _ := rwmutex.New(b, "report")
@@ -162,7 +163,7 @@ func ExampleRWMutex_Lock_timeout() {
 
 	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 	defer cancel()
-	err := writer.Lock(short)
+	err = writer.Lock(short)
 	fmt.Println(errors.Is(err, locker.ErrNotAcquired), errors.Is(err, context.DeadlineExceeded))
 	ok, _ := writer.TryRLock(ctx)
 	fmt.Println("readers admitted again:", ok)

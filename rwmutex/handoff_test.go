@@ -10,8 +10,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/backend"
-	"github.com/redisync/redisync/internal/embedded"
 	"github.com/redisync/redisync/internal/lockertest"
+	"github.com/redisync/redisync/redisynctest"
 	"github.com/redisync/redisync/rwmutex"
 )
 
@@ -19,7 +19,7 @@ import (
 // themselves, each with a greater token, while the readers of another
 // process still get their turns.
 func TestWriteHandoff(t *testing.T) {
-	s, err := embedded.Start()
+	s, err := redisynctest.Start()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/locker"
+	"github.com/redisync/redisync/redisynctest"
 	"github.com/redisync/redisync/rwmutex"
 )
 
@@ -55,8 +56,7 @@ func TestNewRejectsBadInput(t *testing.T) {
 }
 
 func TestExtendRejectsBadTTL(t *testing.T) {
-	rdb, stop := embeddedRedis()
-	defer stop()
+	rdb := redisynctest.NewServer(t).Client()
 	b := backend.New(rdb)
 	defer b.Close()
 	ctx := context.Background()
@@ -89,8 +89,7 @@ func TestExtendRejectsBadTTL(t *testing.T) {
 // TestWrongTypeKey: keys of the wrong type left by another program are a
 // clear, permanent error, not a retry loop, and nothing is held afterwards.
 func TestWrongTypeKey(t *testing.T) {
-	rdb, stop := embeddedRedis()
-	defer stop()
+	rdb := redisynctest.NewServer(t).Client()
 	b := backend.New(rdb)
 	defer b.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

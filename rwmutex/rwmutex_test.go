@@ -8,8 +8,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/backend"
-	"github.com/redisync/redisync/internal/embedded"
 	"github.com/redisync/redisync/internal/lockertest"
+	"github.com/redisync/redisync/redisynctest"
 	"github.com/redisync/redisync/rwmutex"
 )
 
@@ -23,7 +23,7 @@ func newLock(b backend.Backend, name string, o lockertest.Options) (lockertest.R
 
 func TestBehaviourMiniredis(t *testing.T) {
 	t.Parallel()
-	s, err := embedded.Start()
+	s, err := redisynctest.Start()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,8 +48,7 @@ func TestBehaviourMiniredis(t *testing.T) {
 // inside waits for them, and RLock on a write-locked handle waits for the
 // writer; neither shortcut is taken locally.
 func TestSameHandle(t *testing.T) {
-	rdb, stop := embeddedRedis()
-	defer stop()
+	rdb := redisynctest.NewServer(t).Client()
 	b := backend.New(rdb)
 	defer b.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

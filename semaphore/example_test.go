@@ -7,31 +7,20 @@ import (
 	"sync"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
-	"github.com/redis/go-redis/v9"
-
-	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/locker"
+	"github.com/redisync/redisync/redisynctest"
 	"github.com/redisync/redisync/semaphore"
 )
 
-// embeddedRedis starts an in-process Redis for the examples; a real program
-// connects to its Redis instead.
-func embeddedRedis() (*miniredis.Miniredis, *redis.Client, func()) {
-	mr, err := miniredis.Run()
-	if err != nil {
-		panic(err)
-	}
-	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
-	return mr, rdb, func() { _ = rdb.Close(); mr.Close() }
-}
-
 // Acquire a GPU slot out of four, use it, and give it back.
 func Example() {
-	_, rdb, stop := embeddedRedis()
-	defer stop()
-	b := backend.New(rdb)
-	defer b.Close()
+	srv, err := redisynctest.Start() // an embedded Redis, for the example
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer srv.Close()
+	b := srv.Backend() // a real program: backend.New(rdb), on its own Redis
 
 	gpus, err := semaphore.NewWeighted(b, "gpu", 4)
 	if err != nil {
@@ -57,10 +46,13 @@ func Example() {
 // processes, no more than three jobs run at once. Each worker here has a
 // handle of its own; they could as well be in different processes.
 func ExampleWeighted_Acquire_workerPool() {
-	_, rdb, stop := embeddedRedis()
-	defer stop()
-	b := backend.New(rdb)
-	defer b.Close()
+	srv, err := redisynctest.Start() // an embedded Redis, for the example
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer srv.Close()
+	b := srv.Backend() // a real program: backend.New(rdb), on its own Redis
 	ctx := context.Background()
 
 	var (
@@ -96,10 +88,13 @@ func ExampleWeighted_Acquire_workerPool() {
 
 // TryAcquire reports a lack of permits as false, not as an error.
 func ExampleWeighted_TryAcquire() {
-	_, rdb, stop := embeddedRedis()
-	defer stop()
-	b := backend.New(rdb)
-	defer b.Close()
+	srv, err := redisynctest.Start() // an embedded Redis, for the example
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer srv.Close()
+	b := srv.Backend() // a real program: backend.New(rdb), on its own Redis
 	ctx := context.Background()
 
 	a, _ := semaphore.NewWeighted(b, "connections", 2)
@@ -118,14 +113,17 @@ func ExampleWeighted_TryAcquire() {
 // asking for more than the limit, releasing more than is held, and using a
 // name with another limit while it is in use.
 func ExampleWeighted_Release() {
-	_, rdb, stop := embeddedRedis()
-	defer stop()
-	b := backend.New(rdb)
-	defer b.Close()
+	srv, err := redisynctest.Start() // an embedded Redis, for the example
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer srv.Close()
+	b := srv.Backend() // a real program: backend.New(rdb), on its own Redis
 	ctx := context.Background()
 
 	pool, _ := semaphore.NewWeighted(b, "pool", 2)
-	err := pool.Acquire(ctx, 3)
+	err = pool.Acquire(ctx, 3)
 	fmt.Println("acquire 3 of 2:", errors.Is(err, locker.ErrInvalid))
 	_ = pool.Acquire(ctx, 1)
 	err = pool.Release(ctx, 2)
@@ -143,10 +141,13 @@ func ExampleWeighted_Release() {
 // Done is closed when the handle's permits are lost; here their records are
 // deleted behind the holder's back.
 func ExampleWeighted_Done() {
-	mr, rdb, stop := embeddedRedis()
-	defer stop()
-	b := backend.New(rdb)
-	defer b.Close()
+	srv, err := redisynctest.Start() // an embedded Redis, for the example
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer srv.Close()
+	b := srv.Backend() // a real program: backend.New(rdb), on its own Redis
 	ctx := context.Background()
 
 	slots, _ := semaphore.NewWeighted(b, "render", 2, semaphore.WithTTL(300*time.Millisecond))
@@ -154,15 +155,14 @@ func ExampleWeighted_Done() {
 		fmt.Println(err)
 		return
 	}
-	mr.Del("redisync:{render}:semaphore")
-	mr.Del("redisync:{render}:semaphore:deadlines")
+	srv.Client().Del(ctx, "redisync:{render}:semaphore", "redisync:{render}:semaphore:deadlines") // behind the holder's back
 	select {
 	case <-slots.Done():
 		fmt.Println("lost:", errors.Is(slots.Err(), locker.ErrLost))
 	case <-time.After(5 * time.Second):
 		fmt.Println("still held")
 	}
-	err := slots.Release(ctx, 2)
+	err = slots.Release(ctx, 2)
 	fmt.Println("release reports the loss:", errors.Is(err, locker.ErrLost))
 	// Output:
 	// lost: true

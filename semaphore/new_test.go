@@ -11,6 +11,7 @@ import (
 
 	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/locker"
+	"github.com/redisync/redisync/redisynctest"
 	"github.com/redisync/redisync/semaphore"
 )
 
@@ -60,8 +61,7 @@ func TestNewWeightedRejectsBadInput(t *testing.T) {
 }
 
 func TestExtend(t *testing.T) {
-	_, rdb, stop := embeddedRedis()
-	defer stop()
+	rdb := redisynctest.NewServer(t).Client()
 	b := backend.New(rdb)
 	defer b.Close()
 	ctx := context.Background()
@@ -106,8 +106,7 @@ func TestExtend(t *testing.T) {
 // TestFixedLeaseEnds: without the watchdog the permits end as lost at their
 // validity deadline, and come back to the others.
 func TestFixedLeaseEnds(t *testing.T) {
-	_, rdb, stop := embeddedRedis()
-	defer stop()
+	rdb := redisynctest.NewServer(t).Client()
 	b := backend.New(rdb)
 	defer b.Close()
 	ctx := context.Background()
@@ -138,8 +137,7 @@ func TestFixedLeaseEnds(t *testing.T) {
 // TestWrongTypeKey: a key of the wrong type left by another program is a
 // clear, permanent error, and nothing is held or queued afterwards.
 func TestWrongTypeKey(t *testing.T) {
-	_, rdb, stop := embeddedRedis()
-	defer stop()
+	rdb := redisynctest.NewServer(t).Client()
 	b := backend.New(rdb)
 	defer b.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

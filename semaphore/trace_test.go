@@ -15,8 +15,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/redisync/redisync/backend"
-	"github.com/redisync/redisync/internal/embedded"
 	"github.com/redisync/redisync/locker"
+	"github.com/redisync/redisync/redisynctest"
 	"github.com/redisync/redisync/semaphore"
 	"github.com/redisync/redisync/tracing"
 )
@@ -40,7 +40,7 @@ func attrs(s sdktrace.ReadOnlySpan) map[attribute.Key]attribute.Value {
 }
 
 func TestSpans(t *testing.T) {
-	s, err := embedded.Start()
+	s, err := redisynctest.Start()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +102,7 @@ func TestSpans(t *testing.T) {
 // left.
 func TestCloseStopsEverything(t *testing.T) {
 	ignore := goleak.IgnoreCurrent()
-	s, err := embedded.Start()
+	s, err := redisynctest.Start()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,12 +4,11 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/alicebob/miniredis/v2"
-	"github.com/redis/go-redis/v9"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/redisync/redisync/backend"
+	"github.com/redisync/redisync/redisynctest"
 	"github.com/redisync/redisync/semaphore"
 	"github.com/redisync/redisync/tracing"
 )
@@ -17,10 +16,13 @@ import (
 // With client spans off (the go-redis client being instrumented with
 // redisotel, say), each call still records its INTERNAL span.
 func ExampleWithClientSpans() {
-	mr, _ := miniredis.Run() // a real program connects to its Redis instead
-	defer mr.Close()
-	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
-	defer rdb.Close()
+	srv, err := redisynctest.Start() // an embedded Redis, for the example
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer srv.Close()
+	rdb := srv.Client() // a real program: redis.NewClient(&redis.Options{Addr: ...})
 
 	spans := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))

@@ -4,10 +4,14 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,8 +20,11 @@ import (
 	"time"
 
 	"github.com/redisync/redisync/backend"
+	"github.com/redisync/redisync/internal/holdopt"
 	"github.com/redisync/redisync/internal/redistest"
+	"github.com/redisync/redisync/mutex"
 	"github.com/redisync/redisync/reentrant"
+	"github.com/redisync/redisync/semaphore"
 )
 
 // The test binary doubles as the redisync binary: with REDISYNC_CLI_MAIN set
@@ -83,6 +90,10 @@ func TestExitCodes(t *testing.T) {
 		{"bad ttl", []string{"run", "--ttl", "1ms", name, "--", "true"}, url, exitUsage, "ttl 1ms"},
 		{"bad name", []string{"run", "a{b}", "--", "true"}, url, exitUsage, "invalid name"},
 		{"unknown command", []string{"frobnicate"}, url, exitUsage, "unknown command"},
+		{"unlock without --force", []string{"unlock", name}, url, exitUsage, "--force"},
+		{"unlock --force without a name", []string{"unlock", "--force"}, url, exitUsage, "want one NAME"},
+		{"unlock --force of a bad name", []string{"unlock", "--force", "a{b}"}, url, exitUsage, "invalid name"},
+		{"unlock --force of a free name", []string{"unlock", "--force", name + "-free"}, url, 0, ""},
 		{"unreachable", []string{"run", name, "--", "true"}, "redis://127.0.0.1:1/0", exitUnavailable, "cannot reach Redis"},
 		{"bad url", []string{"run", name, "--", "true"}, "http://x", exitUsage, "--url"},
 		{"two connections", []string{"run", "--cluster", "127.0.0.1:1", "--quorum", "redis://a", name, "--", "true"}, url, exitUsage, "exclude"},
@@ -100,7 +111,7 @@ func TestExitCodes(t *testing.T) {
 }
 
 func TestHelp(t *testing.T) {
-	for _, args := range [][]string{{"help"}, {"--help"}, {"run", "--help"}, {"help", "run"}, {"status", "--help"}} {
+	for _, args := range [][]string{{"help"}, {"--help"}, {"run", "--help"}, {"help", "run"}, {"status", "--help"}, {"help", "unlock"}} {
 		r := runCLI(t, "redis://127.0.0.1:1/0", args...)
 		if r.code != 0 || !strings.Contains(r.stdout+r.stderr, "Usage") {
 			t.Errorf("redisync %v: exit %d, output %q; want exit 0 and a usage text", args, r.code, r.stdout+r.stderr)
@@ -377,4 +388,113 @@ func TestStatusOfReentrant(t *testing.T) {
 	if !strings.Contains(r.stdout, "reentrant lock") || !strings.Contains(r.stdout, "yes, 2 time(s)") {
 		t.Errorf("status of a reentrant lock held twice:\n%s", r.stdout)
 	}
+}
+
+// TestUnreachableSaysItOnce runs commands against a closed port: stderr holds
+// redisync's own message, one line, and nothing from the Redis client.
+func TestUnreachableSaysItOnce(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "redis://" + ln.Addr().String() + "/0"
+	ln.Close()
+	for _, args := range [][]string{{"status", "x"}, {"run", "x", "--", "true"}} {
+		r := runCLI(t, url, args...)
+		lines := strings.Split(strings.TrimSuffix(r.stderr, "\n"), "\n")
+		if r.code != exitUnavailable || len(lines) != 1 || !strings.HasPrefix(lines[0], "redisync: cannot reach Redis") {
+			t.Errorf("redisync %v against a closed port: exit %d, stderr:\n%s\nwant exit %d and one line of redisync's own", args, r.code, r.stderr, exitUnavailable)
+		}
+	}
+}
+
+// TestStatusJSON holds a mutex and two permits of a semaphore of one name
+// and reads them back through status --json.
+func TestStatusJSON(t *testing.T) {
+	url, name := nodeURL(t), uniq(t)
+	b := backend.New(redistest.SharedNode(t).Client(t))
+	defer b.Close()
+	ctx := context.Background()
+	m, err := mutex.New(b, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer m.Unlock(ctx)
+	s, err := semaphore.NewWeighted(b, name, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Acquire(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Release(ctx, 2)
+
+	r := runCLI(t, url, "status", "--json", name)
+	if r.code != 0 {
+		t.Fatalf("status --json: exit %d: %s", r.code, r.stderr)
+	}
+	var st struct {
+		Name  string
+		Nodes []struct {
+			Mutex *struct {
+				Held   bool
+				Holder string
+				Token  int64
+				TTL    int64 `json:"ttl_ms"`
+			}
+			Semaphore *struct {
+				Limit, Out int64
+				Holds      []struct{ Permits, Token int64 }
+			}
+			Reentrant *struct{}
+			LastToken *int64 `json:"last_token"`
+		}
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &st); err != nil {
+		t.Fatalf("status --json printed what is not one JSON object (%v):\n%s", err, r.stdout)
+	}
+	if st.Name != name || len(st.Nodes) != 1 {
+		t.Fatalf("status --json: name %q, %d nodes; want %q and 1 node:\n%s", st.Name, len(st.Nodes), name, r.stdout)
+	}
+	n := st.Nodes[0]
+	if mu := n.Mutex; mu == nil || !mu.Held || mu.Holder != holdopt.Holder() || mu.Token != m.Token() || mu.TTL <= 0 {
+		t.Errorf("mutex in status --json: %+v; want held by %q with token %d and a TTL left:\n%s", mu, holdopt.Holder(), m.Token(), r.stdout)
+	}
+	if sem := n.Semaphore; sem == nil || sem.Limit != 3 || sem.Out != 2 || len(sem.Holds) != 1 || sem.Holds[0].Token != s.Token() {
+		t.Errorf("semaphore in status --json: %+v; want 2 of 3 out in one hold with token %d:\n%s", sem, s.Token(), r.stdout)
+	}
+	if n.Reentrant != nil || n.LastToken == nil || *n.LastToken < s.Token() {
+		t.Errorf("status --json: reentrant %v, last token %v; want no reentrant lock and the semaphore's token as the last:\n%s", n.Reentrant, n.LastToken, r.stdout)
+	}
+}
+
+// TestStatusJSONDocumented checks that every field of status --json is named
+// in the help of status and in the command's documentation.
+func TestStatusJSONDocumented(t *testing.T) {
+	src, err := os.ReadFile("main.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(src[:bytes.Index(src, []byte("\npackage main"))])
+	var walk func(reflect.Type)
+	walk = func(ty reflect.Type) {
+		for ty.Kind() == reflect.Pointer || ty.Kind() == reflect.Slice {
+			ty = ty.Elem()
+		}
+		if ty.Kind() != reflect.Struct {
+			return
+		}
+		for f := range ty.Fields() {
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			word := regexp.MustCompile(`\b` + name + `\b`)
+			if !word.MatchString(statusUsage) || !word.MatchString(doc) {
+				t.Errorf("status --json field %q is not in the help of status and the package doc", name)
+			}
+			walk(f.Type)
+		}
+	}
+	walk(reflect.TypeFor[nameStatus]())
 }

@@ -6,7 +6,8 @@
 //
 //	redisync run [--wait D | --try] [--ttl D] [--grace D] [--fair] NAME -- COMMAND [ARGS...]
 //	redisync sem run --permits N [--weight K] [--wait D | --try] [--ttl D] [--grace D] NAME -- COMMAND [ARGS...]
-//	redisync status NAME
+//	redisync status [--json] NAME
+//	redisync unlock --force NAME
 //	redisync help [COMMAND]
 //
 // Connection flags, accepted by every command (default: $REDIS_URL, else
@@ -24,6 +25,31 @@
 // which runs in its own process group and is killed if redisync dies. If the
 // hold is lost, the command gets SIGTERM and, after the grace period, SIGKILL.
 //
+// status --json prints what status shows as one JSON object on one line, for
+// scripts and monitoring. Its field names are stable; durations are in
+// milliseconds, and a primitive's object is absent when nothing of it exists:
+//
+//	name, where        the name, and the deployment as connected
+//	nodes              one object per node of a --quorum, else one object:
+//	  addr               the node's address (quorum only)
+//	  mutex              {held, holder, token, ttl_ms, yield_ms}
+//	  reentrant          {held, count, token, ttl_ms}
+//	  rwmutex            {write {held, token, ttl_ms}, read {holds, ttl_ms},
+//	                      waiting_writers, waiting_readers}
+//	  fair               {held, token, ttl_ms, waiting}
+//	  semaphore          {limit, out, holds [{permits, token, ttl_ms}], waiting}
+//	  last_token         the last fencing token issued (null: none in the last 24h)
+//	  listening          processes subscribed to the name's wake-ups
+//
+// holder is the holding process as host/pid; yield_ms, when a mutex is not
+// held, how long its last holder's process lets other processes go first.
+//
+// unlock --force ends whatever hold NAME has, whoever holds it (every kind of
+// primitive that status shows, on every node of a quorum), wakes the waiters,
+// and prints whose holds it ended (holder and fencing token); the holders
+// report their holds lost at their next renewal, and fencing tokens keep
+// growing. It exits 0 when it ended holds and when nothing was held.
+//
 // Exit status: the command's own (128+N when a signal N ended it), or
 //
 //	2   bad usage
@@ -37,6 +63,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/redis/go-redis/v9/logging"
 )
 
 // Exit codes of redisync itself.
@@ -60,6 +88,9 @@ func fail(code int, format string, args ...any) error {
 }
 
 func main() {
+	// go-redis logs its pool's dial failures to stderr on its own; redisync
+	// reports what went wrong itself, once, in its own words.
+	logging.Disable()
 	os.Exit(realMain(os.Args[1:], os.Stdout, os.Stderr))
 }
 
@@ -85,7 +116,8 @@ const usage = `redisync runs commands under distributed locks held in Redis.
 Usage:
   redisync run [flags] NAME -- COMMAND [ARGS...]       run COMMAND while holding lock NAME
   redisync sem run --permits N [flags] NAME -- COMMAND  run COMMAND holding a permit of semaphore NAME
-  redisync status NAME                                 show who holds NAME, TTL left, waiters, last token
+  redisync status [--json] NAME                        show who holds NAME, tokens, TTL left, waiters
+  redisync unlock --force NAME                         end whatever hold NAME has, whoever holds it
   redisync help [COMMAND]                              show help
 
 Connection (every command; default $REDIS_URL, else redis://127.0.0.1:6379/0):
@@ -96,7 +128,8 @@ Connection (every command; default $REDIS_URL, else redis://127.0.0.1:6379/0):
   --prefix P                     key namespace (default "redisync")
 
 Exit status: the command's own, or 2 bad usage, 69 Redis unreachable, 75 not acquired,
-76 hold lost while the command ran.
+76 hold lost while the command ran. unlock --force exits 0 whether it ended holds or found
+none.
 `
 
 func dispatch(args []string, stdout, stderr io.Writer) error {
@@ -117,6 +150,8 @@ func dispatch(args []string, stdout, stderr io.Writer) error {
 		return fail(exitUsage, "sem: want \"sem run\"; see redisync help sem")
 	case "status":
 		return statusCmd(args[1:], stdout, stderr)
+	case "unlock":
+		return unlockCmd(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		if len(args) > 1 {
 			return dispatch([]string{args[1], "--help"}, stdout, stderr)

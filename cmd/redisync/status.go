@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -15,16 +16,98 @@ import (
 	"github.com/redisync/redisync/internal/keyspace"
 )
 
+// layout is where each kind of primitive keeps its state under one name:
+// status reads these keys and unlock --force ends the holds they record.
+// Every key carries the name's hash tag, so that all of them share one
+// Cluster slot.
+type layout struct {
+	mutex     string // lock hash: the hold {o owner, f token, c cohort, ...}, the line of waiting processes and a release's yield marker (see internal/script/lock_lib.lua)
+	reentrant string // lock hash {<owner> count, f token, ...}
+	rw        rwKeys
+	fair      fifoKeys
+	semaphore fifoKeys
+	fence     string // the fencing token counter shared by every kind
+	wake      string // wake channel of the mutex, the reentrant lock and the writers of the rwmutex
+}
+
+// rwKeys are the keys and channels of a readers/writer lock.
+type rwKeys struct {
+	writer  string // write hold: a hash like the mutex's {o, f, a}
+	readers string // read holds: sorted set of '<owner>:<attempt>' by expiry (server ms)
+	wwait   string // waiting writers: sorted set by expiry
+	rwait   string // waiting readers: sorted set by expiry
+	rturn   string // readers let in ahead of the next writer: sorted set by expiry
+	rwake   string // wake channel of the readers
+}
+
+// fifoKeys are the keys and channels of a fair lock or a semaphore.
+type fifoKeys struct {
+	state     string // hash {n limit, used, h:<owner> "<permits> <token> <ticket> <attempt>", w:<waiter> ...}
+	deadlines string // sorted set of h:<owner> and w:<waiter> by deadline (server ms)
+	queue     string // sorted set of waiters by ticket
+	wake      string // prefix of each waiter's wake channel
+}
+
+// keys returns the KEYS of the FIFO scripts: state, deadlines, queue and
+// the fence counter.
+func (k fifoKeys) keys(fence string) []string {
+	return []string{k.state, k.deadlines, k.queue, fence}
+}
+
+func newLayout(ks keyspace.Space) layout {
+	fifo := func(kind string) fifoKeys {
+		return fifoKeys{ks.Key(kind), ks.Key(kind + ":deadlines"), ks.Key(kind + ":queue"), ks.Key(kind + ":wake:")}
+	}
+	return layout{
+		mutex:     ks.Key("lock"),
+		reentrant: ks.Key("reentrant"),
+		rw: rwKeys{ks.Key("writer"), ks.Key("readers"), ks.Key("wwait"), ks.Key("rwait"),
+			ks.Key("rturn"), ks.Key("rwake")},
+		fair:      fifo("fair"),
+		semaphore: fifo("semaphore"),
+		fence:     ks.Key("fence"),
+		wake:      ks.Wake(),
+	}
+}
+
+const statusUsage = `Usage: redisync status [--json] [flags] NAME
+
+Shows every primitive named NAME (mutex, fair lock, readers/writer lock, reentrant lock,
+semaphore): whether it is held and by whom, the holds' fencing tokens and how long they have
+left, how many wait, and the last fencing token issued. Owner tokens, which are credentials,
+are never shown.
+
+With --json it prints the same as one JSON object on one line, for scripts and monitoring.
+Its field names are stable; durations are in milliseconds, and a primitive's object is
+absent when nothing of it exists:
+
+  name, where           the name, and the deployment as connected
+  nodes                 one object per node of a --quorum, else one object:
+    addr                  the node's address (quorum only)
+    mutex                 {held, holder, token, ttl_ms, yield_ms, waiting}: holder is the
+                          holding process as host/pid; yield_ms, how long its last holder's
+                          process lets other processes go first; waiting, the processes in
+                          the lock's line
+    reentrant             {held, count, token, ttl_ms}: count is the owner's hold count
+    rwmutex               {write {held, token, ttl_ms}, read {holds, ttl_ms},
+                           waiting_writers, waiting_readers}
+    fair                  {held, token, ttl_ms, waiting}
+    semaphore             {limit, out, holds [{permits, token, ttl_ms}], waiting}
+    last_token            the last fencing token issued (null: none in the last 24h)
+    listening             processes subscribed to the name's wake-ups
+
+Flags:
+`
+
 func statusCmd(args []string, stdout, stderr io.Writer) error {
 	var c conn
+	var asJSON bool
 	fs := flag.NewFlagSet("redisync status", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	c.register(fs)
+	fs.BoolVar(&asJSON, "json", false, "print one JSON object on one line (fields above)")
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), "Usage: redisync status [flags] NAME\n\n"+
-			"Shows every primitive named NAME (mutex, fair lock, readers/writer lock, reentrant lock,\n"+
-			"semaphore): whether it is held and by whom, how long the holds have left, how many wait,\n"+
-			"and the last fencing token issued. Owner tokens, which are credentials, are never shown.\n\nFlags:\n")
+		fmt.Fprint(fs.Output(), statusUsage)
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -47,18 +130,98 @@ func statusCmd(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer s.Close()
-	ks := keyspace.New(s.b.Prefix(), name)
+	lay := newLayout(keyspace.New(s.b.Prefix(), name))
 
-	fmt.Fprintf(stdout, "name         %s (%s)\n", name, s.where)
-	for i, cl := range s.clients {
-		if len(s.clients) > 1 {
-			fmt.Fprintf(stdout, "node %d       %s\n", i+1, cl.(*redis.Client).Options().Addr)
-		}
-		if err := printStatus(ctx, stdout, cl, ks); err != nil {
+	st := nameStatus{Name: name, Where: s.where}
+	for _, cl := range s.clients {
+		n, err := readNode(ctx, cl, lay)
+		if err != nil {
 			return fail(exitUnavailable, "status: %v", err)
 		}
+		if len(s.clients) > 1 {
+			n.Addr = cl.(*redis.Client).Options().Addr
+		}
+		st.Nodes = append(st.Nodes, n)
 	}
+	if asJSON {
+		return json.NewEncoder(stdout).Encode(st)
+	}
+	st.print(stdout)
 	return nil
+}
+
+// nameStatus is what status shows of a name: the JSON object of --json.
+type nameStatus struct {
+	Name  string       `json:"name"`
+	Where string       `json:"where"`
+	Nodes []nodeStatus `json:"nodes"`
+}
+
+// nodeStatus is the state of a name on one node (on the deployment, but for
+// a quorum).
+type nodeStatus struct {
+	Addr      string           `json:"addr,omitempty"`
+	Mutex     *mutexStatus     `json:"mutex,omitempty"`
+	Reentrant *reentrantStatus `json:"reentrant,omitempty"`
+	RWMutex   *rwStatus        `json:"rwmutex,omitempty"`
+	Fair      *fairStatus      `json:"fair,omitempty"`
+	Semaphore *semStatus       `json:"semaphore,omitempty"`
+	LastToken *int64           `json:"last_token"`
+	Listening int64            `json:"listening"`
+}
+
+type mutexStatus struct {
+	Held    bool   `json:"held"`
+	Holder  string `json:"holder"`
+	Token   int64  `json:"token"`
+	TTL     int64  `json:"ttl_ms"`
+	Yield   int64  `json:"yield_ms"` // a release's yield marker: see internal/script/lock_lib.lua
+	Waiting int    `json:"waiting"`  // processes in the lock's line
+}
+
+type reentrantStatus struct {
+	Held  bool  `json:"held"`
+	Count int   `json:"count"`
+	Token int64 `json:"token"`
+	TTL   int64 `json:"ttl_ms"`
+}
+
+type writeStatus struct {
+	Held  bool  `json:"held"`
+	Token int64 `json:"token"`
+	TTL   int64 `json:"ttl_ms"`
+}
+
+type readStatus struct {
+	Holds int   `json:"holds"`
+	TTL   int64 `json:"ttl_ms"` // until the last read hold ends
+}
+
+type rwStatus struct {
+	Write          writeStatus `json:"write"`
+	Read           readStatus  `json:"read"`
+	WaitingWriters int         `json:"waiting_writers"`
+	WaitingReaders int         `json:"waiting_readers"`
+}
+
+type fairStatus struct {
+	Held    bool  `json:"held"`
+	Token   int64 `json:"token"`
+	TTL     int64 `json:"ttl_ms"`
+	Waiting int   `json:"waiting"`
+}
+
+type semHold struct {
+	Permits int64 `json:"permits"`
+	Token   int64 `json:"token"`
+	TTL     int64 `json:"ttl_ms"`
+}
+
+type semStatus struct {
+	Limit   int64     `json:"limit"`
+	Out     int64     `json:"out"`
+	Holds   []semHold `json:"holds"`
+	Waiting int       `json:"waiting"`
 }
 
 // reader reads keys for status, remembering the first error.
@@ -87,156 +250,237 @@ func (r *reader) hgetall(key string) map[string]string {
 	return m
 }
 
-func (r *reader) pttl(key string) time.Duration {
+func (r *reader) pttl(key string) int64 {
 	d, err := r.cl.PTTL(r.ctx, key).Result()
 	r.keep(err)
-	return d
+	return d.Milliseconds()
 }
 
 // live returns the members of a sorted set scored by expiry (server ms)
-// that have not expired, and the latest expiry.
-func (r *reader) live(key string) (n int, last time.Duration) {
+// that have not expired, with their ms left.
+func (r *reader) live(key string) []redis.Z {
 	zs, err := r.cl.ZRangeByScoreWithScores(r.ctx, key, &redis.ZRangeBy{Min: "(" + strconv.FormatInt(r.now, 10), Max: "+inf"}).Result()
 	r.keep(err)
-	for _, z := range zs {
-		last = max(last, time.Duration(int64(z.Score)-r.now)*time.Millisecond)
+	for i := range zs {
+		zs[i].Score -= float64(r.now)
 	}
-	return len(zs), last
+	return zs
 }
 
-func printStatus(ctx context.Context, w io.Writer, cl redis.UniversalClient, ks keyspace.Space) error {
+func lastOf(zs []redis.Z) (ms int64) {
+	for _, z := range zs {
+		ms = max(ms, int64(z.Score))
+	}
+	return ms
+}
+
+func atoi64(s string) int64 {
+	n, _ := strconv.ParseInt(s, 10, 64)
+	return n
+}
+
+// readNode reads the state of every primitive of lay on cl.
+func readNode(ctx context.Context, cl redis.UniversalClient, lay layout) (nodeStatus, error) {
+	var st nodeStatus
 	r := &reader{ctx: ctx, cl: cl}
 	t, err := cl.Time(ctx).Result()
 	if err != nil {
-		return err
+		return st, err
 	}
 	r.now = t.UnixMilli()
-	found := false
-	line := func(label, format string, args ...any) {
-		fmt.Fprintf(w, "  %-11s %s\n", label, fmt.Sprintf(format, args...))
-	}
 
-	if lock := ks.Key("lock"); r.exists(lock) {
-		found = true
-		h := r.hgetall(lock)
-		fmt.Fprintln(w, "mutex")
+	if r.exists(lay.mutex) {
+		h := r.hgetall(lay.mutex)
 		holder, _, _ := strings.Cut(h["c"], "#") // the cohort: "<host>/<pid>#<backend>"
-		switch {
-		case h["o"] == "":
-			// Waiting processes, or a release's yield marker, without a
-			// hold: see internal/script/lock_lib.lua.
-			line("held", "no")
-		case holder == "":
-			holder = "an unknown process"
-			fallthrough
-		default:
-			line("held", "yes, by %s", holder)
-			line("ttl left", "%v", r.pttl(lock))
+		ms := &mutexStatus{}
+		if h["o"] != "" {
+			ms.Held, ms.Holder, ms.Token, ms.TTL = true, holder, atoi64(h["f"]), r.pttl(lay.mutex)
 		}
+		// The line of waiting processes and a release's yield marker: see
+		// internal/script/lock_lib.lua.
 		if until, _, ok := strings.Cut(h["y"], " "); ok {
-			if ms, err := strconv.ParseInt(until, 10, 64); err == nil && ms >= r.now {
-				line("yields", "its last holder's process lets other processes go first for %v", time.Duration(ms-r.now)*time.Millisecond)
+			if t, err := strconv.ParseInt(until, 10, 64); err == nil && t >= r.now {
+				ms.Yield = t - r.now
 			}
 		}
-		waiting := 0
 		for k, v := range h {
 			var arrival, until int64
 			if strings.HasPrefix(k, "q:") {
 				if _, err := fmt.Sscanf(v, "%d %d", &arrival, &until); err == nil && until >= r.now {
-					waiting++
+					ms.Waiting++
 				}
 			}
 		}
-		if waiting > 0 {
-			line("waiting", "%d process(es) in line", waiting)
-		}
+		st.Mutex = ms
 	}
-	if lock := ks.Key("reentrant"); r.exists(lock) {
-		found = true
-		h := r.hgetall(lock)
-		count := 0
+	if r.exists(lay.reentrant) {
+		h := r.hgetall(lay.reentrant)
+		rs := &reentrantStatus{Held: true, Token: atoi64(h["f"]), TTL: r.pttl(lay.reentrant)}
 		for k, v := range h {
 			switch k {
 			case "f", "g", "a": // token, grant and last attempt
 			default: // the owner's field: its hold count
-				count, _ = strconv.Atoi(v)
+				rs.Count, _ = strconv.Atoi(v)
 			}
 		}
-		fmt.Fprintln(w, "reentrant lock")
-		line("held", "yes, %d time(s) by its owner", count)
-		line("ttl left", "%v", r.pttl(lock))
+		st.Reentrant = rs
 	}
-	writer, readers := ks.Key("writer"), ks.Key("readers")
-	if r.exists(writer) || r.exists(readers) || r.exists(ks.Key("wwait")) {
-		found = true
-		fmt.Fprintln(w, "readers/writer lock")
-		if r.exists(writer) {
-			line("write", "held, ttl left %v", r.pttl(writer))
-		} else {
-			line("write", "free")
+	rw := lay.rw
+	if r.exists(rw.writer) || r.exists(rw.readers) || r.exists(rw.wwait) {
+		rs := &rwStatus{}
+		if r.exists(rw.writer) {
+			h := r.hgetall(rw.writer)
+			rs.Write = writeStatus{Held: true, Token: atoi64(h["f"]), TTL: r.pttl(rw.writer)}
 		}
-		n, last := r.live(readers)
-		line("read", "%d read hold(s), the last ending in %v", n, last)
-		ww, _ := r.live(ks.Key("wwait"))
-		rw, _ := r.live(ks.Key("rwait"))
-		line("waiting", "%d writer(s), %d reader(s)", ww, rw)
+		readers := r.live(rw.readers)
+		rs.Read = readStatus{Holds: len(readers), TTL: lastOf(readers)}
+		rs.WaitingWriters, rs.WaitingReaders = len(r.live(rw.wwait)), len(r.live(rw.rwait))
+		st.RWMutex = rs
 	}
 	for _, kind := range []string{"fair", "semaphore"} {
-		state := ks.Key(kind)
-		if !r.exists(state) {
+		keys := lay.fair
+		if kind == "semaphore" {
+			keys = lay.semaphore
+		}
+		if !r.exists(keys.state) {
 			continue
 		}
-		found = true
-		h := r.hgetall(state)
-		deadlines, err := cl.ZRangeByScoreWithScores(ctx, state+":deadlines", &redis.ZRangeBy{Min: "(" + strconv.FormatInt(r.now, 10), Max: "+inf"}).Result()
-		r.keep(err)
-		holds, waiters, permits := 0, 0, 0
-		var last time.Duration
-		for _, z := range deadlines {
+		h := r.hgetall(keys.state)
+		var holds []semHold
+		waiting := 0
+		for _, z := range r.live(keys.deadlines) {
 			member := z.Member.(string)
 			switch {
 			case strings.HasPrefix(member, "h:"):
-				holds++
-				if f := strings.Fields(h[member]); len(f) > 0 {
-					k, _ := strconv.Atoi(f[0])
-					permits += k
+				hold := semHold{TTL: int64(z.Score)}
+				if f := strings.Fields(h[member]); len(f) >= 2 {
+					hold.Permits, hold.Token = atoi64(f[0]), atoi64(f[1])
 				}
-				last = max(last, time.Duration(int64(z.Score)-r.now)*time.Millisecond)
+				holds = append(holds, hold)
 			case strings.HasPrefix(member, "w:"):
-				waiters++
+				waiting++
 			}
 		}
 		if kind == "fair" {
-			fmt.Fprintln(w, "fair lock")
-			if holds > 0 {
-				line("held", "yes, ttl left %v", last)
-			} else {
-				line("held", "no")
+			fs := &fairStatus{Waiting: waiting}
+			if len(holds) > 0 {
+				fs.Held, fs.Token, fs.TTL = true, holds[0].Token, holds[0].TTL
 			}
-		} else {
-			fmt.Fprintln(w, "semaphore")
-			line("permits", "%d of %s out, in %d hold(s), the last ending in %v", permits, h["n"], holds, last)
+			st.Fair = fs
+			continue
 		}
-		line("waiting", "%d in line", waiters)
+		ss := &semStatus{Limit: atoi64(h["n"]), Holds: holds, Waiting: waiting}
+		if ss.Holds == nil {
+			ss.Holds = []semHold{}
+		}
+		for _, hold := range holds {
+			ss.Out += hold.Permits
+		}
+		st.Semaphore = ss
 	}
-	if !found {
-		fmt.Fprintln(w, "not held, nobody waiting")
-	}
-	if v, err := cl.Get(ctx, ks.Key("fence")).Result(); err == nil {
-		fmt.Fprintf(w, "last token   %s\n", v)
+	if v, err := cl.Get(ctx, lay.fence).Result(); err == nil {
+		n := atoi64(v)
+		st.LastToken = &n
 	} else {
 		r.keep(err)
-		fmt.Fprintln(w, "last token   none in the last 24h")
 	}
 	var subs map[string]int64
 	if _, ok := cl.(*redis.ClusterClient); ok {
-		subs, err = cl.PubSubShardNumSub(ctx, ks.Wake()).Result()
+		subs, err = cl.PubSubShardNumSub(ctx, lay.wake).Result()
 	} else {
-		subs, err = cl.PubSubNumSub(ctx, ks.Wake()).Result()
+		subs, err = cl.PubSubNumSub(ctx, lay.wake).Result()
 	}
 	r.keep(err)
-	if n := subs[ks.Wake()]; n > 0 {
-		fmt.Fprintf(w, "listening    %d process(es) subscribed to its wake-ups\n", n)
+	st.Listening = subs[lay.wake]
+	return st, r.err
+}
+
+func ms(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
+
+// print writes the status as text.
+func (st nameStatus) print(w io.Writer) {
+	fmt.Fprintf(w, "name         %s (%s)\n", st.Name, st.Where)
+	for i, n := range st.Nodes {
+		if n.Addr != "" {
+			fmt.Fprintf(w, "node %d       %s\n", i+1, n.Addr)
+		}
+		n.print(w)
 	}
-	return r.err
+}
+
+func (n nodeStatus) print(w io.Writer) {
+	line := func(label, format string, args ...any) {
+		fmt.Fprintf(w, "  %-11s %s\n", label, fmt.Sprintf(format, args...))
+	}
+	if m := n.Mutex; m != nil {
+		fmt.Fprintln(w, "mutex")
+		if !m.Held {
+			line("held", "no")
+		} else {
+			holder := m.Holder
+			if holder == "" {
+				holder = "an unknown process"
+			}
+			line("held", "yes, by %s", holder)
+			line("token", "%d", m.Token)
+			line("ttl left", "%v", ms(m.TTL))
+		}
+		if m.Yield > 0 {
+			line("yields", "its last holder's process lets other processes go first for %v", ms(m.Yield))
+		}
+		if m.Waiting > 0 {
+			line("waiting", "%d process(es) in line", m.Waiting)
+		}
+	}
+	if rs := n.Reentrant; rs != nil {
+		fmt.Fprintln(w, "reentrant lock")
+		line("held", "yes, %d time(s) by its owner", rs.Count)
+		line("token", "%d", rs.Token)
+		line("ttl left", "%v", ms(rs.TTL))
+	}
+	if rw := n.RWMutex; rw != nil {
+		fmt.Fprintln(w, "readers/writer lock")
+		if rw.Write.Held {
+			line("write", "held, token %d, ttl left %v", rw.Write.Token, ms(rw.Write.TTL))
+		} else {
+			line("write", "free")
+		}
+		line("read", "%d read hold(s), the last ending in %v", rw.Read.Holds, ms(rw.Read.TTL))
+		line("waiting", "%d writer(s), %d reader(s)", rw.WaitingWriters, rw.WaitingReaders)
+	}
+	if f := n.Fair; f != nil {
+		fmt.Fprintln(w, "fair lock")
+		if f.Held {
+			line("held", "yes, token %d, ttl left %v", f.Token, ms(f.TTL))
+		} else {
+			line("held", "no")
+		}
+		line("waiting", "%d in line", f.Waiting)
+	}
+	if s := n.Semaphore; s != nil {
+		fmt.Fprintln(w, "semaphore")
+		line("permits", "%d of %d out, in %d hold(s), the last ending in %v", s.Out, s.Limit, len(s.Holds), ms(lastHold(s.Holds)))
+		for _, h := range s.Holds {
+			line("hold", "%d permit(s), token %d, ttl left %v", h.Permits, h.Token, ms(h.TTL))
+		}
+		line("waiting", "%d in line", s.Waiting)
+	}
+	if n.Mutex == nil && n.Reentrant == nil && n.RWMutex == nil && n.Fair == nil && n.Semaphore == nil {
+		fmt.Fprintln(w, "not held, nobody waiting")
+	}
+	if n.LastToken != nil {
+		fmt.Fprintf(w, "last token   %d\n", *n.LastToken)
+	} else {
+		fmt.Fprintln(w, "last token   none in the last 24h")
+	}
+	if n.Listening > 0 {
+		fmt.Fprintf(w, "listening    %d process(es) subscribed to its wake-ups\n", n.Listening)
+	}
+}
+
+func lastHold(hs []semHold) (ms int64) {
+	for _, h := range hs {
+		ms = max(ms, h.TTL)
+	}
+	return ms
 }

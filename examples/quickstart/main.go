@@ -1,6 +1,8 @@
 // Command quickstart shows redisync's mutex at work: several simulated
 // processes, each with its own Redis client, take turns on one lock to update
-// a shared counter, and one of them crashes while holding it.
+// a shared counter, and one of them crashes while holding it. Each critical
+// section runs through locker.Do, under a context that ends if its hold is
+// lost.
 //
 // With REDIS_URL unset it runs on an embedded Redis; with REDIS_URL set
 // (redis://host:port/db) it uses that server:
@@ -24,8 +26,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/backend"
-	"github.com/redisync/redisync/internal/embedded"
+	"github.com/redisync/redisync/locker"
 	"github.com/redisync/redisync/mutex"
+	"github.com/redisync/redisync/redisynctest"
 )
 
 const (
@@ -116,39 +119,45 @@ func run() error {
 }
 
 // worker takes the lock rounds times and increments the counter with a
-// read-modify-write that only the lock makes safe. The crasher stops dead in
-// its critical section: its whole process dies without unlocking, and the
-// others get in once its hold expires.
+// read-modify-write that only the lock makes safe. locker.Do runs each
+// critical section with a context that is cancelled if the hold is lost, and
+// unlocks afterwards. The crasher stops dead in its critical section: its
+// whole process dies without unlocking, and the others get in once its hold
+// expires.
 func worker(ctx context.Context, who string, mu *mutex.Mutex, rdb *redis.Client, res *resource, tl *timeline, crasher bool, die func()) error {
 	for i := 0; i < rounds; i++ {
 		start := time.Now()
-		if err := mu.Lock(ctx); err != nil {
-			return err
-		}
-		waited := time.Since(start)
-		tok := mu.Token()
-		res.enter(tok)
-		n, err := rdb.Get(ctx, counterKey).Int()
-		if err != nil && !errors.Is(err, redis.Nil) {
-			return err
-		}
-		if crasher && i == 3 {
-			tl.add(who, fmt.Sprintf("crashes while holding the lock (token %s); the others wait out its TTL", tl.token(tok)))
-			res.exit()
-			die() // the process dies: no Unlock; its backend closes and renewals stop
+		crashed := false
+		err := locker.Do(ctx, mu, func(ctx context.Context) error {
+			waited := time.Since(start)
+			tok := mu.Token()
+			res.enter(tok)
+			defer res.exit()
+			n, err := rdb.Get(ctx, counterKey).Int()
+			if err != nil && !errors.Is(err, redis.Nil) {
+				return err
+			}
+			if crasher && i == 3 {
+				tl.add(who, fmt.Sprintf("crashes while holding the lock (token %s); the others wait out its TTL", tl.token(tok)))
+				crashed = true
+				die() // the process dies: its backend closes, so renewals stop and nothing is unlocked
+				return nil
+			}
+			time.Sleep(time.Millisecond) // the work
+			if err := rdb.Set(ctx, counterKey, n+1, 0).Err(); err != nil {
+				return err
+			}
+			note := ""
+			if waited > ttl/2 {
+				note = fmt.Sprintf(" after waiting %v", waited.Round(10*time.Millisecond))
+			}
+			tl.add(who, fmt.Sprintf("token %s  counter %d -> %d%s", tl.token(tok), n, n+1, note))
+			return nil
+		})
+		if crashed {
 			return nil
 		}
-		time.Sleep(time.Millisecond) // the work
-		if err := rdb.Set(ctx, counterKey, n+1, 0).Err(); err != nil {
-			return err
-		}
-		res.exit()
-		note := ""
-		if waited > ttl/2 {
-			note = fmt.Sprintf(" after waiting %v", waited.Round(10*time.Millisecond))
-		}
-		tl.add(who, fmt.Sprintf("token %s  counter %d -> %d%s", tl.token(tok), n, n+1, note))
-		if err := mu.Unlock(ctx); err != nil {
+		if err != nil {
 			return err
 		}
 	}
@@ -164,12 +173,11 @@ func connect() (newClient func() *redis.Client, where string, stop func(), err e
 		}
 		return func() *redis.Client { return redis.NewClient(opt) }, opt.Addr, func() {}, nil
 	}
-	srv, err := embedded.Start()
+	srv, err := redisynctest.Start()
 	if err != nil {
 		return nil, "", nil, err
 	}
-	return func() *redis.Client { return redis.NewClient(&redis.Options{Addr: srv.Addr()}) },
-		"embedded (miniredis at " + srv.Addr() + "; set REDIS_URL to use a real server)", srv.Close, nil
+	return srv.Client, "embedded (miniredis at " + srv.Addr() + ", package redisynctest; set REDIS_URL to use a real server)", srv.Close, nil
 }
 
 // resource is the shared resource: it admits a critical section only with a

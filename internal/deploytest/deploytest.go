@@ -12,8 +12,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/backend"
-	"github.com/redisync/redisync/internal/embedded"
 	"github.com/redisync/redisync/internal/redistest"
+	"github.com/redisync/redisync/redisynctest"
 )
 
 // A Deployment is one Redis deployment under test.
@@ -64,7 +64,7 @@ func Each(t *testing.T, f func(t *testing.T, d Deployment)) {
 	t.Helper()
 	t.Run("miniredis", func(t *testing.T) {
 		t.Parallel()
-		s, err := embedded.Start()
+		s, err := redisynctest.Start()
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,13 +9,13 @@ import (
 
 	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/internal/deploytest"
-	"github.com/redisync/redisync/internal/embedded"
+	"github.com/redisync/redisync/redisynctest"
 )
 
 func isIncr(cmds []redis.Cmder) bool { return len(cmds) == 1 && cmds[0].Name() == "incr" }
 
 func TestReplies(t *testing.T) {
-	s, err := embedded.Start()
+	s, err := redisynctest.Start()
 	if err != nil {
 		t.Fatal(err)
 	}

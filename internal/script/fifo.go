@@ -27,6 +27,8 @@ var (
 	fifoReleaseSrc string
 	//go:embed fifo_stat.lua
 	fifoStatSrc string
+	//go:embed fifo_force.lua
+	fifoForceSrc string
 )
 
 // FIFO is the script family of a primitive that hands out a limited number
@@ -55,6 +57,8 @@ type FIFO struct {
 	Release *backend.Script
 	// Stat reads the number of live waiters, the permits out and the limit.
 	Stat *backend.Script
+	// Force ends every hold, whoever holds it, for redisync unlock --force.
+	Force *backend.Script
 }
 
 // newFIFO returns the scripts of the primitive called kind, named
@@ -72,6 +76,7 @@ func newFIFO(kind string) FIFO {
 		Renew:   backend.NewScript(kind+".renew", backend.Renew, src(fifoRenewSrc), nil),
 		Release: release,
 		Stat:    backend.NewScript(kind+".stat", backend.Query, src(fifoStatSrc), nil),
+		Force:   backend.NewScript(kind+".force", backend.Release, src(fifoForceSrc), nil),
 	}
 }
 

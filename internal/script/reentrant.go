@@ -15,6 +15,8 @@ var (
 	reentrantReleaseSrc string
 	//go:embed reentrant_renew.lua
 	reentrantRenewSrc string
+	//go:embed reentrant_force.lua
+	reentrantForceSrc string
 )
 
 // Scripts of package reentrant. The acquisition and its undo take the same
@@ -25,4 +27,7 @@ var (
 	ReentrantAcquire = backend.NewScript("reentrant.acquire", backend.Acquire, reentrantAcquireSrc, ReentrantUndo)
 	ReentrantRelease = backend.NewScript("reentrant.release", backend.Release, reentrantReleaseSrc, nil)
 	ReentrantRenew   = backend.NewScript("reentrant.renew", backend.Renew, reentrantRenewSrc, nil)
+	// ReentrantForce ends whatever hold the lock has, for redisync unlock
+	// --force.
+	ReentrantForce = backend.NewScript("reentrant.force", backend.Release, reentrantForceSrc, nil)
 )

@@ -17,6 +17,8 @@ var (
 	rwmutexRUnlockSrc string
 	//go:embed rwmutex_rrenew.lua
 	rwmutexRRenewSrc string
+	//go:embed rwmutex_force.lua
+	rwmutexForceSrc string
 )
 
 // release and undo set the variable that rwmutex_unlock.lua and
@@ -45,4 +47,7 @@ var (
 	RWMutexRLockUndo = backend.NewScript("rwmutex.rlock_undo", backend.Release, undo+rwmutexRUnlockSrc, nil)
 	RWMutexRLock     = backend.NewScript("rwmutex.rlock", backend.Acquire, rwmutexRLockSrc, RWMutexRLockUndo)
 	RWMutexRRenew    = backend.NewScript("rwmutex.rrenew", backend.Renew, rwmutexRRenewSrc, nil)
+	// RWMutexForce ends the write hold and every read hold, for redisync
+	// unlock --force. Its KEYS are the writer hash and the readers.
+	RWMutexForce = backend.NewScript("rwmutex.force", backend.Release, rwmutexForceSrc, nil)
 )

@@ -29,6 +29,8 @@ var (
 	mutexLeaveSrc string
 	//go:embed lock_lib.lua
 	lockLibSrc string
+	//go:embed mutex_force.lua
+	mutexForceSrc string
 )
 
 // withLockLib returns the source of a script of the exclusive lock hash
@@ -51,6 +53,9 @@ var (
 	MutexAcquire = backend.NewBlockScript("mutex.acquire", withLockLib(mutexAcquireSrc), MutexUndo)
 	MutexRenew   = backend.NewScript("mutex.renew", backend.Renew, mutexRenewSrc, nil)
 	MutexLeave   = backend.NewScript("mutex.leave", backend.Release, withLockLib(mutexLeaveSrc), nil)
+	// MutexForce ends whatever hold the lock has, for redisync unlock
+	// --force.
+	MutexForce   = backend.NewScript("mutex.force", backend.Release, withLockLib(mutexForceSrc), nil)
 )
 
 // NotHeld returns the error for a negative status of a release or renew

@@ -9,9 +9,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/backend"
-	"github.com/redisync/redisync/internal/embedded"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/internal/script"
+	"github.com/redisync/redisync/redisynctest"
 )
 
 func TestMain(m *testing.M) { redistest.Main(m) }
@@ -19,7 +19,7 @@ func TestMain(m *testing.M) { redistest.Main(m) }
 // servers runs f against the embedded Redis and a real redis-server.
 func servers(t *testing.T, f func(t *testing.T, rdb *redis.Client)) {
 	t.Run("miniredis", func(t *testing.T) {
-		s, err := embedded.Start()
+		s, err := redisynctest.Start()
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,0 +1,194 @@
+package script_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redisync/redisync/backend"
+	"github.com/redisync/redisync/internal/script"
+)
+
+// forceRig checks what every force script promises: the hold is gone, the
+// waiters are woken, the fence counter is untouched, and a second run finds
+// nothing held.
+type forceRig struct {
+	t    *testing.T
+	ctx  context.Context
+	b    backend.Backend
+	rdb  *redis.Client
+	base string
+}
+
+func newForceRig(t *testing.T, rdb *redis.Client) *forceRig {
+	b := backend.New(rdb)
+	t.Cleanup(func() { _ = b.Close() })
+	return &forceRig{t: t, ctx: context.Background(), b: b, rdb: rdb,
+		base: fmt.Sprintf("redisync:{%s-%d}:", t.Name(), time.Now().UnixNano())}
+}
+
+func (r *forceRig) key(suffix string) string { return r.base + suffix }
+
+func (r *forceRig) run(s *backend.Script, keys []string, args ...any) *backend.Call {
+	r.t.Helper()
+	c := &backend.Call{Script: s, Keys: keys, Args: args}
+	r.b.Exec(r.ctx, c)
+	if c.Err != nil {
+		r.t.Fatalf("%s: %v", s.Name(), c.Err)
+	}
+	return c
+}
+
+// listen subscribes to channel and returns a function that reports whether
+// a message came on it.
+func (r *forceRig) listen(channel string) func() bool {
+	r.t.Helper()
+	ps := r.rdb.Subscribe(r.ctx, channel)
+	r.t.Cleanup(func() { _ = ps.Close() })
+	if _, err := ps.Receive(r.ctx); err != nil {
+		r.t.Fatal(err)
+	}
+	return func() bool {
+		ctx, cancel := context.WithTimeout(r.ctx, 10*time.Second)
+		defer cancel()
+		_, err := ps.ReceiveMessage(ctx)
+		return err == nil
+	}
+}
+
+// force runs the force script s twice, checks the second run and the fence
+// counter, and returns the first reply.
+func (r *forceRig) force(s *backend.Script, keys []string, args ...any) *backend.Call {
+	r.t.Helper()
+	fence := r.rdb.Get(r.ctx, r.key("fence")).Val()
+	c := r.run(s, keys, args...)
+	if again := r.run(s, keys, args...); again.Reply.Status() != backend.StatusGone {
+		r.t.Errorf("%s run twice: second reply %v; want [-1], nothing held", s.Name(), again.Reply)
+	}
+	if after := r.rdb.Get(r.ctx, r.key("fence")).Val(); after != fence {
+		r.t.Errorf("%s changed the fence counter from %q to %q", s.Name(), fence, after)
+	}
+	for _, k := range keys[:1] {
+		// A semaphore's state and a mutex's line of waiting processes
+		// outlive the holds.
+		if n := r.rdb.Exists(r.ctx, k).Val(); n != 0 && s != script.Semaphore.Force && s != script.MutexForce {
+			r.t.Errorf("%s left %s", s.Name(), k)
+		}
+	}
+	return c
+}
+
+func TestForceScripts(t *testing.T) {
+	for _, s := range []*backend.Script{script.MutexForce, script.ReentrantForce, script.RWMutexForce, script.Fair.Force, script.Semaphore.Force} {
+		if s.Kind() != backend.Release {
+			t.Errorf("%s is not a Release script", s.Name())
+		}
+	}
+	servers(t, func(t *testing.T, rdb *redis.Client) {
+		t.Run("mutex", func(t *testing.T) {
+			r := newForceRig(t, rdb)
+			keys, wake := []string{r.key("lock"), r.key("fence")}, r.key("wake")
+			if c := r.run(script.MutexForce, keys[:1], wake); c.Reply.Status() != backend.StatusGone {
+				t.Errorf("force on a free lock = %v; want [-1]", c.Reply)
+			}
+			tok := wantOK(t, "acquire", r.run(script.MutexAcquire, keys, "A", wake, 10000, fenceTTL, "host/7", 1, 1, "host/7#1", "0").Reply)
+			// B's process waits in line: the force wakes it, on its own
+			// channel (see lock_lib.lua).
+			if rep := r.run(script.MutexAcquire, keys, "B", wake, 10000, fenceTTL, "host/8", 1, 1, "host/8#2", "1").Reply; rep.Status() != backend.StatusContended {
+				t.Fatalf("waiting attempt on a held lock = %v; want contended", rep)
+			}
+			woken := r.listen(wake + ":host/8#2")
+			c := r.force(script.MutexForce, keys[:1], wake)
+			if c.Reply.Status() != backend.StatusOK || c.Reply.At(1) != tok || string(c.Data) != "host/7" {
+				t.Errorf("force = %v %q; want [1 %d] and the holder host/7", c.Reply, c.Data, tok)
+			}
+			if !woken() {
+				t.Error("no wake-up after the force")
+			}
+			if rep := r.run(script.MutexRenew, keys[:1], "A", 10000).Reply; rep.Status() != backend.StatusGone {
+				t.Errorf("holder's renewal after the force = %v; want [-1]", rep)
+			}
+			if next := wantOK(t, "acquire by another", r.run(script.MutexAcquire, keys, "B", wake, 10000, fenceTTL, "host/8", 2, 1, "host/8#2", "1").Reply); next <= tok {
+				t.Errorf("token after the force %d; want more than %d", next, tok)
+			}
+		})
+		t.Run("reentrant", func(t *testing.T) {
+			r := newForceRig(t, rdb)
+			keys, wake := []string{r.key("reentrant"), r.key("fence")}, r.key("wake")
+			tok := wantOK(t, "acquire", r.run(script.ReentrantAcquire, keys, "A", wake, 10000, fenceTTL, 1, 0, 1).Reply)
+			wantOK(t, "re-entry", r.run(script.ReentrantAcquire, keys, "A", wake, 10000, fenceTTL, 2, 1, 2).Reply)
+			woken := r.listen(wake)
+			if c := r.force(script.ReentrantForce, keys[:1], wake); c.Reply.Status() != backend.StatusOK || c.Reply.At(1) != tok {
+				t.Errorf("force = %v; want [1 %d]", c.Reply, tok)
+			}
+			if !woken() {
+				t.Error("no wake-up after the force")
+			}
+			if rep := r.run(script.ReentrantRenew, keys[:1], "A", 10000).Reply; rep.Status() != backend.StatusGone {
+				t.Errorf("owner's renewal after the force = %v; want [-1]", rep)
+			}
+			if next := wantOK(t, "acquire by another", r.run(script.ReentrantAcquire, keys, "B", wake, 10000, fenceTTL, 1, 0, 1).Reply); next <= tok {
+				t.Errorf("token after the force %d; want more than %d", next, tok)
+			}
+		})
+		t.Run("rwmutex", func(t *testing.T) {
+			rw := newRW(t, rdb, 10000, 1000)
+			r := newForceRig(t, rdb)
+			r.base = rw.keys[0][:len(rw.keys[0])-len("writer")]
+			keys := rw.keys[:2]
+			tok := wantOK(t, "lock", rw.lock("W", false))
+			wantContended(t, "rlock while written", rw.rlock("R1", true), 10000)
+			writers, readers := r.listen(rw.wake), r.listen(rw.rwake)
+			if c := r.force(script.RWMutexForce, keys, rw.wake, rw.rwake); c.Reply.Status() != backend.StatusOK || c.Reply.At(1) != tok || c.Reply.At(2) != 0 {
+				t.Errorf("force of the write hold = %v; want [1 %d 0]", c.Reply, tok)
+			}
+			if !writers() || !readers() {
+				t.Error("writers or readers not woken by the force")
+			}
+			if rep := rw.run(script.RWMutexRenew, keys[:1], "W", 10000); rep.Status() != backend.StatusGone {
+				t.Errorf("writer's renewal after the force = %v; want [-1]", rep)
+			}
+			r1 := wantOK(t, "rlock after the force", rw.rlock("R1", true))
+			wantOK(t, "second rlock", rw.rlock("R2", false))
+			if r1 <= tok {
+				t.Errorf("read token after the force %d; want more than %d", r1, tok)
+			}
+			if c := r.force(script.RWMutexForce, keys, rw.wake, rw.rwake); c.Reply.Status() != backend.StatusOK || c.Reply.At(1) != 0 || c.Reply.At(2) != 2 {
+				t.Errorf("force of two read holds = %v; want [1 0 2]", c.Reply)
+			}
+			if rep := rw.run(script.RWMutexRRenew, keys[1:2], "R1:1", 10000); rep.Status() != backend.StatusGone {
+				t.Errorf("reader's renewal after the force = %v; want [-1]", rep)
+			}
+		})
+		t.Run("semaphore", func(t *testing.T) {
+			f := newFIFORig(t, rdb, 3)
+			r := newForceRig(t, rdb)
+			r.base = f.keys[3][:len(f.keys[3])-len("fence")]
+			ta := wantOK(t, "acquire A", f.acquire("A", "", 2))
+			tb := wantOK(t, "acquire B", f.acquire("B", "", 1))
+			wantOK(t, "join W", f.join("W", 2, 0))
+			woken := r.listen(f.wake + "W")
+			c := r.force(script.Semaphore.Force, f.keys, "", f.wake)
+			pairs := [][2]int64{{c.Reply.At(1), c.Reply.At(2)}, {c.Reply.At(3), c.Reply.At(4)}}
+			if c.Reply.Status() != backend.StatusOK || len(c.Reply) != 5 || !slices.Contains(pairs, [2]int64{2, ta}) || !slices.Contains(pairs, [2]int64{1, tb}) {
+				t.Errorf("force = %v; want [1] and the pairs (2 %d) and (1 %d)", c.Reply, ta, tb)
+			}
+			if !woken() {
+				t.Error("the waiter was not woken by the force")
+			}
+			if waiting, out := f.stat(); waiting != 1 || out != 0 {
+				t.Errorf("after the force: %d waiting, %d permits out; want the waiter still in line and none out", waiting, out)
+			}
+			if rep := f.run(script.Semaphore.Renew, "A", "", 0, 0); rep.Status() != backend.StatusGone {
+				t.Errorf("A's renewal after the force = %v; want [-1]", rep)
+			}
+			if tw := wantOK(t, "acquire by the waiter", f.acquire("W2", "W", 2)); tw <= max(ta, tb) {
+				t.Errorf("token after the force %d; want more than %d", tw, max(ta, tb))
+			}
+		})
+	})
+}

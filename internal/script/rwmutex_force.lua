@@ -1,0 +1,28 @@
+-- rwmutex_force.lua: end the write hold and every read hold of a
+-- readers/writer lock, and wake every waiter (redisync unlock --force).
+-- KEYS[1] writer hash, KEYS[2] readers (see rwmutex_lock.lua)
+-- ARGV[1] publish command, ARGV[2] writers' wake channel, ARGV[3] readers'
+-- wake channel
+-- The waiting writers and readers keep their places, and the readers' turn
+-- its expiry: they are not holds. The fence counter is left alone, so that
+-- tokens keep growing; each holder's next renewal finds its hold gone and
+-- reports it lost. Run twice, the second run finds nothing held and says
+-- so: the effect is the same.
+-- Returns {1, fencing token of the write hold (0: none), read holds ended}
+-- when it ended a hold, {-1} when nothing was held.
+local t = redis.call('TIME')
+local now = t[1] * 1000 + math.floor(t[2] / 1000)
+local writer = redis.call('HGET', KEYS[1], 'o')
+local token = 0
+if writer then
+  token = tonumber(redis.call('HGET', KEYS[1], 'f')) or 0
+  redis.call('DEL', KEYS[1])
+end
+local readers = #redis.call('ZRANGEBYSCORE', KEYS[2], '(' .. now, '+inf')
+redis.call('DEL', KEYS[2])
+if not writer and readers == 0 then
+  return {-1}
+end
+redis.call(ARGV[1], ARGV[2], 'w')
+redis.call(ARGV[1], ARGV[3], 'w')
+return {1, token, readers}
