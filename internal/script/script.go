@@ -55,7 +55,7 @@ var (
 	MutexLeave   = backend.NewScript("mutex.leave", backend.Release, withLockLib(mutexLeaveSrc), nil)
 	// MutexForce ends whatever hold the lock has, for redisync unlock
 	// --force.
-	MutexForce   = backend.NewScript("mutex.force", backend.Release, withLockLib(mutexForceSrc), nil)
+	MutexForce = backend.NewScript("mutex.force", backend.Release, withLockLib(mutexForceSrc), nil)
 )
 
 // NotHeld returns the error for a negative status of a release or renew
