@@ -142,6 +142,7 @@ func publish(t *testing.T, n *redistest.Node, channel string) {
 // every channel of the hub one connection; a message signals every Sub of
 // its channel, and signals coalesce.
 func TestShared(t *testing.T) {
+	set(t, &wake.ConfirmWait, time.Hour) // Subscribe returns confirmed
 	node := redistest.StartNode(t)
 	r := newRouter(t, node.Addr)
 	h := newHub(t, r)
@@ -150,7 +151,14 @@ func TestShared(t *testing.T) {
 	}
 	s1, s2 := subscribe(t, h, "c"), subscribe(t, h, "c")
 	marker := subscribe(t, h, "marker")
-	eventually(t, "listening", func() bool { return h.Listening("c") && h.Listening("marker") })
+	if !h.Listening("c") || !h.Listening("marker") {
+		t.Fatal("not listening after Subscribe returned")
+	}
+	for i, s := range []*wake.Sub{s1, s2, marker} {
+		if pending(s) {
+			t.Errorf("Sub %d signalled by its confirmation; want no signal without a message", i+1)
+		}
+	}
 	if n := numsub(t, node, "c"); n != 1 {
 		t.Errorf("PUBSUB NUMSUB c = %d; want 1 for two Subs", n)
 	}
@@ -309,7 +317,8 @@ func (p *holdProxy) close() {
 }
 
 // TestConfirmWait: Subscribe returns after ConfirmWait when the server does
-// not confirm the subscription.
+// not confirm the subscription, and the Sub is signalled when the
+// confirmation comes: a message may have been missed until then.
 func TestConfirmWait(t *testing.T) {
 	set(t, &wake.ConfirmWait, 50*time.Millisecond)
 	node := redistest.StartNode(t)
@@ -334,6 +343,7 @@ func TestConfirmWait(t *testing.T) {
 	}
 	proxy.open()
 	eventually(t, "listening", func() bool { return h.Listening("c") })
+	signalled(t, "a Sub confirmed after Subscribe returned", s)
 	publish(t, node, "c")
 	signalled(t, "a message after the confirmation", s)
 }
