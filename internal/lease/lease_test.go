@@ -357,18 +357,23 @@ func TestBackendClose(t *testing.T) {
 func TestWatchdogRetires(t *testing.T) {
 	ignore := goleak.IgnoreCurrent()
 	f := newFake(t)
-	spec := f.spec(300*time.Millisecond, true)
-	l := start(t, spec, "a", 1, time.Now())
+	l := start(t, f.spec(30*time.Second, true), "a", 1, time.Now())
 	if err := goleak.Find(ignore); err == nil || !strings.Contains(err.Error(), "lease.(*watchdog).run") {
 		t.Fatalf("no watchdog goroutine while a hold is live: %v", err)
 	}
 	if err := l.Finish(nil); err != nil {
 		t.Fatal(err)
 	}
+	// The watchdog looks next when the hold would have been due (in 9s),
+	// or when a hold due earlier comes: a short fixed lease.
+	l = start(t, f.spec(time.Second, false), "b", 2, time.Now())
+	if err := l.Finish(nil); err != nil {
+		t.Fatal(err)
+	}
 	eventually(t, "retired", func() bool { return goleak.Find(ignore) == nil })
 	// A hold after the retirement is renewed.
-	l = start(t, spec, "b", 2, time.Now().Add(-100*time.Millisecond))
-	eventually(t, "renewed", func() bool { return f.answered("renew", "b") > 0 })
+	l = start(t, f.spec(3*time.Second, true), "c", 3, time.Now().Add(-time.Second))
+	eventually(t, "renewed", func() bool { return f.answered("renew", "c") > 0 })
 	if err := l.Finish(nil); err != nil {
 		t.Fatal(err)
 	}
