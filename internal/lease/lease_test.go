@@ -58,13 +58,13 @@ func TestRenewalsShareOneExec(t *testing.T) {
 // once, long before its deadline.
 func TestRenewalGone(t *testing.T) {
 	f := newFake(t)
+	f.answer("renew", "a", gone)
 	const ttl = 30 * time.Second
 	// Sent TTL/3 ago: the first renewal is due now, the deadline is 20s away.
 	l := start(t, f.spec(ttl, true), "a", 1, time.Now().Add(-ttl/3))
 	var lost atomic.Int32
 	l.OnLoss(func() { lost.Add(1) })
 	done := l.Done()
-	f.answer("renew", "a", gone)
 	closed(t, "Done of a hold whose renewal found it gone", done)
 	if err := l.Err(); !errors.Is(err, locker.ErrLost) || !errors.Is(err, locker.ErrNotHeld) {
 		t.Errorf("Err = %v; want locker.ErrLost and locker.ErrNotHeld", err)
@@ -98,8 +98,8 @@ func TestRenewalFailsUntilDeadline(t *testing.T) {
 			f := newFake(t)
 			f.answer("renew", "a", tc.a)
 			const ttl = 1500 * time.Millisecond
-			// Renewal due now (retried every 50ms); the deadline about
-			// 0.9s away.
+			// Renewal due now (after a transient failure, again 50ms
+			// later); the deadline about 0.9s away.
 			l := start(t, f.spec(ttl, true), "a", 1, time.Now().Add(-550*time.Millisecond))
 			until := l.Until()
 			done := l.Done() // looked at once: the watchdog must close it
@@ -453,6 +453,23 @@ func TestTenures(t *testing.T) {
 	giver.Leave()
 	taker.Leave()
 	pass.Release()
+}
+
+// TestTenureRelease: a Tenure's Release ends its Lease through Redis and
+// the Tenure as released.
+func TestTenureRelease(t *testing.T) {
+	f := newFake(t)
+	l := start(t, f.spec(30*time.Second, true), "a", 1, time.Now())
+	tn := lease.First(l)
+	if err := tn.Release(context.Background()); err != nil {
+		t.Fatalf("Release = %v", err)
+	}
+	if f.count("release", "a") != 1 || !isClosed(l.Done()) || l.Err() != nil {
+		t.Errorf("%d releases sent, Lease Done closed %v, Err %v; want 1, true, nil", f.count("release", "a"), isClosed(l.Done()), l.Err())
+	}
+	if !isClosed(tn.Done()) || tn.Err() != nil || !tn.Until().IsZero() {
+		t.Errorf("Tenure: Done closed %v, Err %v, Until %v; want ended as released", isClosed(tn.Done()), tn.Err(), tn.Until())
+	}
 }
 
 // TestSlot: a Slot reports its current hold, else the last one for Token

@@ -97,9 +97,13 @@ func pending(s *wake.Sub) bool {
 	}
 }
 
+// subscribe subscribes to name, and fails the test if Subscribe does not
+// return within bound.
 func subscribe(t *testing.T, h *wake.Hub, name string) *wake.Sub {
 	t.Helper()
-	s, err := h.Subscribe(context.Background(), name)
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	s, err := h.Subscribe(ctx, name)
 	if err != nil {
 		t.Fatalf("Subscribe(%q): %v", name, err)
 	}
