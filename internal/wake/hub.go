@@ -91,6 +91,7 @@ type Sub struct {
 	ch   *channel
 	c    chan struct{}
 	once sync.Once
+	late bool // Subscribe returned it unconfirmed; guarded by h.mu
 }
 
 // C returns the channel on which signals arrive.
@@ -163,6 +164,9 @@ func (h *Hub) SubscribeInto(ctx context.Context, name string, c chan struct{}) (
 	case <-ready:
 		return s, nil
 	case <-t.C:
+		h.mu.Lock()
+		s.late = !ch.confirmed
+		h.mu.Unlock()
 		return s, nil
 	case <-ctx.Done():
 		s.Close()
@@ -227,12 +231,14 @@ func (h *Hub) confirmed(sh *shard, name string) {
 	}
 	ch.confirmed = true
 	close(ch.ready)
-	if ch.seen {
-		// A resubscription after a reconnect: whatever was published while
-		// the connection was down is lost, so every waiter must look again.
-		for s := range ch.subs {
+	// A resubscription after a reconnect: whatever was published while the
+	// connection was down is lost, so every waiter must look again. So must
+	// a waiter whose Subscribe returned before the first confirmation.
+	for s := range ch.subs {
+		if ch.seen || s.late {
 			s.signal()
 		}
+		s.late = false
 	}
 	ch.seen = true
 }
