@@ -24,6 +24,7 @@ import (
 // log "try" and "backoff n" in the same log, so that the log is the
 // sequence of a wait's steps.
 type fake struct {
+	local     *backend.Local
 	done      chan struct{}
 	closeOnce sync.Once
 
@@ -36,7 +37,7 @@ type fake struct {
 }
 
 func newFake(t *testing.T) *fake {
-	f := &fake{done: make(chan struct{}), changed: make(chan struct{}), subs: make(map[*sub]struct{}), subErr: make(map[string]error)}
+	f := &fake{local: backend.NewLocal(), done: make(chan struct{}), changed: make(chan struct{}), subs: make(map[*sub]struct{}), subErr: make(map[string]error)}
 	t.Cleanup(func() { _ = f.Close() })
 	return f
 }
@@ -83,7 +84,8 @@ func (f *fake) Listening(string) bool {
 	return f.listening
 }
 
-func (f *fake) Prefix() string { return "redisync" }
+func (f *fake) Prefix() string        { return "redisync" }
+func (f *fake) Local() *backend.Local { return f.local }
 
 func (f *fake) Done() <-chan struct{} {
 	f.add("wait")

@@ -19,6 +19,7 @@ import (
 // their operation and owner in Args: {"renew", owner, ttl} or
 // {"release", owner}.
 type fake struct {
+	local     *backend.Local
 	done      chan struct{}
 	closeOnce sync.Once
 
@@ -53,7 +54,7 @@ func (transientError) Error() string   { return "fake: connection reset" }
 func (transientError) Transient() bool { return true }
 
 func newFake(t *testing.T) *fake {
-	f := &fake{done: make(chan struct{}), answers: make(map[string]answer), counts: make(map[string]int), returned: make(map[string]int)}
+	f := &fake{local: backend.NewLocal(), done: make(chan struct{}), answers: make(map[string]answer), counts: make(map[string]int), returned: make(map[string]int)}
 	t.Cleanup(func() { _ = f.Close() })
 	return f
 }
@@ -123,7 +124,8 @@ func (f *fake) Subscribe(context.Context, string) (backend.Subscription, error) 
 	return nil, errors.New("fake: no subscriptions")
 }
 
-func (f *fake) Prefix() string { return "redisync" }
+func (f *fake) Prefix() string        { return "redisync" }
+func (f *fake) Local() *backend.Local { return f.local }
 
 func (f *fake) Done() <-chan struct{} {
 	f.mu.Lock()

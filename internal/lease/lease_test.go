@@ -63,7 +63,7 @@ func TestRenewalGone(t *testing.T) {
 	// Sent TTL/3 ago: the first renewal is due now, the deadline is 20s away.
 	l := start(t, f.spec(ttl, true), "a", 1, time.Now().Add(-ttl/3))
 	var lost atomic.Int32
-	l.OnLoss(func() { lost.Add(1) })
+	l.OnLoss(releaseFunc(func() { lost.Add(1) }))
 	done := l.Done()
 	closed(t, "Done of a hold whose renewal found it gone", done)
 	if err := l.Err(); !errors.Is(err, locker.ErrLost) || !errors.Is(err, locker.ErrNotHeld) {
@@ -74,7 +74,7 @@ func TestRenewalGone(t *testing.T) {
 	}
 	// The hooks run after Done closes.
 	eventually(t, "OnLoss hook run", func() bool { return lost.Load() == 1 })
-	l.OnLoss(func() { lost.Add(1) }) // registered after the loss: runs at once
+	l.OnLoss(releaseFunc(func() { lost.Add(1) })) // registered after the loss: runs at once
 	if lost.Load() != 2 {
 		t.Errorf("OnLoss after the loss did not run at once")
 	}
@@ -395,7 +395,8 @@ func TestTenures(t *testing.T) {
 	}
 	// A hand-off through the gate, to a waiter of the class.
 	giver, taker := gate.NewHandle(), gate.NewHandle()
-	pass, entered := giver.TryEnter(f, "k")
+	gates := gate.NewSet()
+	pass, entered := giver.TryEnter(gates, "k")
 	if !entered {
 		t.Fatal("TryEnter on a free gate failed")
 	}
@@ -404,7 +405,7 @@ func TestTenures(t *testing.T) {
 	}
 	got := make(chan gate.Baton, 1)
 	go func() {
-		_, b, _, err := taker.Enter(context.Background(), f, "k", "x", nil)
+		_, b, _, err := taker.Enter(context.Background(), gates, "k", "x", nil)
 		if err != nil {
 			t.Error(err)
 		}
@@ -485,7 +486,7 @@ func TestSlot(t *testing.T) {
 	}
 	l := start(t, f.spec(30*time.Second, true), "a", 7, time.Now())
 	released := 0
-	s.Set(l, func() { released++ })
+	s.Set(l, releaseFunc(func() { released++ }))
 	if cur, ok := s.Current(); !ok || cur != l || s.Token() != 7 || s.Until() != l.Until() || isClosed(s.Done()) {
 		t.Fatal("Slot does not report its current hold")
 	}
@@ -493,7 +494,7 @@ func TestSlot(t *testing.T) {
 	if !ok || h != l {
 		t.Fatal("Take did not return the current hold")
 	}
-	release()
+	release.Release()
 	if released != 1 {
 		t.Errorf("release function ran %d times; want 1", released)
 	}
@@ -502,9 +503,14 @@ func TestSlot(t *testing.T) {
 	if _, ok := s.Current(); ok || s.Token() != 7 || !errors.Is(s.Err(), locker.ErrLost) || !isClosed(s.Done()) || !s.Until().IsZero() {
 		t.Errorf("after Take: want no current hold, the last one's token and loss, closed Done, zero Until")
 	}
-	if _, release, ok := func() (*lease.Lease, func(), bool) { s.Set(l, nil); return s.Take() }(); !ok || release == nil {
-		t.Error("Take of a hold set without a release function returned no function")
+	if _, release, ok := func() (*lease.Lease, lease.Releaser, bool) { s.Set(l, nil); return s.Take() }(); !ok || release == nil {
+		t.Error("Take of a hold set without a Releaser returned none")
 	} else {
-		release()
+		release.Release()
 	}
 }
+
+// releaseFunc adapts a function to lease.Releaser.
+type releaseFunc func()
+
+func (f releaseFunc) Release() { f() }
