@@ -16,8 +16,12 @@ import (
 	"github.com/redis/rueidis"
 	"github.com/redis/rueidis/rueidislock"
 
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
 	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/mutex"
+	"github.com/redisync/redisync/tracing"
 )
 
 // Versions of the libraries measured, as pinned in go.mod.
@@ -115,20 +119,20 @@ type redisyncClient struct {
 	opts   []mutex.Option // given to every mutex.New
 }
 
-func connectRedisync(addrs []string, budget time.Duration, opts ...mutex.Option) (*redisyncClient, error) {
+func connectRedisync(addrs []string, budget time.Duration, bopts []backend.Option, opts ...mutex.Option) (*redisyncClient, error) {
 	c := &redisyncClient{rt: &counter{}, budget: budget, opts: opts}
 	for _, a := range addrs {
 		c.rdbs = append(c.rdbs, goRedis(a, c.rt))
 	}
 	if len(addrs) == 1 {
-		c.b = backend.New(c.rdbs[0])
+		c.b = backend.New(c.rdbs[0], bopts...)
 		return c, nil
 	}
 	us := make([]redis.UniversalClient, len(c.rdbs))
 	for i, r := range c.rdbs {
 		us[i] = r
 	}
-	b, err := backend.NewQuorum(us)
+	b, err := backend.NewQuorum(us, bopts...)
 	if err != nil {
 		c.Close()
 		return nil, err
@@ -186,10 +190,35 @@ func redisyncImpl(budget time.Duration) Impl {
 		Label: "redisync",
 		Setup: fmt.Sprintf("mutex.New(b, name) with default options (TTL 15s, watchdog on, pub/sub wake-ups, fallback poll 100ms doubling to 1s, local hand-off between goroutines of one process at the library's defaults); each Lock bounded by a %v context deadline", budget),
 		Connect: func(addrs []string) (Client, error) {
-			return connectRedisync(addrs, budget)
+			return connectRedisync(addrs, budget, nil)
 		},
 	}
 }
+
+// redisyncTraced is redisync with a recording OpenTelemetry SDK: every
+// span is sampled and recorded (attributes set, ended into a span
+// processor that drops it), and metrics go to a meter provider with a
+// manual reader, as an application that exports them would have.
+func redisyncTraced(budget time.Duration) Impl {
+	return Impl{
+		Key:   "redisync-traced",
+		Label: "redisync (recording SDK)",
+		Setup: fmt.Sprintf("mutex.New(b, name) with default options, on a backend with tracing.WithTracerProvider (OpenTelemetry SDK, AlwaysSample, a span processor that drops each ended span) and tracing.WithMeterProvider (SDK, manual reader); each Lock bounded by a %v context deadline", budget),
+		Connect: func(addrs []string) (Client, error) {
+			tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()), sdktrace.WithSpanProcessor(dropSpans{}))
+			mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+			return connectRedisync(addrs, budget, []backend.Option{backend.WithTracing(tracing.WithTracerProvider(tp), tracing.WithMeterProvider(mp))})
+		},
+	}
+}
+
+// dropSpans is a span processor that keeps nothing.
+type dropSpans struct{}
+
+func (dropSpans) OnStart(context.Context, sdktrace.ReadWriteSpan) {}
+func (dropSpans) OnEnd(sdktrace.ReadOnlySpan)                     {}
+func (dropSpans) Shutdown(context.Context) error                  { return nil }
+func (dropSpans) ForceFlush(context.Context) error                { return nil }
 
 // redisyncNoHandoff is redisync with local hand-off off: every acquisition
 // goes through Redis, even when the next waiter is a goroutine of the same
@@ -200,7 +229,7 @@ func redisyncNoHandoff(budget time.Duration) Impl {
 		Label: "redisync (no local hand-off)",
 		Setup: fmt.Sprintf("mutex.New(b, name, mutex.WithLocalHandoff(0, 0)): the default options with local hand-off off, so that every acquisition, even by a goroutine of the process that released, goes through Redis; each Lock bounded by a %v context deadline", budget),
 		Connect: func(addrs []string) (Client, error) {
-			return connectRedisync(addrs, budget, mutex.WithLocalHandoff(0, 0))
+			return connectRedisync(addrs, budget, nil, mutex.WithLocalHandoff(0, 0))
 		},
 	}
 }

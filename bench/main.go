@@ -211,7 +211,7 @@ func run(cfg config) error {
 		sec := res.section("1", "Uncontended Lock+Unlock, one goroutine, one name")
 		// Waiting plays no part here: one row per library, and rueidislock
 		// in both of its set-ups (3 keys by default, 1 on one instance).
-		rows := keep([]Impl{redisyncImpl(cfg.budget), redsyncDefaults(), redislockDefaults(), rueidisDefaults(), rueidisMatched(cfg.budget)})
+		rows := keep([]Impl{redisyncImpl(cfg.budget), redisyncTraced(cfg.budget), redsyncDefaults(), redislockDefaults(), rueidisDefaults(), rueidisMatched(cfg.budget)})
 		for _, impl := range rows {
 			sec.row(impl)
 		}

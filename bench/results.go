@@ -245,6 +245,20 @@ func (r *Results) targets() []Target {
 		} else {
 			out = append(out, na("1b", goal))
 		}
+		goal = "with a recording OpenTelemetry SDK, Lock+Unlock median within 1.1× of the fastest peer"
+		traced := s1.first("redisync-traced")
+		if x := pairedRatio(traced.stat("p50"), best.stat("p50"), 1); x > 0 {
+			out = append(out, Target{ID: "1c", Goal: goal, Measured: fmt.Sprintf("%s vs %s (%s): %s", fmtUs(traced.get("p50")), fmtUs(best.get("p50")), best.Label, fmtRatio(x)), Met: verdict(x <= 1.1)})
+		} else {
+			out = append(out, na("1c", goal))
+		}
+		goal = "allocations per Lock+Unlock pair at most redislock's + 10"
+		rl := s1.first("redislock")
+		if me != nil && rl != nil && me.get("allocs") > 0 {
+			out = append(out, Target{ID: "1d", Goal: goal, Measured: fmt.Sprintf("%.0f vs %.0f (redislock)", me.get("allocs"), rl.get("allocs")), Met: verdict(me.get("allocs") <= rl.get("allocs")+10)})
+		} else {
+			out = append(out, na("1d", goal))
+		}
 	}
 	// (2) contended: 3x the best peer's acquisitions per second, hand-off
 	// gap under 3 round trips.
@@ -313,6 +327,32 @@ func (r *Results) targets() []Target {
 			out = append(out, Target{ID: "4", Goal: goal, Measured: fmt.Sprintf("%.0f pub/sub connection(s) seen by the server for %d waiters (%.0f connections in all)", ps, r.Params.Waiters, row.get("conns")), Met: verdict(ps == 1)})
 		} else {
 			out = append(out, na("4", goal))
+		}
+	}
+	// (4b) all the waiters served no slower than the fastest peer, at no
+	// more than 5 KiB per waiter.
+	{
+		goal := "10,000 waiters all served no slower than rueidislock, at no more than 5 KiB per waiter"
+		me, rl := s4.first("redisync"), s4.first("rueidislock")
+		if me != nil && rl != nil && me.get("serve_s") > 0 && rl.get("serve_s") > 0 {
+			x := me.get("serve_s") / rl.get("serve_s")
+			kib := me.get("mem_waiter") / 1024
+			out = append(out, Target{ID: "4b", Goal: goal,
+				Measured: fmt.Sprintf("%s vs %s: %s; %.1f KiB per waiter (rueidislock %.1f KiB); all served: %v", fmtUs(me.get("serve_s")*1e6), fmtUs(rl.get("serve_s")*1e6), fmtRatio(x), kib, rl.get("mem_waiter")/1024, me.get("all_served") == 1),
+				Met:      verdict(x <= 1 && kib <= 5 && me.get("all_served") == 1)})
+		} else {
+			out = append(out, na("4b", goal))
+		}
+	}
+	// (5a) on a quorum, uncontended, within 1.3x of redsync.
+	{
+		goal := "scenario 5a: quorum of 3, uncontended Lock+Unlock median within 1.3× of redsync's"
+		s5 := r.find("5a")
+		me, rs := s5.first("redisync"), s5.first("redsync")
+		if x := pairedRatio(me.stat("p50"), rs.stat("p50"), 1); x > 0 {
+			out = append(out, Target{ID: "5a", Goal: goal, Measured: fmt.Sprintf("%s vs %s: %s", fmtUs(me.get("p50")), fmtUs(rs.get("p50")), fmtRatio(x)), Met: verdict(x <= 1.3)})
+		} else {
+			out = append(out, na("5a", goal))
 		}
 	}
 	// (5b) on a quorum, near the in-process ceiling.

@@ -18,7 +18,7 @@ func rwmutexImpl(budget time.Duration) *Impl {
 		Label: "redisync RWMutex",
 		Setup: fmt.Sprintf("rwmutex.New(b, name) with default options, one handle per process shared by its goroutines; each RLock/Lock bounded by a %v context deadline", budget),
 		ConnectRW: func(addrs []string) (RWClient, error) {
-			c, err := connectRedisync(addrs, budget)
+			c, err := connectRedisync(addrs, budget, nil)
 			if err != nil {
 				return nil, err
 			}

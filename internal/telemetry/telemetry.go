@@ -254,7 +254,7 @@ func (t *T) Start(ctx context.Context, primitive, method, name string) (context.
 func (o *Op) Attempt(contended bool) {
 	o.attempts++
 	if contended && o.t.contention.Enabled(o.ctx) {
-		o.t.contention.Add(o.ctx, 1, metric.WithAttributes(o.primitive))
+		o.t.contention.Add(o.ctx, 1, measured(o.primitive.Value.AsString(), ""))
 	}
 }
 
@@ -278,20 +278,24 @@ func (o *Op) End(outcome string, err error, acquire bool) {
 	// Measurements are only built when a meter takes them: without an SDK
 	// the instruments are disabled and a call costs no allocation.
 	if acquire && (o.t.acquireDur.Enabled(o.ctx) || o.wait > 0 && o.t.waitDur.Enabled(o.ctx)) {
-		attrs := metric.WithAttributes(o.primitive, KeyOutcome.String(outcome))
+		attrs := measured(o.primitive.Value.AsString(), outcome)
 		o.t.acquireDur.Record(o.ctx, elapsed.Seconds(), attrs)
 		if o.wait > 0 {
 			o.t.waitDur.Record(o.ctx, o.wait.Seconds(), attrs)
 		}
 	}
 	if o.span.IsRecording() {
-		o.span.SetAttributes(KeyOutcome.String(outcome))
+		// One call, from an array on the stack: each call grows the span's
+		// attributes once.
+		var kv [4]attribute.KeyValue
+		attrs := append(kv[:0], KeyOutcome.String(outcome))
 		if acquire {
-			o.span.SetAttributes(KeyAttempts.Int(o.attempts), KeyWait.Float64(o.wait.Seconds()))
+			attrs = append(attrs, KeyAttempts.Int(o.attempts), KeyWait.Float64(o.wait.Seconds()))
 		}
 		if o.token != 0 {
-			o.span.SetAttributes(KeyToken.Int64(o.token))
+			attrs = append(attrs, KeyToken.Int64(o.token))
 		}
+		o.span.SetAttributes(attrs...)
 		setError(o.span, err)
 	}
 	o.span.End()
@@ -305,13 +309,31 @@ func (t *T) HoldEnded(ctx context.Context, primitive string, held time.Duration,
 	if lost {
 		outcome = Lost
 	}
-	p := KeyPrimitive.String(primitive)
 	if t.holdDur.Enabled(ctx) {
-		t.holdDur.Record(ctx, held.Seconds(), metric.WithAttributes(p, KeyOutcome.String(outcome)))
+		t.holdDur.Record(ctx, held.Seconds(), measured(primitive, outcome))
 	}
-	if lost {
-		t.lost.Add(ctx, 1, metric.WithAttributes(p))
+	if lost && t.lost.Enabled(ctx) {
+		t.lost.Add(ctx, 1, measured(primitive, ""))
 	}
+}
+
+// measurements caches the attribute sets of the measurements, one per
+// primitive and outcome: the few there are are built once, not per call.
+var measurements sync.Map // [2]string -> metric.MeasurementOption
+
+// measured returns the option that gives a measurement the attributes
+// redisync.primitive and, unless outcome is "", redisync.outcome.
+func measured(primitive, outcome string) metric.MeasurementOption {
+	k := [2]string{primitive, outcome}
+	if o, ok := measurements.Load(k); ok {
+		return o.(metric.MeasurementOption)
+	}
+	kvs := []attribute.KeyValue{KeyPrimitive.String(primitive)}
+	if outcome != "" {
+		kvs = append(kvs, KeyOutcome.String(outcome))
+	}
+	o, _ := measurements.LoadOrStore(k, metric.WithAttributeSet(attribute.NewSet(kvs...)))
+	return o.(metric.MeasurementOption)
 }
 
 // Attribute keys of the quorum spans.
