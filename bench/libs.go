@@ -102,6 +102,14 @@ func goRedis(addr string, rt *counter) *redis.Client {
 }
 
 // withBudget bounds a wait by budget when it is positive.
+// budgetText says how a row's Lock calls are bounded.
+func budgetText(budget time.Duration) string {
+	if budget <= 0 {
+		return "no context deadline (an uncontended Lock never waits)"
+	}
+	return fmt.Sprintf("each Lock bounded by a %v context deadline", budget)
+}
+
 func withBudget(ctx context.Context, budget time.Duration) (context.Context, context.CancelFunc) {
 	if budget > 0 {
 		return context.WithTimeout(ctx, budget)
@@ -188,7 +196,7 @@ func redisyncImpl(budget time.Duration) Impl {
 	return Impl{
 		Key:   "redisync",
 		Label: "redisync",
-		Setup: fmt.Sprintf("mutex.New(b, name) with default options (TTL 15s, watchdog on, pub/sub wake-ups, fallback poll 100ms doubling to 1s, local hand-off between goroutines of one process at the library's defaults); each Lock bounded by a %v context deadline", budget),
+		Setup: "mutex.New(b, name) with default options (TTL 15s, watchdog on, pub/sub wake-ups, fallback poll 100ms doubling to 1s, local hand-off between goroutines of one process at the library's defaults); " + budgetText(budget),
 		Connect: func(addrs []string) (Client, error) {
 			return connectRedisync(addrs, budget, nil)
 		},
@@ -203,7 +211,7 @@ func redisyncTraced(budget time.Duration) Impl {
 	return Impl{
 		Key:   "redisync-traced",
 		Label: "redisync (recording SDK)",
-		Setup: fmt.Sprintf("mutex.New(b, name) with default options, on a backend with tracing.WithTracerProvider (OpenTelemetry SDK, AlwaysSample, a span processor that drops each ended span) and tracing.WithMeterProvider (SDK, manual reader); each Lock bounded by a %v context deadline", budget),
+		Setup: "mutex.New(b, name) with default options, on a backend with tracing.WithTracerProvider (OpenTelemetry SDK, AlwaysSample, a span processor that drops each ended span) and tracing.WithMeterProvider (SDK, manual reader); " + budgetText(budget),
 		Connect: func(addrs []string) (Client, error) {
 			tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()), sdktrace.WithSpanProcessor(dropSpans{}))
 			mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
