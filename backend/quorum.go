@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -182,56 +183,66 @@ func (q *quorum) Stats() (channels, conns int) {
 // timeout (or before ctx ends) gets an error result; its call goes on in the
 // background until its own deadline, and its late result is dropped.
 func (q *quorum) fanout(ctx context.Context, calls []*Call) [][]*Call {
-	type result struct {
-		n     int
-		calls []*Call
-	}
-	ch := make(chan result, len(q.nodes))
-	// The node calls share a context that the last of them to return
-	// cancels: they may outlive this call.
-	nctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), q.timeout)
-	last := countdown(len(q.nodes), cancel)
-	for n, node := range q.nodes {
-		copies := make([]*Call, len(calls))
-		for i, c := range calls {
-			copies[i] = &Call{Script: c.Script, Keys: c.Keys, Args: c.Args}
+	n := len(q.nodes)
+	// The copies of the calls, one block for every node.
+	copies := make([]Call, n*len(calls))
+	per := make([]*Call, n*len(calls))
+	out := make([][]*Call, n)
+	for i := range q.nodes {
+		for j, c := range calls {
+			k := i*len(calls) + j
+			copies[k] = Call{Script: c.Script, Keys: c.Keys, Args: c.Args}
+			per[k] = &copies[k]
 		}
-		q.wg.Add(1)
+	}
+	ch := make(chan int, n)
+	// The node calls share a context that the last of them to return
+	// cancels: they may outlive this call. Its deadline is the per-node
+	// timeout, which bounds the wait below as well.
+	nctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), q.timeout)
+	last := countdown(n, cancel)
+	q.wg.Add(n)
+	for i, node := range q.nodes {
+		mine := per[i*len(calls) : (i+1)*len(calls)]
 		go func() {
 			defer q.wg.Done()
-			node.Exec(nctx, copies...)
+			node.Exec(nctx, mine...)
 			if nctx.Err() != nil && ctx.Err() == nil {
 				// Cut by the per-node timeout, not by the caller.
-				for _, c := range copies {
+				for _, c := range mine {
 					if errors.Is(c.Err, context.DeadlineExceeded) {
 						c.Err = errNodeTimeout
 					}
 				}
 			}
-			ch <- result{n, copies}
+			ch <- i
 			last()
 		}()
 	}
-	out := make([][]*Call, len(q.nodes))
-	timer := time.NewTimer(q.timeout)
-	defer timer.Stop()
 	var late error
-	for pending := len(q.nodes); pending > 0 && late == nil; {
+	expired := nctx.Done()
+	for pending := n; pending > 0 && late == nil; {
 		select {
-		case r := <-ch:
-			out[r.n] = r.calls
+		case i := <-ch:
+			out[i] = per[i*len(calls) : (i+1)*len(calls)]
 			pending--
-		case <-timer.C:
-			late = errNodeTimeout
+		case <-expired:
+			if errors.Is(nctx.Err(), context.DeadlineExceeded) {
+				late = errNodeTimeout
+			} else {
+				// Cancelled by the last node call to return: every
+				// result is in ch already.
+				expired = nil
+			}
 		case <-ctx.Done():
 			late = ctx.Err()
 		}
 	}
-	for n := range out {
-		if out[n] == nil {
-			out[n] = make([]*Call, len(calls))
-			for i, c := range calls {
-				out[n][i] = &Call{Script: c.Script, Keys: c.Keys, Args: c.Args, Err: late}
+	for i := range out {
+		if out[i] == nil {
+			out[i] = make([]*Call, len(calls))
+			for j, c := range calls {
+				out[i][j] = &Call{Script: c.Script, Keys: c.Keys, Args: c.Args, Err: late}
 			}
 		}
 	}
@@ -279,10 +290,10 @@ func (q *quorum) Exec(ctx context.Context, calls ...*Call) {
 	// acquisitions that node granted, or whose outcome there is unknown. A
 	// node that answered "held by another" took nothing and is left alone.
 	// again[n] lists the releases to send to node n again.
-	undo := make([][]*Call, len(q.nodes))
-	again := make([][]*Call, len(q.nodes))
+	// Both are made when first needed; per is the replies of one call.
+	var undo, again [][]*Call
+	per := make([]*Call, len(q.nodes))
 	for i, call := range calls {
-		per := make([]*Call, len(q.nodes))
 		for n := range q.nodes {
 			per[n] = results[n][i]
 		}
@@ -291,6 +302,9 @@ func (q *quorum) Exec(ctx context.Context, calls ...*Call) {
 			if !q.acquire(ctx, call, per) && call.Script.undo != nil {
 				for n, r := range per {
 					if r.Err != nil || r.Reply.Status() == StatusOK {
+						if undo == nil {
+							undo = make([][]*Call, len(q.nodes))
+						}
 						undo[n] = append(undo[n], &Call{Script: call.Script.undo, Keys: call.Keys, Args: call.Args})
 					}
 				}
@@ -301,6 +315,9 @@ func (q *quorum) Exec(ctx context.Context, calls ...*Call) {
 			q.anyOf(call, per)
 			for n, r := range per {
 				if r.Err != nil && IsTransient(r.Err) {
+					if again == nil {
+						again = make([][]*Call, len(q.nodes))
+					}
 					again[n] = append(again[n], call)
 				}
 			}
@@ -308,7 +325,9 @@ func (q *quorum) Exec(ctx context.Context, calls ...*Call) {
 			q.firstOf(call, per)
 		}
 	}
-	q.undo(ctx, undo)
+	if undo != nil {
+		q.undo(ctx, undo)
+	}
 	for n, calls := range again {
 		if len(calls) > 0 {
 			q.resend(n, calls)
@@ -363,6 +382,9 @@ func (q *quorum) resend(n int, calls []*Call) {
 // names its attempt, so one that arrives late cannot end a later hold of the
 // same owner.
 func (q *quorum) undo(ctx context.Context, perNode [][]*Call) {
+	if !slices.ContainsFunc(perNode, func(c []*Call) bool { return len(c) > 0 }) {
+		return
+	}
 	var wg sync.WaitGroup
 	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), q.timeout)
 	defer cancel()
@@ -433,7 +455,7 @@ func (q *quorum) acquire(ctx context.Context, call *Call, per []*Call) bool {
 			q.fail(call, len(ok), []error{err})
 			return false
 		}
-		reply := append(Reply(nil), per[ok[0]].Reply...)
+		reply := append(Reply(call.buf[:0]), per[ok[0]].Reply...)
 		reply[1] = token
 		if call.Script.block {
 			reply[2] = last

@@ -41,11 +41,22 @@ local function clock()
   local t = redis.call('TIME')
   return t[1] * 1000000 + t[2]
 end
+-- draw takes the token and the block after it from the fence counter: one
+-- call when the counter is behind the clock, as it is but for tokens drawn
+-- within one microsecond or a clock that went back.
+local function draw()
+  local now = clock()
+  local old = tonumber(redis.call('SET', KEYS[2], string.format('%.0f', now + block - 1), 'PX', ARGV[5], 'GET')) or 0
+  if old < now then
+    return now
+  end
+  redis.call('SET', KEYS[2], string.format('%.0f', old + block), 'PX', ARGV[5])
+  return old + 1
+end
 -- The fast path: a free lock, with nobody in line and no yield marker.
 local state = redis.call('HMGET', lock, 'o', 'y', 'qn')
 if not state[1] and not state[2] and not state[3] then
-  local token = math.max((tonumber(redis.call('GET', KEYS[2])) or 0) + 1, clock())
-  redis.call('SET', KEYS[2], string.format('%.0f', token + block - 1), 'PX', ARGV[5])
+  local token = draw()
   redis.call('HSET', lock, 'o', ARGV[2], 'f', string.format('%.0f', token), 'a', ARGV[7], 'c', cohort)
   redis.call('PEXPIRE', lock, ARGV[4])
   return {1, token, token + block - 1}
@@ -75,7 +86,6 @@ if yields == cohort then
   end
   return {0, left}
 end
-local token = math.max((tonumber(redis.call('GET', KEYS[2])) or 0) + 1, clock())
-redis.call('SET', KEYS[2], lock_num(token + block - 1), 'PX', ARGV[5])
+local token = draw()
 lock_grant(lock, ARGV[2], token, ARGV[7], cohort, ARGV[4])
 return {1, token, token + block - 1}
