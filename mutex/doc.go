@@ -25,8 +25,8 @@
 // token, Done and Err. Each acquisition through Redis reserves a block of
 // tokens (its own and one per hand-off), so a token handed on locally is
 // still greater than every token issued before it and smaller than every
-// later one. A hold passes on locally at most 16 times and not once 5ms have
-// passed since it was taken through Redis ([WithLocalHandoff]); then Unlock
+// later one. A hold passes on locally at most 64 times and not once 20ms have
+// passed since its grant came back from Redis ([WithLocalHandoff]); then Unlock
 // releases it through Redis, and the waiters of other processes get their
 // turn. [WithLocalHandoff](0, 0) turns hand-off off, for arrival order across
 // processes (package fair gives strict order). A hold that is lost ends the
