@@ -57,7 +57,7 @@ var (
 // longer than 512 bytes, or containing '{', '}' or control characters) or a
 // bad option.
 func New(b backend.Backend, name string, opts ...Option) (*Mutex, error) {
-	_, err := keyspace.Open(primitive, b, name)
+	ks, err := keyspace.Open(primitive, b, name)
 	if err != nil {
 		return nil, err
 	}
@@ -82,7 +82,7 @@ func New(b backend.Backend, name string, opts ...Option) (*Mutex, error) {
 			Backend:      b,
 			Scripts:      script.Fair,
 			Primitive:    primitive,
-			Name:         name,
+			Keys:         ks.Fair(),
 			Limit:        1,
 			Hold:         cfg.Hold,
 			QueueTimeout: cfg.QueueTimeout,

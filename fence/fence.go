@@ -269,8 +269,8 @@ func open(b backend.Backend, name string, opts []Option) (*resource, error) {
 	if err != nil {
 		return nil, err
 	}
-	ks := keyspace.New(b.Prefix(), name)
-	return &resource{b: b, name: name, keys: []string{ks.Key("value"), ks.Key("guard")}, cfg: cfg, tel: local.Of(b).Telemetry()}, nil
+	keys := keyspace.New(b.Prefix(), name).Fenced().Keys()
+	return &resource{b: b, name: name, keys: keys, cfg: cfg, tel: local.Of(b).Telemetry()}, nil
 }
 
 // write makes a fenced write.

@@ -93,14 +93,14 @@ func New(b backend.Backend, name string, count int, opts ...Option) (*CountDown,
 	if err != nil {
 		return nil, err
 	}
-	ks := keyspace.New(b.Prefix(), name)
+	keys := keyspace.New(b.Prefix(), name).Latch()
 	return &CountDown{
 		b:       b,
 		name:    name,
 		count:   count,
 		size:    strconv.Itoa(count),
-		keys:    []string{ks.Key("latch")},
-		wake:    ks.Wake(),
+		keys:    keys.Keys(),
+		wake:    keys.Wake,
 		ttlMs:   holdopt.Millis(cfg.ttl),
 		backoff: cfg.backoff,
 		tel:     local.Of(b).Telemetry(),

@@ -42,7 +42,7 @@ type Lock struct {
 	// The atomic path (every member a mutex, all keys in one slot): one
 	// script takes every hold, which are ordinary mutex holds.
 	atomic bool
-	keys   []string // lock hash and fence counter of each member
+	keys   []string // lock hash and fence counter of each member (see keyspace.Mutex)
 	wakes  []string
 	lines  []string // the wake channels of this process's cohort, one per member
 	cohort string   // see internal/script/lock_lib.lua
@@ -119,17 +119,15 @@ func New(b backend.Backend, members []Member, opts ...Option) (*Lock, error) {
 		labels[i] = m.String()
 	}
 	l := &Lock{b: b, members: sorted, label: strings.Join(labels, ", "), cfg: cfg, tel: local.Of(b).Telemetry(), gate: make(chan struct{}, 1)}
+	l.cohort = local.Of(b).Cohort()
+	l.stale = holdopt.Millis(holdopt.LineStale(cfg.Backoff))
 	allMutex := true
 	for _, m := range sorted {
 		allMutex = allMutex && m.kind == kindMutex
-		ks := keyspace.New(b.Prefix(), m.name)
-		l.keys = append(l.keys, ks.Key("lock"), ks.Key("fence"))
-		l.wakes = append(l.wakes, ks.Wake())
-	}
-	l.cohort = local.Of(b).Cohort()
-	l.stale = holdopt.Millis(holdopt.LineStale(cfg.Backoff))
-	for _, w := range l.wakes {
-		l.lines = append(l.lines, w+":"+l.cohort)
+		keys := keyspace.New(b.Prefix(), m.name).Mutex()
+		l.keys = append(l.keys, keys.Keys()...)
+		l.wakes = append(l.wakes, keys.Wake)
+		l.lines = append(l.lines, keys.Line(l.cohort))
 	}
 	if allMutex && backend.SameSlot(b, l.keys...) {
 		l.atomic = true

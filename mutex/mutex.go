@@ -48,7 +48,7 @@ type Mutex struct {
 	_       lease.NoCopy
 	b       backend.Backend
 	name    string
-	keys    []string // lock hash, fence counter
+	keys    []string // lock hash, fence counter (see keyspace.Mutex)
 	wake    string
 	line    string // the wake channel of this process's cohort (see internal/script/lock_lib.lua)
 	ttlMs   int64
@@ -97,11 +97,12 @@ func New(b backend.Backend, name string, opts ...Option) (*Mutex, error) {
 	if err := lease.ValidTTL(primitive, b, cfg.TTL); err != nil {
 		return nil, err
 	}
+	keys := ks.Mutex()
 	m := &Mutex{
 		b:       b,
 		name:    name,
-		keys:    []string{ks.Key("lock"), ks.Key("fence")},
-		wake:    ks.Wake(),
+		keys:    keys.Keys(),
+		wake:    keys.Wake,
 		ttlMs:   holdopt.Millis(cfg.TTL),
 		backoff: cfg.Backoff,
 		tel:     local.Of(b).Telemetry(),
@@ -113,7 +114,7 @@ func New(b backend.Backend, name string, opts ...Option) (*Mutex, error) {
 	m.wakeArg, m.ttlArg = m.wake, m.ttlMs
 	m.fenceArg, m.holderArg = holdopt.Millis(holdopt.FenceTTL), holdopt.Holder()
 	cohort := local.Of(b).Cohort()
-	m.line = m.wake + ":" + cohort
+	m.line = keys.Line(cohort)
 	m.blockArg, m.cohortArg, m.yieldArg = m.handoff.Block(), cohort, int64(0)
 	m.staleArg = holdopt.Millis(holdopt.LineStale(cfg.Backoff))
 	if m.class != nil {

@@ -38,7 +38,7 @@ type Mutex struct {
 	_       lease.NoCopy
 	b       backend.Backend
 	name    string
-	keys    []string // lock hash, fence counter
+	keys    []string // lock hash, fence counter (see keyspace.Reentrant)
 	wake    string
 	ttlMs   int64
 	backoff locker.Backoff
@@ -76,11 +76,12 @@ func New(b backend.Backend, name string, opts ...Option) (*Mutex, error) {
 	if err := lease.ValidTTL(primitive, b, cfg.TTL); err != nil {
 		return nil, err
 	}
+	keys := ks.Reentrant()
 	m := &Mutex{
 		b:       b,
 		name:    name,
-		keys:    []string{ks.Key("reentrant"), ks.Key("fence")},
-		wake:    ks.Wake(),
+		keys:    keys.Keys(),
+		wake:    keys.Wake,
 		ttlMs:   holdopt.Millis(cfg.TTL),
 		backoff: cfg.Backoff,
 		tel:     local.Of(b).Telemetry(),

@@ -43,7 +43,7 @@ type RWMutex struct {
 	_       lease.NoCopy
 	b       backend.Backend
 	name    string
-	keys    []string // writer, readers, waiting writers, waiting readers, readers' turn, fence
+	keys    []string // writer, readers, waiting writers, waiting readers, readers' turn, fence (see keyspace.RWMutex)
 	wake    string   // wakes waiting writers
 	rwake   string   // wakes waiting readers; tells read holders that a writer waits
 	ttlMs   int64
@@ -102,13 +102,13 @@ func New(b backend.Backend, name string, opts ...Option) (*RWMutex, error) {
 	if err := lease.ValidTTL(primitive, b, cfg.TTL); err != nil {
 		return nil, err
 	}
+	keys := ks.RWMutex()
 	m := &RWMutex{
-		b:    b,
-		name: name,
-		keys: []string{ks.Key("writer"), ks.Key("readers"), ks.Key("wwait"), ks.Key("rwait"),
-			ks.Key("rturn"), ks.Key("fence")},
-		wake:    ks.Wake(),
-		rwake:   ks.Key("rwake"),
+		b:       b,
+		name:    name,
+		keys:    keys.Keys(),
+		wake:    keys.Wake,
+		rwake:   keys.RWake,
 		ttlMs:   holdopt.Millis(cfg.TTL),
 		turnMs:  max(holdopt.Millis(cfg.TTL/3), 1),
 		backoff: cfg.Backoff,

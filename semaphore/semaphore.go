@@ -125,7 +125,7 @@ var _ locker.Lease = (*Weighted)(nil)
 // names both limits, and changes nothing. Once nothing is held or awaited the
 // record goes, and the name may be used with another limit.
 func NewWeighted(b backend.Backend, name string, n int64, opts ...Option) (*Weighted, error) {
-	_, err := keyspace.Open(primitive, b, name)
+	ks, err := keyspace.Open(primitive, b, name)
 	if err != nil {
 		return nil, err
 	}
@@ -153,7 +153,7 @@ func NewWeighted(b backend.Backend, name string, n int64, opts ...Option) (*Weig
 			Backend:      b,
 			Scripts:      script.Semaphore,
 			Primitive:    primitive,
-			Name:         name,
+			Keys:         ks.Semaphore(),
 			Limit:        n,
 			Hold:         cfg.Hold,
 			QueueTimeout: cfg.QueueTimeout,

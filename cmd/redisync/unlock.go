@@ -70,7 +70,7 @@ func unlockCmd(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer s.Close()
-	lay := newLayout(keyspace.New(s.b.Prefix(), name))
+	ks := keyspace.New(s.b.Prefix(), name)
 
 	// One Backend per node: on a quorum each node is told, and reports,
 	// on its own.
@@ -89,7 +89,7 @@ func unlockCmd(args []string, stdout, stderr io.Writer) error {
 		if len(nodes) > 1 {
 			prefix = fmt.Sprintf("node %d (%s): ", i+1, s.clients[i].(*redis.Client).Options().Addr)
 		}
-		calls := forceCalls(lay)
+		calls := forceCalls(ks)
 		b.Exec(ctx, calls...)
 		ended := 0
 		for _, call := range calls {
@@ -112,15 +112,16 @@ func unlockCmd(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// forceCalls returns the calls that end every hold of the primitives in lay,
-// one per kind.
-func forceCalls(lay layout) []*backend.Call {
+// forceCalls returns the calls that end every hold of the primitives of the
+// name of ks, one per kind.
+func forceCalls(ks keyspace.Space) []*backend.Call {
+	mu, re, rw, fair, sem := ks.Mutex(), ks.Reentrant(), ks.RWMutex(), ks.Fair(), ks.Semaphore()
 	return []*backend.Call{
-		{Script: script.MutexForce, Keys: []string{lay.mutex}, Args: []any{lay.wake}},
-		{Script: script.ReentrantForce, Keys: []string{lay.reentrant}, Args: []any{lay.wake}},
-		{Script: script.RWMutexForce, Keys: []string{lay.rw.writer, lay.rw.readers}, Args: []any{lay.wake, lay.rw.rwake}},
-		{Script: script.Fair.Force, Keys: lay.fair.keys(lay.fence), Args: []any{"", lay.fair.wake}},
-		{Script: script.Semaphore.Force, Keys: lay.semaphore.keys(lay.fence), Args: []any{"", lay.semaphore.wake}},
+		{Script: script.MutexForce, Keys: []string{mu.Lock}, Args: []any{mu.Wake}},
+		{Script: script.ReentrantForce, Keys: []string{re.Lock}, Args: []any{re.Wake}},
+		{Script: script.RWMutexForce, Keys: []string{rw.Writer, rw.Readers}, Args: []any{rw.Wake, rw.RWake}},
+		{Script: script.Fair.Force, Keys: fair.Keys(), Args: []any{"", fair.Wake}},
+		{Script: script.Semaphore.Force, Keys: sem.Keys(), Args: []any{"", sem.Wake}},
 	}
 }
 

@@ -71,8 +71,8 @@ func ValidQueueTimeout(kind string, d time.Duration) error {
 type Config struct {
 	Backend      backend.Backend
 	Scripts      script.FIFO
-	Primitive    string // "fair", "semaphore": names the keys and the metrics
-	Name         string
+	Primitive    string // "fair", "semaphore": for the metrics
+	Keys         keyspace.FIFO
 	Limit        int64 // permits in all
 	Hold         holdopt.Config
 	QueueTimeout time.Duration
@@ -83,7 +83,7 @@ type Config struct {
 type Queue struct {
 	b         backend.Backend
 	s         script.FIFO
-	keys      []string // state, deadlines, queue, fence counter
+	keys      []string // state, deadlines, queue, fence counter (see keyspace.FIFO)
 	wake      string   // prefix of the waiters' wake channels
 	limit     int64
 	timeout   time.Duration
@@ -96,12 +96,11 @@ type Queue struct {
 
 // New returns the Queue described by c. It does no I/O.
 func New(c Config) *Queue {
-	ks := keyspace.New(c.Backend.Prefix(), c.Name)
 	q := &Queue{
 		b:         c.Backend,
 		s:         c.Scripts,
-		keys:      []string{ks.Key(c.Primitive), ks.Key(c.Primitive + ":deadlines"), ks.Key(c.Primitive + ":queue"), ks.Key("fence")},
-		wake:      ks.Key(c.Primitive + ":wake:"),
+		keys:      c.Keys.Keys(),
+		wake:      c.Keys.Wake,
 		limit:     c.Limit,
 		timeout:   c.QueueTimeout,
 		timeoutMs: holdopt.Millis(c.QueueTimeout),
