@@ -2,7 +2,6 @@ package fair
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -113,13 +112,7 @@ func (m *Mutex) Name() string { return m.name }
 // ctx.Err().
 func (m *Mutex) Lock(ctx context.Context) (err error) {
 	ctx, op := m.tel.Start(ctx, primitive, "Lock", m.name)
-	defer func() {
-		outcome := telemetry.Acquired
-		if err != nil {
-			outcome = telemetry.NotAcquired
-		}
-		op.End(outcome, err, true)
-	}()
+	defer func() { op.EndAcquire(err) }()
 	if ctx.Err() != nil {
 		return m.errorf("lock", acquire.NotAcquired(ctx, nil))
 	}
@@ -175,16 +168,7 @@ func (m *Mutex) giveBack(ctx context.Context, h *fifo.Hold) {
 // with an error matching locker.ErrNotAcquired and ctx.Err().
 func (m *Mutex) TryLock(ctx context.Context) (ok bool, err error) {
 	ctx, op := m.tel.Start(ctx, primitive, "TryLock", m.name)
-	defer func() {
-		outcome := telemetry.Acquired
-		switch {
-		case err != nil:
-			outcome = telemetry.NotAcquired
-		case !ok:
-			outcome = telemetry.Contended
-		}
-		op.End(outcome, err, true)
-	}()
+	defer func() { op.EndTry(ok, err) }()
 	if ctx.Err() != nil {
 		return false, m.errorf("trylock", acquire.NotAcquired(ctx, nil))
 	}
@@ -214,16 +198,7 @@ func (m *Mutex) TryLock(ctx context.Context) (ok bool, err error) {
 // the hold then expires with its TTL.
 func (m *Mutex) Unlock(ctx context.Context) (err error) {
 	ctx, op := m.tel.Start(ctx, primitive, "Unlock", m.name)
-	defer func() {
-		outcome := telemetry.Released
-		switch {
-		case errors.Is(err, locker.ErrLost):
-			outcome = telemetry.Lost
-		case err != nil:
-			outcome = telemetry.Failed
-		}
-		op.End(outcome, err, false)
-	}()
+	defer func() { op.EndRelease(err) }()
 	h, _, ok := m.holds.Take()
 	if !ok {
 		return m.errorf("unlock", fmt.Errorf("%w: unlock of unlocked mutex", locker.ErrNotHeld))
@@ -241,13 +216,7 @@ func (m *Mutex) Unlock(ctx context.Context) (err error) {
 // for its node timeout).
 func (m *Mutex) Extend(ctx context.Context, ttl time.Duration) (err error) {
 	ctx, op := m.tel.Start(ctx, primitive, "Extend", m.name)
-	defer func() {
-		outcome := telemetry.Extended
-		if err != nil {
-			outcome = telemetry.NotHeld
-		}
-		op.End(outcome, err, false)
-	}()
+	defer func() { op.EndExtend(err) }()
 	if err := lease.ValidTTL(primitive, m.b, ttl); err != nil {
 		return err
 	}

@@ -178,16 +178,7 @@ func (l *Lock) TryLock(ctx context.Context) (bool, error) {
 
 func (l *Lock) lock(ctx context.Context, method string, try bool) (ok bool, err error) {
 	ctx, op := l.tel.Start(ctx, primitive, method, l.label)
-	defer func() {
-		outcome := telemetry.Acquired
-		switch {
-		case err != nil:
-			outcome = telemetry.NotAcquired
-		case !ok:
-			outcome = telemetry.Contended
-		}
-		op.End(outcome, err, true)
-	}()
+	defer func() { op.EndTry(ok, err) }()
 	if ctx.Err() != nil {
 		return false, l.errorf(method, acquire.NotAcquired(ctx, nil))
 	}
@@ -404,16 +395,7 @@ func isClosed(c <-chan struct{}) bool {
 // Unlock returns, even on error.
 func (l *Lock) Unlock(ctx context.Context) (err error) {
 	ctx, op := l.tel.Start(ctx, primitive, "Unlock", l.label)
-	defer func() {
-		outcome := telemetry.Released
-		switch {
-		case errors.Is(err, locker.ErrLost):
-			outcome = telemetry.Lost
-		case err != nil:
-			outcome = telemetry.Failed
-		}
-		op.End(outcome, err, false)
-	}()
+	defer func() { op.EndRelease(err) }()
 	l.mu.Lock()
 	h := l.cur
 	l.cur = nil

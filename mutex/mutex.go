@@ -158,13 +158,7 @@ func (m *Mutex) Name() string { return m.name }
 // locker.ErrNotAcquired and ctx.Err().
 func (m *Mutex) Lock(ctx context.Context) (err error) {
 	ctx, op := m.tel.Start(ctx, primitive, "Lock", m.name)
-	outcome := telemetry.Acquired
-	defer func() {
-		if err != nil {
-			outcome = telemetry.NotAcquired
-		}
-		op.End(outcome, err, true)
-	}()
+	defer func() { op.EndAcquire(err) }()
 	if ctx.Err() != nil {
 		return m.errorf("lock", acquire.NotAcquired(ctx, nil))
 	}
@@ -184,7 +178,7 @@ func (m *Mutex) Lock(ctx context.Context) (err error) {
 		if t := lease.Receive(baton.(*lease.Tenure)); t != nil {
 			m.holds.Set(t, pass)
 			t.Lease().OnLoss(pass)
-			outcome = telemetry.AcquiredLocal
+			op.Outcome(telemetry.AcquiredLocal)
 			op.Token(t.Token())
 			return nil
 		}
@@ -225,16 +219,7 @@ func (m *Mutex) Lock(ctx context.Context) (err error) {
 // I/O, with an error matching locker.ErrNotAcquired and ctx.Err().
 func (m *Mutex) TryLock(ctx context.Context) (ok bool, err error) {
 	ctx, op := m.tel.Start(ctx, primitive, "TryLock", m.name)
-	defer func() {
-		outcome := telemetry.Acquired
-		switch {
-		case err != nil:
-			outcome = telemetry.NotAcquired
-		case !ok:
-			outcome = telemetry.Contended
-		}
-		op.End(outcome, err, true)
-	}()
+	defer func() { op.EndTry(ok, err) }()
 	if ctx.Err() != nil {
 		return false, m.errorf("trylock", acquire.NotAcquired(ctx, nil))
 	}
@@ -351,23 +336,14 @@ func undo(ctx context.Context, b backend.Backend, c *backend.Call) {
 // Redis: the hold then expires with its TTL, and Unlock returns the error.
 func (m *Mutex) Unlock(ctx context.Context) (err error) {
 	ctx, op := m.tel.Start(ctx, primitive, "Unlock", m.name)
-	outcome := telemetry.Released
-	defer func() {
-		switch {
-		case errors.Is(err, locker.ErrLost):
-			outcome = telemetry.Lost
-		case err != nil:
-			outcome = telemetry.Failed
-		}
-		op.End(outcome, err, false)
-	}()
+	defer func() { op.EndRelease(err) }()
 	t, release, ok := m.holds.Take()
 	if !ok {
 		return m.errorf("unlock", fmt.Errorf("%w: unlock of unlocked mutex", locker.ErrNotHeld))
 	}
 	op.Token(t.Token())
 	if t.PassOn(m.handoff.Within, m.class, m.pass, m.held) {
-		outcome = telemetry.HandedOff
+		op.Outcome(telemetry.HandedOff)
 		return nil
 	}
 	defer func() {
@@ -386,13 +362,7 @@ func (m *Mutex) Unlock(ctx context.Context) (err error) {
 // for its node timeout).
 func (m *Mutex) Extend(ctx context.Context, ttl time.Duration) (err error) {
 	ctx, op := m.tel.Start(ctx, primitive, "Extend", m.name)
-	defer func() {
-		outcome := telemetry.Extended
-		if err != nil {
-			outcome = telemetry.NotHeld
-		}
-		op.End(outcome, err, false)
-	}()
+	defer func() { op.EndExtend(err) }()
 	if err := lease.ValidTTL(primitive, m.b, ttl); err != nil {
 		return err
 	}

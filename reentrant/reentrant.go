@@ -125,13 +125,7 @@ func (m *Mutex) Name() string { return m.name }
 // locker.ErrLost, and the scope must still Unlock each of its holds.
 func (m *Mutex) Lock(ctx context.Context) (err error) {
 	ctx, op := m.tel.Start(ctx, primitive, "Lock", m.name)
-	outcome := telemetry.Acquired
-	defer func() {
-		if err != nil {
-			outcome = telemetry.NotAcquired
-		}
-		op.End(outcome, err, true)
-	}()
+	defer func() { op.EndAcquire(err) }()
 	if ctx.Err() != nil {
 		return m.errorf("lock", acquire.NotAcquired(ctx, nil))
 	}
@@ -193,16 +187,7 @@ func (m *Mutex) Lock(ctx context.Context) (err error) {
 // matching locker.ErrNotAcquired and ctx.Err().
 func (m *Mutex) TryLock(ctx context.Context) (ok bool, err error) {
 	ctx, op := m.tel.Start(ctx, primitive, "TryLock", m.name)
-	defer func() {
-		outcome := telemetry.Acquired
-		switch {
-		case err != nil:
-			outcome = telemetry.NotAcquired
-		case !ok:
-			outcome = telemetry.Contended
-		}
-		op.End(outcome, err, true)
-	}()
+	defer func() { op.EndTry(ok, err) }()
 	if ctx.Err() != nil {
 		return false, m.errorf("trylock", acquire.NotAcquired(ctx, nil))
 	}
@@ -378,16 +363,7 @@ func (m *Mutex) use(h *hold) {
 // first, it returns ctx.Err() and changes nothing.
 func (m *Mutex) Unlock(ctx context.Context) (err error) {
 	ctx, op := m.tel.Start(ctx, primitive, "Unlock", m.name)
-	outcome := telemetry.Released
-	defer func() {
-		switch {
-		case errors.Is(err, locker.ErrLost):
-			outcome = telemetry.Lost
-		case err != nil:
-			outcome = telemetry.Failed
-		}
-		op.End(outcome, err, false)
-	}()
+	defer func() { op.EndRelease(err) }()
 	s := scopeOf(ctx)
 	if s == nil {
 		return m.errorf("unlock", errNoScope)
@@ -457,13 +433,7 @@ func (m *Mutex) HoldCount(ctx context.Context) (int, error) {
 // for its node timeout).
 func (m *Mutex) Extend(ctx context.Context, ttl time.Duration) (err error) {
 	ctx, op := m.tel.Start(ctx, primitive, "Extend", m.name)
-	defer func() {
-		outcome := telemetry.Extended
-		if err != nil {
-			outcome = telemetry.NotHeld
-		}
-		op.End(outcome, err, false)
-	}()
+	defer func() { op.EndExtend(err) }()
 	if err := lease.ValidTTL(primitive, m.b, ttl); err != nil {
 		return err
 	}

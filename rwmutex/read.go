@@ -59,13 +59,7 @@ func (h *readHold) admits() bool {
 // ctx ends, the error matches both locker.ErrNotAcquired and ctx.Err().
 func (m *RWMutex) RLock(ctx context.Context) (err error) {
 	ctx, op := m.tel.Start(ctx, primitive, "RLock", m.name)
-	defer func() {
-		outcome := telemetry.Acquired
-		if err != nil {
-			outcome = telemetry.NotAcquired
-		}
-		op.End(outcome, err, true)
-	}()
+	defer func() { op.EndAcquire(err) }()
 	if ctx.Err() != nil {
 		return m.errorf("rlock", acquire.NotAcquired(ctx, nil))
 	}
@@ -150,7 +144,7 @@ func (m *RWMutex) rlockRemote(ctx context.Context, op *telemetry.Op) error {
 // ctx.Err().
 func (m *RWMutex) TryRLock(ctx context.Context) (ok bool, err error) {
 	ctx, op := m.tel.Start(ctx, primitive, "TryRLock", m.name)
-	defer func() { op.End(tryOutcome(ok, err), err, true) }()
+	defer func() { op.EndTry(ok, err) }()
 	if ctx.Err() != nil {
 		return false, m.errorf("tryrlock", acquire.NotAcquired(ctx, nil))
 	}
@@ -260,7 +254,7 @@ func (m *RWMutex) watch(ctx context.Context, h *readHold) {
 // handle are interchangeable.
 func (m *RWMutex) RUnlock(ctx context.Context) (err error) {
 	ctx, op := m.tel.Start(ctx, primitive, "RUnlock", m.name)
-	defer func() { op.End(releaseOutcome(err), err, false) }()
+	defer func() { op.EndRelease(err) }()
 	m.mu.Lock()
 	h := m.r
 	if h == nil || h.readers == 0 {

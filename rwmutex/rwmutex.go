@@ -162,13 +162,7 @@ func (m *RWMutex) Name() string { return m.name }
 // matches both locker.ErrNotAcquired and ctx.Err().
 func (m *RWMutex) Lock(ctx context.Context) (err error) {
 	ctx, op := m.tel.Start(ctx, primitive, "Lock", m.name)
-	outcome := telemetry.Acquired
-	defer func() {
-		if err != nil {
-			outcome = telemetry.NotAcquired
-		}
-		op.End(outcome, err, true)
-	}()
+	defer func() { op.EndAcquire(err) }()
 	if ctx.Err() != nil {
 		return m.errorf("lock", acquire.NotAcquired(ctx, nil))
 	}
@@ -186,7 +180,7 @@ func (m *RWMutex) Lock(ctx context.Context) (err error) {
 	if baton != nil {
 		if t := lease.Receive(baton.(*lease.Tenure)); t != nil {
 			m.setWriter(t, pass)
-			outcome = telemetry.AcquiredLocal
+			op.Outcome(telemetry.AcquiredLocal)
 			op.Token(t.Token())
 			return nil
 		}
@@ -219,7 +213,7 @@ func (m *RWMutex) Lock(ctx context.Context) (err error) {
 // and ctx.Err().
 func (m *RWMutex) TryLock(ctx context.Context) (ok bool, err error) {
 	ctx, op := m.tel.Start(ctx, primitive, "TryLock", m.name)
-	defer func() { op.End(tryOutcome(ok, err), err, true) }()
+	defer func() { op.EndTry(ok, err) }()
 	if ctx.Err() != nil {
 		return false, m.errorf("trylock", acquire.NotAcquired(ctx, nil))
 	}
@@ -339,14 +333,7 @@ func (m *RWMutex) undo(ctx context.Context, c *backend.Call) {
 // Redis: the hold then expires with its TTL.
 func (m *RWMutex) Unlock(ctx context.Context) (err error) {
 	ctx, op := m.tel.Start(ctx, primitive, "Unlock", m.name)
-	handed := false
-	defer func() {
-		outcome := releaseOutcome(err)
-		if handed {
-			outcome = telemetry.HandedOff
-		}
-		op.End(outcome, err, false)
-	}()
+	defer func() { op.EndRelease(err) }()
 	m.mu.Lock()
 	t, pass := m.w, m.wpass
 	m.w, m.wpass = nil, gate.Pass{}
@@ -359,7 +346,7 @@ func (m *RWMutex) Unlock(ctx context.Context) (err error) {
 	}
 	op.Token(t.Token())
 	if t.PassOn(m.handoff.Within, m.class, pass, m.wheld) {
-		handed = true
+		op.Outcome(telemetry.HandedOff)
 		return nil
 	}
 	defer func() {
@@ -391,13 +378,7 @@ func (m *RWMutex) Extend(ctx context.Context, ttl time.Duration) error {
 
 func (m *RWMutex) extend(ctx context.Context, method string, l *lease.Lease, ttl time.Duration) (err error) {
 	ctx, op := m.tel.Start(ctx, primitive, method, m.name)
-	defer func() {
-		outcome := telemetry.Extended
-		if err != nil {
-			outcome = telemetry.NotHeld
-		}
-		op.End(outcome, err, false)
-	}()
+	defer func() { op.EndExtend(err) }()
 	if err := lease.ValidTTL(primitive, m.b, ttl); err != nil {
 		return err
 	}
@@ -491,24 +472,4 @@ func flag(on bool) int {
 		return 1
 	}
 	return 0
-}
-
-func tryOutcome(ok bool, err error) string {
-	switch {
-	case err != nil:
-		return telemetry.NotAcquired
-	case !ok:
-		return telemetry.Contended
-	}
-	return telemetry.Acquired
-}
-
-func releaseOutcome(err error) string {
-	switch {
-	case errors.Is(err, locker.ErrLost):
-		return telemetry.Lost
-	case err != nil:
-		return telemetry.Failed
-	}
-	return telemetry.Released
 }

@@ -190,13 +190,7 @@ func (s *Weighted) Size() int64 { return s.size }
 func (s *Weighted) Acquire(ctx context.Context, k int64) (err error) {
 	ctx, op := s.tel.Start(ctx, primitive, "Acquire", s.name)
 	op.Span().SetAttributes(keyPermits.Int64(k))
-	defer func() {
-		outcome := telemetry.Acquired
-		if err != nil {
-			outcome = telemetry.NotAcquired
-		}
-		op.End(outcome, err, true)
-	}()
+	defer func() { op.EndAcquire(err) }()
 	if err := s.valid("acquire", k); err != nil {
 		return err
 	}
@@ -222,16 +216,7 @@ func (s *Weighted) Acquire(ctx context.Context, k int64) (err error) {
 func (s *Weighted) TryAcquire(ctx context.Context, k int64) (ok bool, err error) {
 	ctx, op := s.tel.Start(ctx, primitive, "TryAcquire", s.name)
 	op.Span().SetAttributes(keyPermits.Int64(k))
-	defer func() {
-		outcome := telemetry.Acquired
-		switch {
-		case err != nil:
-			outcome = telemetry.NotAcquired
-		case !ok:
-			outcome = telemetry.Contended
-		}
-		op.End(outcome, err, true)
-	}()
+	defer func() { op.EndTry(ok, err) }()
 	if err := s.valid("tryacquire", k); err != nil {
 		return false, err
 	}
@@ -357,16 +342,7 @@ func (s *Weighted) lose(hd *hold, cause error) {
 func (s *Weighted) Release(ctx context.Context, k int64) (err error) {
 	ctx, op := s.tel.Start(ctx, primitive, "Release", s.name)
 	op.Span().SetAttributes(keyPermits.Int64(k))
-	defer func() {
-		outcome := telemetry.Released
-		switch {
-		case errors.Is(err, locker.ErrLost):
-			outcome = telemetry.Lost
-		case err != nil:
-			outcome = telemetry.Failed
-		}
-		op.End(outcome, err, false)
-	}()
+	defer func() { op.EndRelease(err) }()
 	if k < 1 {
 		return s.errorf("release", fmt.Errorf("%d permits: must be at least 1: %w", k, locker.ErrInvalid))
 	}
@@ -444,13 +420,7 @@ func (s *Weighted) Release(ctx context.Context, k int64) (err error) {
 // too short for its node timeout).
 func (s *Weighted) Extend(ctx context.Context, ttl time.Duration) (err error) {
 	ctx, op := s.tel.Start(ctx, primitive, "Extend", s.name)
-	defer func() {
-		outcome := telemetry.Extended
-		if err != nil {
-			outcome = telemetry.NotHeld
-		}
-		op.End(outcome, err, false)
-	}()
+	defer func() { op.EndExtend(err) }()
 	if err := lease.ValidTTL(primitive, s.b, ttl); err != nil {
 		return err
 	}
