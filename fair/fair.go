@@ -8,9 +8,7 @@ import (
 	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/internal/acquire"
 	"github.com/redisync/redisync/internal/fifo"
-	"github.com/redisync/redisync/internal/keyspace"
 	"github.com/redisync/redisync/internal/lease"
-	"github.com/redisync/redisync/internal/local"
 	"github.com/redisync/redisync/internal/script"
 	"github.com/redisync/redisync/internal/telemetry"
 	"github.com/redisync/redisync/locker"
@@ -30,11 +28,10 @@ const primitive = "fair"
 // its own place in the shared line when it arrives, so that goroutines of one
 // process are served in arrival order with everybody else's.
 type Mutex struct {
-	_    lease.NoCopy
-	b    backend.Backend
-	name string
-	q    *fifo.Queue
-	tel  *telemetry.T
+	_      lease.NoCopy
+	handle lease.Handle
+	b      backend.Backend
+	q      *fifo.Queue
 	// slot is full while the handle has a hold, or a TryLock in flight: a
 	// Lock granted on the server waits here for an earlier hold of the
 	// handle that ended without Unlock.
@@ -56,41 +53,20 @@ var (
 // longer than 512 bytes, or containing '{', '}' or control characters) or a
 // bad option.
 func New(b backend.Backend, name string, opts ...Option) (*Mutex, error) {
-	ks, err := keyspace.Open(primitive, b, name)
+	h, cfg, err := lease.Open(primitive, b, name, opts, Option.apply)
 	if err != nil {
 		return nil, err
 	}
-	cfg := fifo.NewSettings()
-	for _, o := range opts {
-		if o != nil {
-			o.apply(&cfg)
-		}
-	}
-	if err := cfg.Validate(primitive); err != nil {
-		return nil, err
-	}
-	if err := lease.ValidTTL(primitive, b, cfg.Hold.TTL); err != nil {
-		return nil, err
-	}
 	return &Mutex{
-		b:    b,
-		name: name,
-		tel:  local.Of(b).Telemetry(),
-		slot: make(chan struct{}, 1),
-		q: fifo.New(fifo.Config{
-			Backend:      b,
-			Scripts:      script.Fair,
-			Primitive:    primitive,
-			Keys:         ks.Fair(),
-			Limit:        1,
-			Hold:         cfg.Hold,
-			QueueTimeout: cfg.QueueTimeout,
-		}),
+		handle: h,
+		b:      b,
+		slot:   make(chan struct{}, 1),
+		q:      fifo.New(fifo.Config{Spec: h.Spec(cfg), Hold: cfg, Keys: h.Keys().Fair(), Scripts: script.Fair, Limit: 1}),
 	}, nil
 }
 
 // Name returns the name the Mutex was created with.
-func (m *Mutex) Name() string { return m.name }
+func (m *Mutex) Name() string { return m.handle.Name() }
 
 // Lock locks m, in turn. If the lock is held, or other callers are waiting
 // for it, Lock takes the next place in line and blocks until every caller
@@ -111,18 +87,18 @@ func (m *Mutex) Name() string { return m.name }
 // any I/O. When ctx ends, the error matches both locker.ErrNotAcquired and
 // ctx.Err().
 func (m *Mutex) Lock(ctx context.Context) (err error) {
-	ctx, op := m.tel.Start(ctx, primitive, "Lock", m.name)
+	ctx, op := m.handle.Start(ctx, "Lock")
 	defer func() { op.EndAcquire(err) }()
 	if ctx.Err() != nil {
-		return m.errorf("lock", acquire.NotAcquired(ctx, nil))
+		return m.handle.Wrap("lock", acquire.NotAcquired(ctx, nil))
 	}
 	h, err := m.q.Acquire(ctx, op, 1)
 	if err != nil {
-		return m.errorf("lock", err)
+		return m.handle.Wrap("lock", err)
 	}
 	if err := m.claim(ctx, op, h); err != nil {
 		m.giveBack(ctx, h)
-		return m.errorf("lock", err)
+		return m.handle.Wrap("lock", err)
 	}
 	op.Token(h.Token())
 	return nil
@@ -167,10 +143,10 @@ func (m *Mutex) giveBack(ctx context.Context, h *fifo.Hold) {
 // nothing held; a context that is already done fails TryLock before any I/O,
 // with an error matching locker.ErrNotAcquired and ctx.Err().
 func (m *Mutex) TryLock(ctx context.Context) (ok bool, err error) {
-	ctx, op := m.tel.Start(ctx, primitive, "TryLock", m.name)
+	ctx, op := m.handle.Start(ctx, "TryLock")
 	defer func() { op.EndTry(ok, err) }()
 	if ctx.Err() != nil {
-		return false, m.errorf("trylock", acquire.NotAcquired(ctx, nil))
+		return false, m.handle.Wrap("trylock", acquire.NotAcquired(ctx, nil))
 	}
 	select {
 	case m.slot <- struct{}{}:
@@ -180,7 +156,7 @@ func (m *Mutex) TryLock(ctx context.Context) (ok bool, err error) {
 	h, err := m.q.Try(ctx, op, 1)
 	if h == nil {
 		<-m.slot
-		return false, m.errorf("trylock", err)
+		return false, m.handle.Wrap("trylock", err)
 	}
 	m.holds.Set(h, nil)
 	op.Token(h.Token())
@@ -197,15 +173,15 @@ func (m *Mutex) TryLock(ctx context.Context) (ok bool, err error) {
 // unlocked when Unlock returns, even when the release could not reach Redis:
 // the hold then expires with its TTL.
 func (m *Mutex) Unlock(ctx context.Context) (err error) {
-	ctx, op := m.tel.Start(ctx, primitive, "Unlock", m.name)
+	ctx, op := m.handle.Start(ctx, "Unlock")
 	defer func() { op.EndRelease(err) }()
 	h, _, ok := m.holds.Take()
 	if !ok {
-		return m.errorf("unlock", fmt.Errorf("%w: unlock of unlocked mutex", locker.ErrNotHeld))
+		return m.handle.Wrap("unlock", fmt.Errorf("%w: unlock of unlocked mutex", locker.ErrNotHeld))
 	}
 	defer func() { <-m.slot }()
 	op.Token(h.Token())
-	return m.errorf("unlock", m.q.Release(ctx, fifo.Part{Hold: h})[0])
+	return m.handle.Wrap("unlock", m.q.Release(ctx, fifo.Part{Hold: h})[0])
 }
 
 // Extend makes the current hold last at least ttl from now (it never shortens
@@ -215,17 +191,17 @@ func (m *Mutex) Unlock(ctx context.Context) (err error) {
 // locker.ErrInvalid for a ttl outside 10ms to 24h (or, on a quorum, too short
 // for its node timeout).
 func (m *Mutex) Extend(ctx context.Context, ttl time.Duration) (err error) {
-	ctx, op := m.tel.Start(ctx, primitive, "Extend", m.name)
+	ctx, op := m.handle.Start(ctx, "Extend")
 	defer func() { op.EndExtend(err) }()
 	if err := lease.ValidTTL(primitive, m.b, ttl); err != nil {
 		return err
 	}
 	h, ok := m.holds.Current()
 	if !ok {
-		return m.errorf("extend", fmt.Errorf("%w: mutex is not locked", locker.ErrNotHeld))
+		return m.handle.Wrap("extend", fmt.Errorf("%w: mutex is not locked", locker.ErrNotHeld))
 	}
 	op.Token(h.Token())
-	return m.errorf("extend", h.Extend(ctx, ttl))
+	return m.handle.Wrap("extend", h.Extend(ctx, ttl))
 }
 
 // QueueLen reports how many callers are waiting in line for the lock, in any
@@ -233,7 +209,7 @@ func (m *Mutex) Extend(ctx context.Context, ttl time.Duration) (err error) {
 func (m *Mutex) QueueLen(ctx context.Context) (int, error) {
 	waiting, _, _, err := m.q.Stat(ctx)
 	if err != nil {
-		return 0, m.errorf("queuelen", err)
+		return 0, m.handle.Wrap("queuelen", err)
 	}
 	return int(waiting), nil
 }
@@ -258,10 +234,3 @@ func (m *Mutex) Err() error { return m.holds.Err() }
 // no other client can acquire the lock. It is the zero Time when m is not
 // locked or the hold was lost.
 func (m *Mutex) Until() time.Time { return m.holds.Until() }
-
-func (m *Mutex) errorf(op string, err error) error {
-	if err == nil {
-		return nil
-	}
-	return fmt.Errorf("fair %q: %s: %w", m.name, op, err)
-}

@@ -89,16 +89,8 @@ func New(b backend.Backend, members []Member, opts ...Option) (*Lock, error) {
 	if len(members) == 0 {
 		return nil, fmt.Errorf("%s: no member: %w", primitive, locker.ErrInvalid)
 	}
-	cfg := holdopt.New()
-	for _, o := range opts {
-		if o != nil {
-			o.apply(&cfg)
-		}
-	}
-	if err := cfg.Validate(primitive); err != nil {
-		return nil, err
-	}
-	if err := lease.ValidTTL(primitive, b, cfg.TTL); err != nil {
+	cfg, err := lease.Configure(primitive, b, opts, Option.apply)
+	if err != nil {
 		return nil, err
 	}
 	sorted := slices.Clone(members)

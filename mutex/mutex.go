@@ -11,9 +11,7 @@ import (
 	"github.com/redisync/redisync/internal/acquire"
 	"github.com/redisync/redisync/internal/gate"
 	"github.com/redisync/redisync/internal/holdopt"
-	"github.com/redisync/redisync/internal/keyspace"
 	"github.com/redisync/redisync/internal/lease"
-	"github.com/redisync/redisync/internal/local"
 	"github.com/redisync/redisync/internal/script"
 	"github.com/redisync/redisync/internal/telemetry"
 	"github.com/redisync/redisync/locker"
@@ -46,14 +44,13 @@ const primitive = "mutex"
 // between handles of equal TTL.
 type Mutex struct {
 	_       lease.NoCopy
+	handle  lease.Handle
 	b       backend.Backend
-	name    string
 	keys    []string // lock hash, fence counter (see keyspace.Mutex)
 	wake    string
 	line    string // the wake channel of this process's cohort (see internal/script/lock_lib.lua)
 	ttlMs   int64
 	backoff locker.Backoff
-	tel     *telemetry.T
 	gates   *gate.Set // the backend's local queues
 	spec    lease.Spec
 	// script arguments that never change, boxed once
@@ -81,62 +78,43 @@ var (
 // longer than 512 bytes, or containing '{', '}' or control characters) or a
 // bad option.
 func New(b backend.Backend, name string, opts ...Option) (*Mutex, error) {
-	ks, err := keyspace.Open(primitive, b, name)
+	h, cfg, err := lease.Open(primitive, b, name, opts, Option.apply)
 	if err != nil {
 		return nil, err
 	}
-	cfg := holdopt.New()
-	for _, o := range opts {
-		if o != nil {
-			o.apply(&cfg)
-		}
-	}
-	if err := cfg.Validate(primitive); err != nil {
-		return nil, err
-	}
-	if err := lease.ValidTTL(primitive, b, cfg.TTL); err != nil {
-		return nil, err
-	}
-	keys := ks.Mutex()
+	keys := h.Keys().Mutex()
 	m := &Mutex{
+		handle:  h,
 		b:       b,
-		name:    name,
 		keys:    keys.Keys(),
 		wake:    keys.Wake,
 		ttlMs:   holdopt.Millis(cfg.TTL),
 		backoff: cfg.Backoff,
-		tel:     local.Of(b).Telemetry(),
-		gates:   local.Of(b).Gates(),
+		gates:   h.Local().Gates(),
 		held:    gate.NewHandle(),
 	}
 	_, m.quorum = b.(backend.Quorum)
 	m.handoff, m.class = cfg.Local()
 	m.wakeArg, m.ttlArg = m.wake, m.ttlMs
 	m.fenceArg, m.holderArg = holdopt.Millis(holdopt.FenceTTL), holdopt.Holder()
-	cohort := local.Of(b).Cohort()
+	cohort := h.Local().Cohort()
 	m.line = keys.Line(cohort)
 	m.blockArg, m.cohortArg, m.yieldArg = m.handoff.Block(), cohort, int64(0)
 	m.staleArg = holdopt.Millis(holdopt.LineStale(cfg.Backoff))
 	if m.class != nil {
 		m.yieldArg = holdopt.Millis(holdopt.HandoffYield)
 	}
-	m.spec = lease.Spec{
-		Backend:   b,
-		Tel:       m.tel,
-		Primitive: primitive,
-		TTL:       cfg.TTL,
-		Watchdog:  cfg.Watchdog,
-		Renew: func(owner string, ttl time.Duration) *backend.Call {
-			return &backend.Call{Script: script.MutexRenew, Keys: m.keys[:1], Args: []any{owner, holdopt.Millis(ttl)}}
-		},
-		Release: m.release,
-		Keys:    m.keys[:1],
+	m.spec = h.Spec(cfg)
+	m.spec.Renew = func(owner string, ttl time.Duration) *backend.Call {
+		return &backend.Call{Script: script.MutexRenew, Keys: m.keys[:1], Args: []any{owner, holdopt.Millis(ttl)}}
 	}
+	m.spec.Release = m.release
+	m.spec.Keys = m.keys[:1]
 	return m, nil
 }
 
 // Name returns the name the Mutex was created with.
-func (m *Mutex) Name() string { return m.name }
+func (m *Mutex) Name() string { return m.handle.Name() }
 
 // Lock locks m. If the lock is held, by another process or by another
 // goroutine through m, Lock blocks until it is released or expires, or until
@@ -157,10 +135,10 @@ func (m *Mutex) Name() string { return m.name }
 // Lock before any I/O. When ctx ends, the error matches both
 // locker.ErrNotAcquired and ctx.Err().
 func (m *Mutex) Lock(ctx context.Context) (err error) {
-	ctx, op := m.tel.Start(ctx, primitive, "Lock", m.name)
+	ctx, op := m.handle.Start(ctx, "Lock")
 	defer func() { op.EndAcquire(err) }()
 	if ctx.Err() != nil {
-		return m.errorf("lock", acquire.NotAcquired(ctx, nil))
+		return m.handle.Wrap("lock", acquire.NotAcquired(ctx, nil))
 	}
 	start := time.Now()
 	pass, baton, waited, err := m.held.Enter(ctx, m.gates, m.keys[0], m.class, m.b.Done())
@@ -169,9 +147,9 @@ func (m *Mutex) Lock(ctx context.Context) (err error) {
 	}
 	switch {
 	case errors.Is(err, locker.ErrClosed):
-		return m.errorf("lock", err)
+		return m.handle.Wrap("lock", err)
 	case err != nil:
-		return m.errorf("lock", acquire.NotAcquired(ctx, nil))
+		return m.handle.Wrap("lock", acquire.NotAcquired(ctx, nil))
 	}
 	m.pass = pass
 	if baton != nil {
@@ -205,7 +183,7 @@ func (m *Mutex) Lock(ctx context.Context) (err error) {
 			// that releases wake the next process instead.
 			m.leave(ctx)
 		}
-		return m.errorf("lock", err)
+		return m.handle.Wrap("lock", err)
 	}
 	op.Token(m.Token())
 	return nil
@@ -218,10 +196,10 @@ func (m *Mutex) Lock(ctx context.Context) (err error) {
 // nothing held); a context that is already done fails TryLock before any
 // I/O, with an error matching locker.ErrNotAcquired and ctx.Err().
 func (m *Mutex) TryLock(ctx context.Context) (ok bool, err error) {
-	ctx, op := m.tel.Start(ctx, primitive, "TryLock", m.name)
+	ctx, op := m.handle.Start(ctx, "TryLock")
 	defer func() { op.EndTry(ok, err) }()
 	if ctx.Err() != nil {
-		return false, m.errorf("trylock", acquire.NotAcquired(ctx, nil))
+		return false, m.handle.Wrap("trylock", acquire.NotAcquired(ctx, nil))
 	}
 	pass, free := m.held.TryEnter(m.gates, m.keys[0])
 	if !free {
@@ -237,7 +215,7 @@ func (m *Mutex) TryLock(ctx context.Context) (ok bool, err error) {
 	if !ok {
 		pass.Release()
 		m.held.Leave()
-		return false, m.errorf("trylock", err)
+		return false, m.handle.Wrap("trylock", err)
 	}
 	op.Token(m.Token())
 	return true, nil
@@ -335,11 +313,11 @@ func undo(ctx context.Context, b backend.Backend, c *backend.Call) {
 // is unlocked when Unlock returns, even when the release could not reach
 // Redis: the hold then expires with its TTL, and Unlock returns the error.
 func (m *Mutex) Unlock(ctx context.Context) (err error) {
-	ctx, op := m.tel.Start(ctx, primitive, "Unlock", m.name)
+	ctx, op := m.handle.Start(ctx, "Unlock")
 	defer func() { op.EndRelease(err) }()
 	t, release, ok := m.holds.Take()
 	if !ok {
-		return m.errorf("unlock", fmt.Errorf("%w: unlock of unlocked mutex", locker.ErrNotHeld))
+		return m.handle.Wrap("unlock", fmt.Errorf("%w: unlock of unlocked mutex", locker.ErrNotHeld))
 	}
 	op.Token(t.Token())
 	if t.PassOn(m.handoff.Within, m.class, m.pass, m.held) {
@@ -350,7 +328,7 @@ func (m *Mutex) Unlock(ctx context.Context) (err error) {
 		release.Release()
 		m.held.Leave()
 	}()
-	return m.errorf("unlock", t.Release(ctx))
+	return m.handle.Wrap("unlock", t.Release(ctx))
 }
 
 // Extend makes the current hold last at least ttl from now (it never shortens
@@ -361,18 +339,18 @@ func (m *Mutex) Unlock(ctx context.Context) (err error) {
 // locker.ErrInvalid for a ttl outside 10ms to 24h (or, on a quorum, too short
 // for its node timeout).
 func (m *Mutex) Extend(ctx context.Context, ttl time.Duration) (err error) {
-	ctx, op := m.tel.Start(ctx, primitive, "Extend", m.name)
+	ctx, op := m.handle.Start(ctx, "Extend")
 	defer func() { op.EndExtend(err) }()
 	if err := lease.ValidTTL(primitive, m.b, ttl); err != nil {
 		return err
 	}
 	t, ok := m.holds.Current()
 	if !ok {
-		return m.errorf("extend", fmt.Errorf("%w: mutex is not locked", locker.ErrNotHeld))
+		return m.handle.Wrap("extend", fmt.Errorf("%w: mutex is not locked", locker.ErrNotHeld))
 	}
 	op.Token(t.Token())
 	if err := t.Lease().Extend(ctx, ttl); err != nil {
-		return m.errorf("extend", err)
+		return m.handle.Wrap("extend", err)
 	}
 	return nil
 }
@@ -397,10 +375,3 @@ func (m *Mutex) Err() error { return m.holds.Err() }
 // no other client can acquire the lock. It is the zero Time when m is not
 // locked or the hold was lost.
 func (m *Mutex) Until() time.Time { return m.holds.Until() }
-
-func (m *Mutex) errorf(op string, err error) error {
-	if err == nil {
-		return nil
-	}
-	return fmt.Errorf("mutex %q: %s: %w", m.name, op, err)
-}

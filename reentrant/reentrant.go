@@ -11,9 +11,7 @@ import (
 	"github.com/redisync/redisync/internal/acquire"
 	"github.com/redisync/redisync/internal/gate"
 	"github.com/redisync/redisync/internal/holdopt"
-	"github.com/redisync/redisync/internal/keyspace"
 	"github.com/redisync/redisync/internal/lease"
-	"github.com/redisync/redisync/internal/local"
 	"github.com/redisync/redisync/internal/script"
 	"github.com/redisync/redisync/internal/telemetry"
 	"github.com/redisync/redisync/locker"
@@ -36,13 +34,12 @@ const primitive = "reentrant"
 // never waits in that queue to re-enter it.
 type Mutex struct {
 	_       lease.NoCopy
+	handle  lease.Handle
 	b       backend.Backend
-	name    string
 	keys    []string // lock hash, fence counter (see keyspace.Reentrant)
 	wake    string
 	ttlMs   int64
 	backoff locker.Backoff
-	tel     *telemetry.T
 	gates   *gate.Set // the backend's local queues
 	spec    lease.Spec
 
@@ -60,49 +57,30 @@ var (
 // (empty, longer than 512 bytes, or containing '{', '}' or control
 // characters) or a bad option.
 func New(b backend.Backend, name string, opts ...Option) (*Mutex, error) {
-	ks, err := keyspace.Open(primitive, b, name)
+	h, cfg, err := lease.Open(primitive, b, name, opts, Option.apply)
 	if err != nil {
 		return nil, err
 	}
-	cfg := holdopt.New()
-	for _, o := range opts {
-		if o != nil {
-			o.apply(&cfg)
-		}
-	}
-	if err := cfg.Validate(primitive); err != nil {
-		return nil, err
-	}
-	if err := lease.ValidTTL(primitive, b, cfg.TTL); err != nil {
-		return nil, err
-	}
-	keys := ks.Reentrant()
+	keys := h.Keys().Reentrant()
 	m := &Mutex{
+		handle:  h,
 		b:       b,
-		name:    name,
 		keys:    keys.Keys(),
 		wake:    keys.Wake,
 		ttlMs:   holdopt.Millis(cfg.TTL),
 		backoff: cfg.Backoff,
-		tel:     local.Of(b).Telemetry(),
-		gates:   local.Of(b).Gates(),
+		gates:   h.Local().Gates(),
 	}
-	m.spec = lease.Spec{
-		Backend:   b,
-		Tel:       m.tel,
-		Primitive: primitive,
-		TTL:       cfg.TTL,
-		Watchdog:  cfg.Watchdog,
-		Renew: func(owner string, ttl time.Duration) *backend.Call {
-			return &backend.Call{Script: script.ReentrantRenew, Keys: m.keys[:1], Args: []any{owner, holdopt.Millis(ttl)}}
-		},
-		Keys: m.keys[:1],
+	m.spec = h.Spec(cfg)
+	m.spec.Renew = func(owner string, ttl time.Duration) *backend.Call {
+		return &backend.Call{Script: script.ReentrantRenew, Keys: m.keys[:1], Args: []any{owner, holdopt.Millis(ttl)}}
 	}
+	m.spec.Keys = m.keys[:1]
 	return m, nil
 }
 
 // Name returns the name the Mutex was created with.
-func (m *Mutex) Name() string { return m.name }
+func (m *Mutex) Name() string { return m.handle.Name() }
 
 // Lock locks m for the scope in ctx. If the scope already holds the lock,
 // Lock enters it again, counting one more hold, and keeps the hold's fencing
@@ -124,24 +102,24 @@ func (m *Mutex) Name() string { return m.name }
 // lost, a re-entry fails with an error matching locker.ErrNotAcquired and
 // locker.ErrLost, and the scope must still Unlock each of its holds.
 func (m *Mutex) Lock(ctx context.Context) (err error) {
-	ctx, op := m.tel.Start(ctx, primitive, "Lock", m.name)
+	ctx, op := m.handle.Start(ctx, "Lock")
 	defer func() { op.EndAcquire(err) }()
 	if ctx.Err() != nil {
-		return m.errorf("lock", acquire.NotAcquired(ctx, nil))
+		return m.handle.Wrap("lock", acquire.NotAcquired(ctx, nil))
 	}
 	s := scopeOf(ctx)
 	if s == nil {
-		return m.errorf("lock", errNoScope)
+		return m.handle.Wrap("lock", errNoScope)
 	}
 	start := time.Now()
 	e, _, err := s.enter(ctx, m.keys[0], false)
 	if err != nil {
 		op.Waited(time.Since(start))
-		return m.errorf("lock", acquire.NotAcquired(ctx, nil))
+		return m.handle.Wrap("lock", acquire.NotAcquired(ctx, nil))
 	}
 	defer s.leave(m.keys[0], e)
 	if e.h != nil {
-		return m.errorf("lock", m.reenter(ctx, op, s, e, false))
+		return m.handle.Wrap("lock", m.reenter(ctx, op, s, e, false))
 	}
 
 	// A first hold: queue behind the other scopes of the process, then
@@ -152,9 +130,9 @@ func (m *Mutex) Lock(ctx context.Context) (err error) {
 	}
 	switch {
 	case errors.Is(err, locker.ErrClosed):
-		return m.errorf("lock", err)
+		return m.handle.Wrap("lock", err)
 	case err != nil:
-		return m.errorf("lock", acquire.NotAcquired(ctx, nil))
+		return m.handle.Wrap("lock", acquire.NotAcquired(ctx, nil))
 	}
 	var unsure []int64 // attempts whose outcome is unknown
 	loop := acquire.Loop{Backend: m.b, Channel: m.wake, Backoff: m.backoff, Op: op}
@@ -171,7 +149,7 @@ func (m *Mutex) Lock(ctx context.Context) (err error) {
 			m.undo(ctx, m.acquireArgs(s.owner, 1, 0, unsure...))
 		}
 		pass.Release()
-		return m.errorf("lock", err)
+		return m.handle.Wrap("lock", err)
 	}
 	op.Token(e.h.l.Token())
 	return nil
@@ -186,26 +164,26 @@ func (m *Mutex) Lock(ctx context.Context) (err error) {
 // context that is already done fails TryLock before any I/O, with an error
 // matching locker.ErrNotAcquired and ctx.Err().
 func (m *Mutex) TryLock(ctx context.Context) (ok bool, err error) {
-	ctx, op := m.tel.Start(ctx, primitive, "TryLock", m.name)
+	ctx, op := m.handle.Start(ctx, "TryLock")
 	defer func() { op.EndTry(ok, err) }()
 	if ctx.Err() != nil {
-		return false, m.errorf("trylock", acquire.NotAcquired(ctx, nil))
+		return false, m.handle.Wrap("trylock", acquire.NotAcquired(ctx, nil))
 	}
 	s := scopeOf(ctx)
 	if s == nil {
-		return false, m.errorf("trylock", errNoScope)
+		return false, m.handle.Wrap("trylock", errNoScope)
 	}
 	e, busy, err := s.enter(ctx, m.keys[0], true)
 	switch {
 	case busy:
 		return false, nil
 	case err != nil:
-		return false, m.errorf("trylock", acquire.NotAcquired(ctx, nil))
+		return false, m.handle.Wrap("trylock", acquire.NotAcquired(ctx, nil))
 	}
 	defer s.leave(m.keys[0], e)
 	if e.h != nil {
 		if err := m.reenter(ctx, op, s, e, true); err != nil {
-			return false, m.errorf("trylock", err)
+			return false, m.handle.Wrap("trylock", err)
 		}
 		return true, nil
 	}
@@ -221,7 +199,7 @@ func (m *Mutex) TryLock(ctx context.Context) (ok bool, err error) {
 	}
 	if !ok {
 		pass.Release()
-		return false, m.errorf("trylock", err)
+		return false, m.handle.Wrap("trylock", err)
 	}
 	op.Token(e.h.l.Token())
 	return true, nil
@@ -362,19 +340,19 @@ func (m *Mutex) use(h *hold) {
 // goroutines of the scope that are entering or leaving the lock; if ctx ends
 // first, it returns ctx.Err() and changes nothing.
 func (m *Mutex) Unlock(ctx context.Context) (err error) {
-	ctx, op := m.tel.Start(ctx, primitive, "Unlock", m.name)
+	ctx, op := m.handle.Start(ctx, "Unlock")
 	defer func() { op.EndRelease(err) }()
 	s := scopeOf(ctx)
 	if s == nil {
-		return m.errorf("unlock", errNoScope)
+		return m.handle.Wrap("unlock", errNoScope)
 	}
-	notHeld := m.errorf("unlock", fmt.Errorf("%w: unlock of a lock the scope does not hold", locker.ErrNotHeld))
+	notHeld := m.handle.Wrap("unlock", fmt.Errorf("%w: unlock of a lock the scope does not hold", locker.ErrNotHeld))
 	if h, _ := s.held(m.keys[0]); h == nil {
 		return notHeld
 	}
 	e, _, err := s.enter(ctx, m.keys[0], false)
 	if err != nil {
-		return m.errorf("unlock", err)
+		return m.handle.Wrap("unlock", err)
 	}
 	defer s.leave(m.keys[0], e)
 	h := e.h
@@ -382,7 +360,7 @@ func (m *Mutex) Unlock(ctx context.Context) (err error) {
 	case h == nil:
 		return notHeld
 	case e.b != m.b:
-		return m.errorf("unlock", errBackend)
+		return m.handle.Wrap("unlock", errBackend)
 	}
 	op.Token(h.l.Token())
 	left := h.count - 1
@@ -400,12 +378,12 @@ func (m *Mutex) Unlock(ctx context.Context) (err error) {
 			}
 		}
 		s.set(e, m.b, h, left)
-		return m.errorf("unlock", err)
+		return m.handle.Wrap("unlock", err)
 	}
 	err = h.l.Release(ctx, &backend.Call{Script: script.ReentrantRelease, Keys: m.keys, Args: []any{s.owner, m.wake, 0, h.grant}})
 	s.set(e, m.b, h, 0)
 	h.pass.Release()
-	return m.errorf("unlock", err)
+	return m.handle.Wrap("unlock", err)
 }
 
 // HoldCount reports how many times the scope in ctx holds m: how many Unlock
@@ -416,13 +394,13 @@ func (m *Mutex) Unlock(ctx context.Context) (err error) {
 func (m *Mutex) HoldCount(ctx context.Context) (int, error) {
 	s := scopeOf(ctx)
 	if s == nil {
-		return 0, m.errorf("holdcount", errNoScope)
+		return 0, m.handle.Wrap("holdcount", errNoScope)
 	}
 	h, n := s.held(m.keys[0])
 	if h == nil {
 		return 0, nil
 	}
-	return n, m.errorf("holdcount", h.l.Err())
+	return n, m.handle.Wrap("holdcount", h.l.Err())
 }
 
 // Extend makes the current hold (see Token) last at least ttl from now (it
@@ -432,7 +410,7 @@ func (m *Mutex) HoldCount(ctx context.Context) (int, error) {
 // locker.ErrInvalid for a ttl outside 10ms to 24h (or, on a quorum, too short
 // for its node timeout).
 func (m *Mutex) Extend(ctx context.Context, ttl time.Duration) (err error) {
-	ctx, op := m.tel.Start(ctx, primitive, "Extend", m.name)
+	ctx, op := m.handle.Start(ctx, "Extend")
 	defer func() { op.EndExtend(err) }()
 	if err := lease.ValidTTL(primitive, m.b, ttl); err != nil {
 		return err
@@ -441,10 +419,10 @@ func (m *Mutex) Extend(ctx context.Context, ttl time.Duration) (err error) {
 	h := m.cur
 	m.mu.Unlock()
 	if h == nil {
-		return m.errorf("extend", fmt.Errorf("%w: reentrant mutex is not locked", locker.ErrNotHeld))
+		return m.handle.Wrap("extend", fmt.Errorf("%w: reentrant mutex is not locked", locker.ErrNotHeld))
 	}
 	op.Token(h.l.Token())
-	return m.errorf("extend", h.l.Extend(ctx, ttl))
+	return m.handle.Wrap("extend", h.l.Extend(ctx, ttl))
 }
 
 // Token returns the fencing token of the current hold: the hold that the last
@@ -496,11 +474,4 @@ func (m *Mutex) Until() time.Time {
 		return time.Time{}
 	}
 	return m.cur.l.Until()
-}
-
-func (m *Mutex) errorf(op string, err error) error {
-	if err == nil {
-		return nil
-	}
-	return fmt.Errorf("reentrant %q: %s: %w", m.name, op, err)
 }

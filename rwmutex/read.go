@@ -58,10 +58,10 @@ func (h *readHold) admits() bool {
 // withdrawn. A context that is already done fails RLock before any I/O. When
 // ctx ends, the error matches both locker.ErrNotAcquired and ctx.Err().
 func (m *RWMutex) RLock(ctx context.Context) (err error) {
-	ctx, op := m.tel.Start(ctx, primitive, "RLock", m.name)
+	ctx, op := m.handle.Start(ctx, "RLock")
 	defer func() { op.EndAcquire(err) }()
 	if ctx.Err() != nil {
-		return m.errorf("rlock", acquire.NotAcquired(ctx, nil))
+		return m.handle.Wrap("rlock", acquire.NotAcquired(ctx, nil))
 	}
 	for {
 		m.mu.Lock()
@@ -87,7 +87,7 @@ func (m *RWMutex) RLock(ctx context.Context) (err error) {
 			m.lead = nil
 			close(lead)
 			m.mu.Unlock()
-			return m.errorf("rlock", err)
+			return m.handle.Wrap("rlock", err)
 		}
 		m.mu.Unlock()
 		start := time.Now()
@@ -96,9 +96,9 @@ func (m *RWMutex) RLock(ctx context.Context) (err error) {
 			op.Waited(time.Since(start))
 		case <-ctx.Done():
 			op.Waited(time.Since(start))
-			return m.errorf("rlock", acquire.NotAcquired(ctx, nil))
+			return m.handle.Wrap("rlock", acquire.NotAcquired(ctx, nil))
 		case <-m.b.Done():
-			return m.errorf("rlock", locker.ErrClosed)
+			return m.handle.Wrap("rlock", locker.ErrClosed)
 		}
 	}
 }
@@ -143,10 +143,10 @@ func (m *RWMutex) rlockRemote(ctx context.Context, op *telemetry.Op) error {
 // TryRLock before any I/O, with an error matching locker.ErrNotAcquired and
 // ctx.Err().
 func (m *RWMutex) TryRLock(ctx context.Context) (ok bool, err error) {
-	ctx, op := m.tel.Start(ctx, primitive, "TryRLock", m.name)
+	ctx, op := m.handle.Start(ctx, "TryRLock")
 	defer func() { op.EndTry(ok, err) }()
 	if ctx.Err() != nil {
-		return false, m.errorf("tryrlock", acquire.NotAcquired(ctx, nil))
+		return false, m.handle.Wrap("tryrlock", acquire.NotAcquired(ctx, nil))
 	}
 	m.mu.Lock()
 	if h := m.r; h != nil && h.admits() {
@@ -173,7 +173,7 @@ func (m *RWMutex) TryRLock(ctx context.Context) (ok bool, err error) {
 	op.Attempt(err == nil && !ok)
 	if err != nil {
 		m.cleanup(ctx, m.runlockCall(owner, 1))
-		return false, m.errorf("tryrlock", err)
+		return false, m.handle.Wrap("tryrlock", err)
 	}
 	if ok {
 		op.Token(m.readToken())
@@ -253,19 +253,19 @@ func (m *RWMutex) watch(ctx context.Context, h *readHold) {
 // sync.RWMutex, RUnlock does not say which RLock it undoes: the readers of a
 // handle are interchangeable.
 func (m *RWMutex) RUnlock(ctx context.Context) (err error) {
-	ctx, op := m.tel.Start(ctx, primitive, "RUnlock", m.name)
+	ctx, op := m.handle.Start(ctx, "RUnlock")
 	defer func() { op.EndRelease(err) }()
 	m.mu.Lock()
 	h := m.r
 	if h == nil || h.readers == 0 {
 		m.mu.Unlock()
-		return m.errorf("runlock", fmt.Errorf("%w: runlock of unlocked rwmutex", locker.ErrNotHeld))
+		return m.handle.Wrap("runlock", fmt.Errorf("%w: runlock of unlocked rwmutex", locker.ErrNotHeld))
 	}
 	op.Token(h.l.Token())
 	h.readers--
 	if h.readers > 0 {
 		m.mu.Unlock()
-		return m.errorf("runlock", h.l.Err())
+		return m.handle.Wrap("runlock", h.l.Err())
 	}
 	h.closed = true
 	m.mu.Unlock()
@@ -285,7 +285,7 @@ func (m *RWMutex) RUnlock(ctx context.Context) (err error) {
 	m.last, m.rlast = h.l, h.l
 	close(h.drained)
 	m.mu.Unlock()
-	return m.errorf("runlock", err)
+	return m.handle.Wrap("runlock", err)
 }
 
 // readToken returns the token of the handle's read hold.

@@ -12,9 +12,7 @@ import (
 	"github.com/redisync/redisync/internal/acquire"
 	"github.com/redisync/redisync/internal/gate"
 	"github.com/redisync/redisync/internal/holdopt"
-	"github.com/redisync/redisync/internal/keyspace"
 	"github.com/redisync/redisync/internal/lease"
-	"github.com/redisync/redisync/internal/local"
 	"github.com/redisync/redisync/internal/script"
 	"github.com/redisync/redisync/internal/telemetry"
 	"github.com/redisync/redisync/locker"
@@ -41,15 +39,14 @@ const primitive = "rwmutex"
 // that only one of them at a time contends through Redis.
 type RWMutex struct {
 	_       lease.NoCopy
+	handle  lease.Handle
 	b       backend.Backend
-	name    string
 	keys    []string // writer, readers, waiting writers, waiting readers, readers' turn, fence (see keyspace.RWMutex)
 	wake    string   // wakes waiting writers
 	rwake   string   // wakes waiting readers; tells read holders that a writer waits
 	ttlMs   int64
 	turnMs  int64
 	backoff locker.Backoff
-	tel     *telemetry.T
 	gates   *gate.Set // the backend's local queues
 	wspec   lease.Spec
 	rspec   lease.Spec
@@ -86,50 +83,31 @@ var (
 // (empty, longer than 512 bytes, or containing '{', '}' or control
 // characters) or a bad option.
 func New(b backend.Backend, name string, opts ...Option) (*RWMutex, error) {
-	ks, err := keyspace.Open(primitive, b, name)
+	h, cfg, err := lease.Open(primitive, b, name, opts, Option.apply)
 	if err != nil {
 		return nil, err
 	}
-	cfg := holdopt.New()
-	for _, o := range opts {
-		if o != nil {
-			o.apply(&cfg)
-		}
-	}
-	if err := cfg.Validate(primitive); err != nil {
-		return nil, err
-	}
-	if err := lease.ValidTTL(primitive, b, cfg.TTL); err != nil {
-		return nil, err
-	}
-	keys := ks.RWMutex()
+	keys := h.Keys().RWMutex()
 	m := &RWMutex{
+		handle:  h,
 		b:       b,
-		name:    name,
 		keys:    keys.Keys(),
 		wake:    keys.Wake,
 		rwake:   keys.RWake,
 		ttlMs:   holdopt.Millis(cfg.TTL),
 		turnMs:  max(holdopt.Millis(cfg.TTL/3), 1),
 		backoff: cfg.Backoff,
-		tel:     local.Of(b).Telemetry(),
-		gates:   local.Of(b).Gates(),
+		gates:   h.Local().Gates(),
 		wheld:   gate.NewHandle(),
 	}
 	m.handoff, m.class = cfg.Local()
 	m.block = m.handoff.Block()
-	m.wspec = lease.Spec{
-		Backend:   b,
-		Tel:       m.tel,
-		Primitive: primitive,
-		TTL:       cfg.TTL,
-		Watchdog:  cfg.Watchdog,
-		Renew: func(owner string, ttl time.Duration) *backend.Call {
-			return &backend.Call{Script: script.RWMutexRenew, Keys: m.keys[:1], Args: []any{owner, holdopt.Millis(ttl)}}
-		},
-		Release: m.unlockCall,
-		Keys:    m.keys[:1],
+	m.wspec = h.Spec(cfg)
+	m.wspec.Renew = func(owner string, ttl time.Duration) *backend.Call {
+		return &backend.Call{Script: script.RWMutexRenew, Keys: m.keys[:1], Args: []any{owner, holdopt.Millis(ttl)}}
 	}
+	m.wspec.Release = m.unlockCall
+	m.wspec.Keys = m.keys[:1]
 	// A read hold's owner is its member in the readers' sorted set.
 	m.rspec = m.wspec
 	m.rspec.Renew = func(member string, ttl time.Duration) *backend.Call {
@@ -141,7 +119,7 @@ func New(b backend.Backend, name string, opts ...Option) (*RWMutex, error) {
 }
 
 // Name returns the name the RWMutex was created with.
-func (m *RWMutex) Name() string { return m.name }
+func (m *RWMutex) Name() string { return m.handle.Name() }
 
 // Lock locks m for writing. If the lock is held, by readers or a writer of any
 // process (this one included), Lock blocks until it is free, or until ctx is
@@ -161,10 +139,10 @@ func (m *RWMutex) Name() string { return m.name }
 // that is already done fails Lock before any I/O. When ctx ends, the error
 // matches both locker.ErrNotAcquired and ctx.Err().
 func (m *RWMutex) Lock(ctx context.Context) (err error) {
-	ctx, op := m.tel.Start(ctx, primitive, "Lock", m.name)
+	ctx, op := m.handle.Start(ctx, "Lock")
 	defer func() { op.EndAcquire(err) }()
 	if ctx.Err() != nil {
-		return m.errorf("lock", acquire.NotAcquired(ctx, nil))
+		return m.handle.Wrap("lock", acquire.NotAcquired(ctx, nil))
 	}
 	start := time.Now()
 	pass, baton, waited, err := m.wheld.Enter(ctx, m.gates, m.keys[0], m.class, m.b.Done())
@@ -173,9 +151,9 @@ func (m *RWMutex) Lock(ctx context.Context) (err error) {
 	}
 	switch {
 	case errors.Is(err, locker.ErrClosed):
-		return m.errorf("lock", err)
+		return m.handle.Wrap("lock", err)
 	case err != nil:
-		return m.errorf("lock", acquire.NotAcquired(ctx, nil))
+		return m.handle.Wrap("lock", acquire.NotAcquired(ctx, nil))
 	}
 	if baton != nil {
 		if t := lease.Receive(baton.(*lease.Tenure)); t != nil {
@@ -198,7 +176,7 @@ func (m *RWMutex) Lock(ctx context.Context) (err error) {
 		m.cleanup(ctx, m.unlockCall(owner))
 		pass.Release()
 		m.wheld.Leave()
-		return m.errorf("lock", err)
+		return m.handle.Wrap("lock", err)
 	}
 	op.Token(m.Token())
 	return nil
@@ -212,10 +190,10 @@ func (m *RWMutex) Lock(ctx context.Context) (err error) {
 // fails TryLock before any I/O, with an error matching locker.ErrNotAcquired
 // and ctx.Err().
 func (m *RWMutex) TryLock(ctx context.Context) (ok bool, err error) {
-	ctx, op := m.tel.Start(ctx, primitive, "TryLock", m.name)
+	ctx, op := m.handle.Start(ctx, "TryLock")
 	defer func() { op.EndTry(ok, err) }()
 	if ctx.Err() != nil {
-		return false, m.errorf("trylock", acquire.NotAcquired(ctx, nil))
+		return false, m.handle.Wrap("trylock", acquire.NotAcquired(ctx, nil))
 	}
 	pass, free := m.wheld.TryEnter(m.gates, m.keys[0])
 	if !free {
@@ -230,7 +208,7 @@ func (m *RWMutex) TryLock(ctx context.Context) (ok bool, err error) {
 	if !ok {
 		pass.Release()
 		m.wheld.Leave()
-		return false, m.errorf("trylock", err)
+		return false, m.handle.Wrap("trylock", err)
 	}
 	op.Token(m.Token())
 	return true, nil
@@ -332,7 +310,7 @@ func (m *RWMutex) undo(ctx context.Context, c *backend.Call) {
 // write-locked when Unlock returns, even when the release could not reach
 // Redis: the hold then expires with its TTL.
 func (m *RWMutex) Unlock(ctx context.Context) (err error) {
-	ctx, op := m.tel.Start(ctx, primitive, "Unlock", m.name)
+	ctx, op := m.handle.Start(ctx, "Unlock")
 	defer func() { op.EndRelease(err) }()
 	m.mu.Lock()
 	t, pass := m.w, m.wpass
@@ -342,7 +320,7 @@ func (m *RWMutex) Unlock(ctx context.Context) (err error) {
 	}
 	m.mu.Unlock()
 	if t == nil {
-		return m.errorf("unlock", fmt.Errorf("%w: unlock of unlocked rwmutex", locker.ErrNotHeld))
+		return m.handle.Wrap("unlock", fmt.Errorf("%w: unlock of unlocked rwmutex", locker.ErrNotHeld))
 	}
 	op.Token(t.Token())
 	if t.PassOn(m.handoff.Within, m.class, pass, m.wheld) {
@@ -353,7 +331,7 @@ func (m *RWMutex) Unlock(ctx context.Context) (err error) {
 		pass.Release()
 		m.wheld.Leave()
 	}()
-	return m.errorf("unlock", t.Release(ctx))
+	return m.handle.Wrap("unlock", t.Release(ctx))
 }
 
 // Extend makes the current hold, the write hold or else the read hold that the
@@ -377,16 +355,16 @@ func (m *RWMutex) Extend(ctx context.Context, ttl time.Duration) error {
 }
 
 func (m *RWMutex) extend(ctx context.Context, method string, l *lease.Lease, ttl time.Duration) (err error) {
-	ctx, op := m.tel.Start(ctx, primitive, method, m.name)
+	ctx, op := m.handle.Start(ctx, method)
 	defer func() { op.EndExtend(err) }()
 	if err := lease.ValidTTL(primitive, m.b, ttl); err != nil {
 		return err
 	}
 	if l == nil {
-		return m.errorf("extend", fmt.Errorf("%w: rwmutex is not locked", locker.ErrNotHeld))
+		return m.handle.Wrap("extend", fmt.Errorf("%w: rwmutex is not locked", locker.ErrNotHeld))
 	}
 	op.Token(m.Token())
-	return m.errorf("extend", l.Extend(ctx, ttl))
+	return m.handle.Wrap("extend", l.Extend(ctx, ttl))
 }
 
 // current returns the live hold: the write hold, else the read hold.
@@ -458,13 +436,6 @@ func (m *RWMutex) Until() time.Time {
 		return l.Until()
 	}
 	return time.Time{}
-}
-
-func (m *RWMutex) errorf(op string, err error) error {
-	if err == nil {
-		return nil
-	}
-	return fmt.Errorf("rwmutex %q: %s: %w", m.name, op, err)
 }
 
 func flag(on bool) int {

@@ -14,11 +14,8 @@ import (
 	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/internal/acquire"
 	"github.com/redisync/redisync/internal/fifo"
-	"github.com/redisync/redisync/internal/keyspace"
 	"github.com/redisync/redisync/internal/lease"
-	"github.com/redisync/redisync/internal/local"
 	"github.com/redisync/redisync/internal/script"
-	"github.com/redisync/redisync/internal/telemetry"
 	"github.com/redisync/redisync/locker"
 )
 
@@ -43,12 +40,11 @@ const keyPermits = attribute.Key("redisync.permits")
 // token or a loss signal of their own use a handle each (handles are cheap:
 // NewWeighted does no I/O).
 type Weighted struct {
-	_    lease.NoCopy
-	b    backend.Backend
-	name string
-	size int64
-	q    *fifo.Queue
-	tel  *telemetry.T
+	_      lease.NoCopy
+	handle lease.Handle
+	b      backend.Backend
+	size   int64
+	q      *fifo.Queue
 
 	mu      sync.Mutex
 	holds   []*hold // live holds, oldest first
@@ -125,44 +121,23 @@ var _ locker.Lease = (*Weighted)(nil)
 // names both limits, and changes nothing. Once nothing is held or awaited the
 // record goes, and the name may be used with another limit.
 func NewWeighted(b backend.Backend, name string, n int64, opts ...Option) (*Weighted, error) {
-	ks, err := keyspace.Open(primitive, b, name)
+	h, cfg, err := lease.Open(primitive, b, name, opts, Option.apply)
 	if err != nil {
 		return nil, err
 	}
 	if n < 1 || n > MaxLimit {
 		return nil, fmt.Errorf("%s %q: limit %d: must be between 1 and %d: %w", primitive, name, n, int64(MaxLimit), locker.ErrInvalid)
 	}
-	cfg := fifo.NewSettings()
-	for _, o := range opts {
-		if o != nil {
-			o.apply(&cfg)
-		}
-	}
-	if err := cfg.Validate(primitive); err != nil {
-		return nil, err
-	}
-	if err := lease.ValidTTL(primitive, b, cfg.Hold.TTL); err != nil {
-		return nil, err
-	}
 	return &Weighted{
-		b:    b,
-		name: name,
-		size: n,
-		tel:  local.Of(b).Telemetry(),
-		q: fifo.New(fifo.Config{
-			Backend:      b,
-			Scripts:      script.Semaphore,
-			Primitive:    primitive,
-			Keys:         ks.Semaphore(),
-			Limit:        n,
-			Hold:         cfg.Hold,
-			QueueTimeout: cfg.QueueTimeout,
-		}),
+		handle: h,
+		b:      b,
+		size:   n,
+		q:      fifo.New(fifo.Config{Spec: h.Spec(cfg), Hold: cfg, Keys: h.Keys().Semaphore(), Scripts: script.Semaphore, Limit: n}),
 	}, nil
 }
 
 // Name returns the name the semaphore was created with.
-func (s *Weighted) Name() string { return s.name }
+func (s *Weighted) Name() string { return s.handle.Name() }
 
 // Size returns n, the number of permits in all.
 func (s *Weighted) Size() int64 { return s.size }
@@ -188,18 +163,18 @@ func (s *Weighted) Size() int64 { return s.size }
 // I/O. When ctx ends, the error matches both locker.ErrNotAcquired and
 // ctx.Err().
 func (s *Weighted) Acquire(ctx context.Context, k int64) (err error) {
-	ctx, op := s.tel.Start(ctx, primitive, "Acquire", s.name)
+	ctx, op := s.handle.Start(ctx, "Acquire")
 	op.Span().SetAttributes(keyPermits.Int64(k))
 	defer func() { op.EndAcquire(err) }()
 	if err := s.valid("acquire", k); err != nil {
 		return err
 	}
 	if ctx.Err() != nil {
-		return s.errorf("acquire", acquire.NotAcquired(ctx, nil))
+		return s.handle.Wrap("acquire", acquire.NotAcquired(ctx, nil))
 	}
 	h, err := s.q.Acquire(ctx, op, k)
 	if err != nil {
-		return s.errorf("acquire", err)
+		return s.handle.Wrap("acquire", err)
 	}
 	s.add(h, k)
 	op.Token(h.Token())
@@ -214,18 +189,18 @@ func (s *Weighted) Acquire(ctx context.Context, k int64) (err error) {
 // locker.ErrInvalid; a context that is already done fails TryAcquire before
 // any I/O, with an error matching locker.ErrNotAcquired and ctx.Err().
 func (s *Weighted) TryAcquire(ctx context.Context, k int64) (ok bool, err error) {
-	ctx, op := s.tel.Start(ctx, primitive, "TryAcquire", s.name)
+	ctx, op := s.handle.Start(ctx, "TryAcquire")
 	op.Span().SetAttributes(keyPermits.Int64(k))
 	defer func() { op.EndTry(ok, err) }()
 	if err := s.valid("tryacquire", k); err != nil {
 		return false, err
 	}
 	if ctx.Err() != nil {
-		return false, s.errorf("tryacquire", acquire.NotAcquired(ctx, nil))
+		return false, s.handle.Wrap("tryacquire", acquire.NotAcquired(ctx, nil))
 	}
 	h, err := s.q.Try(ctx, op, k)
 	if h == nil {
-		return false, s.errorf("tryacquire", err)
+		return false, s.handle.Wrap("tryacquire", err)
 	}
 	s.add(h, k)
 	op.Token(h.Token())
@@ -234,7 +209,7 @@ func (s *Weighted) TryAcquire(ctx context.Context, k int64) (ok bool, err error)
 
 func (s *Weighted) valid(op string, k int64) error {
 	if k < 1 || k > s.size {
-		return s.errorf(op, fmt.Errorf("%d permits: must be between 1 and the limit %d: %w", k, s.size, locker.ErrInvalid))
+		return s.handle.Wrap(op, fmt.Errorf("%d permits: must be between 1 and the limit %d: %w", k, s.size, locker.ErrInvalid))
 	}
 	return nil
 }
@@ -340,17 +315,17 @@ func (s *Weighted) lose(hd *hold, cause error) {
 // release could not reach Redis: they then come back to the others when
 // their hold expires.
 func (s *Weighted) Release(ctx context.Context, k int64) (err error) {
-	ctx, op := s.tel.Start(ctx, primitive, "Release", s.name)
+	ctx, op := s.handle.Start(ctx, "Release")
 	op.Span().SetAttributes(keyPermits.Int64(k))
 	defer func() { op.EndRelease(err) }()
 	if k < 1 {
-		return s.errorf("release", fmt.Errorf("%d permits: must be at least 1: %w", k, locker.ErrInvalid))
+		return s.handle.Wrap("release", fmt.Errorf("%d permits: must be at least 1: %w", k, locker.ErrInvalid))
 	}
 	s.mu.Lock()
 	if k > s.held+s.owed {
 		held := s.held + s.owed
 		s.mu.Unlock()
-		return s.errorf("release", fmt.Errorf("%w: release of %d permits, %d held", locker.ErrNotHeld, k, held))
+		return s.handle.Wrap("release", fmt.Errorf("%w: release of %d permits, %d held", locker.ErrNotHeld, k, held))
 	}
 	lost := min(k, s.owed)
 	s.owed -= lost
@@ -409,7 +384,7 @@ func (s *Weighted) Release(ctx context.Context, k int64) (err error) {
 	if ended != nil {
 		s.end(ended, released)
 	}
-	return s.errorf("release", errors.Join(errs...))
+	return s.handle.Wrap("release", errors.Join(errs...))
 }
 
 // Extend makes every hold of the handle last at least ttl from now (it never
@@ -419,7 +394,7 @@ func (s *Weighted) Release(ctx context.Context, k int64) (err error) {
 // matching locker.ErrInvalid for a ttl outside 10ms to 24h (or, on a quorum,
 // too short for its node timeout).
 func (s *Weighted) Extend(ctx context.Context, ttl time.Duration) (err error) {
-	ctx, op := s.tel.Start(ctx, primitive, "Extend", s.name)
+	ctx, op := s.handle.Start(ctx, "Extend")
 	defer func() { op.EndExtend(err) }()
 	if err := lease.ValidTTL(primitive, s.b, ttl); err != nil {
 		return err
@@ -429,14 +404,14 @@ func (s *Weighted) Extend(ctx context.Context, ttl time.Duration) (err error) {
 	token := s.token
 	s.mu.Unlock()
 	if len(holds) == 0 {
-		return s.errorf("extend", fmt.Errorf("%w: no permit is held", locker.ErrNotHeld))
+		return s.handle.Wrap("extend", fmt.Errorf("%w: no permit is held", locker.ErrNotHeld))
 	}
 	op.Token(token)
 	var errs []error
 	for _, hd := range holds {
 		errs = append(errs, hd.h.Extend(ctx, ttl))
 	}
-	return s.errorf("extend", errors.Join(errs...))
+	return s.handle.Wrap("extend", errors.Join(errs...))
 }
 
 // Held returns the number of permits the handle holds.
@@ -451,7 +426,7 @@ func (s *Weighted) Held() int64 {
 func (s *Weighted) QueueLen(ctx context.Context) (int, error) {
 	waiting, _, _, err := s.q.Stat(ctx)
 	if err != nil {
-		return 0, s.errorf("queuelen", err)
+		return 0, s.handle.Wrap("queuelen", err)
 	}
 	return int(waiting), nil
 }
@@ -512,11 +487,4 @@ func (s *Weighted) Until() time.Time {
 		}
 	}
 	return until
-}
-
-func (s *Weighted) errorf(op string, err error) error {
-	if err == nil {
-		return nil
-	}
-	return fmt.Errorf("semaphore %q: %s: %w", s.name, op, err)
 }

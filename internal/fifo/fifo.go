@@ -40,42 +40,18 @@ import (
 	"github.com/redisync/redisync/internal/holdopt"
 	"github.com/redisync/redisync/internal/keyspace"
 	"github.com/redisync/redisync/internal/lease"
-	"github.com/redisync/redisync/internal/local"
 	"github.com/redisync/redisync/internal/script"
 	"github.com/redisync/redisync/internal/telemetry"
 	"github.com/redisync/redisync/locker"
 )
 
-// Queue timeouts.
-const (
-	// DefaultQueueTimeout is how long a waiter keeps its place without a
-	// heartbeat. Waiters heartbeat every third of it, so a live one loses
-	// its place only when it cannot reach Redis for that long (and gets it
-	// back when it can again); a dead one holds up the queue for at most
-	// this long.
-	DefaultQueueTimeout = 5 * time.Second
-	// MinQueueTimeout is the shortest queue timeout accepted.
-	MinQueueTimeout = 50 * time.Millisecond
-)
-
-// ValidQueueTimeout checks a queue timeout for the primitive kind: it must be
-// between MinQueueTimeout and holdopt.MaxTTL.
-func ValidQueueTimeout(kind string, d time.Duration) error {
-	if d < MinQueueTimeout || d > holdopt.MaxTTL {
-		return fmt.Errorf("%s: queue timeout %v: must be between %v and %v: %w", kind, d, MinQueueTimeout, holdopt.MaxTTL, locker.ErrInvalid)
-	}
-	return nil
-}
-
 // Config describes the Queue of one primitive handle.
 type Config struct {
-	Backend      backend.Backend
-	Scripts      script.FIFO
-	Primitive    string // "fair", "semaphore": for the metrics
-	Keys         keyspace.FIFO
-	Limit        int64 // permits in all
-	Hold         holdopt.Config
-	QueueTimeout time.Duration
+	Spec    lease.Spec // of the holds (see lease.Handle.Spec); New adds the rest
+	Hold    holdopt.Config
+	Keys    keyspace.FIFO
+	Scripts script.FIFO
+	Limit   int64 // permits in all
 }
 
 // A Queue admits the holders of one named primitive through one backend. It
@@ -97,28 +73,22 @@ type Queue struct {
 // New returns the Queue described by c. It does no I/O.
 func New(c Config) *Queue {
 	q := &Queue{
-		b:         c.Backend,
+		b:         c.Spec.Backend,
 		s:         c.Scripts,
 		keys:      c.Keys.Keys(),
 		wake:      c.Keys.Wake,
 		limit:     c.Limit,
-		timeout:   c.QueueTimeout,
-		timeoutMs: holdopt.Millis(c.QueueTimeout),
+		timeout:   c.Hold.QueueTimeout,
+		timeoutMs: holdopt.Millis(c.Hold.QueueTimeout),
 		fenceMs:   holdopt.Millis(holdopt.FenceTTL),
 		backoff:   c.Hold.Backoff,
+		spec:      c.Spec,
 	}
-	q.spec = lease.Spec{
-		Backend:   c.Backend,
-		Tel:       local.Of(c.Backend).Telemetry(),
-		Primitive: c.Primitive,
-		TTL:       c.Hold.TTL,
-		Watchdog:  c.Hold.Watchdog,
-		Renew: func(owner string, ttl time.Duration) *backend.Call {
-			return q.call(q.s.Renew, owner, "", 0, 0, ttl)
-		},
-		Keys:   q.keys[:2],
-		Member: func(owner string) string { return "h:" + owner },
+	q.spec.Renew = func(owner string, ttl time.Duration) *backend.Call {
+		return q.call(q.s.Renew, owner, "", 0, 0, ttl)
 	}
+	q.spec.Keys = q.keys[:2]
+	q.spec.Member = func(owner string) string { return "h:" + owner }
 	return q
 }
 
@@ -358,24 +328,4 @@ func (q *Queue) Stat(ctx context.Context) (waiting, out, limit int64, err error)
 		return 0, 0, 0, err
 	}
 	return r.At(1), r.At(2), r.At(3), nil
-}
-
-// Settings is the configuration of a FIFO primitive handle: the settings
-// every hold has, and the queue timeout.
-type Settings struct {
-	Hold         holdopt.Config
-	QueueTimeout time.Duration
-}
-
-// NewSettings returns the defaults.
-func NewSettings() Settings {
-	return Settings{Hold: holdopt.New(), QueueTimeout: DefaultQueueTimeout}
-}
-
-// Validate reports the first bad value, naming the primitive kind.
-func (s *Settings) Validate(kind string) error {
-	if err := s.Hold.Validate(kind); err != nil {
-		return err
-	}
-	return ValidQueueTimeout(kind, s.QueueTimeout)
 }
