@@ -124,13 +124,9 @@ func New(b backend.Backend, members []Member, opts ...Option) (*Lock, error) {
 	if allMutex && backend.SameSlot(b, l.keys...) {
 		l.atomic = true
 		l.specs = make([]lease.Spec, len(sorted))
+		spec := lease.Spec{Backend: b, Tel: l.tel, Primitive: primitive, TTL: cfg.TTL, Watchdog: cfg.Watchdog}
 		for i := range sorted {
-			lock := l.keys[2*i : 2*i+1]
-			l.specs[i] = lease.Spec{Backend: b, Tel: l.tel, Primitive: primitive, TTL: cfg.TTL, Watchdog: cfg.Watchdog,
-				Renew: func(owner string, ttl time.Duration) *backend.Call {
-					return &backend.Call{Script: script.MutexRenew, Keys: lock, Args: []any{owner, holdopt.Millis(ttl)}}
-				},
-				Keys: lock}
+			l.specs[i] = spec.RenewedBy(script.MutexRenew, l.keys[2*i:2*i+1])
 		}
 		return l, nil
 	}
@@ -333,12 +329,10 @@ func (l *Lock) lockAtomic(ctx context.Context, op *telemetry.Op, try bool) (*hol
 	return h, err
 }
 
-// run runs s, the release or the undo of an acquisition with args, on a
-// context that outlives the caller's.
+// run runs s, the release or the undo of an acquisition with args (see
+// lease.Cleanup).
 func (l *Lock) run(ctx context.Context, s *backend.Script, args []any) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-	defer cancel()
-	_, _ = backend.Run(ctx, l.b, s, l.keys, args...)
+	lease.Cleanup(ctx, l.b, &backend.Call{Script: s, Keys: l.keys, Args: args})
 }
 
 // watch closes h.done when the hold of any member ends.

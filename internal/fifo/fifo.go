@@ -203,26 +203,18 @@ const (
 // (or "").
 func (q *Queue) attempt(ctx context.Context, owner, waiter string, k int64, n int) (*Hold, reply, error) {
 	sent := time.Now()
-	c := q.acquireCall(owner, waiter, k, n)
-	r, err := q.exec(ctx, c)
-	if err != nil {
-		return nil, reply{}, err
-	}
-	switch r.Status() {
-	case backend.StatusOK:
-		l, valid := lease.Start(&q.spec, owner, r.At(1), sent)
-		if !valid {
-			// The grant came back after its validity ran out: give it
-			// back, place in line included (this attempt's grant only),
-			// and try again.
-			q.undo(ctx, c)
-			return nil, reply{pos: placeLate}, nil
-		}
+	// A grant that comes back too late is given back, place in line
+	// included (see lease.Grant).
+	l, r, hint, err := lease.Grant(ctx, &q.spec, q.acquireCall(owner, waiter, k, n), owner, sent, "acquire")
+	switch {
+	case err != nil:
+		return nil, reply{}, script.Limit(err, q.limit)
+	case l != nil:
 		return &Hold{Lease: l, waiter: waiter}, reply{}, nil
-	case backend.StatusContended:
-		return nil, reply{pos: r.At(2), hint: time.Duration(r.At(1)) * time.Millisecond}, nil
+	case r.Status() == backend.StatusOK:
+		return nil, reply{pos: placeLate}, nil
 	}
-	return nil, reply{}, fmt.Errorf("%s: unexpected acquire status %d", q.spec.Primitive, r.Status())
+	return nil, reply{pos: r.At(2), hint: hint}, nil
 }
 
 // join puts waiter in line (ticket 0: a new place) or keeps it there. It
@@ -249,22 +241,12 @@ func (noPlace) Error() string   { return "no majority kept the place in line" }
 func (noPlace) Transient() bool { return true }
 
 // cleanup gives back whatever owner may hold and drops waiter, after a
-// failed or doubtful acquisition, on a context that outlives the caller's.
-// It reports whether the release reached Redis.
+// failed or doubtful acquisition (see lease.Cleanup). It reports whether
+// the release reached Redis.
 func (q *Queue) cleanup(ctx context.Context, owner, waiter string) bool {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-	defer cancel()
 	c := q.call(q.s.Release, owner, waiter, 0, 0, 0)
-	q.b.Exec(ctx, c)
+	lease.Cleanup(ctx, q.b, c)
 	return c.Err == nil
-}
-
-// undo runs the undo of an acquire call on a context that outlives the
-// caller's.
-func (q *Queue) undo(ctx context.Context, c *backend.Call) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-	defer cancel()
-	q.b.Exec(ctx, &backend.Call{Script: q.s.Undo, Keys: c.Keys, Args: c.Args})
 }
 
 // A Part is what one release leaves of one hold: Keep permits, or nothing
@@ -318,6 +300,15 @@ func (q *Queue) Release(ctx context.Context, parts ...Part) []error {
 		}
 	}
 	return errs
+}
+
+// Len returns the number of live waiters, or 0 and an error.
+func (q *Queue) Len(ctx context.Context) (int, error) {
+	waiting, _, _, err := q.Stat(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return int(waiting), nil
 }
 
 // Stat returns the live waiters, the permits out in live holds, and the limit
