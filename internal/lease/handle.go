@@ -3,26 +3,45 @@ package lease
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/internal/holdopt"
 	"github.com/redisync/redisync/internal/keyspace"
 	"github.com/redisync/redisync/internal/local"
 	"github.com/redisync/redisync/internal/telemetry"
+	"github.com/redisync/redisync/locker"
 )
 
 // A Handle is what every lock handle (mutex.Mutex, fair.Mutex, ...) has in
 // common: the backend, kind and name it was made with, the keys of that
-// name, the state of its backend in this process, and the way it names its
-// public calls in spans and errors. Open makes one; a handle keeps it in a
-// field and calls it for all of this, so that every primitive does these
-// things the same way.
+// name, the state of its backend in this process, the way it names its
+// public calls in spans and errors, and the accessors of locker.Lease.
+// Open makes one; a handle keeps it in a field and calls it for all of
+// this, so that every primitive does these things the same way.
+//
+// Each handle keeps its holds as its kind needs (a Slot for one hold at a
+// time, a shared read hold, the permits of a semaphore) and tells its Handle
+// which is the current hold and which the last (Describe). From them the
+// Handle answers Token, Done, Err, Until and Extend, the same way for every
+// primitive: Token and Err are those of the current hold, else of the last
+// one; Done and Until those of the current hold, else a closed channel and
+// the zero Time; Extend extends the current hold.
+//
+// A handle keeps its Handle in a named field, h, and its own Token, Done,
+// Err, Until and Extend are one-line methods that call it, each with the
+// doc comment that says what it means for the primitive. The Handle is not
+// embedded: its other methods would be promoted into the handle's public
+// API, and go doc does not show methods promoted from another package.
 type Handle struct {
 	b     backend.Backend
 	local *local.State
 	kind  string // "mutex", ...: of spans, metrics and errors
 	name  string
 	keys  keyspace.Space
+
+	notHeld string // Extend's error without a current hold: "mutex is not locked"
+	holds   func() (cur, last Hold)
 }
 
 // Open does what the constructor of every lock handle does first: it checks
@@ -95,4 +114,75 @@ func (h *Handle) Wrap(op string, err error) error {
 // primitive adds how its holds are renewed, released and found.
 func (h *Handle) Spec(cfg holdopt.Config) Spec {
 	return Spec{Backend: h.b, Tel: h.local.Telemetry(), Primitive: h.kind, TTL: cfg.TTL, Watchdog: cfg.Watchdog}
+}
+
+// Describe tells h where the handle's holds are: holds returns the current
+// hold, nil when there is none, and the last one, nil before the first (or
+// when the handle keeps none). notHeld is the text of Extend's error
+// without a current hold, in the handle's words ("mutex is not locked"). A
+// handle calls Describe in its constructor, before any other call.
+func (h *Handle) Describe(notHeld string, holds func() (cur, last Hold)) {
+	h.notHeld, h.holds = notHeld, holds
+}
+
+// Token returns the fencing token of the current hold, else of the last
+// one; 0 before the first.
+func (h *Handle) Token() int64 {
+	cur, last := h.holds()
+	switch {
+	case cur != nil:
+		return cur.Token()
+	case last != nil:
+		return last.Token()
+	}
+	return 0
+}
+
+// Done returns the Done channel of the current hold, or a closed channel
+// when there is none.
+func (h *Handle) Done() <-chan struct{} {
+	if cur, _ := h.holds(); cur != nil {
+		return cur.Done()
+	}
+	return closed
+}
+
+// Err returns the Err of the current hold, else of the last one; nil before
+// the first.
+func (h *Handle) Err() error {
+	cur, last := h.holds()
+	switch {
+	case cur != nil:
+		return cur.Err()
+	case last != nil:
+		return last.Err()
+	}
+	return nil
+}
+
+// Until returns the validity deadline of the current hold, or the zero Time
+// when there is none.
+func (h *Handle) Until() time.Time {
+	if cur, _ := h.holds(); cur != nil {
+		return cur.Until()
+	}
+	return time.Time{}
+}
+
+// Extend is the public Extend of a handle: in the span "<kind>.Extend", it
+// checks ttl for the handle's backend (ValidTTL), then extends the current
+// hold. Without one it returns an error matching locker.ErrNotHeld with the
+// handle's notHeld text.
+func (h *Handle) Extend(ctx context.Context, ttl time.Duration) (err error) {
+	ctx, op := h.Start(ctx, "Extend")
+	defer func() { op.EndExtend(err) }()
+	if err := ValidTTL(h.kind, h.b, ttl); err != nil {
+		return err
+	}
+	cur, _ := h.holds()
+	if cur == nil {
+		return h.Wrap("extend", fmt.Errorf("%w: %s", locker.ErrNotHeld, h.notHeld))
+	}
+	op.Token(cur.Token())
+	return h.Wrap("extend", cur.Extend(ctx, ttl))
 }

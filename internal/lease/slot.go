@@ -1,24 +1,29 @@
 package lease
 
 import (
+	"context"
 	"sync"
 	"time"
 )
 
-// A Hold is what a Slot keeps: a Lease, or a type built on one.
+// A Hold is one hold of a handle, as its Handle describes it: a Tenure, a
+// Lease, or a type built on them.
 type Hold interface {
-	comparable
 	Token() int64
 	Done() <-chan struct{}
 	Err() error
 	Until() time.Time
+	Extend(ctx context.Context, ttl time.Duration) error
 }
 
 // A Slot is the current and the previous hold of a lock handle, with the
 // accessors of locker.Lease that every primitive exposes. With each hold it
 // keeps the function that gives back the handle's place in the process's
 // local queue. Its zero value is empty; it is safe for concurrent use.
-type Slot[H Hold] struct {
+type Slot[H interface {
+	comparable
+	Hold
+}] struct {
 	mu      sync.Mutex
 	cur     H
 	release Releaser
@@ -57,6 +62,21 @@ func (s *Slot[H]) Current() (h H, ok bool) {
 	defer s.mu.Unlock()
 	var zero H
 	return s.cur, s.cur != zero
+}
+
+// Holds returns the current hold and the last one, each nil when there is
+// none: what a Handle describes (see Handle.Describe).
+func (s *Slot[H]) Holds() (cur, last Hold) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var zero H
+	if s.cur != zero {
+		cur = s.cur
+	}
+	if s.last != zero {
+		last = s.last
+	}
+	return cur, last
 }
 
 // latest returns the current hold, else the last one.
