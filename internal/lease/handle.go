@@ -3,9 +3,11 @@ package lease
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/redisync/redisync/backend"
+	"github.com/redisync/redisync/internal/acquire"
 	"github.com/redisync/redisync/internal/holdopt"
 	"github.com/redisync/redisync/internal/keyspace"
 	"github.com/redisync/redisync/internal/local"
@@ -97,6 +99,53 @@ func (h *Handle) Local() *local.State { return h.local }
 // telemetry.T.Start). The caller ends it with one of the Op's End methods.
 func (h *Handle) Start(ctx context.Context, method string) (context.Context, *telemetry.Op) {
 	return h.local.Telemetry().Start(ctx, h.kind, method, h.name)
+}
+
+// Acquire runs run as the public call method (Lock, RLock, Acquire), which
+// acquires and may wait, the way every handle runs it: in the span
+// "<kind>.<method>", it fails at once with an error matching
+// locker.ErrNotAcquired and ctx.Err() when ctx is done, before any I/O;
+// otherwise it returns run's error as the method's (Wrap, with the method
+// in lower case), and records the call's outcome (telemetry.Op.EndAcquire).
+func (h *Handle) Acquire(ctx context.Context, method string, run func(context.Context, *telemetry.Op) error) (err error) {
+	ctx, op := h.Start(ctx, method)
+	defer func() { op.EndAcquire(err) }()
+	if ctx.Err() != nil {
+		return h.fail(method, acquire.NotAcquired(ctx, nil))
+	}
+	return h.fail(method, run(ctx, op))
+}
+
+// Try is Acquire for a call that makes one attempt and reports whether it
+// succeeded (TryLock, TryRLock, TryAcquire): its outcome is
+// telemetry.Op.EndTry's.
+func (h *Handle) Try(ctx context.Context, method string, run func(context.Context, *telemetry.Op) (bool, error)) (ok bool, err error) {
+	ctx, op := h.Start(ctx, method)
+	defer func() { op.EndTry(ok, err) }()
+	if ctx.Err() != nil {
+		return false, h.fail(method, acquire.NotAcquired(ctx, nil))
+	}
+	ok, err = run(ctx, op)
+	return ok, h.fail(method, err)
+}
+
+// Release runs run as the public call method (Unlock, RUnlock, Release),
+// which releases, the way every handle runs it: in the span
+// "<kind>.<method>", it returns run's error as the method's (Wrap, with the
+// method in lower case) and records the call's outcome
+// (telemetry.Op.EndRelease).
+func (h *Handle) Release(ctx context.Context, method string, run func(context.Context, *telemetry.Op) error) (err error) {
+	ctx, op := h.Start(ctx, method)
+	defer func() { op.EndRelease(err) }()
+	return h.fail(method, run(ctx, op))
+}
+
+// fail returns err, when not nil, as the error of the public call method.
+func (h *Handle) fail(method string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return h.Wrap(strings.ToLower(method), err)
 }
 
 // Wrap returns err, when not nil, as the error of the operation op (the
