@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/redisync/redisync/backend"
@@ -34,17 +33,19 @@ const primitive = "reentrant"
 // never waits in that queue to re-enter it.
 type Mutex struct {
 	_       lease.NoCopy
-	handle  lease.Handle
+	h       lease.Handle
 	b       backend.Backend
 	keys    []string // lock hash, fence counter (see keyspace.Reentrant)
 	wake    string
 	ttlMs   int64
 	backoff locker.Backoff
-	gates   *gate.Set // the backend's local queues
 	spec    lease.Spec
+	gate    lease.Gate // the process's local queue of the lock, where scopes wait for a first hold
 
-	mu  sync.Mutex
-	cur *hold // the hold last taken or re-entered through m
+	// holds has the hold last taken or re-entered through m, whichever
+	// scope it was for, as its current hold, which h describes: it
+	// stays so after it ends (see Token).
+	holds lease.Slot[*lease.Lease]
 }
 
 var (
@@ -63,24 +64,21 @@ func New(b backend.Backend, name string, opts ...Option) (*Mutex, error) {
 	}
 	keys := h.Keys().Reentrant()
 	m := &Mutex{
-		handle:  h,
+		h:       h,
 		b:       b,
 		keys:    keys.Keys(),
 		wake:    keys.Wake,
 		ttlMs:   holdopt.Millis(cfg.TTL),
 		backoff: cfg.Backoff,
-		gates:   h.Local().Gates(),
 	}
-	m.spec = h.Spec(cfg)
-	m.spec.Renew = func(owner string, ttl time.Duration) *backend.Call {
-		return &backend.Call{Script: script.ReentrantRenew, Keys: m.keys[:1], Args: []any{owner, holdopt.Millis(ttl)}}
-	}
-	m.spec.Keys = m.keys[:1]
+	m.h.Describe("reentrant mutex is not locked", m.holds.Holds)
+	m.gate = h.Gate(m.keys[0])
+	m.spec = h.Spec(cfg).RenewedBy(script.ReentrantRenew, m.keys[:1])
 	return m, nil
 }
 
 // Name returns the name the Mutex was created with.
-func (m *Mutex) Name() string { return m.handle.Name() }
+func (m *Mutex) Name() string { return m.h.Name() }
 
 // Lock locks m for the scope in ctx. If the scope already holds the lock,
 // Lock enters it again, counting one more hold, and keeps the hold's fencing
@@ -101,58 +99,49 @@ func (m *Mutex) Name() string { return m.handle.Name() }
 // matches both locker.ErrNotAcquired and ctx.Err(). When the scope's hold was
 // lost, a re-entry fails with an error matching locker.ErrNotAcquired and
 // locker.ErrLost, and the scope must still Unlock each of its holds.
-func (m *Mutex) Lock(ctx context.Context) (err error) {
-	ctx, op := m.handle.Start(ctx, "Lock")
-	defer func() { op.EndAcquire(err) }()
-	if ctx.Err() != nil {
-		return m.handle.Wrap("lock", acquire.NotAcquired(ctx, nil))
-	}
-	s := scopeOf(ctx)
-	if s == nil {
-		return m.handle.Wrap("lock", errNoScope)
-	}
-	start := time.Now()
-	e, _, err := s.enter(ctx, m.keys[0], false)
-	if err != nil {
-		op.Waited(time.Since(start))
-		return m.handle.Wrap("lock", acquire.NotAcquired(ctx, nil))
-	}
-	defer s.leave(m.keys[0], e)
-	if e.h != nil {
-		return m.handle.Wrap("lock", m.reenter(ctx, op, s, e, false))
-	}
-
-	// A first hold: queue behind the other scopes of the process, then
-	// contend through Redis.
-	pass, waited, err := gate.Enter(ctx, m.gates, m.keys[0], m.b.Done())
-	if waited {
-		op.Waited(time.Since(start))
-	}
-	switch {
-	case errors.Is(err, locker.ErrClosed):
-		return m.handle.Wrap("lock", err)
-	case err != nil:
-		return m.handle.Wrap("lock", acquire.NotAcquired(ctx, nil))
-	}
-	var unsure []int64 // attempts whose outcome is unknown
-	loop := acquire.Loop{Backend: m.b, Channel: m.wake, Backoff: m.backoff, Op: op}
-	err = loop.Wait(ctx, func(ctx context.Context) (bool, time.Duration, error) {
-		n := s.attempt()
-		ok, retry, err := m.attempt(ctx, s, e, pass, n)
+func (m *Mutex) Lock(ctx context.Context) error {
+	return m.h.Acquire(ctx, "Lock", func(ctx context.Context, op *telemetry.Op) error {
+		s := scopeOf(ctx)
+		if s == nil {
+			return errNoScope
+		}
+		start := time.Now()
+		e, _, err := s.enter(ctx, m.keys[0], false)
 		if err != nil {
-			unsure = append(unsure, n)
+			op.Waited(time.Since(start))
+			return acquire.NotAcquired(ctx, nil)
 		}
-		return ok, retry, err
+		defer s.leave(m.keys[0], e)
+		if e.h != nil {
+			return m.reenter(ctx, op, s, e, false)
+		}
+
+		// A first hold: queue behind the other scopes of the process, then
+		// contend through Redis.
+		pass, _, err := m.gate.Enter(ctx, op)
+		if err != nil {
+			return err
+		}
+		var unsure []int64 // attempts whose outcome is unknown
+		loop := acquire.Loop{Backend: m.b, Channel: m.wake, Backoff: m.backoff, Op: op}
+		err = loop.Wait(ctx, func(ctx context.Context) (bool, time.Duration, error) {
+			n := s.attempt()
+			ok, retry, err := m.attempt(ctx, s, e, pass, n)
+			if err != nil {
+				unsure = append(unsure, n)
+			}
+			return ok, retry, err
+		})
+		if err != nil {
+			if len(unsure) > 0 {
+				m.undo(ctx, m.acquireArgs(s.owner, 1, 0, unsure...))
+			}
+			m.gate.Leave(pass)
+			return err
+		}
+		op.Token(e.h.l.Token())
+		return nil
 	})
-	if err != nil {
-		if len(unsure) > 0 {
-			m.undo(ctx, m.acquireArgs(s.owner, 1, 0, unsure...))
-		}
-		pass.Release()
-		return m.handle.Wrap("lock", err)
-	}
-	op.Token(e.h.l.Token())
-	return nil
 }
 
 // TryLock tries to lock m for the scope in ctx without waiting for another
@@ -163,77 +152,61 @@ func (m *Mutex) Lock(ctx context.Context) (err error) {
 // were; a context without a scope is an error matching locker.ErrInvalid; a
 // context that is already done fails TryLock before any I/O, with an error
 // matching locker.ErrNotAcquired and ctx.Err().
-func (m *Mutex) TryLock(ctx context.Context) (ok bool, err error) {
-	ctx, op := m.handle.Start(ctx, "TryLock")
-	defer func() { op.EndTry(ok, err) }()
-	if ctx.Err() != nil {
-		return false, m.handle.Wrap("trylock", acquire.NotAcquired(ctx, nil))
-	}
-	s := scopeOf(ctx)
-	if s == nil {
-		return false, m.handle.Wrap("trylock", errNoScope)
-	}
-	e, busy, err := s.enter(ctx, m.keys[0], true)
-	switch {
-	case busy:
-		return false, nil
-	case err != nil:
-		return false, m.handle.Wrap("trylock", acquire.NotAcquired(ctx, nil))
-	}
-	defer s.leave(m.keys[0], e)
-	if e.h != nil {
-		if err := m.reenter(ctx, op, s, e, true); err != nil {
-			return false, m.handle.Wrap("trylock", err)
+func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
+	return m.h.Try(ctx, "TryLock", func(ctx context.Context, op *telemetry.Op) (bool, error) {
+		s := scopeOf(ctx)
+		if s == nil {
+			return false, errNoScope
 		}
+		e, busy, err := s.enter(ctx, m.keys[0], true)
+		switch {
+		case busy:
+			return false, nil
+		case err != nil:
+			return false, acquire.NotAcquired(ctx, nil)
+		}
+		defer s.leave(m.keys[0], e)
+		if e.h != nil {
+			if err := m.reenter(ctx, op, s, e, true); err != nil {
+				return false, err
+			}
+			return true, nil
+		}
+		pass, free := m.gate.TryEnter()
+		if !free {
+			return false, nil
+		}
+		n := s.attempt()
+		ok, _, err := m.attempt(ctx, s, e, pass, n)
+		op.Attempt(err == nil && !ok)
+		if err != nil {
+			m.undo(ctx, m.acquireArgs(s.owner, 1, 0, n))
+		}
+		if !ok {
+			m.gate.Leave(pass)
+			return false, err
+		}
+		op.Token(e.h.l.Token())
 		return true, nil
-	}
-	pass, free := gate.TryEnter(m.gates, m.keys[0])
-	if !free {
-		return false, nil
-	}
-	n := s.attempt()
-	ok, _, err = m.attempt(ctx, s, e, pass, n)
-	op.Attempt(err == nil && !ok)
-	if err != nil {
-		m.undo(ctx, m.acquireArgs(s.owner, 1, 0, n))
-	}
-	if !ok {
-		pass.Release()
-		return false, m.handle.Wrap("trylock", err)
-	}
-	op.Token(e.h.l.Token())
-	return true, nil
+	})
 }
 
 // attempt makes attempt n at a first hold for s; on success the hold, with
 // pass, is recorded in e.
 func (m *Mutex) attempt(ctx context.Context, s *scope, e *entry, pass gate.Pass, n int64) (bool, time.Duration, error) {
 	sent := time.Now()
-	args := m.acquireArgs(s.owner, 1, 0, n)
-	r, err := backend.Run(ctx, m.b, script.ReentrantAcquire, m.keys, args...)
-	if err != nil {
-		return false, 0, err
+	call := &backend.Call{Script: script.ReentrantAcquire, Keys: m.keys, Args: m.acquireArgs(s.owner, 1, 0, n)}
+	l, _, retry, err := lease.Grant(ctx, &m.spec, call, s.owner, sent, "acquire")
+	if l == nil {
+		return false, retry, err
 	}
-	switch r.Status() {
-	case backend.StatusOK:
-		l, valid := lease.Start(&m.spec, s.owner, r.At(1), sent)
-		if !valid {
-			// The grant came back after its validity ran out: give it back
-			// (this attempt's grant only) and try again.
-			m.undo(ctx, args)
-			return false, 0, nil
-		}
-		h := &hold{l: l, pass: pass, grant: n}
-		// A lost hold lets the other scopes of the process contend at
-		// once; this scope still owes its Unlocks.
-		l.OnLoss(pass)
-		s.set(e, m.b, h, 1)
-		m.use(h)
-		return true, 0, nil
-	case backend.StatusContended:
-		return false, time.Duration(r.At(1)) * time.Millisecond, nil
-	}
-	return false, 0, fmt.Errorf("reentrant: unexpected acquire status %d", r.Status())
+	h := &hold{l: l, pass: pass, grant: n}
+	// A lost hold lets the other scopes of the process contend at once;
+	// this scope still owes its Unlocks.
+	l.OnLoss(pass)
+	s.set(e, m.b, h, 1)
+	m.use(h)
+	return true, 0, nil
 }
 
 // errGone stops a re-entry whose hold is no longer on the server.
@@ -310,19 +283,13 @@ func (m *Mutex) acquireArgs(owner string, count int, grant int64, attempts ...in
 }
 
 // undo gives back what the acquisition with args may have taken, after a
-// failed or doubtful attempt, on a context that outlives the caller's.
+// failed or doubtful attempt (see lease.Cleanup).
 func (m *Mutex) undo(ctx context.Context, args []any) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-	defer cancel()
-	_, _ = backend.Run(ctx, m.b, script.ReentrantUndo, m.keys, args...)
+	lease.Cleanup(ctx, m.b, &backend.Call{Script: script.ReentrantUndo, Keys: m.keys, Args: args})
 }
 
 // use makes h the hold that m's Lease methods describe.
-func (m *Mutex) use(h *hold) {
-	m.mu.Lock()
-	m.cur = h
-	m.mu.Unlock()
-}
+func (m *Mutex) use(h *hold) { m.holds.Set(h.l) }
 
 // Unlock undoes one Lock of the scope in ctx. The scope's last Unlock ends
 // its hold: it stops the watchdog, releases the lock and wakes a waiter. It
@@ -339,51 +306,51 @@ func (m *Mutex) use(h *hold) {
 // Redis: the hold then expires with its TTL. Unlock waits for other
 // goroutines of the scope that are entering or leaving the lock; if ctx ends
 // first, it returns ctx.Err() and changes nothing.
-func (m *Mutex) Unlock(ctx context.Context) (err error) {
-	ctx, op := m.handle.Start(ctx, "Unlock")
-	defer func() { op.EndRelease(err) }()
-	s := scopeOf(ctx)
-	if s == nil {
-		return m.handle.Wrap("unlock", errNoScope)
-	}
-	notHeld := m.handle.Wrap("unlock", fmt.Errorf("%w: unlock of a lock the scope does not hold", locker.ErrNotHeld))
-	if h, _ := s.held(m.keys[0]); h == nil {
-		return notHeld
-	}
-	e, _, err := s.enter(ctx, m.keys[0], false)
-	if err != nil {
-		return m.handle.Wrap("unlock", err)
-	}
-	defer s.leave(m.keys[0], e)
-	h := e.h
-	switch {
-	case h == nil:
-		return notHeld
-	case e.b != m.b:
-		return m.handle.Wrap("unlock", errBackend)
-	}
-	op.Token(h.l.Token())
-	left := h.count - 1
-	if left > 0 {
-		err := h.l.Err()
-		if err == nil {
-			c := &backend.Call{Script: script.ReentrantRelease, Keys: m.keys, Args: []any{s.owner, m.wake, left, h.grant}}
-			lease.Send(ctx, m.b, h.l.Expiry(), c)
-			switch {
-			case c.Err != nil:
-				err = c.Err
-			case c.Reply.Status() != backend.StatusOK:
-				h.l.Finish(script.NotHeld(c.Reply.Status()))
-				err = h.l.Err()
-			}
+func (m *Mutex) Unlock(ctx context.Context) error {
+	return m.h.Release(ctx, "Unlock", func(ctx context.Context, op *telemetry.Op) error {
+		s := scopeOf(ctx)
+		if s == nil {
+			return errNoScope
 		}
-		s.set(e, m.b, h, left)
-		return m.handle.Wrap("unlock", err)
-	}
-	err = h.l.Release(ctx, &backend.Call{Script: script.ReentrantRelease, Keys: m.keys, Args: []any{s.owner, m.wake, 0, h.grant}})
-	s.set(e, m.b, h, 0)
-	h.pass.Release()
-	return m.handle.Wrap("unlock", err)
+		notHeld := fmt.Errorf("%w: unlock of a lock the scope does not hold", locker.ErrNotHeld)
+		if h, _ := s.held(m.keys[0]); h == nil {
+			return notHeld
+		}
+		e, _, err := s.enter(ctx, m.keys[0], false)
+		if err != nil {
+			return err
+		}
+		defer s.leave(m.keys[0], e)
+		h := e.h
+		switch {
+		case h == nil:
+			return notHeld
+		case e.b != m.b:
+			return errBackend
+		}
+		op.Token(h.l.Token())
+		left := h.count - 1
+		if left > 0 {
+			err := h.l.Err()
+			if err == nil {
+				c := &backend.Call{Script: script.ReentrantRelease, Keys: m.keys, Args: []any{s.owner, m.wake, left, h.grant}}
+				lease.Send(ctx, m.b, h.l.Expiry(), c)
+				switch {
+				case c.Err != nil:
+					err = c.Err
+				case c.Reply.Status() != backend.StatusOK:
+					h.l.Finish(script.NotHeld(c.Reply.Status()))
+					err = h.l.Err()
+				}
+			}
+			s.set(e, m.b, h, left)
+			return err
+		}
+		err = h.l.Release(ctx, &backend.Call{Script: script.ReentrantRelease, Keys: m.keys, Args: []any{s.owner, m.wake, 0, h.grant}})
+		s.set(e, m.b, h, 0)
+		m.gate.Leave(h.pass)
+		return err
+	})
 }
 
 // HoldCount reports how many times the scope in ctx holds m: how many Unlock
@@ -394,13 +361,13 @@ func (m *Mutex) Unlock(ctx context.Context) (err error) {
 func (m *Mutex) HoldCount(ctx context.Context) (int, error) {
 	s := scopeOf(ctx)
 	if s == nil {
-		return 0, m.handle.Wrap("holdcount", errNoScope)
+		return 0, m.h.Wrap("holdcount", errNoScope)
 	}
 	h, n := s.held(m.keys[0])
 	if h == nil {
 		return 0, nil
 	}
-	return n, m.handle.Wrap("holdcount", h.l.Err())
+	return n, m.h.Wrap("holdcount", h.l.Err())
 }
 
 // Extend makes the current hold (see Token) last at least ttl from now (it
@@ -409,21 +376,7 @@ func (m *Mutex) HoldCount(ctx context.Context) (int, error) {
 // locker.ErrNotHeld when the hold has ended or there is none, and one matching
 // locker.ErrInvalid for a ttl outside 10ms to 24h (or, on a quorum, too short
 // for its node timeout).
-func (m *Mutex) Extend(ctx context.Context, ttl time.Duration) (err error) {
-	ctx, op := m.handle.Start(ctx, "Extend")
-	defer func() { op.EndExtend(err) }()
-	if err := lease.ValidTTL(primitive, m.b, ttl); err != nil {
-		return err
-	}
-	m.mu.Lock()
-	h := m.cur
-	m.mu.Unlock()
-	if h == nil {
-		return m.handle.Wrap("extend", fmt.Errorf("%w: reentrant mutex is not locked", locker.ErrNotHeld))
-	}
-	op.Token(h.l.Token())
-	return m.handle.Wrap("extend", h.l.Extend(ctx, ttl))
-}
+func (m *Mutex) Extend(ctx context.Context, ttl time.Duration) error { return m.h.Extend(ctx, ttl) }
 
 // Token returns the fencing token of the current hold: the hold that the last
 // successful Lock or TryLock through m took or entered, whichever scope it
@@ -431,47 +384,19 @@ func (m *Mutex) Extend(ctx context.Context, ttl time.Duration) (err error) {
 // first. A re-entry keeps the token of the first hold. Tokens of a name only
 // grow: every first hold gets a token greater than every earlier one,
 // whichever handle or process took it.
-func (m *Mutex) Token() int64 {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.cur == nil {
-		return 0
-	}
-	return m.cur.l.Token()
-}
+func (m *Mutex) Token() int64 { return m.h.Token() }
 
 // Done returns a channel that is closed when the current hold (see Token)
 // ends: by the scope's last Unlock, or when it is lost (then Err reports
 // why). Without a hold it returns a closed channel.
-func (m *Mutex) Done() <-chan struct{} {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.cur == nil {
-		return lease.Closed()
-	}
-	return m.cur.l.Done()
-}
+func (m *Mutex) Done() <-chan struct{} { return m.h.Done() }
 
 // Err returns nil while the current hold (see Token) is live or after it
 // ended by Unlock; after it was lost it returns an error matching
 // locker.ErrLost that says how.
-func (m *Mutex) Err() error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.cur == nil {
-		return nil
-	}
-	return m.cur.l.Err()
-}
+func (m *Mutex) Err() error { return m.h.Err() }
 
 // Until returns the local validity deadline of the current hold (see Token):
 // before it, no other owner can acquire the lock. It is the zero Time when
 // the hold has ended or there is none.
-func (m *Mutex) Until() time.Time {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.cur == nil {
-		return time.Time{}
-	}
-	return m.cur.l.Until()
-}
+func (m *Mutex) Until() time.Time { return m.h.Until() }
