@@ -3,7 +3,6 @@ package rwmutex
 import (
 	"context"
 	"crypto/rand"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -39,7 +38,8 @@ const primitive = "rwmutex"
 // that only one of them at a time contends through Redis.
 type RWMutex struct {
 	_       lease.NoCopy
-	handle  lease.Handle
+	h       lease.Handle
+	rh      lease.Handle // for the RLocker: it describes the read hold alone
 	b       backend.Backend
 	keys    []string // writer, readers, waiting writers, waiting readers, readers' turn, fence (see keyspace.RWMutex)
 	wake    string   // wakes waiting writers
@@ -47,30 +47,18 @@ type RWMutex struct {
 	ttlMs   int64
 	turnMs  int64
 	backoff locker.Backoff
-	gates   *gate.Set // the backend's local queues
 	wspec   lease.Spec
 	rspec   lease.Spec
-
-	wheld   gate.Handle // taken from Lock to Unlock, in front of the writers' process-wide gate
-	handoff holdopt.Handoff
-	class   any // of the writers a write hold may be handed off to; nil: no hand-off
-	block   int // fencing tokens a write acquisition reserves
+	block   int        // fencing tokens a write acquisition reserves
+	gate    lease.Gate // the writers' local queue of the lock, with the hand-off bounds
 
 	mu    sync.Mutex
 	w     *lease.Tenure // the live write hold, nil when not write-locked
 	wpass gate.Pass     // the process-wide writers' gate, taken with w
 	r     *readHold     // the read hold of the handle's readers, nil when none
 	lead  chan struct{} // non-nil while a reader takes r; closed after
-	last  hold          // the previous hold of either kind, for Token and Err
+	last  lease.Hold    // the previous hold of either kind, for Token and Err
 	rlast *lease.Lease  // the previous read hold, for the RLocker's Token and Err
-}
-
-// A hold is a write hold's Tenure or a read hold's Lease.
-type hold interface {
-	Token() int64
-	Done() <-chan struct{}
-	Err() error
-	Until() time.Time
 }
 
 var (
@@ -89,7 +77,8 @@ func New(b backend.Backend, name string, opts ...Option) (*RWMutex, error) {
 	}
 	keys := h.Keys().RWMutex()
 	m := &RWMutex{
-		handle:  h,
+		h:       h,
+		rh:      h,
 		b:       b,
 		keys:    keys.Keys(),
 		wake:    keys.Wake,
@@ -97,29 +86,22 @@ func New(b backend.Backend, name string, opts ...Option) (*RWMutex, error) {
 		ttlMs:   holdopt.Millis(cfg.TTL),
 		turnMs:  max(holdopt.Millis(cfg.TTL/3), 1),
 		backoff: cfg.Backoff,
-		gates:   h.Local().Gates(),
-		wheld:   gate.NewHandle(),
 	}
-	m.handoff, m.class = cfg.Local()
-	m.block = m.handoff.Block()
-	m.wspec = h.Spec(cfg)
-	m.wspec.Renew = func(owner string, ttl time.Duration) *backend.Call {
-		return &backend.Call{Script: script.RWMutexRenew, Keys: m.keys[:1], Args: []any{owner, holdopt.Millis(ttl)}}
-	}
+	m.h.Describe("rwmutex is not locked", m.holds)
+	m.rh.Describe("rwmutex is not locked", m.readHolds)
+	m.gate = h.ExclusiveGate(m.keys[0], cfg, m.setWriter)
+	handoff, _ := cfg.Local()
+	m.block = handoff.Block()
+	m.wspec = h.Spec(cfg).RenewedBy(script.RWMutexRenew, m.keys[:1])
 	m.wspec.Release = m.unlockCall
-	m.wspec.Keys = m.keys[:1]
 	// A read hold's owner is its member in the readers' sorted set.
-	m.rspec = m.wspec
-	m.rspec.Renew = func(member string, ttl time.Duration) *backend.Call {
-		return &backend.Call{Script: script.RWMutexRRenew, Keys: m.keys[1:2], Args: []any{member, holdopt.Millis(ttl)}}
-	}
-	m.rspec.Keys = m.keys[1:2]
+	m.rspec = h.Spec(cfg).RenewedBy(script.RWMutexRRenew, m.keys[1:2])
 	m.rspec.Member = func(member string) string { return member }
 	return m, nil
 }
 
 // Name returns the name the RWMutex was created with.
-func (m *RWMutex) Name() string { return m.handle.Name() }
+func (m *RWMutex) Name() string { return m.h.Name() }
 
 // Lock locks m for writing. If the lock is held, by readers or a writer of any
 // process (this one included), Lock blocks until it is free, or until ctx is
@@ -138,48 +120,25 @@ func (m *RWMutex) Name() string { return m.handle.Name() }
 // and releases whatever an attempt with a lost reply may have taken. A context
 // that is already done fails Lock before any I/O. When ctx ends, the error
 // matches both locker.ErrNotAcquired and ctx.Err().
-func (m *RWMutex) Lock(ctx context.Context) (err error) {
-	ctx, op := m.handle.Start(ctx, "Lock")
-	defer func() { op.EndAcquire(err) }()
-	if ctx.Err() != nil {
-		return m.handle.Wrap("lock", acquire.NotAcquired(ctx, nil))
-	}
-	start := time.Now()
-	pass, baton, waited, err := m.wheld.Enter(ctx, m.gates, m.keys[0], m.class, m.b.Done())
-	if waited {
-		op.Waited(time.Since(start))
-	}
-	switch {
-	case errors.Is(err, locker.ErrClosed):
-		return m.handle.Wrap("lock", err)
-	case err != nil:
-		return m.handle.Wrap("lock", acquire.NotAcquired(ctx, nil))
-	}
-	if baton != nil {
-		if t := lease.Receive(baton.(*lease.Tenure)); t != nil {
-			m.setWriter(t, pass)
-			op.Outcome(telemetry.AcquiredLocal)
-			op.Token(t.Token())
-			return nil
-		}
-	}
+func (m *RWMutex) Lock(ctx context.Context) error { return m.gate.Lock(ctx, &m.h, m.contend) }
+
+// contend takes the write lock through Redis for Lock, in turn pass of the
+// writers' queue, which it gives back when it fails.
+func (m *RWMutex) contend(ctx context.Context, op *telemetry.Op, pass gate.Pass) error {
 	owner := rand.Text()
 	attempts := 0
 	loop := acquire.Loop{Backend: m.b, Channel: m.wake, Backoff: m.backoff, Op: op}
-	err = loop.Wait(ctx, func(ctx context.Context) (bool, time.Duration, error) {
+	err := loop.Wait(ctx, func(ctx context.Context) (bool, time.Duration, error) {
 		attempts++
-		return m.attempt(ctx, owner, attempts, pass, true)
+		return m.attempt(ctx, op, owner, attempts, pass, true)
 	})
 	if err != nil {
 		// Contended attempts registered the writer as waiting, which keeps
 		// readers out: withdraw, and give back a grant whose reply was lost.
-		m.cleanup(ctx, m.unlockCall(owner))
-		pass.Release()
-		m.wheld.Leave()
-		return m.handle.Wrap("lock", err)
+		lease.Cleanup(ctx, m.b, m.unlockCall(owner))
+		m.gate.Leave(pass)
 	}
-	op.Token(m.Token())
-	return nil
+	return err
 }
 
 // TryLock tries to lock m for writing without waiting and reports whether it
@@ -189,67 +148,33 @@ func (m *RWMutex) Lock(ctx context.Context) (err error) {
 // attempt failed (and left nothing held); a context that is already done
 // fails TryLock before any I/O, with an error matching locker.ErrNotAcquired
 // and ctx.Err().
-func (m *RWMutex) TryLock(ctx context.Context) (ok bool, err error) {
-	ctx, op := m.handle.Start(ctx, "TryLock")
-	defer func() { op.EndTry(ok, err) }()
-	if ctx.Err() != nil {
-		return false, m.handle.Wrap("trylock", acquire.NotAcquired(ctx, nil))
-	}
-	pass, free := m.wheld.TryEnter(m.gates, m.keys[0])
-	if !free {
-		return false, nil
-	}
-	owner := rand.Text()
-	ok, _, err = m.attempt(ctx, owner, 1, pass, false)
-	op.Attempt(err == nil && !ok)
-	if err != nil {
-		m.cleanup(ctx, m.unlockCall(owner))
-	}
-	if !ok {
-		pass.Release()
-		m.wheld.Leave()
-		return false, m.handle.Wrap("trylock", err)
-	}
-	op.Token(m.Token())
-	return true, nil
+func (m *RWMutex) TryLock(ctx context.Context) (bool, error) {
+	return m.gate.TryLock(ctx, &m.h, m.attempt, m.unlockCall)
 }
 
-// attempt makes the n-th write acquisition attempt for owner; on success the
-// hold keeps pass until Unlock. wait registers a contended attempt as a
-// waiting writer.
-func (m *RWMutex) attempt(ctx context.Context, owner string, n int, pass gate.Pass, wait bool) (bool, time.Duration, error) {
+// attempt makes the n-th write acquisition attempt for owner (see
+// lease.Attempt); on success the hold keeps pass until Unlock. wait
+// registers a contended attempt as a waiting writer.
+func (m *RWMutex) attempt(ctx context.Context, op *telemetry.Op, owner string, n int, pass gate.Pass, wait bool) (bool, time.Duration, error) {
 	sent := time.Now()
 	call := &backend.Call{Script: script.RWMutexLock, Keys: m.keys, Args: m.lockArgs(owner, wait, n)}
-	m.b.Exec(ctx, call)
-	r, err := call.Result()
-	if err != nil {
-		return false, 0, err
+	// A grant that comes back too late is given back keeping the place
+	// among the waiting writers (see lease.Grant).
+	l, _, retry, err := lease.Grant(ctx, &m.wspec, call, owner, sent, "lock")
+	if l == nil {
+		return false, retry, err
 	}
-	switch r.Status() {
-	case backend.StatusOK:
-		l, valid := lease.Start(&m.wspec, owner, r.At(1), sent)
-		if !valid {
-			// The grant came back after its validity ran out: give it back
-			// (this attempt's grant only, keeping the place among the
-			// waiting writers) and try again.
-			m.undo(ctx, call)
-			return false, 0, nil
-		}
-		l.Reserved(r.At(2))
-		m.setWriter(lease.First(l), pass)
-		return true, 0, nil
-	case backend.StatusContended:
-		return false, time.Duration(r.At(1)) * time.Millisecond, nil
-	}
-	return false, 0, fmt.Errorf("rwmutex: unexpected lock status %d", r.Status())
+	m.setWriter(op, lease.First(l), pass)
+	return true, 0, nil
 }
 
 // setWriter makes t the write hold, with its place pass in the writers'
-// gate.
-func (m *RWMutex) setWriter(t *lease.Tenure, pass gate.Pass) {
+// gate (see lease.Holder).
+func (m *RWMutex) setWriter(op *telemetry.Op, t *lease.Tenure, pass gate.Pass) {
 	m.mu.Lock()
 	m.w, m.wpass = t, pass
 	m.mu.Unlock()
+	op.Token(t.Token())
 	// A lost hold lets the other writers of the process contend at once;
 	// this handle stays write-locked until Unlock.
 	t.Lease().OnLoss(pass)
@@ -280,21 +205,6 @@ func (m *RWMutex) runlockCall(owner string, attempts ...int) *backend.Call {
 	return &backend.Call{Script: script.RWMutexRUnlock, Keys: m.keys, Args: args}
 }
 
-// cleanup runs c, which releases whatever an acquisition that gave up may
-// hold and withdraws it from the waiters, on a context that outlives the
-// caller's.
-func (m *RWMutex) cleanup(ctx context.Context, c *backend.Call) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-	defer cancel()
-	m.b.Exec(ctx, c)
-}
-
-// undo gives back what the acquire call granted, and only that, on a
-// context that outlives the caller's.
-func (m *RWMutex) undo(ctx context.Context, c *backend.Call) {
-	m.cleanup(ctx, &backend.Call{Script: c.Script.Undo(), Keys: c.Keys, Args: c.Args})
-}
-
 // Unlock unlocks m for writing. When a writer of this process waits and the
 // hold's hand-off bounds allow (see WithLocalHandoff), Unlock passes the
 // write hold to it without a round trip. Otherwise it releases the hold
@@ -309,29 +219,20 @@ func (m *RWMutex) undo(ctx context.Context, c *backend.Call) {
 // deadline whatever becomes of the release. In every case m is not
 // write-locked when Unlock returns, even when the release could not reach
 // Redis: the hold then expires with its TTL.
-func (m *RWMutex) Unlock(ctx context.Context) (err error) {
-	ctx, op := m.handle.Start(ctx, "Unlock")
-	defer func() { op.EndRelease(err) }()
-	m.mu.Lock()
-	t, pass := m.w, m.wpass
-	m.w, m.wpass = nil, gate.Pass{}
-	if t != nil {
-		m.last = t
-	}
-	m.mu.Unlock()
-	if t == nil {
-		return m.handle.Wrap("unlock", fmt.Errorf("%w: unlock of unlocked rwmutex", locker.ErrNotHeld))
-	}
-	op.Token(t.Token())
-	if t.PassOn(m.handoff.Within, m.class, pass, m.wheld) {
-		op.Outcome(telemetry.HandedOff)
-		return nil
-	}
-	defer func() {
-		pass.Release()
-		m.wheld.Leave()
-	}()
-	return m.handle.Wrap("unlock", t.Release(ctx))
+func (m *RWMutex) Unlock(ctx context.Context) error {
+	return m.h.Release(ctx, "Unlock", func(ctx context.Context, op *telemetry.Op) error {
+		m.mu.Lock()
+		t, pass := m.w, m.wpass
+		m.w, m.wpass = nil, gate.Pass{}
+		if t != nil {
+			m.last = t
+		}
+		m.mu.Unlock()
+		if t == nil {
+			return fmt.Errorf("%w: unlock of unlocked rwmutex", locker.ErrNotHeld)
+		}
+		return m.gate.Unlock(ctx, op, t, pass)
+	})
 }
 
 // Extend makes the current hold, the write hold or else the read hold that the
@@ -341,41 +242,20 @@ func (m *RWMutex) Unlock(ctx context.Context) (err error) {
 // locker.ErrNotHeld when m is not locked or the hold is gone, and one matching
 // locker.ErrInvalid for a ttl outside 10ms to 24h (or, on a quorum, too short
 // for its node timeout).
-func (m *RWMutex) Extend(ctx context.Context, ttl time.Duration) error {
+func (m *RWMutex) Extend(ctx context.Context, ttl time.Duration) error { return m.h.Extend(ctx, ttl) }
+
+// holds returns the current hold, the write hold or else the read hold, and
+// the last one of either kind.
+func (m *RWMutex) holds() (cur, last lease.Hold) {
 	m.mu.Lock()
-	var l *lease.Lease
+	defer m.mu.Unlock()
 	switch {
 	case m.w != nil:
-		l = m.w.Lease()
-	case m.r != nil && m.r.readers > 0:
-		l = m.r.l
-	}
-	m.mu.Unlock()
-	return m.extend(ctx, "Extend", l, ttl)
-}
-
-func (m *RWMutex) extend(ctx context.Context, method string, l *lease.Lease, ttl time.Duration) (err error) {
-	ctx, op := m.handle.Start(ctx, method)
-	defer func() { op.EndExtend(err) }()
-	if err := lease.ValidTTL(primitive, m.b, ttl); err != nil {
-		return err
-	}
-	if l == nil {
-		return m.handle.Wrap("extend", fmt.Errorf("%w: rwmutex is not locked", locker.ErrNotHeld))
-	}
-	op.Token(m.Token())
-	return m.handle.Wrap("extend", l.Extend(ctx, ttl))
-}
-
-// current returns the live hold: the write hold, else the read hold.
-func (m *RWMutex) current() hold {
-	switch {
-	case m.w != nil:
-		return m.w
+		cur = m.w
 	case m.r != nil:
-		return m.r.l
+		cur = m.r
 	}
-	return nil
+	return cur, m.last
 }
 
 // Token returns the fencing token of the current hold, write or read, or of
@@ -384,59 +264,25 @@ func (m *RWMutex) current() hold {
 // acquisition, read or write, gets a token greater than every earlier one,
 // whichever handle or process took it, so a resource can reject a writer, or
 // a reader, whose token is below the last writer's.
-func (m *RWMutex) Token() int64 {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if l := m.current(); l != nil {
-		return l.Token()
-	}
-	if m.last != nil {
-		return m.last.Token()
-	}
-	return 0
-}
+func (m *RWMutex) Token() int64 { return m.h.Token() }
 
 // Done returns a channel that is closed when the current hold ends. For the
 // write hold that is its Unlock or its loss; for the read hold that the
 // handle's readers share it is the last reader's RUnlock or the loss of the
 // hold, which every reader must treat as the end of its read. Without a hold
 // Done returns a closed channel.
-func (m *RWMutex) Done() <-chan struct{} {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if l := m.current(); l != nil {
-		return l.Done()
-	}
-	return lease.Closed()
-}
+func (m *RWMutex) Done() <-chan struct{} { return m.h.Done() }
 
 // Err returns nil while the current hold is live, or when the last hold ended
 // by Unlock or RUnlock; after a hold was lost it returns an error matching
 // locker.ErrLost that says how.
-func (m *RWMutex) Err() error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if l := m.current(); l != nil {
-		return l.Err()
-	}
-	if m.last != nil {
-		return m.last.Err()
-	}
-	return nil
-}
+func (m *RWMutex) Err() error { return m.h.Err() }
 
 // Until returns the local validity deadline of the current hold: before it, no
 // writer (for a read hold) or no other client at all (for the write hold) can
 // acquire the lock. It is the zero Time when m is not locked or the hold was
 // lost.
-func (m *RWMutex) Until() time.Time {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if l := m.current(); l != nil {
-		return l.Until()
-	}
-	return time.Time{}
-}
+func (m *RWMutex) Until() time.Time { return m.h.Until() }
 
 func flag(on bool) int {
 	if on {
