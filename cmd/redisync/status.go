@@ -46,38 +46,22 @@ Flags:
 `
 
 func statusCmd(args []string, stdout, stderr io.Writer) error {
-	var c conn
 	var asJSON bool
-	fs := flag.NewFlagSet("redisync status", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	c.register(fs)
-	fs.BoolVar(&asJSON, "json", false, "print one JSON object on one line (fields above)")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), statusUsage)
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return &exitError{code: exitUsage}
-	}
-	if fs.NArg() != 1 {
-		return fail(exitUsage, "status: want one NAME; see redisync help status")
-	}
-	name := fs.Arg(0)
-	if err := keyspace.Validate("status", name); err != nil {
-		return fail(exitUsage, "%v", err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	s, err := c.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	ks := keyspace.New(s.b.Prefix(), name)
+	return nameCmd{
+		name:  "status",
+		usage: statusUsage,
+		flags: func(fs *flag.FlagSet) {
+			fs.BoolVar(&asJSON, "json", false, "print one JSON object on one line (fields above)")
+		},
+		run: func(ctx context.Context, s *session, name string, ks keyspace.Space) error {
+			return showStatus(ctx, s, name, ks, asJSON, stdout)
+		},
+	}.main(args, stderr)
+}
 
+// showStatus prints the status of every primitive of the name of ks, on
+// each node of s: as text, or as one JSON object.
+func showStatus(ctx context.Context, s *session, name string, ks keyspace.Space, asJSON bool, stdout io.Writer) error {
 	st := nameStatus{Name: name, Where: s.where}
 	for _, cl := range s.clients {
 		n, err := readNode(ctx, cl, ks)

@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -37,41 +36,28 @@ Flags:
 `
 
 func unlockCmd(args []string, stdout, stderr io.Writer) error {
-	var c conn
 	var force bool
-	fs := flag.NewFlagSet("redisync unlock", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	c.register(fs)
-	fs.BoolVar(&force, "force", false, "end the holds of another process (required)")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), unlockUsage)
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
+	return nameCmd{
+		name:  "unlock",
+		usage: unlockUsage,
+		flags: func(fs *flag.FlagSet) {
+			fs.BoolVar(&force, "force", false, "end the holds of another process (required)")
+		},
+		check: func() error {
+			if !force {
+				return fail(exitUsage, "unlock: a hold belongs to its holder; --force ends it from outside (see redisync help unlock)")
+			}
 			return nil
-		}
-		return &exitError{code: exitUsage}
-	}
-	if !force {
-		return fail(exitUsage, "unlock: a hold belongs to its holder; --force ends it from outside (see redisync help unlock)")
-	}
-	if fs.NArg() != 1 {
-		return fail(exitUsage, "unlock: want one NAME; see redisync help unlock")
-	}
-	name := fs.Arg(0)
-	if err := keyspace.Validate("unlock", name); err != nil {
-		return fail(exitUsage, "%v", err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	s, err := c.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	ks := keyspace.New(s.b.Prefix(), name)
+		},
+		run: func(ctx context.Context, s *session, name string, ks keyspace.Space) error {
+			return endHolds(ctx, s, name, ks, stdout)
+		},
+	}.main(args, stderr)
+}
 
+// endHolds ends every hold under the name of ks, on each node of s, and
+// says what it ended.
+func endHolds(ctx context.Context, s *session, name string, ks keyspace.Space, stdout io.Writer) error {
 	// One Backend per node: on a quorum each node is told, and reports,
 	// on its own.
 	nodes := []backend.Backend{s.b}
