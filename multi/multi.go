@@ -63,8 +63,7 @@ type hold struct {
 	tokens []int64
 	owner  string         // atomic path
 	leases []*lease.Lease // atomic path
-	dones  []<-chan struct{}
-	errs   func() error
+	parts  []lease.Hold   // the members' holds, in lock order: their handles, or the atomic path's leases
 	done   chan struct{}
 	once   sync.Once
 }
@@ -224,15 +223,7 @@ func (l *Lock) lockOrdered(ctx context.Context, op *telemetry.Op, try bool) (*ho
 			return nil, err
 		}
 		h.tokens[i] = m.Token()
-		h.dones = append(h.dones, m.Done())
-	}
-	h.errs = func() error {
-		for i, m := range l.handles {
-			if err := m.Err(); err != nil {
-				return fmt.Errorf("%s: %w", l.members[i], err)
-			}
-		}
-		return nil
+		h.parts = append(h.parts, m)
 	}
 	op.Token(h.tokens[0])
 	return h, nil
@@ -297,16 +288,8 @@ func (l *Lock) lockAtomic(ctx context.Context, op *telemetry.Op, try bool) (*hol
 				return false, 0, nil
 			}
 			next.leases = append(next.leases, ls)
+			next.parts = append(next.parts, ls)
 			next.tokens[i] = ls.Token()
-			next.dones = append(next.dones, ls.Done())
-		}
-		next.errs = func() error {
-			for i, x := range next.leases {
-				if err := x.Err(); err != nil {
-					return fmt.Errorf("%s: %w", l.members[i], err)
-				}
-			}
-			return nil
 		}
 		h = next
 		return true, 0, nil
@@ -337,7 +320,8 @@ func (l *Lock) run(ctx context.Context, s *backend.Script, args []any) {
 
 // watch closes h.done when the hold of any member ends.
 func (h *hold) watch() {
-	for _, d := range h.dones {
+	for _, p := range h.parts {
+		d := p.Done()
 		go func() {
 			<-d
 			h.end()
@@ -349,19 +333,12 @@ func (h *hold) end() { h.once.Do(func() { close(h.done) }) }
 
 // check closes h.done if the hold of a member has ended, even when its
 // watch has not run yet (a deadline passed while the scheduler was busy).
-func (h *hold) check(l *Lock) {
-	ended := false
-	if l.atomic {
-		for _, x := range h.leases {
-			ended = ended || isClosed(x.Done())
+func (h *hold) check() {
+	for _, p := range h.parts {
+		if isClosed(p.Done()) {
+			h.end()
+			return
 		}
-	} else {
-		for _, m := range l.handles {
-			ended = ended || isClosed(m.Done())
-		}
-	}
-	if ended {
-		h.end()
 	}
 }
 
@@ -426,15 +403,20 @@ func (l *Lock) Unlock(ctx context.Context) (err error) {
 	return l.errorf("Unlock", errors.Join(errs...))
 }
 
+// latest returns the current hold, else the last one, or nil.
+func (l *Lock) latest() *hold {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.cur != nil {
+		return l.cur
+	}
+	return l.last
+}
+
 // Token returns the fencing token of the member called name in the current
 // (or last) hold, or 0 when there is none or no such member.
 func (l *Lock) Token(name string) int64 {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	h := l.cur
-	if h == nil {
-		h = l.last
-	}
+	h := l.latest()
 	if h == nil {
 		return 0
 	}
@@ -449,12 +431,7 @@ func (l *Lock) Token(name string) int64 {
 // Tokens returns the fencing token of every member of the current (or last)
 // hold, by name; nil before the first.
 func (l *Lock) Tokens() map[string]int64 {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	h := l.cur
-	if h == nil {
-		h = l.last
-	}
+	h := l.latest()
 	if h == nil {
 		return nil
 	}
@@ -475,7 +452,7 @@ func (l *Lock) Done() <-chan struct{} {
 	if h == nil {
 		return lease.Closed()
 	}
-	h.check(l)
+	h.check()
 	return h.done
 }
 
@@ -483,16 +460,16 @@ func (l *Lock) Done() <-chan struct{} {
 // holds that were all live; otherwise an error matching locker.ErrLost that
 // names the member.
 func (l *Lock) Err() error {
-	l.mu.Lock()
-	h := l.cur
-	if h == nil {
-		h = l.last
-	}
-	l.mu.Unlock()
+	h := l.latest()
 	if h == nil {
 		return nil
 	}
-	return h.errs()
+	for i, p := range h.parts {
+		if err := p.Err(); err != nil {
+			return fmt.Errorf("%s: %w", l.members[i], err)
+		}
+	}
+	return nil
 }
 
 // Until returns the earliest validity deadline among the members' holds, or
@@ -505,26 +482,13 @@ func (l *Lock) Until() time.Time {
 		return time.Time{}
 	}
 	var until time.Time
-	add := func(u time.Time) bool {
+	for _, p := range h.parts {
+		u := p.Until()
 		if u.IsZero() {
-			return false
+			return u // a hold that ended: nothing is vouched for
 		}
 		if until.IsZero() || u.Before(until) {
 			until = u
-		}
-		return true
-	}
-	if l.atomic {
-		for _, x := range h.leases {
-			if !add(x.Until()) {
-				return time.Time{}
-			}
-		}
-	} else {
-		for _, m := range l.handles {
-			if !add(m.Until()) {
-				return time.Time{}
-			}
 		}
 	}
 	return until
