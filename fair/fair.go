@@ -30,7 +30,6 @@ const primitive = "fair"
 type Mutex struct {
 	_ lease.NoCopy
 	h lease.Handle
-	b backend.Backend
 	q *fifo.Queue
 	// slot is full while the handle has a hold, or a TryLock in flight: a
 	// Lock granted on the server waits here for an earlier hold of the
@@ -59,7 +58,6 @@ func New(b backend.Backend, name string, opts ...Option) (*Mutex, error) {
 	}
 	m := &Mutex{
 		h:    h,
-		b:    b,
 		slot: make(chan struct{}, 1),
 		q:    fifo.New(fifo.Config{Spec: h.Spec(cfg), Hold: cfg, Keys: h.Keys().Fair(), Scripts: script.Fair, Limit: 1}),
 	}
@@ -118,7 +116,7 @@ func (m *Mutex) claim(ctx context.Context, op *telemetry.Op, h *fifo.Hold) error
 			return acquire.NotAcquired(ctx, nil)
 		case <-h.Done():
 			return h.Err()
-		case <-m.b.Done():
+		case <-m.h.Backend().Done():
 			return locker.ErrClosed
 		}
 	}

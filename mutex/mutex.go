@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/redisync/redisync/backend"
-	"github.com/redisync/redisync/internal/acquire"
 	"github.com/redisync/redisync/internal/gate"
 	"github.com/redisync/redisync/internal/holdopt"
 	"github.com/redisync/redisync/internal/lease"
@@ -42,14 +41,12 @@ const primitive = "mutex"
 // processes get their turn. Hand-off needs the watchdog, and passes only
 // between handles of equal TTL.
 type Mutex struct {
-	_       lease.NoCopy
-	h       lease.Handle
-	b       backend.Backend
-	keys    []string // lock hash, fence counter (see keyspace.Mutex)
-	line    string   // the wake channel of this process's cohort (see internal/script/lock_lib.lua)
-	backoff locker.Backoff
-	spec    lease.Spec
-	quorum  bool // on a quorum: attempts propose a fencing token (see internal/script/mutex_acquire.lua)
+	_      lease.NoCopy
+	h      lease.Handle
+	keys   []string // lock hash, fence counter (see keyspace.Mutex)
+	line   string   // the wake channel of this process's cohort (see internal/script/lock_lib.lua)
+	spec   lease.Spec
+	quorum bool // on a quorum: attempts propose a fencing token (see internal/script/mutex_acquire.lua)
 	// script arguments that never change, boxed once
 	wakeArg, ttlArg, fenceArg, holderArg, blockArg, cohortArg, yieldArg, staleArg any
 
@@ -76,9 +73,9 @@ func New(b backend.Backend, name string, opts ...Option) (*Mutex, error) {
 		return nil, err
 	}
 	keys, cohort := h.Keys().Mutex(), h.Local().Cohort()
-	m := &Mutex{h: h, b: b, keys: keys.Keys(), line: keys.Line(cohort), backoff: cfg.Backoff}
+	m := &Mutex{h: h, keys: keys.Keys(), line: keys.Line(cohort)}
 	m.h.Describe("mutex is not locked", m.holds.Holds)
-	m.gate = h.ExclusiveGate(m.keys[0], cfg, m.hold)
+	m.gate = h.ExclusiveGate(m.keys[0], cfg, lease.Exclusive{Attempt: m.attempt, Hold: m.hold, Release: m.release})
 	_, m.quorum = b.(backend.Quorum)
 	handoff, class := cfg.Local()
 	m.wakeArg, m.ttlArg = keys.Wake, holdopt.Millis(cfg.TTL)
@@ -122,23 +119,22 @@ func (m *Mutex) contend(ctx context.Context, op *telemetry.Op, pass gate.Pass) e
 	owner := rand.Text()
 	unsure, queued := false, false
 	attempts := 0
-	loop := acquire.Loop{Backend: m.b, Channel: m.line, Backoff: m.backoff, Op: op}
-	err := loop.Wait(ctx, func(ctx context.Context) (bool, time.Duration, error) {
+	err := m.h.Wait(ctx, op, m.line, func(ctx context.Context) (bool, time.Duration, error) {
 		attempts++
-		ok, retry, err := m.attempt(ctx, op, owner, attempts, pass, true)
+		ok, retry, err := m.gate.Attempt(ctx, op, owner, attempts, pass, true)
 		unsure = unsure || err != nil
 		queued = queued || err == nil && !ok
 		return ok, retry, err
 	})
 	if err != nil {
 		if unsure {
-			lease.Cleanup(ctx, m.b, m.release(owner))
+			m.h.Cleanup(ctx, m.release(owner))
 		}
 		m.gate.Leave(pass)
 		if queued && m.gate.Idle() {
 			// The last waiter of the process gives up: leave the line, so
 			// that releases wake the next process instead.
-			lease.Cleanup(ctx, m.b, &backend.Call{Script: script.MutexLeave, Keys: m.keys[:1], Args: []any{m.cohortArg, m.wakeArg}})
+			m.h.Cleanup(ctx, &backend.Call{Script: script.MutexLeave, Keys: m.keys[:1], Args: []any{m.cohortArg, m.wakeArg}})
 		}
 	}
 	return err
@@ -151,12 +147,12 @@ func (m *Mutex) contend(ctx context.Context, op *telemetry.Op, pass gate.Pass) e
 // nothing held); a context that is already done fails TryLock before any
 // I/O, with an error matching locker.ErrNotAcquired and ctx.Err().
 func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
-	return m.gate.TryLock(ctx, &m.h, m.attempt, m.release)
+	return m.gate.TryLock(ctx, &m.h)
 }
 
-// attempt makes the n-th acquisition attempt for owner (see lease.Attempt);
-// on success the hold keeps pass until Unlock.
-func (m *Mutex) attempt(ctx context.Context, op *telemetry.Op, owner string, n int, pass gate.Pass, wait bool) (bool, time.Duration, error) {
+// attempt makes the n-th acquisition attempt for owner (see
+// lease.Exclusive).
+func (m *Mutex) attempt(ctx context.Context, owner string, n int, wait bool) (*lease.Lease, time.Duration, error) {
 	sent := time.Now()
 	waits := notWaiting
 	if wait {
@@ -168,19 +164,14 @@ func (m *Mutex) attempt(ctx context.Context, op *telemetry.Op, owner string, n i
 	}
 	call := &backend.Call{Script: script.MutexAcquire, Keys: m.keys, Args: args}
 	l, _, retry, err := lease.Grant(ctx, &m.spec, call, owner, sent, "acquire")
-	if l == nil {
-		return false, retry, err
-	}
-	m.hold(op, lease.First(l), pass)
-	return true, 0, nil
+	return l, retry, err
 }
 
 // hold makes t the hold of m, with its place pass in the process-wide gate
-// (see lease.Holder).
-func (m *Mutex) hold(op *telemetry.Op, t *lease.Tenure, pass gate.Pass) {
+// (see lease.Exclusive).
+func (m *Mutex) hold(t *lease.Tenure, pass gate.Pass) {
 	m.pass = pass
 	m.holds.Set(t)
-	op.Token(t.Token())
 	// A lost hold lets the other handles of the process contend at once;
 	// this handle stays locked until Unlock.
 	t.Lease().OnLoss(pass)

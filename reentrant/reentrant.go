@@ -32,15 +32,13 @@ const primitive = "reentrant"
 // one of them at a time contends through Redis; a scope that holds the lock
 // never waits in that queue to re-enter it.
 type Mutex struct {
-	_       lease.NoCopy
-	h       lease.Handle
-	b       backend.Backend
-	keys    []string // lock hash, fence counter (see keyspace.Reentrant)
-	wake    string
-	ttlMs   int64
-	backoff locker.Backoff
-	spec    lease.Spec
-	gate    lease.Gate // the process's local queue of the lock, where scopes wait for a first hold
+	_     lease.NoCopy
+	h     lease.Handle
+	keys  []string // lock hash, fence counter (see keyspace.Reentrant)
+	wake  string
+	ttlMs int64
+	spec  lease.Spec
+	gate  lease.Gate // the process's local queue of the lock, where scopes wait for a first hold
 
 	// holds has the hold last taken or re-entered through m, whichever
 	// scope it was for, as its current hold, which h describes: it
@@ -64,12 +62,10 @@ func New(b backend.Backend, name string, opts ...Option) (*Mutex, error) {
 	}
 	keys := h.Keys().Reentrant()
 	m := &Mutex{
-		h:       h,
-		b:       b,
-		keys:    keys.Keys(),
-		wake:    keys.Wake,
-		ttlMs:   holdopt.Millis(cfg.TTL),
-		backoff: cfg.Backoff,
+		h:     h,
+		keys:  keys.Keys(),
+		wake:  keys.Wake,
+		ttlMs: holdopt.Millis(cfg.TTL),
 	}
 	m.h.Describe("reentrant mutex is not locked", m.holds.Holds)
 	m.gate = h.Gate(m.keys[0])
@@ -123,8 +119,7 @@ func (m *Mutex) Lock(ctx context.Context) error {
 			return err
 		}
 		var unsure []int64 // attempts whose outcome is unknown
-		loop := acquire.Loop{Backend: m.b, Channel: m.wake, Backoff: m.backoff, Op: op}
-		err = loop.Wait(ctx, func(ctx context.Context) (bool, time.Duration, error) {
+		err = m.h.Wait(ctx, op, m.wake, func(ctx context.Context) (bool, time.Duration, error) {
 			n := s.attempt()
 			ok, retry, err := m.attempt(ctx, s, e, pass, n)
 			if err != nil {
@@ -204,7 +199,7 @@ func (m *Mutex) attempt(ctx context.Context, s *scope, e *entry, pass gate.Pass,
 	// A lost hold lets the other scopes of the process contend at once;
 	// this scope still owes its Unlocks.
 	l.OnLoss(pass)
-	s.set(e, m.b, h, 1)
+	s.set(e, m.h.Backend(), h, 1)
 	m.use(h)
 	return true, 0, nil
 }
@@ -216,7 +211,7 @@ var errGone = errors.New("the hold is no longer on the server")
 // single attempt; otherwise it retries transient errors until ctx ends.
 func (m *Mutex) reenter(ctx context.Context, op *telemetry.Op, s *scope, e *entry, once bool) error {
 	h := e.h
-	if e.b != m.b {
+	if e.b != m.h.Backend() {
 		return errBackend
 	}
 	if err := h.l.Err(); err != nil {
@@ -226,7 +221,7 @@ func (m *Mutex) reenter(ctx context.Context, op *telemetry.Op, s *scope, e *entr
 	var unsure []int64
 	attempt := func(ctx context.Context) (bool, time.Duration, error) {
 		n := s.attempt()
-		r, err := backend.Run(ctx, m.b, script.ReentrantAcquire, m.keys, m.acquireArgs(s.owner, target, h.grant, n)...)
+		r, err := backend.Run(ctx, m.h.Backend(), script.ReentrantAcquire, m.keys, m.acquireArgs(s.owner, target, h.grant, n)...)
 		switch {
 		case err != nil:
 			unsure = append(unsure, n)
@@ -247,8 +242,7 @@ func (m *Mutex) reenter(ctx context.Context, op *telemetry.Op, s *scope, e *entr
 			err = errGone
 		}
 	} else {
-		loop := acquire.Loop{Backend: m.b, Channel: m.wake, Backoff: m.backoff, Op: op}
-		err = loop.Wait(ctx, attempt)
+		err = m.h.Wait(ctx, op, m.wake, attempt)
 	}
 	switch {
 	case errors.Is(err, errGone):
@@ -262,7 +256,7 @@ func (m *Mutex) reenter(ctx context.Context, op *telemetry.Op, s *scope, e *entr
 		}
 		return err
 	}
-	s.set(e, m.b, h, target)
+	s.set(e, m.h.Backend(), h, target)
 	m.use(h)
 	h.l.Reentered()
 	op.Token(h.l.Token())
@@ -285,7 +279,7 @@ func (m *Mutex) acquireArgs(owner string, count int, grant int64, attempts ...in
 // undo gives back what the acquisition with args may have taken, after a
 // failed or doubtful attempt (see lease.Cleanup).
 func (m *Mutex) undo(ctx context.Context, args []any) {
-	lease.Cleanup(ctx, m.b, &backend.Call{Script: script.ReentrantUndo, Keys: m.keys, Args: args})
+	m.h.Cleanup(ctx, &backend.Call{Script: script.ReentrantUndo, Keys: m.keys, Args: args})
 }
 
 // use makes h the hold that m's Lease methods describe.
@@ -325,7 +319,7 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 		switch {
 		case h == nil:
 			return notHeld
-		case e.b != m.b:
+		case e.b != m.h.Backend():
 			return errBackend
 		}
 		op.Token(h.l.Token())
@@ -334,7 +328,7 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 			err := h.l.Err()
 			if err == nil {
 				c := &backend.Call{Script: script.ReentrantRelease, Keys: m.keys, Args: []any{s.owner, m.wake, left, h.grant}}
-				lease.Send(ctx, m.b, h.l.Expiry(), c)
+				lease.Send(ctx, m.h.Backend(), h.l.Expiry(), c)
 				switch {
 				case c.Err != nil:
 					err = c.Err
@@ -343,11 +337,11 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 					err = h.l.Err()
 				}
 			}
-			s.set(e, m.b, h, left)
+			s.set(e, m.h.Backend(), h, left)
 			return err
 		}
 		err = h.l.Release(ctx, &backend.Call{Script: script.ReentrantRelease, Keys: m.keys, Args: []any{s.owner, m.wake, 0, h.grant}})
-		s.set(e, m.b, h, 0)
+		s.set(e, m.h.Backend(), h, 0)
 		m.gate.Leave(h.pass)
 		return err
 	})

@@ -107,7 +107,7 @@ func (m *RWMutex) RLock(ctx context.Context) error {
 			case <-ctx.Done():
 				op.Waited(time.Since(start))
 				return acquire.NotAcquired(ctx, nil)
-			case <-m.b.Done():
+			case <-m.h.Backend().Done():
 				return locker.ErrClosed
 			}
 		}
@@ -120,8 +120,7 @@ func (m *RWMutex) rlockRemote(ctx context.Context, op *telemetry.Op) error {
 	owner := rand.Text()
 	var unsure []int // attempts whose outcome is unknown: each may hold
 	attempts := 0
-	loop := acquire.Loop{Backend: m.b, Channel: m.rwake, Backoff: m.backoff, Op: op}
-	err := loop.Wait(ctx, func(ctx context.Context) (bool, time.Duration, error) {
+	err := m.h.Wait(ctx, op, m.rwake, func(ctx context.Context) (bool, time.Duration, error) {
 		attempts++
 		ok, retry, err := m.rattempt(ctx, owner, attempts, true)
 		if err != nil {
@@ -132,13 +131,13 @@ func (m *RWMutex) rlockRemote(ctx context.Context, op *telemetry.Op) error {
 	if err != nil {
 		// Withdraw from the waiting readers, and end what the attempts
 		// whose replies were lost may hold.
-		lease.Cleanup(ctx, m.b, m.runlockCall(owner, unsure...))
+		m.h.Cleanup(ctx, m.runlockCall(owner, unsure...))
 		return err
 	}
 	if len(unsure) > 0 {
 		// Each attempt holds under a member of its own: those whose
 		// replies were lost would keep writers out until they expire.
-		lease.Cleanup(ctx, m.b, m.runlockCall(owner, unsure...))
+		m.h.Cleanup(ctx, m.runlockCall(owner, unsure...))
 	}
 	op.Token(m.readToken())
 	return nil
@@ -179,7 +178,7 @@ func (m *RWMutex) TryRLock(ctx context.Context) (bool, error) {
 		ok, _, err := m.rattempt(ctx, owner, 1, false)
 		op.Attempt(err == nil && !ok)
 		if err != nil {
-			lease.Cleanup(ctx, m.b, m.runlockCall(owner, 1))
+			m.h.Cleanup(ctx, m.runlockCall(owner, 1))
 			return false, err
 		}
 		if ok {
@@ -219,7 +218,7 @@ func (m *RWMutex) rattempt(ctx context.Context, owner string, n int, wait bool) 
 // newcomers take holds of their own, which the server refuses while a
 // writer waits.
 func (m *RWMutex) watch(ctx context.Context, h *readHold) {
-	sub, err := m.b.Subscribe(ctx, m.rwake)
+	sub, err := m.h.Backend().Subscribe(ctx, m.rwake)
 	if err != nil {
 		m.mu.Lock()
 		h.closed = true
@@ -324,11 +323,5 @@ func (r rlocker) Extend(ctx context.Context, ttl time.Duration) error { return r
 func (m *RWMutex) readHolds() (cur, last lease.Hold) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.r != nil {
-		cur = m.r
-	}
-	if m.rlast != nil {
-		last = m.rlast
-	}
-	return cur, last
+	return lease.Pair(m.r, m.rlast)
 }

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/redisync/redisync/backend"
-	"github.com/redisync/redisync/internal/acquire"
 	"github.com/redisync/redisync/internal/gate"
 	"github.com/redisync/redisync/internal/holdopt"
 	"github.com/redisync/redisync/internal/lease"
@@ -37,20 +36,18 @@ const primitive = "rwmutex"
 // through the same Backend, with one handle or several, queue locally, so
 // that only one of them at a time contends through Redis.
 type RWMutex struct {
-	_       lease.NoCopy
-	h       lease.Handle
-	rh      lease.Handle // for the RLocker: it describes the read hold alone
-	b       backend.Backend
-	keys    []string // writer, readers, waiting writers, waiting readers, readers' turn, fence (see keyspace.RWMutex)
-	wake    string   // wakes waiting writers
-	rwake   string   // wakes waiting readers; tells read holders that a writer waits
-	ttlMs   int64
-	turnMs  int64
-	backoff locker.Backoff
-	wspec   lease.Spec
-	rspec   lease.Spec
-	block   int        // fencing tokens a write acquisition reserves
-	gate    lease.Gate // the writers' local queue of the lock, with the hand-off bounds
+	_      lease.NoCopy
+	h      lease.Handle
+	rh     lease.Handle // for the RLocker: it describes the read hold alone
+	keys   []string     // writer, readers, waiting writers, waiting readers, readers' turn, fence (see keyspace.RWMutex)
+	wake   string       // wakes waiting writers
+	rwake  string       // wakes waiting readers; tells read holders that a writer waits
+	ttlMs  int64
+	turnMs int64
+	wspec  lease.Spec
+	rspec  lease.Spec
+	block  int        // fencing tokens a write acquisition reserves
+	gate   lease.Gate // the writers' local queue of the lock, with the hand-off bounds
 
 	mu    sync.Mutex
 	w     *lease.Tenure // the live write hold, nil when not write-locked
@@ -77,19 +74,17 @@ func New(b backend.Backend, name string, opts ...Option) (*RWMutex, error) {
 	}
 	keys := h.Keys().RWMutex()
 	m := &RWMutex{
-		h:       h,
-		rh:      h,
-		b:       b,
-		keys:    keys.Keys(),
-		wake:    keys.Wake,
-		rwake:   keys.RWake,
-		ttlMs:   holdopt.Millis(cfg.TTL),
-		turnMs:  max(holdopt.Millis(cfg.TTL/3), 1),
-		backoff: cfg.Backoff,
+		h:      h,
+		rh:     h,
+		keys:   keys.Keys(),
+		wake:   keys.Wake,
+		rwake:  keys.RWake,
+		ttlMs:  holdopt.Millis(cfg.TTL),
+		turnMs: max(holdopt.Millis(cfg.TTL/3), 1),
 	}
 	m.h.Describe("rwmutex is not locked", m.holds)
 	m.rh.Describe("rwmutex is not locked", m.readHolds)
-	m.gate = h.ExclusiveGate(m.keys[0], cfg, m.setWriter)
+	m.gate = h.ExclusiveGate(m.keys[0], cfg, lease.Exclusive{Attempt: m.attempt, Hold: m.setWriter, Release: m.unlockCall})
 	handoff, _ := cfg.Local()
 	m.block = handoff.Block()
 	m.wspec = h.Spec(cfg).RenewedBy(script.RWMutexRenew, m.keys[:1])
@@ -127,15 +122,14 @@ func (m *RWMutex) Lock(ctx context.Context) error { return m.gate.Lock(ctx, &m.h
 func (m *RWMutex) contend(ctx context.Context, op *telemetry.Op, pass gate.Pass) error {
 	owner := rand.Text()
 	attempts := 0
-	loop := acquire.Loop{Backend: m.b, Channel: m.wake, Backoff: m.backoff, Op: op}
-	err := loop.Wait(ctx, func(ctx context.Context) (bool, time.Duration, error) {
+	err := m.h.Wait(ctx, op, m.wake, func(ctx context.Context) (bool, time.Duration, error) {
 		attempts++
-		return m.attempt(ctx, op, owner, attempts, pass, true)
+		return m.gate.Attempt(ctx, op, owner, attempts, pass, true)
 	})
 	if err != nil {
 		// Contended attempts registered the writer as waiting, which keeps
 		// readers out: withdraw, and give back a grant whose reply was lost.
-		lease.Cleanup(ctx, m.b, m.unlockCall(owner))
+		m.h.Cleanup(ctx, m.unlockCall(owner))
 		m.gate.Leave(pass)
 	}
 	return err
@@ -149,32 +143,27 @@ func (m *RWMutex) contend(ctx context.Context, op *telemetry.Op, pass gate.Pass)
 // fails TryLock before any I/O, with an error matching locker.ErrNotAcquired
 // and ctx.Err().
 func (m *RWMutex) TryLock(ctx context.Context) (bool, error) {
-	return m.gate.TryLock(ctx, &m.h, m.attempt, m.unlockCall)
+	return m.gate.TryLock(ctx, &m.h)
 }
 
 // attempt makes the n-th write acquisition attempt for owner (see
-// lease.Attempt); on success the hold keeps pass until Unlock. wait
-// registers a contended attempt as a waiting writer.
-func (m *RWMutex) attempt(ctx context.Context, op *telemetry.Op, owner string, n int, pass gate.Pass, wait bool) (bool, time.Duration, error) {
+// lease.Exclusive). wait registers a contended attempt as a waiting
+// writer.
+func (m *RWMutex) attempt(ctx context.Context, owner string, n int, wait bool) (*lease.Lease, time.Duration, error) {
 	sent := time.Now()
 	call := &backend.Call{Script: script.RWMutexLock, Keys: m.keys, Args: m.lockArgs(owner, wait, n)}
 	// A grant that comes back too late is given back keeping the place
 	// among the waiting writers (see lease.Grant).
 	l, _, retry, err := lease.Grant(ctx, &m.wspec, call, owner, sent, "lock")
-	if l == nil {
-		return false, retry, err
-	}
-	m.setWriter(op, lease.First(l), pass)
-	return true, 0, nil
+	return l, retry, err
 }
 
 // setWriter makes t the write hold, with its place pass in the writers'
-// gate (see lease.Holder).
-func (m *RWMutex) setWriter(op *telemetry.Op, t *lease.Tenure, pass gate.Pass) {
+// gate (see lease.Exclusive).
+func (m *RWMutex) setWriter(t *lease.Tenure, pass gate.Pass) {
 	m.mu.Lock()
 	m.w, m.wpass = t, pass
 	m.mu.Unlock()
-	op.Token(t.Token())
 	// A lost hold lets the other writers of the process contend at once;
 	// this handle stays write-locked until Unlock.
 	t.Lease().OnLoss(pass)

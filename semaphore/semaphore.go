@@ -42,7 +42,6 @@ const keyPermits = attribute.Key("redisync.permits")
 type Weighted struct {
 	_    lease.NoCopy
 	h    lease.Handle
-	b    backend.Backend
 	size int64
 	q    *fifo.Queue
 
@@ -113,13 +112,7 @@ func (s *Weighted) end(p *period, holds []*fifo.Hold) {
 func (s *Weighted) periods() (cur, last lease.Hold) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.cur != nil {
-		cur = s.cur
-	}
-	if s.last != nil {
-		last = s.last
-	}
-	return cur, last
+	return lease.Pair(s.cur, s.last)
 }
 
 // Token returns the token of the latest acquisition through the handle.
@@ -208,7 +201,6 @@ func NewWeighted(b backend.Backend, name string, n int64, opts ...Option) (*Weig
 	}
 	s := &Weighted{
 		h:    h,
-		b:    b,
 		size: n,
 		q:    fifo.New(fifo.Config{Spec: h.Spec(cfg), Hold: cfg, Keys: h.Keys().Semaphore(), Scripts: script.Semaphore, Limit: n}),
 	}
@@ -475,18 +467,18 @@ func (s *Weighted) release(ctx context.Context, k int64) error {
 // too short for its node timeout).
 func (s *Weighted) Extend(ctx context.Context, ttl time.Duration) error { return s.h.Extend(ctx, ttl) }
 
-// Held returns the number of permits the handle holds.
-func (s *Weighted) Held() int64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.held
-}
-
 // QueueLen reports how many requests are waiting for permits, in any
 // process. A waiter whose heartbeat is overdue is not counted.
 func (s *Weighted) QueueLen(ctx context.Context) (int, error) {
 	n, err := s.q.Len(ctx)
 	return n, s.h.Wrap("queuelen", err)
+}
+
+// Held returns the number of permits the handle holds.
+func (s *Weighted) Held() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.held
 }
 
 // Token returns the fencing token of the latest acquisition through the

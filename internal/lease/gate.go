@@ -26,19 +26,23 @@ type Gate struct {
 	held   gate.Handle   // the handle's own slot; zero for a handle without one
 	class  any           // of the waiters a hold may be handed to; nil: no hand-off
 	within time.Duration // hand-off bound: see holdopt.Handoff
-	hold   Holder
+	x      Exclusive
 }
 
-// A Holder makes t the hold of an exclusive handle, with its pass of the
-// process-wide gate, for the call of op, which it tells the hold's token.
-type Holder func(op *telemetry.Op, t *Tenure, pass gate.Pass)
-
-// An Attempt makes attempt n of owner at a hold, in turn pass of the
-// process's queue, for the call of op: wait says that the call waits for
-// the lock (Lock, not TryLock). It reports whether it took the hold (and
-// made it the handle's, see Holder), else how long the lock stays taken
-// when the reply says (0 when it does not), as acquire.Loop wants it.
-type Attempt func(ctx context.Context, op *telemetry.Op, owner string, n int, pass gate.Pass, wait bool) (bool, time.Duration, error)
+// Exclusive is what the Gate of an exclusive handle (ExclusiveGate) calls
+// back to take the handle's hold through Redis and keep it.
+type Exclusive struct {
+	// Attempt makes attempt n of owner at the hold, as Grant answers;
+	// wait says that the call waits for the lock (Lock, not TryLock).
+	Attempt func(ctx context.Context, owner string, n int, wait bool) (*Lease, time.Duration, error)
+	// Hold makes t the handle's hold, with its pass of the process-wide
+	// gate: a Tenure granted by an Attempt, or handed on by a holder of
+	// the process.
+	Hold func(t *Tenure, pass gate.Pass)
+	// Release builds the call that ends the hold of owner, and withdraws
+	// whatever else its attempts left: the cleanup of a doubtful attempt.
+	Release func(owner string) *backend.Call
+}
 
 // Gate returns the handle's way through the queue of the lock whose main
 // key is key, without a slot of its own: the reentrant lock, whose scopes
@@ -51,13 +55,12 @@ func (h *Handle) Gate(key string) Gate {
 // key is key for a handle that holds one hold at a time (mutex.Mutex, the
 // writers of rwmutex.RWMutex): with a slot of its own (gate.Handle), so
 // that a second Lock on the handle waits for the first hold's Unlock, and
-// the hand-off bounds of cfg (holdopt.Config.Local). hold makes a hold
-// handed on the handle's (see Lock).
-func (h *Handle) ExclusiveGate(key string, cfg holdopt.Config, hold Holder) Gate {
+// the hand-off bounds of cfg (holdopt.Config.Local).
+func (h *Handle) ExclusiveGate(key string, cfg holdopt.Config, x Exclusive) Gate {
 	g := h.Gate(key)
 	g.held = gate.NewHandle()
 	handoff, class := cfg.Local()
-	g.class, g.within, g.hold = class, handoff.Within, hold
+	g.class, g.within, g.x = class, handoff.Within, x
 	return g
 }
 
@@ -102,9 +105,9 @@ func (g Gate) Enter(ctx context.Context, op *telemetry.Op) (gate.Pass, *Tenure, 
 // Lock is the Lock call of h, an exclusive handle (ExclusiveGate), as
 // Handle.Acquire runs it: it takes the handle's turn in the queue (Enter).
 // When a holder of the process hands its hold on, the handle holds it
-// (Holder) without a round trip; otherwise contend takes the lock through
-// Redis, with the turn's pass, and gives the turn back (Leave) when it
-// fails.
+// without a round trip; otherwise contend takes the lock through Redis,
+// with the turn's pass (see Attempt), and gives the turn back (Leave) when
+// it fails.
 func (g Gate) Lock(ctx context.Context, h *Handle, contend func(context.Context, *telemetry.Op, gate.Pass) error) error {
 	return h.Acquire(ctx, "Lock", func(ctx context.Context, op *telemetry.Op) error {
 		pass, t, err := g.Enter(ctx, op)
@@ -119,24 +122,43 @@ func (g Gate) Lock(ctx context.Context, h *Handle, contend func(context.Context,
 	})
 }
 
+// Attempt makes attempt n of owner at an exclusive handle's hold, in turn
+// pass, for the call of op (see Exclusive.Attempt), and makes a hold it
+// is granted the handle's. It reports whether it was, else how long the
+// lock stays taken, as acquire.Loop wants it.
+func (g Gate) Attempt(ctx context.Context, op *telemetry.Op, owner string, n int, pass gate.Pass, wait bool) (bool, time.Duration, error) {
+	l, retry, err := g.x.Attempt(ctx, owner, n, wait)
+	if l == nil {
+		return false, retry, err
+	}
+	g.hold(op, First(l), pass)
+	return true, 0, nil
+}
+
+// hold makes t the handle's hold for the call of op, which records its
+// token.
+func (g Gate) hold(op *telemetry.Op, t *Tenure, pass gate.Pass) {
+	g.x.Hold(t, pass)
+	op.Token(t.Token())
+}
+
 // TryLock is the TryLock call of h, an exclusive handle, as Handle.Try runs
 // it: if the handle's turn in the queue is free (TryEnter), it makes one
 // attempt through Redis for a new owner. After an attempt whose outcome is
-// unknown it ends whatever the owner may hold with release, the call that
-// ends owner's hold (see Cleanup); unless the attempt succeeded, it gives
-// the turn back. It returns false and a nil error when the turn or the lock
-// is taken.
-func (g Gate) TryLock(ctx context.Context, h *Handle, attempt Attempt, release func(owner string) *backend.Call) (bool, error) {
+// unknown it ends whatever the owner may hold (Exclusive.Release, see
+// Cleanup); unless the attempt succeeded, it gives the turn back. It
+// returns false and a nil error when the turn or the lock is taken.
+func (g Gate) TryLock(ctx context.Context, h *Handle) (bool, error) {
 	return h.Try(ctx, "TryLock", func(ctx context.Context, op *telemetry.Op) (bool, error) {
 		pass, free := g.TryEnter()
 		if !free {
 			return false, nil
 		}
 		owner := rand.Text()
-		ok, _, err := attempt(ctx, op, owner, 1, pass, false)
+		ok, _, err := g.Attempt(ctx, op, owner, 1, pass, false)
 		op.Attempt(err == nil && !ok)
 		if err != nil {
-			Cleanup(ctx, g.b, release(owner))
+			Cleanup(ctx, g.b, g.x.Release(owner))
 		}
 		if !ok {
 			g.Leave(pass)

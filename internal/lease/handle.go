@@ -36,11 +36,12 @@ import (
 // embedded: its other methods would be promoted into the handle's public
 // API, and go doc does not show methods promoted from another package.
 type Handle struct {
-	b     backend.Backend
-	local *local.State
-	kind  string // "mutex", ...: of spans, metrics and errors
-	name  string
-	keys  keyspace.Space
+	b       backend.Backend
+	local   *local.State
+	kind    string // "mutex", ...: of spans, metrics and errors
+	name    string
+	keys    keyspace.Space
+	backoff locker.Backoff
 
 	notHeld string // Extend's error without a current hold: "mutex is not locked"
 	holds   func() (cur, last Hold)
@@ -59,7 +60,7 @@ func Open[O any](kind string, b backend.Backend, name string, opts []O, apply fu
 	if err != nil {
 		return Handle{}, holdopt.Config{}, err
 	}
-	return Handle{b: b, local: local.Of(b), kind: kind, name: name, keys: ks}, cfg, nil
+	return Handle{b: b, local: local.Of(b), kind: kind, name: name, keys: ks, backoff: cfg.Backoff}, cfg, nil
 }
 
 // Configure applies opts, in order and skipping nil ones, to the defaults
@@ -148,6 +149,18 @@ func (h *Handle) fail(method string, err error) error {
 	return h.Wrap(strings.ToLower(method), err)
 }
 
+// Wait makes attempts at a hold for the call of op until one takes it, the
+// way every handle waits (see acquire.Loop): it listens on channel, where a
+// release wakes it, and paces its attempts with the handle's backoff.
+func (h *Handle) Wait(ctx context.Context, op *telemetry.Op, channel string, attempt func(context.Context) (bool, time.Duration, error)) error {
+	loop := acquire.Loop{Backend: h.b, Channel: channel, Backoff: h.backoff, Op: op}
+	return loop.Wait(ctx, attempt)
+}
+
+// Cleanup runs calls on the handle's backend after a failed or doubtful
+// acquisition (see Cleanup).
+func (h *Handle) Cleanup(ctx context.Context, calls ...*backend.Call) { Cleanup(ctx, h.b, calls...) }
+
 // Wrap returns err, when not nil, as the error of the operation op (the
 // lower-case name of a public call: "lock", "unlock", ...): "<kind> <name>:
 // <op>: <err>", which matches err.
@@ -174,15 +187,26 @@ func (h *Handle) Describe(notHeld string, holds func() (cur, last Hold)) {
 	h.notHeld, h.holds = notHeld, holds
 }
 
+// current returns the current hold, or nil.
+func (h *Handle) current() Hold {
+	cur, _ := h.holds()
+	return cur
+}
+
+// latest returns the current hold, else the last one, or nil.
+func (h *Handle) latest() Hold {
+	cur, last := h.holds()
+	if cur != nil {
+		return cur
+	}
+	return last
+}
+
 // Token returns the fencing token of the current hold, else of the last
 // one; 0 before the first.
 func (h *Handle) Token() int64 {
-	cur, last := h.holds()
-	switch {
-	case cur != nil:
-		return cur.Token()
-	case last != nil:
-		return last.Token()
+	if l := h.latest(); l != nil {
+		return l.Token()
 	}
 	return 0
 }
@@ -190,7 +214,7 @@ func (h *Handle) Token() int64 {
 // Done returns the Done channel of the current hold, or a closed channel
 // when there is none.
 func (h *Handle) Done() <-chan struct{} {
-	if cur, _ := h.holds(); cur != nil {
+	if cur := h.current(); cur != nil {
 		return cur.Done()
 	}
 	return closed
@@ -199,12 +223,8 @@ func (h *Handle) Done() <-chan struct{} {
 // Err returns the Err of the current hold, else of the last one; nil before
 // the first.
 func (h *Handle) Err() error {
-	cur, last := h.holds()
-	switch {
-	case cur != nil:
-		return cur.Err()
-	case last != nil:
-		return last.Err()
+	if l := h.latest(); l != nil {
+		return l.Err()
 	}
 	return nil
 }
@@ -212,7 +232,7 @@ func (h *Handle) Err() error {
 // Until returns the validity deadline of the current hold, or the zero Time
 // when there is none.
 func (h *Handle) Until() time.Time {
-	if cur, _ := h.holds(); cur != nil {
+	if cur := h.current(); cur != nil {
 		return cur.Until()
 	}
 	return time.Time{}
@@ -228,7 +248,7 @@ func (h *Handle) Extend(ctx context.Context, ttl time.Duration) (err error) {
 	if err := ValidTTL(h.kind, h.b, ttl); err != nil {
 		return err
 	}
-	cur, _ := h.holds()
+	cur := h.current()
 	if cur == nil {
 		return h.Wrap("extend", fmt.Errorf("%w: %s", locker.ErrNotHeld, h.notHeld))
 	}

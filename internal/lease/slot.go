@@ -1,27 +1,26 @@
 package lease
 
 import (
-	"context"
 	"sync"
-	"time"
+
+	"github.com/redisync/redisync/locker"
 )
 
 // A Hold is one hold of a handle, as its Handle describes it: a Tenure, a
-// Lease, or a type built on them.
-type Hold interface {
-	Token() int64
-	Done() <-chan struct{}
-	Err() error
-	Until() time.Time
-	Extend(ctx context.Context, ttl time.Duration) error
+// Lease, or a type built on them. It has the methods that a handle has for
+// its current hold.
+type Hold = locker.Lease
+
+// comparableHold is a Hold whose zero value, such as a nil pointer, means
+// none.
+type comparableHold interface {
+	comparable
+	Hold
 }
 
 // A Slot is the current and the previous hold of a handle that has one hold
 // at a time. Its zero value is empty; it is safe for concurrent use.
-type Slot[H interface {
-	comparable
-	Hold
-}] struct {
+type Slot[H comparableHold] struct {
 	mu   sync.Mutex
 	cur  H
 	last H
@@ -60,14 +59,24 @@ func (s *Slot[H]) Current() (h H, ok bool) {
 func (s *Slot[H]) Holds() (cur, last Hold) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var zero H
-	if s.cur != zero {
-		cur = s.cur
+	return Pair(s.cur, s.last)
+}
+
+// Pair returns cur and last as the holds a Handle describes (see
+// Handle.Describe): nil for the zero value of their types, such as a nil
+// pointer.
+func Pair[C, L comparableHold](cur C, last L) (Hold, Hold) {
+	var (
+		c, l   Hold
+		zc, zl = *new(C), *new(L)
+	)
+	if cur != zc {
+		c = cur
 	}
-	if s.last != zero {
-		last = s.last
+	if last != zl {
+		l = last
 	}
-	return cur, last
+	return c, l
 }
 
 var closed = func() chan struct{} {
