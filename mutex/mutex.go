@@ -146,9 +146,7 @@ func (m *Mutex) contend(ctx context.Context, op *telemetry.Op, pass gate.Pass) e
 // false and a nil error. A non-nil error means the attempt failed (and left
 // nothing held); a context that is already done fails TryLock before any
 // I/O, with an error matching locker.ErrNotAcquired and ctx.Err().
-func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
-	return m.gate.TryLock(ctx, &m.h)
-}
+func (m *Mutex) TryLock(ctx context.Context) (bool, error) { return m.gate.TryLock(ctx, &m.h) }
 
 // attempt makes the n-th acquisition attempt for owner (see
 // lease.Exclusive).

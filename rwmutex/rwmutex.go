@@ -142,9 +142,7 @@ func (m *RWMutex) contend(ctx context.Context, op *telemetry.Op, pass gate.Pass)
 // attempt failed (and left nothing held); a context that is already done
 // fails TryLock before any I/O, with an error matching locker.ErrNotAcquired
 // and ctx.Err().
-func (m *RWMutex) TryLock(ctx context.Context) (bool, error) {
-	return m.gate.TryLock(ctx, &m.h)
-}
+func (m *RWMutex) TryLock(ctx context.Context) (bool, error) { return m.gate.TryLock(ctx, &m.h) }
 
 // attempt makes the n-th write acquisition attempt for owner (see
 // lease.Exclusive). wait registers a contended attempt as a waiting

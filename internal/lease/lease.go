@@ -17,6 +17,14 @@
 // scheduler has not run the watchdog yet. A hold whose release is under way
 // ends by its deadline too, as released: Unlock may still be waiting for the
 // release's reply.
+//
+// The package also holds what every lock handle is built from, so that the
+// primitives write a handle one way: Open, the prelude of every constructor,
+// returns a Handle, which runs the handle's public calls (spans, outcomes,
+// errors), waits and cleans up for it, and answers Token, Done, Err, Until
+// and Extend from the holds the handle points it to; a Gate is a handle's
+// way through its process's local queue of the lock, with local hand-off;
+// Grant turns an acquisition's reply into a Lease.
 package lease
 
 import (
