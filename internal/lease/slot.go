@@ -46,14 +46,6 @@ func (s *Slot[H]) Take() (h H, ok bool) {
 	return h, true
 }
 
-// Current returns the current hold.
-func (s *Slot[H]) Current() (h H, ok bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var zero H
-	return s.cur, s.cur != zero
-}
-
 // Holds returns the current hold and the last one, each nil when there is
 // none: what a Handle describes (see Handle.Describe).
 func (s *Slot[H]) Holds() (cur, last Hold) {
