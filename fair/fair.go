@@ -2,16 +2,13 @@ package fair
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/internal/acquire"
 	"github.com/redisync/redisync/internal/fifo"
-	"github.com/redisync/redisync/internal/keyspace"
 	"github.com/redisync/redisync/internal/lease"
-	"github.com/redisync/redisync/internal/local"
 	"github.com/redisync/redisync/internal/script"
 	"github.com/redisync/redisync/internal/telemetry"
 	"github.com/redisync/redisync/locker"
@@ -31,18 +28,16 @@ const primitive = "fair"
 // its own place in the shared line when it arrives, so that goroutines of one
 // process are served in arrival order with everybody else's.
 type Mutex struct {
-	_    lease.NoCopy
-	b    backend.Backend
-	name string
-	q    *fifo.Queue
-	tel  *telemetry.T
+	_ lease.NoCopy
+	h lease.Handle
+	q *fifo.Queue
 	// slot is full while the handle has a hold, or a TryLock in flight: a
 	// Lock granted on the server waits here for an earlier hold of the
 	// handle that ended without Unlock.
 	slot chan struct{}
 
 	// holds is the live hold and the previous one, for Token and Err after
-	// Unlock.
+	// Unlock: h describes them.
 	holds lease.Slot[*fifo.Hold]
 }
 
@@ -57,41 +52,21 @@ var (
 // longer than 512 bytes, or containing '{', '}' or control characters) or a
 // bad option.
 func New(b backend.Backend, name string, opts ...Option) (*Mutex, error) {
-	_, err := keyspace.Open(primitive, b, name)
+	h, cfg, err := lease.Open(primitive, b, name, opts, Option.apply)
 	if err != nil {
 		return nil, err
 	}
-	cfg := fifo.NewSettings()
-	for _, o := range opts {
-		if o != nil {
-			o.apply(&cfg)
-		}
-	}
-	if err := cfg.Validate(primitive); err != nil {
-		return nil, err
-	}
-	if err := lease.ValidTTL(primitive, b, cfg.Hold.TTL); err != nil {
-		return nil, err
-	}
-	return &Mutex{
-		b:    b,
-		name: name,
-		tel:  local.Of(b).Telemetry(),
+	m := &Mutex{
+		h:    h,
 		slot: make(chan struct{}, 1),
-		q: fifo.New(fifo.Config{
-			Backend:      b,
-			Scripts:      script.Fair,
-			Primitive:    primitive,
-			Name:         name,
-			Limit:        1,
-			Hold:         cfg.Hold,
-			QueueTimeout: cfg.QueueTimeout,
-		}),
-	}, nil
+		q:    fifo.New(fifo.Config{Spec: h.Spec(cfg), Hold: cfg, Keys: h.Keys().Fair(), Scripts: script.Fair, Limit: 1}),
+	}
+	m.h.Describe("mutex is not locked", m.holds.Holds)
+	return m, nil
 }
 
 // Name returns the name the Mutex was created with.
-func (m *Mutex) Name() string { return m.name }
+func (m *Mutex) Name() string { return m.h.Name() }
 
 // Lock locks m, in turn. If the lock is held, or other callers are waiting
 // for it, Lock takes the next place in line and blocks until every caller
@@ -111,28 +86,19 @@ func (m *Mutex) Name() string { return m.name }
 // nobody waits behind it. A context that is already done fails Lock before
 // any I/O. When ctx ends, the error matches both locker.ErrNotAcquired and
 // ctx.Err().
-func (m *Mutex) Lock(ctx context.Context) (err error) {
-	ctx, op := m.tel.Start(ctx, primitive, "Lock", m.name)
-	defer func() {
-		outcome := telemetry.Acquired
+func (m *Mutex) Lock(ctx context.Context) error {
+	return m.h.Acquire(ctx, "Lock", func(ctx context.Context, op *telemetry.Op) error {
+		h, err := m.q.Acquire(ctx, op, 1)
 		if err != nil {
-			outcome = telemetry.NotAcquired
+			return err
 		}
-		op.End(outcome, err, true)
-	}()
-	if ctx.Err() != nil {
-		return m.errorf("lock", acquire.NotAcquired(ctx, nil))
-	}
-	h, err := m.q.Acquire(ctx, op, 1)
-	if err != nil {
-		return m.errorf("lock", err)
-	}
-	if err := m.claim(ctx, op, h); err != nil {
-		m.giveBack(ctx, h)
-		return m.errorf("lock", err)
-	}
-	op.Token(h.Token())
-	return nil
+		if err := m.claim(ctx, op, h); err != nil {
+			m.giveBack(ctx, h)
+			return err
+		}
+		op.Token(h.Token())
+		return nil
+	})
 }
 
 // claim makes h the hold of the handle. The slot is free unless an earlier
@@ -150,11 +116,11 @@ func (m *Mutex) claim(ctx context.Context, op *telemetry.Op, h *fifo.Hold) error
 			return acquire.NotAcquired(ctx, nil)
 		case <-h.Done():
 			return h.Err()
-		case <-m.b.Done():
+		case <-m.h.Backend().Done():
 			return locker.ErrClosed
 		}
 	}
-	m.holds.Set(h, nil)
+	m.holds.Set(h)
 	return nil
 }
 
@@ -173,34 +139,22 @@ func (m *Mutex) giveBack(ctx context.Context, h *fifo.Hold) {
 // already has a hold. A non-nil error means the attempt failed and left
 // nothing held; a context that is already done fails TryLock before any I/O,
 // with an error matching locker.ErrNotAcquired and ctx.Err().
-func (m *Mutex) TryLock(ctx context.Context) (ok bool, err error) {
-	ctx, op := m.tel.Start(ctx, primitive, "TryLock", m.name)
-	defer func() {
-		outcome := telemetry.Acquired
-		switch {
-		case err != nil:
-			outcome = telemetry.NotAcquired
-		case !ok:
-			outcome = telemetry.Contended
+func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
+	return m.h.Try(ctx, "TryLock", func(ctx context.Context, op *telemetry.Op) (bool, error) {
+		select {
+		case m.slot <- struct{}{}:
+		default:
+			return false, nil
 		}
-		op.End(outcome, err, true)
-	}()
-	if ctx.Err() != nil {
-		return false, m.errorf("trylock", acquire.NotAcquired(ctx, nil))
-	}
-	select {
-	case m.slot <- struct{}{}:
-	default:
-		return false, nil
-	}
-	h, err := m.q.Try(ctx, op, 1)
-	if h == nil {
-		<-m.slot
-		return false, m.errorf("trylock", err)
-	}
-	m.holds.Set(h, nil)
-	op.Token(h.Token())
-	return true, nil
+		h, err := m.q.Try(ctx, op, 1)
+		if h == nil {
+			<-m.slot
+			return false, err
+		}
+		m.holds.Set(h)
+		op.Token(h.Token())
+		return true, nil
+	})
 }
 
 // Unlock unlocks m and wakes the first caller in line. It stops the watchdog
@@ -212,25 +166,16 @@ func (m *Mutex) TryLock(ctx context.Context) (ok bool, err error) {
 // anyway, and Done closes by the validity deadline. In every case m is
 // unlocked when Unlock returns, even when the release could not reach Redis:
 // the hold then expires with its TTL.
-func (m *Mutex) Unlock(ctx context.Context) (err error) {
-	ctx, op := m.tel.Start(ctx, primitive, "Unlock", m.name)
-	defer func() {
-		outcome := telemetry.Released
-		switch {
-		case errors.Is(err, locker.ErrLost):
-			outcome = telemetry.Lost
-		case err != nil:
-			outcome = telemetry.Failed
+func (m *Mutex) Unlock(ctx context.Context) error {
+	return m.h.Release(ctx, "Unlock", func(ctx context.Context, op *telemetry.Op) error {
+		h, ok := m.holds.Take()
+		if !ok {
+			return fmt.Errorf("%w: unlock of unlocked mutex", locker.ErrNotHeld)
 		}
-		op.End(outcome, err, false)
-	}()
-	h, _, ok := m.holds.Take()
-	if !ok {
-		return m.errorf("unlock", fmt.Errorf("%w: unlock of unlocked mutex", locker.ErrNotHeld))
-	}
-	defer func() { <-m.slot }()
-	op.Token(h.Token())
-	return m.errorf("unlock", m.q.Release(ctx, fifo.Part{Hold: h})[0])
+		defer func() { <-m.slot }()
+		op.Token(h.Token())
+		return m.q.Release(ctx, fifo.Part{Hold: h})[0]
+	})
 }
 
 // Extend makes the current hold last at least ttl from now (it never shortens
@@ -239,60 +184,32 @@ func (m *Mutex) Unlock(ctx context.Context) (err error) {
 // locker.ErrNotHeld when m is not locked or the hold is gone, and one matching
 // locker.ErrInvalid for a ttl outside 10ms to 24h (or, on a quorum, too short
 // for its node timeout).
-func (m *Mutex) Extend(ctx context.Context, ttl time.Duration) (err error) {
-	ctx, op := m.tel.Start(ctx, primitive, "Extend", m.name)
-	defer func() {
-		outcome := telemetry.Extended
-		if err != nil {
-			outcome = telemetry.NotHeld
-		}
-		op.End(outcome, err, false)
-	}()
-	if err := lease.ValidTTL(primitive, m.b, ttl); err != nil {
-		return err
-	}
-	h, ok := m.holds.Current()
-	if !ok {
-		return m.errorf("extend", fmt.Errorf("%w: mutex is not locked", locker.ErrNotHeld))
-	}
-	op.Token(h.Token())
-	return m.errorf("extend", h.Extend(ctx, ttl))
-}
+func (m *Mutex) Extend(ctx context.Context, ttl time.Duration) error { return m.h.Extend(ctx, ttl) }
 
 // QueueLen reports how many callers are waiting in line for the lock, in any
 // process. A waiter whose heartbeat is overdue is not counted.
 func (m *Mutex) QueueLen(ctx context.Context) (int, error) {
-	waiting, _, _, err := m.q.Stat(ctx)
-	if err != nil {
-		return 0, m.errorf("queuelen", err)
-	}
-	return int(waiting), nil
+	n, err := m.q.Len(ctx)
+	return n, m.h.Wrap("queuelen", err)
 }
 
 // Token returns the fencing token of the current hold, or of the last one
 // after Unlock; 0 before the first. Tokens of a name only grow: every
 // acquisition gets a token greater than every earlier one, whichever handle,
 // process or primitive of that name took it.
-func (m *Mutex) Token() int64 { return m.holds.Token() }
+func (m *Mutex) Token() int64 { return m.h.Token() }
 
 // Done returns a channel that is closed when the current hold ends: by Unlock,
 // or when it is lost (then Err reports why). Call it after Lock: without a
 // hold it returns a closed channel.
-func (m *Mutex) Done() <-chan struct{} { return m.holds.Done() }
+func (m *Mutex) Done() <-chan struct{} { return m.h.Done() }
 
 // Err returns nil while the current hold is live, or when the last hold ended
 // by Unlock; after a hold was lost it returns an error matching
 // locker.ErrLost that says how.
-func (m *Mutex) Err() error { return m.holds.Err() }
+func (m *Mutex) Err() error { return m.h.Err() }
 
 // Until returns the local validity deadline of the current hold: before it,
 // no other client can acquire the lock. It is the zero Time when m is not
 // locked or the hold was lost.
-func (m *Mutex) Until() time.Time { return m.holds.Until() }
-
-func (m *Mutex) errorf(op string, err error) error {
-	if err == nil {
-		return nil
-	}
-	return fmt.Errorf("fair %q: %s: %w", m.name, op, err)
-}
+func (m *Mutex) Until() time.Time { return m.h.Until() }

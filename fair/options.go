@@ -3,17 +3,17 @@ package fair
 import (
 	"time"
 
-	"github.com/redisync/redisync/internal/fifo"
+	"github.com/redisync/redisync/internal/holdopt"
 	"github.com/redisync/redisync/locker"
 )
 
 // An Option configures a Mutex. Later options override earlier ones; New
 // reports bad values.
-type Option interface{ apply(*fifo.Settings) }
+type Option interface{ apply(*holdopt.Config) }
 
-type optionFunc func(*fifo.Settings)
+type optionFunc func(*holdopt.Config)
 
-func (f optionFunc) apply(s *fifo.Settings) { f(s) }
+func (f optionFunc) apply(c *holdopt.Config) { f(c) }
 
 // WithTTL sets how long a hold lasts on the server without renewal: how long a
 // crashed holder keeps the others waiting. The default is 15s. With the
@@ -22,14 +22,14 @@ func (f optionFunc) apply(s *fifo.Settings) { f(s) }
 // TTL must be between 10ms and 24h, and on a quorum longer than twice its node
 // timeout (see backend.Quorum).
 func WithTTL(d time.Duration) Option {
-	return optionFunc(func(s *fifo.Settings) { s.Hold.TTL = d })
+	return optionFunc(func(c *holdopt.Config) { c.TTL = d })
 }
 
 // WithWatchdog turns renewal on or off. The default is on. Off, a hold is a
 // fixed lease: it ends TTL after it was taken (its Done channel closes at the
 // validity deadline, with locker.ErrLost) unless Extend prolongs it.
 func WithWatchdog(on bool) Option {
-	return optionFunc(func(s *fifo.Settings) { s.Hold.Watchdog = on })
+	return optionFunc(func(c *holdopt.Config) { c.Watchdog = on })
 }
 
 // WithBackoff sets the pacing of retries after transient Redis errors and the
@@ -37,7 +37,7 @@ func WithWatchdog(on bool) Option {
 // tries again. The default starts at 100ms and doubles to 1s, with jitter. A
 // nil Backoff is an error.
 func WithBackoff(b locker.Backoff) Option {
-	return optionFunc(func(s *fifo.Settings) { s.Hold.SetBackoff(b) })
+	return optionFunc(func(c *holdopt.Config) { c.SetBackoff(b) })
 }
 
 // WithQueueTimeout sets how long a waiter keeps its place in line without a
@@ -47,5 +47,5 @@ func WithBackoff(b locker.Backoff) Option {
 // its old place when it reaches Redis again. The default is 5s; it must be at
 // least 50ms.
 func WithQueueTimeout(d time.Duration) Option {
-	return optionFunc(func(s *fifo.Settings) { s.QueueTimeout = d })
+	return optionFunc(func(c *holdopt.Config) { c.QueueTimeout = d })
 }

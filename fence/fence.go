@@ -255,22 +255,15 @@ type resource struct {
 
 // open checks a call's arguments and returns its resource.
 func open(b backend.Backend, name string, opts []Option) (*resource, error) {
-	if err := backend.Check(b); err != nil {
-		return nil, fmt.Errorf("%s: %w", primitive, err)
-	}
-	if q, ok := b.(backend.Quorum); ok {
-		nodes, _ := q.QuorumNodes()
-		return nil, fmt.Errorf("%s: a quorum backend (%d independent nodes) cannot keep one value and version: its nodes may disagree on them: %w", primitive, nodes, locker.ErrInvalid)
-	}
-	if err := keyspace.Validate(primitive, name); err != nil {
+	ks, err := keyspace.OpenSingle(primitive, b, name, "one value and version: its nodes may disagree on them")
+	if err != nil {
 		return nil, err
 	}
 	cfg, err := newConfig(opts)
 	if err != nil {
 		return nil, err
 	}
-	ks := keyspace.New(b.Prefix(), name)
-	return &resource{b: b, name: name, keys: []string{ks.Key("value"), ks.Key("guard")}, cfg: cfg, tel: local.Of(b).Telemetry()}, nil
+	return &resource{b: b, name: name, keys: ks.Fenced().Keys(), cfg: cfg, tel: local.Of(b).Telemetry()}, nil
 }
 
 // write makes a fenced write.

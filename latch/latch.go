@@ -76,14 +76,8 @@ type CountDown struct {
 // bad name (empty, longer than 512 bytes, or containing '{', '}' or control
 // characters), a count below 0 or above MaxCount, or a bad option.
 func New(b backend.Backend, name string, count int, opts ...Option) (*CountDown, error) {
-	if err := backend.Check(b); err != nil {
-		return nil, fmt.Errorf("%s: %w", primitive, err)
-	}
-	if q, ok := b.(backend.Quorum); ok {
-		nodes, _ := q.QuorumNodes()
-		return nil, fmt.Errorf("%s: a quorum backend (%d independent nodes) cannot keep one count: its nodes may disagree on it: %w", primitive, nodes, locker.ErrInvalid)
-	}
-	if err := keyspace.Validate(primitive, name); err != nil {
+	ks, err := keyspace.OpenSingle(primitive, b, name, "one count: its nodes may disagree on it")
+	if err != nil {
 		return nil, err
 	}
 	if count < 0 || count > MaxCount {
@@ -93,14 +87,14 @@ func New(b backend.Backend, name string, count int, opts ...Option) (*CountDown,
 	if err != nil {
 		return nil, err
 	}
-	ks := keyspace.New(b.Prefix(), name)
+	keys := ks.Latch()
 	return &CountDown{
 		b:       b,
 		name:    name,
 		count:   count,
 		size:    strconv.Itoa(count),
-		keys:    []string{ks.Key("latch")},
-		wake:    ks.Wake(),
+		keys:    keys.Keys(),
+		wake:    keys.Wake,
 		ttlMs:   holdopt.Millis(cfg.ttl),
 		backoff: cfg.backoff,
 		tel:     local.Of(b).Telemetry(),

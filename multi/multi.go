@@ -42,7 +42,7 @@ type Lock struct {
 	// The atomic path (every member a mutex, all keys in one slot): one
 	// script takes every hold, which are ordinary mutex holds.
 	atomic bool
-	keys   []string // lock hash and fence counter of each member
+	keys   []string // lock hash and fence counter of each member (see keyspace.Mutex)
 	wakes  []string
 	lines  []string // the wake channels of this process's cohort, one per member
 	cohort string   // see internal/script/lock_lib.lua
@@ -63,8 +63,7 @@ type hold struct {
 	tokens []int64
 	owner  string         // atomic path
 	leases []*lease.Lease // atomic path
-	dones  []<-chan struct{}
-	errs   func() error
+	parts  []lease.Hold   // the members' holds, in lock order: their handles, or the atomic path's leases
 	done   chan struct{}
 	once   sync.Once
 }
@@ -89,16 +88,8 @@ func New(b backend.Backend, members []Member, opts ...Option) (*Lock, error) {
 	if len(members) == 0 {
 		return nil, fmt.Errorf("%s: no member: %w", primitive, locker.ErrInvalid)
 	}
-	cfg := holdopt.New()
-	for _, o := range opts {
-		if o != nil {
-			o.apply(&cfg)
-		}
-	}
-	if err := cfg.Validate(primitive); err != nil {
-		return nil, err
-	}
-	if err := lease.ValidTTL(primitive, b, cfg.TTL); err != nil {
+	cfg, err := lease.Configure(primitive, b, opts, Option.apply)
+	if err != nil {
 		return nil, err
 	}
 	sorted := slices.Clone(members)
@@ -119,28 +110,22 @@ func New(b backend.Backend, members []Member, opts ...Option) (*Lock, error) {
 		labels[i] = m.String()
 	}
 	l := &Lock{b: b, members: sorted, label: strings.Join(labels, ", "), cfg: cfg, tel: local.Of(b).Telemetry(), gate: make(chan struct{}, 1)}
+	l.cohort = local.Of(b).Cohort()
+	l.stale = holdopt.Millis(holdopt.LineStale(cfg.Backoff))
 	allMutex := true
 	for _, m := range sorted {
 		allMutex = allMutex && m.kind == kindMutex
-		ks := keyspace.New(b.Prefix(), m.name)
-		l.keys = append(l.keys, ks.Key("lock"), ks.Key("fence"))
-		l.wakes = append(l.wakes, ks.Wake())
-	}
-	l.cohort = local.Of(b).Cohort()
-	l.stale = holdopt.Millis(holdopt.LineStale(cfg.Backoff))
-	for _, w := range l.wakes {
-		l.lines = append(l.lines, w+":"+l.cohort)
+		keys := keyspace.New(b.Prefix(), m.name).Mutex()
+		l.keys = append(l.keys, keys.Keys()...)
+		l.wakes = append(l.wakes, keys.Wake)
+		l.lines = append(l.lines, keys.Line(l.cohort))
 	}
 	if allMutex && backend.SameSlot(b, l.keys...) {
 		l.atomic = true
 		l.specs = make([]lease.Spec, len(sorted))
+		spec := lease.Spec{Backend: b, Tel: l.tel, Primitive: primitive, TTL: cfg.TTL, Watchdog: cfg.Watchdog}
 		for i := range sorted {
-			lock := l.keys[2*i : 2*i+1]
-			l.specs[i] = lease.Spec{Backend: b, Tel: l.tel, Primitive: primitive, TTL: cfg.TTL, Watchdog: cfg.Watchdog,
-				Renew: func(owner string, ttl time.Duration) *backend.Call {
-					return &backend.Call{Script: script.MutexRenew, Keys: lock, Args: []any{owner, holdopt.Millis(ttl)}}
-				},
-				Keys: lock}
+			l.specs[i] = spec.RenewedBy(script.MutexRenew, l.keys[2*i:2*i+1])
 		}
 		return l, nil
 	}
@@ -180,16 +165,7 @@ func (l *Lock) TryLock(ctx context.Context) (bool, error) {
 
 func (l *Lock) lock(ctx context.Context, method string, try bool) (ok bool, err error) {
 	ctx, op := l.tel.Start(ctx, primitive, method, l.label)
-	defer func() {
-		outcome := telemetry.Acquired
-		switch {
-		case err != nil:
-			outcome = telemetry.NotAcquired
-		case !ok:
-			outcome = telemetry.Contended
-		}
-		op.End(outcome, err, true)
-	}()
+	defer func() { op.EndTry(ok, err) }()
 	if ctx.Err() != nil {
 		return false, l.errorf(method, acquire.NotAcquired(ctx, nil))
 	}
@@ -247,15 +223,7 @@ func (l *Lock) lockOrdered(ctx context.Context, op *telemetry.Op, try bool) (*ho
 			return nil, err
 		}
 		h.tokens[i] = m.Token()
-		h.dones = append(h.dones, m.Done())
-	}
-	h.errs = func() error {
-		for i, m := range l.handles {
-			if err := m.Err(); err != nil {
-				return fmt.Errorf("%s: %w", l.members[i], err)
-			}
-		}
-		return nil
+		h.parts = append(h.parts, m)
 	}
 	op.Token(h.tokens[0])
 	return h, nil
@@ -320,16 +288,8 @@ func (l *Lock) lockAtomic(ctx context.Context, op *telemetry.Op, try bool) (*hol
 				return false, 0, nil
 			}
 			next.leases = append(next.leases, ls)
+			next.parts = append(next.parts, ls)
 			next.tokens[i] = ls.Token()
-			next.dones = append(next.dones, ls.Done())
-		}
-		next.errs = func() error {
-			for i, x := range next.leases {
-				if err := x.Err(); err != nil {
-					return fmt.Errorf("%s: %w", l.members[i], err)
-				}
-			}
-			return nil
 		}
 		h = next
 		return true, 0, nil
@@ -352,17 +312,16 @@ func (l *Lock) lockAtomic(ctx context.Context, op *telemetry.Op, try bool) (*hol
 	return h, err
 }
 
-// run runs s, the release or the undo of an acquisition with args, on a
-// context that outlives the caller's.
+// run runs s, the release or the undo of an acquisition with args (see
+// lease.Cleanup).
 func (l *Lock) run(ctx context.Context, s *backend.Script, args []any) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-	defer cancel()
-	_, _ = backend.Run(ctx, l.b, s, l.keys, args...)
+	lease.Cleanup(ctx, l.b, &backend.Call{Script: s, Keys: l.keys, Args: args})
 }
 
 // watch closes h.done when the hold of any member ends.
 func (h *hold) watch() {
-	for _, d := range h.dones {
+	for _, p := range h.parts {
+		d := p.Done()
 		go func() {
 			<-d
 			h.end()
@@ -374,19 +333,12 @@ func (h *hold) end() { h.once.Do(func() { close(h.done) }) }
 
 // check closes h.done if the hold of a member has ended, even when its
 // watch has not run yet (a deadline passed while the scheduler was busy).
-func (h *hold) check(l *Lock) {
-	ended := false
-	if l.atomic {
-		for _, x := range h.leases {
-			ended = ended || isClosed(x.Done())
+func (h *hold) check() {
+	for _, p := range h.parts {
+		if isClosed(p.Done()) {
+			h.end()
+			return
 		}
-	} else {
-		for _, m := range l.handles {
-			ended = ended || isClosed(m.Done())
-		}
-	}
-	if ended {
-		h.end()
 	}
 }
 
@@ -406,16 +358,7 @@ func isClosed(c <-chan struct{}) bool {
 // Unlock returns, even on error.
 func (l *Lock) Unlock(ctx context.Context) (err error) {
 	ctx, op := l.tel.Start(ctx, primitive, "Unlock", l.label)
-	defer func() {
-		outcome := telemetry.Released
-		switch {
-		case errors.Is(err, locker.ErrLost):
-			outcome = telemetry.Lost
-		case err != nil:
-			outcome = telemetry.Failed
-		}
-		op.End(outcome, err, false)
-	}()
+	defer func() { op.EndRelease(err) }()
 	l.mu.Lock()
 	h := l.cur
 	l.cur = nil
@@ -460,15 +403,20 @@ func (l *Lock) Unlock(ctx context.Context) (err error) {
 	return l.errorf("Unlock", errors.Join(errs...))
 }
 
+// latest returns the current hold, else the last one, or nil.
+func (l *Lock) latest() *hold {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.cur != nil {
+		return l.cur
+	}
+	return l.last
+}
+
 // Token returns the fencing token of the member called name in the current
 // (or last) hold, or 0 when there is none or no such member.
 func (l *Lock) Token(name string) int64 {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	h := l.cur
-	if h == nil {
-		h = l.last
-	}
+	h := l.latest()
 	if h == nil {
 		return 0
 	}
@@ -483,12 +431,7 @@ func (l *Lock) Token(name string) int64 {
 // Tokens returns the fencing token of every member of the current (or last)
 // hold, by name; nil before the first.
 func (l *Lock) Tokens() map[string]int64 {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	h := l.cur
-	if h == nil {
-		h = l.last
-	}
+	h := l.latest()
 	if h == nil {
 		return nil
 	}
@@ -509,7 +452,7 @@ func (l *Lock) Done() <-chan struct{} {
 	if h == nil {
 		return lease.Closed()
 	}
-	h.check(l)
+	h.check()
 	return h.done
 }
 
@@ -517,16 +460,16 @@ func (l *Lock) Done() <-chan struct{} {
 // holds that were all live; otherwise an error matching locker.ErrLost that
 // names the member.
 func (l *Lock) Err() error {
-	l.mu.Lock()
-	h := l.cur
-	if h == nil {
-		h = l.last
-	}
-	l.mu.Unlock()
+	h := l.latest()
 	if h == nil {
 		return nil
 	}
-	return h.errs()
+	for i, p := range h.parts {
+		if err := p.Err(); err != nil {
+			return fmt.Errorf("%s: %w", l.members[i], err)
+		}
+	}
+	return nil
 }
 
 // Until returns the earliest validity deadline among the members' holds, or
@@ -539,26 +482,13 @@ func (l *Lock) Until() time.Time {
 		return time.Time{}
 	}
 	var until time.Time
-	add := func(u time.Time) bool {
+	for _, p := range h.parts {
+		u := p.Until()
 		if u.IsZero() {
-			return false
+			return u // a hold that ended: nothing is vouched for
 		}
 		if until.IsZero() || u.Before(until) {
 			until = u
-		}
-		return true
-	}
-	if l.atomic {
-		for _, x := range h.leases {
-			if !add(x.Until()) {
-				return time.Time{}
-			}
-		}
-	} else {
-		for _, m := range l.handles {
-			if !add(m.Until()) {
-				return time.Time{}
-			}
 		}
 	}
 	return until

@@ -3,17 +3,13 @@ package mutex
 import (
 	"context"
 	"crypto/rand"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/redisync/redisync/backend"
-	"github.com/redisync/redisync/internal/acquire"
 	"github.com/redisync/redisync/internal/gate"
 	"github.com/redisync/redisync/internal/holdopt"
-	"github.com/redisync/redisync/internal/keyspace"
 	"github.com/redisync/redisync/internal/lease"
-	"github.com/redisync/redisync/internal/local"
 	"github.com/redisync/redisync/internal/script"
 	"github.com/redisync/redisync/internal/telemetry"
 	"github.com/redisync/redisync/locker"
@@ -45,29 +41,20 @@ const primitive = "mutex"
 // processes get their turn. Hand-off needs the watchdog, and passes only
 // between handles of equal TTL.
 type Mutex struct {
-	_       lease.NoCopy
-	b       backend.Backend
-	name    string
-	keys    []string // lock hash, fence counter
-	wake    string
-	line    string // the wake channel of this process's cohort (see internal/script/lock_lib.lua)
-	ttlMs   int64
-	backoff locker.Backoff
-	tel     *telemetry.T
-	gates   *gate.Set // the backend's local queues
-	spec    lease.Spec
+	_      lease.NoCopy
+	h      lease.Handle
+	keys   []string // lock hash, fence counter (see keyspace.Mutex)
+	line   string   // the wake channel of this process's cohort (see internal/script/lock_lib.lua)
+	spec   lease.Spec
+	quorum bool // on a quorum: attempts propose a fencing token (see internal/script/mutex_acquire.lua)
 	// script arguments that never change, boxed once
 	wakeArg, ttlArg, fenceArg, holderArg, blockArg, cohortArg, yieldArg, staleArg any
 
-	quorum  bool // on a quorum: attempts propose a fencing token (see internal/script/mutex_acquire.lua)
-	handoff holdopt.Handoff
-	class   any // of the waiters a hold may be handed off to; nil: no hand-off
+	gate lease.Gate // the process's local queue of the lock, with the hand-off bounds
+	pass gate.Pass  // the process-wide gate, taken from Lock to Unlock
 
-	held gate.Handle // taken from Lock to Unlock, in front of the process-wide gate
-	pass gate.Pass   // the process-wide gate, taken with held
-
-	// holds is the live hold, with its place in the process-wide gate, and
-	// the previous hold, for Token and Err after Unlock.
+	// holds is the live hold and the previous one, for Token and Err after
+	// Unlock: h describes them.
 	holds lease.Slot[*lease.Tenure]
 }
 
@@ -81,61 +68,30 @@ var (
 // longer than 512 bytes, or containing '{', '}' or control characters) or a
 // bad option.
 func New(b backend.Backend, name string, opts ...Option) (*Mutex, error) {
-	ks, err := keyspace.Open(primitive, b, name)
+	h, cfg, err := lease.Open(primitive, b, name, opts, Option.apply)
 	if err != nil {
 		return nil, err
 	}
-	cfg := holdopt.New()
-	for _, o := range opts {
-		if o != nil {
-			o.apply(&cfg)
-		}
-	}
-	if err := cfg.Validate(primitive); err != nil {
-		return nil, err
-	}
-	if err := lease.ValidTTL(primitive, b, cfg.TTL); err != nil {
-		return nil, err
-	}
-	m := &Mutex{
-		b:       b,
-		name:    name,
-		keys:    []string{ks.Key("lock"), ks.Key("fence")},
-		wake:    ks.Wake(),
-		ttlMs:   holdopt.Millis(cfg.TTL),
-		backoff: cfg.Backoff,
-		tel:     local.Of(b).Telemetry(),
-		gates:   local.Of(b).Gates(),
-		held:    gate.NewHandle(),
-	}
+	keys, cohort := h.Keys().Mutex(), h.Local().Cohort()
+	m := &Mutex{h: h, keys: keys.Keys(), line: keys.Line(cohort)}
+	m.h.Describe("mutex is not locked", m.holds.Holds)
+	m.gate = h.ExclusiveGate(m.keys[0], cfg, lease.Exclusive{Attempt: m.attempt, Hold: m.hold, Release: m.release})
 	_, m.quorum = b.(backend.Quorum)
-	m.handoff, m.class = cfg.Local()
-	m.wakeArg, m.ttlArg = m.wake, m.ttlMs
+	handoff, class := cfg.Local()
+	m.wakeArg, m.ttlArg = keys.Wake, holdopt.Millis(cfg.TTL)
 	m.fenceArg, m.holderArg = holdopt.Millis(holdopt.FenceTTL), holdopt.Holder()
-	cohort := local.Of(b).Cohort()
-	m.line = m.wake + ":" + cohort
-	m.blockArg, m.cohortArg, m.yieldArg = m.handoff.Block(), cohort, int64(0)
+	m.blockArg, m.cohortArg, m.yieldArg = handoff.Block(), cohort, int64(0)
 	m.staleArg = holdopt.Millis(holdopt.LineStale(cfg.Backoff))
-	if m.class != nil {
+	if class != nil {
 		m.yieldArg = holdopt.Millis(holdopt.HandoffYield)
 	}
-	m.spec = lease.Spec{
-		Backend:   b,
-		Tel:       m.tel,
-		Primitive: primitive,
-		TTL:       cfg.TTL,
-		Watchdog:  cfg.Watchdog,
-		Renew: func(owner string, ttl time.Duration) *backend.Call {
-			return &backend.Call{Script: script.MutexRenew, Keys: m.keys[:1], Args: []any{owner, holdopt.Millis(ttl)}}
-		},
-		Release: m.release,
-		Keys:    m.keys[:1],
-	}
+	m.spec = h.Spec(cfg).RenewedBy(script.MutexRenew, m.keys[:1])
+	m.spec.Release = m.release
 	return m, nil
 }
 
 // Name returns the name the Mutex was created with.
-func (m *Mutex) Name() string { return m.name }
+func (m *Mutex) Name() string { return m.h.Name() }
 
 // Lock locks m. If the lock is held, by another process or by another
 // goroutine through m, Lock blocks until it is released or expires, or until
@@ -155,65 +111,33 @@ func (m *Mutex) Name() string { return m.name }
 // it may have taken before returning. A context that is already done fails
 // Lock before any I/O. When ctx ends, the error matches both
 // locker.ErrNotAcquired and ctx.Err().
-func (m *Mutex) Lock(ctx context.Context) (err error) {
-	ctx, op := m.tel.Start(ctx, primitive, "Lock", m.name)
-	outcome := telemetry.Acquired
-	defer func() {
-		if err != nil {
-			outcome = telemetry.NotAcquired
-		}
-		op.End(outcome, err, true)
-	}()
-	if ctx.Err() != nil {
-		return m.errorf("lock", acquire.NotAcquired(ctx, nil))
-	}
-	start := time.Now()
-	pass, baton, waited, err := m.held.Enter(ctx, m.gates, m.keys[0], m.class, m.b.Done())
-	if waited {
-		op.Waited(time.Since(start))
-	}
-	switch {
-	case errors.Is(err, locker.ErrClosed):
-		return m.errorf("lock", err)
-	case err != nil:
-		return m.errorf("lock", acquire.NotAcquired(ctx, nil))
-	}
-	m.pass = pass
-	if baton != nil {
-		if t := lease.Receive(baton.(*lease.Tenure)); t != nil {
-			m.holds.Set(t, pass)
-			t.Lease().OnLoss(pass)
-			outcome = telemetry.AcquiredLocal
-			op.Token(t.Token())
-			return nil
-		}
-	}
+func (m *Mutex) Lock(ctx context.Context) error { return m.gate.Lock(ctx, &m.h, m.contend) }
+
+// contend takes the lock through Redis for Lock, in turn pass of the
+// process's queue, which it gives back when it fails.
+func (m *Mutex) contend(ctx context.Context, op *telemetry.Op, pass gate.Pass) error {
 	owner := rand.Text()
 	unsure, queued := false, false
 	attempts := 0
-	loop := acquire.Loop{Backend: m.b, Channel: m.line, Backoff: m.backoff, Op: op}
-	err = loop.Wait(ctx, func(ctx context.Context) (bool, time.Duration, error) {
+	err := m.h.Wait(ctx, op, m.line, func(ctx context.Context) (bool, time.Duration, error) {
 		attempts++
-		ok, retry, err := m.attempt(ctx, owner, attempts, pass, true)
+		ok, retry, err := m.gate.Attempt(ctx, op, owner, attempts, pass, true)
 		unsure = unsure || err != nil
 		queued = queued || err == nil && !ok
 		return ok, retry, err
 	})
 	if err != nil {
 		if unsure {
-			m.cleanup(ctx, owner)
+			m.h.Cleanup(ctx, m.release(owner))
 		}
-		pass.Release()
-		m.held.Leave()
-		if queued && m.gates.Idle(m.keys[0]) {
+		m.gate.Leave(pass)
+		if queued && m.gate.Idle() {
 			// The last waiter of the process gives up: leave the line, so
 			// that releases wake the next process instead.
-			m.leave(ctx)
+			m.h.Cleanup(ctx, &backend.Call{Script: script.MutexLeave, Keys: m.keys[:1], Args: []any{m.cohortArg, m.wakeArg}})
 		}
-		return m.errorf("lock", err)
 	}
-	op.Token(m.Token())
-	return nil
+	return err
 }
 
 // TryLock tries to lock m without waiting for another holder and reports
@@ -222,45 +146,11 @@ func (m *Mutex) Lock(ctx context.Context) (err error) {
 // false and a nil error. A non-nil error means the attempt failed (and left
 // nothing held); a context that is already done fails TryLock before any
 // I/O, with an error matching locker.ErrNotAcquired and ctx.Err().
-func (m *Mutex) TryLock(ctx context.Context) (ok bool, err error) {
-	ctx, op := m.tel.Start(ctx, primitive, "TryLock", m.name)
-	defer func() {
-		outcome := telemetry.Acquired
-		switch {
-		case err != nil:
-			outcome = telemetry.NotAcquired
-		case !ok:
-			outcome = telemetry.Contended
-		}
-		op.End(outcome, err, true)
-	}()
-	if ctx.Err() != nil {
-		return false, m.errorf("trylock", acquire.NotAcquired(ctx, nil))
-	}
-	pass, free := m.held.TryEnter(m.gates, m.keys[0])
-	if !free {
-		return false, nil
-	}
-	m.pass = pass
-	owner := rand.Text()
-	ok, _, err = m.attempt(ctx, owner, 1, pass, false)
-	op.Attempt(err == nil && !ok)
-	if err != nil {
-		m.cleanup(ctx, owner)
-	}
-	if !ok {
-		pass.Release()
-		m.held.Leave()
-		return false, m.errorf("trylock", err)
-	}
-	op.Token(m.Token())
-	return true, nil
-}
+func (m *Mutex) TryLock(ctx context.Context) (bool, error) { return m.gate.TryLock(ctx, &m.h) }
 
-// attempt makes the n-th acquisition attempt for owner; on success the hold
-// keeps pass until Unlock. wait says that the caller waits for the lock
-// (Lock, not TryLock).
-func (m *Mutex) attempt(ctx context.Context, owner string, n int, pass gate.Pass, wait bool) (bool, time.Duration, error) {
+// attempt makes the n-th acquisition attempt for owner (see
+// lease.Exclusive).
+func (m *Mutex) attempt(ctx context.Context, owner string, n int, wait bool) (*lease.Lease, time.Duration, error) {
 	sent := time.Now()
 	waits := notWaiting
 	if wait {
@@ -271,66 +161,28 @@ func (m *Mutex) attempt(ctx context.Context, owner string, n int, pass gate.Pass
 		args = append(args, sent.UnixMicro())
 	}
 	call := &backend.Call{Script: script.MutexAcquire, Keys: m.keys, Args: args}
-	m.b.Exec(ctx, call)
-	r, err := call.Result()
-	if err != nil {
-		return false, 0, err
-	}
-	switch r.Status() {
-	case backend.StatusOK:
-		l, valid := lease.Start(&m.spec, owner, r.At(1), sent)
-		if !valid {
-			// The grant came back after its validity ran out: the hold
-			// cannot be trusted. Give it back (this attempt's grant only:
-			// a late undo must not end the next attempt's) and try again.
-			undo(ctx, m.b, call)
-			return false, 0, nil
-		}
-		l.Reserved(r.At(2))
-		m.holds.Set(lease.First(l), pass)
-		// A lost hold lets the other handles of the process contend at
-		// once; this handle stays locked until Unlock.
-		l.OnLoss(pass)
-		return true, 0, nil
-	case backend.StatusContended:
-		return false, time.Duration(r.At(1)) * time.Millisecond, nil
-	}
-	return false, 0, fmt.Errorf("mutex: unexpected acquire status %d", r.Status())
+	l, _, retry, err := lease.Grant(ctx, &m.spec, call, owner, sent, "acquire")
+	return l, retry, err
+}
+
+// hold makes t the hold of m, with its place pass in the process-wide gate
+// (see lease.Exclusive).
+func (m *Mutex) hold(t *lease.Tenure, pass gate.Pass) {
+	m.pass = pass
+	m.holds.Set(t)
+	// A lost hold lets the other handles of the process contend at once;
+	// this handle stays locked until Unlock.
+	t.Lease().OnLoss(pass)
 }
 
 // The last arguments of an attempt, boxed once.
 var waiting, notWaiting any = "1", "0"
-
-// cleanup releases whatever owner may hold, after a failed or doubtful
-// attempt, on a context that outlives the caller's. owner is the owner of
-// one Lock or TryLock call, which makes no other attempt after it.
-func (m *Mutex) cleanup(ctx context.Context, owner string) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-	defer cancel()
-	m.b.Exec(ctx, m.release(owner))
-}
-
-// leave takes this process's cohort out of the lock's line, on a context
-// that outlives the caller's.
-func (m *Mutex) leave(ctx context.Context) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-	defer cancel()
-	m.b.Exec(ctx, &backend.Call{Script: script.MutexLeave, Keys: m.keys[:1], Args: []any{m.cohortArg, m.wakeArg}})
-}
 
 // release builds the call that ends the hold of owner. With hand-off on, a
 // release lets the waiters of other processes in before this process's
 // own (see holdopt.HandoffYield).
 func (m *Mutex) release(owner string) *backend.Call {
 	return &backend.Call{Script: script.MutexRelease, Keys: m.keys, Args: []any{owner, m.wakeArg, m.yieldArg}}
-}
-
-// undo gives back what the acquire call granted, on a context that outlives
-// the caller's.
-func undo(ctx context.Context, b backend.Backend, c *backend.Call) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-	defer cancel()
-	b.Exec(ctx, &backend.Call{Script: c.Script.Undo(), Keys: c.Keys, Args: c.Args})
 }
 
 // Unlock unlocks m and wakes a waiter. When a goroutine of this process
@@ -348,32 +200,14 @@ func undo(ctx context.Context, b backend.Backend, c *backend.Call) {
 // by the validity deadline whatever becomes of the release. In every case m
 // is unlocked when Unlock returns, even when the release could not reach
 // Redis: the hold then expires with its TTL, and Unlock returns the error.
-func (m *Mutex) Unlock(ctx context.Context) (err error) {
-	ctx, op := m.tel.Start(ctx, primitive, "Unlock", m.name)
-	outcome := telemetry.Released
-	defer func() {
-		switch {
-		case errors.Is(err, locker.ErrLost):
-			outcome = telemetry.Lost
-		case err != nil:
-			outcome = telemetry.Failed
+func (m *Mutex) Unlock(ctx context.Context) error {
+	return m.h.Release(ctx, "Unlock", func(ctx context.Context, op *telemetry.Op) error {
+		t, ok := m.holds.Take()
+		if !ok {
+			return fmt.Errorf("%w: unlock of unlocked mutex", locker.ErrNotHeld)
 		}
-		op.End(outcome, err, false)
-	}()
-	t, release, ok := m.holds.Take()
-	if !ok {
-		return m.errorf("unlock", fmt.Errorf("%w: unlock of unlocked mutex", locker.ErrNotHeld))
-	}
-	op.Token(t.Token())
-	if t.PassOn(m.handoff.Within, m.class, m.pass, m.held) {
-		outcome = telemetry.HandedOff
-		return nil
-	}
-	defer func() {
-		release.Release()
-		m.held.Leave()
-	}()
-	return m.errorf("unlock", t.Release(ctx))
+		return m.gate.Unlock(ctx, op, t, m.pass)
+	})
 }
 
 // Extend makes the current hold last at least ttl from now (it never shortens
@@ -383,53 +217,25 @@ func (m *Mutex) Unlock(ctx context.Context) (err error) {
 // locker.ErrNotHeld when m is not locked or the hold is gone, and one matching
 // locker.ErrInvalid for a ttl outside 10ms to 24h (or, on a quorum, too short
 // for its node timeout).
-func (m *Mutex) Extend(ctx context.Context, ttl time.Duration) (err error) {
-	ctx, op := m.tel.Start(ctx, primitive, "Extend", m.name)
-	defer func() {
-		outcome := telemetry.Extended
-		if err != nil {
-			outcome = telemetry.NotHeld
-		}
-		op.End(outcome, err, false)
-	}()
-	if err := lease.ValidTTL(primitive, m.b, ttl); err != nil {
-		return err
-	}
-	t, ok := m.holds.Current()
-	if !ok {
-		return m.errorf("extend", fmt.Errorf("%w: mutex is not locked", locker.ErrNotHeld))
-	}
-	op.Token(t.Token())
-	if err := t.Lease().Extend(ctx, ttl); err != nil {
-		return m.errorf("extend", err)
-	}
-	return nil
-}
+func (m *Mutex) Extend(ctx context.Context, ttl time.Duration) error { return m.h.Extend(ctx, ttl) }
 
 // Token returns the fencing token of the current hold, or of the last one
 // after Unlock; 0 before the first. Tokens of a name only grow: every
 // acquisition gets a token greater than every earlier one, whichever handle
 // or process took it.
-func (m *Mutex) Token() int64 { return m.holds.Token() }
+func (m *Mutex) Token() int64 { return m.h.Token() }
 
 // Done returns a channel that is closed when the current hold ends: by Unlock,
 // or when it is lost (then Err reports why). Call it after Lock: without a
 // hold it returns a closed channel.
-func (m *Mutex) Done() <-chan struct{} { return m.holds.Done() }
+func (m *Mutex) Done() <-chan struct{} { return m.h.Done() }
 
 // Err returns nil while the current hold is live, or when the last hold ended
 // by Unlock; after a hold was lost it returns an error matching
 // locker.ErrLost that says how.
-func (m *Mutex) Err() error { return m.holds.Err() }
+func (m *Mutex) Err() error { return m.h.Err() }
 
 // Until returns the local validity deadline of the current hold: before it,
 // no other client can acquire the lock. It is the zero Time when m is not
 // locked or the hold was lost.
-func (m *Mutex) Until() time.Time { return m.holds.Until() }
-
-func (m *Mutex) errorf(op string, err error) error {
-	if err == nil {
-		return nil
-	}
-	return fmt.Errorf("mutex %q: %s: %w", m.name, op, err)
-}
+func (m *Mutex) Until() time.Time { return m.h.Until() }

@@ -4,16 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/internal/acquire"
 	"github.com/redisync/redisync/internal/gate"
 	"github.com/redisync/redisync/internal/holdopt"
-	"github.com/redisync/redisync/internal/keyspace"
 	"github.com/redisync/redisync/internal/lease"
-	"github.com/redisync/redisync/internal/local"
 	"github.com/redisync/redisync/internal/script"
 	"github.com/redisync/redisync/internal/telemetry"
 	"github.com/redisync/redisync/locker"
@@ -35,19 +32,18 @@ const primitive = "reentrant"
 // one of them at a time contends through Redis; a scope that holds the lock
 // never waits in that queue to re-enter it.
 type Mutex struct {
-	_       lease.NoCopy
-	b       backend.Backend
-	name    string
-	keys    []string // lock hash, fence counter
-	wake    string
-	ttlMs   int64
-	backoff locker.Backoff
-	tel     *telemetry.T
-	gates   *gate.Set // the backend's local queues
-	spec    lease.Spec
+	_     lease.NoCopy
+	h     lease.Handle
+	keys  []string // lock hash, fence counter (see keyspace.Reentrant)
+	wake  string
+	ttlMs int64
+	spec  lease.Spec
+	gate  lease.Gate // the process's local queue of the lock, where scopes wait for a first hold
 
-	mu  sync.Mutex
-	cur *hold // the hold last taken or re-entered through m
+	// holds has the hold last taken or re-entered through m, whichever
+	// scope it was for, as its current hold, which h describes: it
+	// stays so after it ends (see Token).
+	holds lease.Slot[*lease.Lease]
 }
 
 var (
@@ -60,48 +56,25 @@ var (
 // (empty, longer than 512 bytes, or containing '{', '}' or control
 // characters) or a bad option.
 func New(b backend.Backend, name string, opts ...Option) (*Mutex, error) {
-	ks, err := keyspace.Open(primitive, b, name)
+	h, cfg, err := lease.Open(primitive, b, name, opts, Option.apply)
 	if err != nil {
 		return nil, err
 	}
-	cfg := holdopt.New()
-	for _, o := range opts {
-		if o != nil {
-			o.apply(&cfg)
-		}
-	}
-	if err := cfg.Validate(primitive); err != nil {
-		return nil, err
-	}
-	if err := lease.ValidTTL(primitive, b, cfg.TTL); err != nil {
-		return nil, err
-	}
+	keys := h.Keys().Reentrant()
 	m := &Mutex{
-		b:       b,
-		name:    name,
-		keys:    []string{ks.Key("reentrant"), ks.Key("fence")},
-		wake:    ks.Wake(),
-		ttlMs:   holdopt.Millis(cfg.TTL),
-		backoff: cfg.Backoff,
-		tel:     local.Of(b).Telemetry(),
-		gates:   local.Of(b).Gates(),
+		h:     h,
+		keys:  keys.Keys(),
+		wake:  keys.Wake,
+		ttlMs: holdopt.Millis(cfg.TTL),
 	}
-	m.spec = lease.Spec{
-		Backend:   b,
-		Tel:       m.tel,
-		Primitive: primitive,
-		TTL:       cfg.TTL,
-		Watchdog:  cfg.Watchdog,
-		Renew: func(owner string, ttl time.Duration) *backend.Call {
-			return &backend.Call{Script: script.ReentrantRenew, Keys: m.keys[:1], Args: []any{owner, holdopt.Millis(ttl)}}
-		},
-		Keys: m.keys[:1],
-	}
+	m.h.Describe("reentrant mutex is not locked", m.holds.Holds)
+	m.gate = h.Gate(m.keys[0])
+	m.spec = h.Spec(cfg).RenewedBy(script.ReentrantRenew, m.keys[:1])
 	return m, nil
 }
 
 // Name returns the name the Mutex was created with.
-func (m *Mutex) Name() string { return m.name }
+func (m *Mutex) Name() string { return m.h.Name() }
 
 // Lock locks m for the scope in ctx. If the scope already holds the lock,
 // Lock enters it again, counting one more hold, and keeps the hold's fencing
@@ -122,64 +95,48 @@ func (m *Mutex) Name() string { return m.name }
 // matches both locker.ErrNotAcquired and ctx.Err(). When the scope's hold was
 // lost, a re-entry fails with an error matching locker.ErrNotAcquired and
 // locker.ErrLost, and the scope must still Unlock each of its holds.
-func (m *Mutex) Lock(ctx context.Context) (err error) {
-	ctx, op := m.tel.Start(ctx, primitive, "Lock", m.name)
-	outcome := telemetry.Acquired
-	defer func() {
-		if err != nil {
-			outcome = telemetry.NotAcquired
+func (m *Mutex) Lock(ctx context.Context) error {
+	return m.h.Acquire(ctx, "Lock", func(ctx context.Context, op *telemetry.Op) error {
+		s := scopeOf(ctx)
+		if s == nil {
+			return errNoScope
 		}
-		op.End(outcome, err, true)
-	}()
-	if ctx.Err() != nil {
-		return m.errorf("lock", acquire.NotAcquired(ctx, nil))
-	}
-	s := scopeOf(ctx)
-	if s == nil {
-		return m.errorf("lock", errNoScope)
-	}
-	start := time.Now()
-	e, _, err := s.enter(ctx, m.keys[0], false)
-	if err != nil {
-		op.Waited(time.Since(start))
-		return m.errorf("lock", acquire.NotAcquired(ctx, nil))
-	}
-	defer s.leave(m.keys[0], e)
-	if e.h != nil {
-		return m.errorf("lock", m.reenter(ctx, op, s, e, false))
-	}
+		start := time.Now()
+		e, _, err := s.enter(ctx, m.keys[0], false)
+		if err != nil {
+			op.Waited(time.Since(start))
+			return acquire.NotAcquired(ctx, nil)
+		}
+		defer s.leave(m.keys[0], e)
+		if e.h != nil {
+			return m.reenter(ctx, op, s, e, false)
+		}
 
-	// A first hold: queue behind the other scopes of the process, then
-	// contend through Redis.
-	pass, waited, err := gate.Enter(ctx, m.gates, m.keys[0], m.b.Done())
-	if waited {
-		op.Waited(time.Since(start))
-	}
-	switch {
-	case errors.Is(err, locker.ErrClosed):
-		return m.errorf("lock", err)
-	case err != nil:
-		return m.errorf("lock", acquire.NotAcquired(ctx, nil))
-	}
-	var unsure []int64 // attempts whose outcome is unknown
-	loop := acquire.Loop{Backend: m.b, Channel: m.wake, Backoff: m.backoff, Op: op}
-	err = loop.Wait(ctx, func(ctx context.Context) (bool, time.Duration, error) {
-		n := s.attempt()
-		ok, retry, err := m.attempt(ctx, s, e, pass, n)
+		// A first hold: queue behind the other scopes of the process, then
+		// contend through Redis.
+		pass, _, err := m.gate.Enter(ctx, op)
 		if err != nil {
-			unsure = append(unsure, n)
+			return err
 		}
-		return ok, retry, err
+		var unsure []int64 // attempts whose outcome is unknown
+		err = m.h.Wait(ctx, op, m.wake, func(ctx context.Context) (bool, time.Duration, error) {
+			n := s.attempt()
+			ok, retry, err := m.attempt(ctx, s, e, pass, n)
+			if err != nil {
+				unsure = append(unsure, n)
+			}
+			return ok, retry, err
+		})
+		if err != nil {
+			if len(unsure) > 0 {
+				m.undo(ctx, m.acquireArgs(s.owner, 1, 0, unsure...))
+			}
+			m.gate.Leave(pass)
+			return err
+		}
+		op.Token(e.h.l.Token())
+		return nil
 	})
-	if err != nil {
-		if len(unsure) > 0 {
-			m.undo(ctx, m.acquireArgs(s.owner, 1, 0, unsure...))
-		}
-		pass.Release()
-		return m.errorf("lock", err)
-	}
-	op.Token(e.h.l.Token())
-	return nil
 }
 
 // TryLock tries to lock m for the scope in ctx without waiting for another
@@ -190,86 +147,61 @@ func (m *Mutex) Lock(ctx context.Context) (err error) {
 // were; a context without a scope is an error matching locker.ErrInvalid; a
 // context that is already done fails TryLock before any I/O, with an error
 // matching locker.ErrNotAcquired and ctx.Err().
-func (m *Mutex) TryLock(ctx context.Context) (ok bool, err error) {
-	ctx, op := m.tel.Start(ctx, primitive, "TryLock", m.name)
-	defer func() {
-		outcome := telemetry.Acquired
+func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
+	return m.h.Try(ctx, "TryLock", func(ctx context.Context, op *telemetry.Op) (bool, error) {
+		s := scopeOf(ctx)
+		if s == nil {
+			return false, errNoScope
+		}
+		e, busy, err := s.enter(ctx, m.keys[0], true)
 		switch {
+		case busy:
+			return false, nil
 		case err != nil:
-			outcome = telemetry.NotAcquired
-		case !ok:
-			outcome = telemetry.Contended
+			return false, acquire.NotAcquired(ctx, nil)
 		}
-		op.End(outcome, err, true)
-	}()
-	if ctx.Err() != nil {
-		return false, m.errorf("trylock", acquire.NotAcquired(ctx, nil))
-	}
-	s := scopeOf(ctx)
-	if s == nil {
-		return false, m.errorf("trylock", errNoScope)
-	}
-	e, busy, err := s.enter(ctx, m.keys[0], true)
-	switch {
-	case busy:
-		return false, nil
-	case err != nil:
-		return false, m.errorf("trylock", acquire.NotAcquired(ctx, nil))
-	}
-	defer s.leave(m.keys[0], e)
-	if e.h != nil {
-		if err := m.reenter(ctx, op, s, e, true); err != nil {
-			return false, m.errorf("trylock", err)
+		defer s.leave(m.keys[0], e)
+		if e.h != nil {
+			if err := m.reenter(ctx, op, s, e, true); err != nil {
+				return false, err
+			}
+			return true, nil
 		}
+		pass, free := m.gate.TryEnter()
+		if !free {
+			return false, nil
+		}
+		n := s.attempt()
+		ok, _, err := m.attempt(ctx, s, e, pass, n)
+		op.Attempt(err == nil && !ok)
+		if err != nil {
+			m.undo(ctx, m.acquireArgs(s.owner, 1, 0, n))
+		}
+		if !ok {
+			m.gate.Leave(pass)
+			return false, err
+		}
+		op.Token(e.h.l.Token())
 		return true, nil
-	}
-	pass, free := gate.TryEnter(m.gates, m.keys[0])
-	if !free {
-		return false, nil
-	}
-	n := s.attempt()
-	ok, _, err = m.attempt(ctx, s, e, pass, n)
-	op.Attempt(err == nil && !ok)
-	if err != nil {
-		m.undo(ctx, m.acquireArgs(s.owner, 1, 0, n))
-	}
-	if !ok {
-		pass.Release()
-		return false, m.errorf("trylock", err)
-	}
-	op.Token(e.h.l.Token())
-	return true, nil
+	})
 }
 
 // attempt makes attempt n at a first hold for s; on success the hold, with
 // pass, is recorded in e.
 func (m *Mutex) attempt(ctx context.Context, s *scope, e *entry, pass gate.Pass, n int64) (bool, time.Duration, error) {
 	sent := time.Now()
-	args := m.acquireArgs(s.owner, 1, 0, n)
-	r, err := backend.Run(ctx, m.b, script.ReentrantAcquire, m.keys, args...)
-	if err != nil {
-		return false, 0, err
+	call := &backend.Call{Script: script.ReentrantAcquire, Keys: m.keys, Args: m.acquireArgs(s.owner, 1, 0, n)}
+	l, _, retry, err := lease.Grant(ctx, &m.spec, call, s.owner, sent, "acquire")
+	if l == nil {
+		return false, retry, err
 	}
-	switch r.Status() {
-	case backend.StatusOK:
-		l, valid := lease.Start(&m.spec, s.owner, r.At(1), sent)
-		if !valid {
-			// The grant came back after its validity ran out: give it back
-			// (this attempt's grant only) and try again.
-			m.undo(ctx, args)
-			return false, 0, nil
-		}
-		h := &hold{l: l, pass: pass, grant: n}
-		// A lost hold lets the other scopes of the process contend at
-		// once; this scope still owes its Unlocks.
-		l.OnLoss(pass)
-		s.set(e, m.b, h, 1)
-		m.use(h)
-		return true, 0, nil
-	case backend.StatusContended:
-		return false, time.Duration(r.At(1)) * time.Millisecond, nil
-	}
-	return false, 0, fmt.Errorf("reentrant: unexpected acquire status %d", r.Status())
+	h := &hold{l: l, pass: pass, grant: n}
+	// A lost hold lets the other scopes of the process contend at once;
+	// this scope still owes its Unlocks.
+	l.OnLoss(pass)
+	s.set(e, m.h.Backend(), h, 1)
+	m.use(h)
+	return true, 0, nil
 }
 
 // errGone stops a re-entry whose hold is no longer on the server.
@@ -279,7 +211,7 @@ var errGone = errors.New("the hold is no longer on the server")
 // single attempt; otherwise it retries transient errors until ctx ends.
 func (m *Mutex) reenter(ctx context.Context, op *telemetry.Op, s *scope, e *entry, once bool) error {
 	h := e.h
-	if e.b != m.b {
+	if e.b != m.h.Backend() {
 		return errBackend
 	}
 	if err := h.l.Err(); err != nil {
@@ -289,7 +221,7 @@ func (m *Mutex) reenter(ctx context.Context, op *telemetry.Op, s *scope, e *entr
 	var unsure []int64
 	attempt := func(ctx context.Context) (bool, time.Duration, error) {
 		n := s.attempt()
-		r, err := backend.Run(ctx, m.b, script.ReentrantAcquire, m.keys, m.acquireArgs(s.owner, target, h.grant, n)...)
+		r, err := backend.Run(ctx, m.h.Backend(), script.ReentrantAcquire, m.keys, m.acquireArgs(s.owner, target, h.grant, n)...)
 		switch {
 		case err != nil:
 			unsure = append(unsure, n)
@@ -310,8 +242,7 @@ func (m *Mutex) reenter(ctx context.Context, op *telemetry.Op, s *scope, e *entr
 			err = errGone
 		}
 	} else {
-		loop := acquire.Loop{Backend: m.b, Channel: m.wake, Backoff: m.backoff, Op: op}
-		err = loop.Wait(ctx, attempt)
+		err = m.h.Wait(ctx, op, m.wake, attempt)
 	}
 	switch {
 	case errors.Is(err, errGone):
@@ -325,7 +256,7 @@ func (m *Mutex) reenter(ctx context.Context, op *telemetry.Op, s *scope, e *entr
 		}
 		return err
 	}
-	s.set(e, m.b, h, target)
+	s.set(e, m.h.Backend(), h, target)
 	m.use(h)
 	h.l.Reentered()
 	op.Token(h.l.Token())
@@ -346,19 +277,13 @@ func (m *Mutex) acquireArgs(owner string, count int, grant int64, attempts ...in
 }
 
 // undo gives back what the acquisition with args may have taken, after a
-// failed or doubtful attempt, on a context that outlives the caller's.
+// failed or doubtful attempt (see lease.Cleanup).
 func (m *Mutex) undo(ctx context.Context, args []any) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-	defer cancel()
-	_, _ = backend.Run(ctx, m.b, script.ReentrantUndo, m.keys, args...)
+	m.h.Cleanup(ctx, &backend.Call{Script: script.ReentrantUndo, Keys: m.keys, Args: args})
 }
 
 // use makes h the hold that m's Lease methods describe.
-func (m *Mutex) use(h *hold) {
-	m.mu.Lock()
-	m.cur = h
-	m.mu.Unlock()
-}
+func (m *Mutex) use(h *hold) { m.holds.Set(h.l) }
 
 // Unlock undoes one Lock of the scope in ctx. The scope's last Unlock ends
 // its hold: it stops the watchdog, releases the lock and wakes a waiter. It
@@ -375,60 +300,51 @@ func (m *Mutex) use(h *hold) {
 // Redis: the hold then expires with its TTL. Unlock waits for other
 // goroutines of the scope that are entering or leaving the lock; if ctx ends
 // first, it returns ctx.Err() and changes nothing.
-func (m *Mutex) Unlock(ctx context.Context) (err error) {
-	ctx, op := m.tel.Start(ctx, primitive, "Unlock", m.name)
-	outcome := telemetry.Released
-	defer func() {
+func (m *Mutex) Unlock(ctx context.Context) error {
+	return m.h.Release(ctx, "Unlock", func(ctx context.Context, op *telemetry.Op) error {
+		s := scopeOf(ctx)
+		if s == nil {
+			return errNoScope
+		}
+		notHeld := fmt.Errorf("%w: unlock of a lock the scope does not hold", locker.ErrNotHeld)
+		if h, _ := s.held(m.keys[0]); h == nil {
+			return notHeld
+		}
+		e, _, err := s.enter(ctx, m.keys[0], false)
+		if err != nil {
+			return err
+		}
+		defer s.leave(m.keys[0], e)
+		h := e.h
 		switch {
-		case errors.Is(err, locker.ErrLost):
-			outcome = telemetry.Lost
-		case err != nil:
-			outcome = telemetry.Failed
+		case h == nil:
+			return notHeld
+		case e.b != m.h.Backend():
+			return errBackend
 		}
-		op.End(outcome, err, false)
-	}()
-	s := scopeOf(ctx)
-	if s == nil {
-		return m.errorf("unlock", errNoScope)
-	}
-	notHeld := m.errorf("unlock", fmt.Errorf("%w: unlock of a lock the scope does not hold", locker.ErrNotHeld))
-	if h, _ := s.held(m.keys[0]); h == nil {
-		return notHeld
-	}
-	e, _, err := s.enter(ctx, m.keys[0], false)
-	if err != nil {
-		return m.errorf("unlock", err)
-	}
-	defer s.leave(m.keys[0], e)
-	h := e.h
-	switch {
-	case h == nil:
-		return notHeld
-	case e.b != m.b:
-		return m.errorf("unlock", errBackend)
-	}
-	op.Token(h.l.Token())
-	left := h.count - 1
-	if left > 0 {
-		err := h.l.Err()
-		if err == nil {
-			c := &backend.Call{Script: script.ReentrantRelease, Keys: m.keys, Args: []any{s.owner, m.wake, left, h.grant}}
-			lease.Send(ctx, m.b, h.l.Expiry(), c)
-			switch {
-			case c.Err != nil:
-				err = c.Err
-			case c.Reply.Status() != backend.StatusOK:
-				h.l.Finish(script.NotHeld(c.Reply.Status()))
-				err = h.l.Err()
+		op.Token(h.l.Token())
+		left := h.count - 1
+		if left > 0 {
+			err := h.l.Err()
+			if err == nil {
+				c := &backend.Call{Script: script.ReentrantRelease, Keys: m.keys, Args: []any{s.owner, m.wake, left, h.grant}}
+				lease.Send(ctx, m.h.Backend(), h.l.Expiry(), c)
+				switch {
+				case c.Err != nil:
+					err = c.Err
+				case c.Reply.Status() != backend.StatusOK:
+					h.l.Finish(script.NotHeld(c.Reply.Status()))
+					err = h.l.Err()
+				}
 			}
+			s.set(e, m.h.Backend(), h, left)
+			return err
 		}
-		s.set(e, m.b, h, left)
-		return m.errorf("unlock", err)
-	}
-	err = h.l.Release(ctx, &backend.Call{Script: script.ReentrantRelease, Keys: m.keys, Args: []any{s.owner, m.wake, 0, h.grant}})
-	s.set(e, m.b, h, 0)
-	h.pass.Release()
-	return m.errorf("unlock", err)
+		err = h.l.Release(ctx, &backend.Call{Script: script.ReentrantRelease, Keys: m.keys, Args: []any{s.owner, m.wake, 0, h.grant}})
+		s.set(e, m.h.Backend(), h, 0)
+		m.gate.Leave(h.pass)
+		return err
+	})
 }
 
 // HoldCount reports how many times the scope in ctx holds m: how many Unlock
@@ -439,13 +355,13 @@ func (m *Mutex) Unlock(ctx context.Context) (err error) {
 func (m *Mutex) HoldCount(ctx context.Context) (int, error) {
 	s := scopeOf(ctx)
 	if s == nil {
-		return 0, m.errorf("holdcount", errNoScope)
+		return 0, m.h.Wrap("holdcount", errNoScope)
 	}
 	h, n := s.held(m.keys[0])
 	if h == nil {
 		return 0, nil
 	}
-	return n, m.errorf("holdcount", h.l.Err())
+	return n, m.h.Wrap("holdcount", h.l.Err())
 }
 
 // Extend makes the current hold (see Token) last at least ttl from now (it
@@ -454,27 +370,7 @@ func (m *Mutex) HoldCount(ctx context.Context) (int, error) {
 // locker.ErrNotHeld when the hold has ended or there is none, and one matching
 // locker.ErrInvalid for a ttl outside 10ms to 24h (or, on a quorum, too short
 // for its node timeout).
-func (m *Mutex) Extend(ctx context.Context, ttl time.Duration) (err error) {
-	ctx, op := m.tel.Start(ctx, primitive, "Extend", m.name)
-	defer func() {
-		outcome := telemetry.Extended
-		if err != nil {
-			outcome = telemetry.NotHeld
-		}
-		op.End(outcome, err, false)
-	}()
-	if err := lease.ValidTTL(primitive, m.b, ttl); err != nil {
-		return err
-	}
-	m.mu.Lock()
-	h := m.cur
-	m.mu.Unlock()
-	if h == nil {
-		return m.errorf("extend", fmt.Errorf("%w: reentrant mutex is not locked", locker.ErrNotHeld))
-	}
-	op.Token(h.l.Token())
-	return m.errorf("extend", h.l.Extend(ctx, ttl))
-}
+func (m *Mutex) Extend(ctx context.Context, ttl time.Duration) error { return m.h.Extend(ctx, ttl) }
 
 // Token returns the fencing token of the current hold: the hold that the last
 // successful Lock or TryLock through m took or entered, whichever scope it
@@ -482,54 +378,19 @@ func (m *Mutex) Extend(ctx context.Context, ttl time.Duration) (err error) {
 // first. A re-entry keeps the token of the first hold. Tokens of a name only
 // grow: every first hold gets a token greater than every earlier one,
 // whichever handle or process took it.
-func (m *Mutex) Token() int64 {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.cur == nil {
-		return 0
-	}
-	return m.cur.l.Token()
-}
+func (m *Mutex) Token() int64 { return m.h.Token() }
 
 // Done returns a channel that is closed when the current hold (see Token)
 // ends: by the scope's last Unlock, or when it is lost (then Err reports
 // why). Without a hold it returns a closed channel.
-func (m *Mutex) Done() <-chan struct{} {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.cur == nil {
-		return lease.Closed()
-	}
-	return m.cur.l.Done()
-}
+func (m *Mutex) Done() <-chan struct{} { return m.h.Done() }
 
 // Err returns nil while the current hold (see Token) is live or after it
 // ended by Unlock; after it was lost it returns an error matching
 // locker.ErrLost that says how.
-func (m *Mutex) Err() error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.cur == nil {
-		return nil
-	}
-	return m.cur.l.Err()
-}
+func (m *Mutex) Err() error { return m.h.Err() }
 
 // Until returns the local validity deadline of the current hold (see Token):
 // before it, no other owner can acquire the lock. It is the zero Time when
 // the hold has ended or there is none.
-func (m *Mutex) Until() time.Time {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.cur == nil {
-		return time.Time{}
-	}
-	return m.cur.l.Until()
-}
-
-func (m *Mutex) errorf(op string, err error) error {
-	if err == nil {
-		return nil
-	}
-	return fmt.Errorf("reentrant %q: %s: %w", m.name, op, err)
-}
+func (m *Mutex) Until() time.Time { return m.h.Until() }

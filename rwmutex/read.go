@@ -18,7 +18,8 @@ import (
 // A readHold is the one hold on the server that the readers of a handle
 // share. Its fields are guarded by the handle's mu.
 type readHold struct {
-	l       *lease.Lease
+	*lease.Lease
+	m       *RWMutex
 	owner   string        // the RLock call that took it
 	attempt int           // the attempt that took it, the last of the call
 	readers int           // readers of the handle inside
@@ -33,11 +34,24 @@ func (h *readHold) admits() bool {
 		return false
 	}
 	select {
-	case <-h.l.Done():
+	case <-h.Done():
 		return false
 	default:
 		return true
 	}
+}
+
+// Extend extends the hold while a reader of the handle is inside it: once
+// the last one has left, the hold is being released, and the handle is not
+// locked.
+func (h *readHold) Extend(ctx context.Context, ttl time.Duration) error {
+	h.m.mu.Lock()
+	readers := h.readers
+	h.m.mu.Unlock()
+	if readers == 0 {
+		return fmt.Errorf("%w: rwmutex is not locked", locker.ErrNotHeld)
+	}
+	return h.Lease.Extend(ctx, ttl)
 }
 
 // RLock locks m for reading. If the handle's readers already share a live
@@ -57,56 +71,47 @@ func (h *readHold) admits() bool {
 // hold it may have taken is released and its place among the waiting readers
 // withdrawn. A context that is already done fails RLock before any I/O. When
 // ctx ends, the error matches both locker.ErrNotAcquired and ctx.Err().
-func (m *RWMutex) RLock(ctx context.Context) (err error) {
-	ctx, op := m.tel.Start(ctx, primitive, "RLock", m.name)
-	defer func() {
-		outcome := telemetry.Acquired
-		if err != nil {
-			outcome = telemetry.NotAcquired
-		}
-		op.End(outcome, err, true)
-	}()
-	if ctx.Err() != nil {
-		return m.errorf("rlock", acquire.NotAcquired(ctx, nil))
-	}
-	for {
-		m.mu.Lock()
-		if h := m.r; h != nil && h.admits() {
-			h.readers++
-			op.Token(h.l.Token())
-			m.mu.Unlock()
-			return nil
-		}
-		var wait <-chan struct{}
-		switch {
-		case m.r != nil:
-			wait = m.r.drained // a hold closed to newcomers: let it drain
-		case m.lead != nil:
-			wait = m.lead // another reader of the handle is taking the hold
-		}
-		if wait == nil {
-			lead := make(chan struct{})
-			m.lead = lead
-			m.mu.Unlock()
-			err := m.rlockRemote(ctx, op)
+func (m *RWMutex) RLock(ctx context.Context) error {
+	return m.h.Acquire(ctx, "RLock", func(ctx context.Context, op *telemetry.Op) error {
+		for {
 			m.mu.Lock()
-			m.lead = nil
-			close(lead)
+			if h := m.r; h != nil && h.admits() {
+				h.readers++
+				op.Token(h.Token())
+				m.mu.Unlock()
+				return nil
+			}
+			var wait <-chan struct{}
+			switch {
+			case m.r != nil:
+				wait = m.r.drained // a hold closed to newcomers: let it drain
+			case m.lead != nil:
+				wait = m.lead // another reader of the handle is taking the hold
+			}
+			if wait == nil {
+				lead := make(chan struct{})
+				m.lead = lead
+				m.mu.Unlock()
+				err := m.rlockRemote(ctx, op)
+				m.mu.Lock()
+				m.lead = nil
+				close(lead)
+				m.mu.Unlock()
+				return err
+			}
 			m.mu.Unlock()
-			return m.errorf("rlock", err)
+			start := time.Now()
+			select {
+			case <-wait:
+				op.Waited(time.Since(start))
+			case <-ctx.Done():
+				op.Waited(time.Since(start))
+				return acquire.NotAcquired(ctx, nil)
+			case <-m.h.Backend().Done():
+				return locker.ErrClosed
+			}
 		}
-		m.mu.Unlock()
-		start := time.Now()
-		select {
-		case <-wait:
-			op.Waited(time.Since(start))
-		case <-ctx.Done():
-			op.Waited(time.Since(start))
-			return m.errorf("rlock", acquire.NotAcquired(ctx, nil))
-		case <-m.b.Done():
-			return m.errorf("rlock", locker.ErrClosed)
-		}
-	}
+	})
 }
 
 // rlockRemote takes a new read hold for the handle, with the caller as its
@@ -115,8 +120,7 @@ func (m *RWMutex) rlockRemote(ctx context.Context, op *telemetry.Op) error {
 	owner := rand.Text()
 	var unsure []int // attempts whose outcome is unknown: each may hold
 	attempts := 0
-	loop := acquire.Loop{Backend: m.b, Channel: m.rwake, Backoff: m.backoff, Op: op}
-	err := loop.Wait(ctx, func(ctx context.Context) (bool, time.Duration, error) {
+	err := m.h.Wait(ctx, op, m.rwake, func(ctx context.Context) (bool, time.Duration, error) {
 		attempts++
 		ok, retry, err := m.rattempt(ctx, owner, attempts, true)
 		if err != nil {
@@ -127,13 +131,13 @@ func (m *RWMutex) rlockRemote(ctx context.Context, op *telemetry.Op) error {
 	if err != nil {
 		// Withdraw from the waiting readers, and end what the attempts
 		// whose replies were lost may hold.
-		m.cleanup(ctx, m.runlockCall(owner, unsure...))
+		m.h.Cleanup(ctx, m.runlockCall(owner, unsure...))
 		return err
 	}
 	if len(unsure) > 0 {
 		// Each attempt holds under a member of its own: those whose
 		// replies were lost would keep writers out until they expire.
-		m.cleanup(ctx, m.runlockCall(owner, unsure...))
+		m.h.Cleanup(ctx, m.runlockCall(owner, unsure...))
 	}
 	op.Token(m.readToken())
 	return nil
@@ -148,43 +152,40 @@ func (m *RWMutex) rlockRemote(ctx context.Context, op *telemetry.Op) error {
 // failed (and left nothing held); a context that is already done fails
 // TryRLock before any I/O, with an error matching locker.ErrNotAcquired and
 // ctx.Err().
-func (m *RWMutex) TryRLock(ctx context.Context) (ok bool, err error) {
-	ctx, op := m.tel.Start(ctx, primitive, "TryRLock", m.name)
-	defer func() { op.End(tryOutcome(ok, err), err, true) }()
-	if ctx.Err() != nil {
-		return false, m.errorf("tryrlock", acquire.NotAcquired(ctx, nil))
-	}
-	m.mu.Lock()
-	if h := m.r; h != nil && h.admits() {
-		h.readers++
-		op.Token(h.l.Token())
-		m.mu.Unlock()
-		return true, nil
-	}
-	if m.r != nil || m.lead != nil {
-		m.mu.Unlock()
-		return false, nil
-	}
-	lead := make(chan struct{})
-	m.lead = lead
-	m.mu.Unlock()
-	defer func() {
+func (m *RWMutex) TryRLock(ctx context.Context) (bool, error) {
+	return m.h.Try(ctx, "TryRLock", func(ctx context.Context, op *telemetry.Op) (bool, error) {
 		m.mu.Lock()
-		m.lead = nil
-		close(lead)
+		if h := m.r; h != nil && h.admits() {
+			h.readers++
+			op.Token(h.Token())
+			m.mu.Unlock()
+			return true, nil
+		}
+		if m.r != nil || m.lead != nil {
+			m.mu.Unlock()
+			return false, nil
+		}
+		lead := make(chan struct{})
+		m.lead = lead
 		m.mu.Unlock()
-	}()
-	owner := rand.Text()
-	ok, _, err = m.rattempt(ctx, owner, 1, false)
-	op.Attempt(err == nil && !ok)
-	if err != nil {
-		m.cleanup(ctx, m.runlockCall(owner, 1))
-		return false, m.errorf("tryrlock", err)
-	}
-	if ok {
-		op.Token(m.readToken())
-	}
-	return ok, nil
+		defer func() {
+			m.mu.Lock()
+			m.lead = nil
+			close(lead)
+			m.mu.Unlock()
+		}()
+		owner := rand.Text()
+		ok, _, err := m.rattempt(ctx, owner, 1, false)
+		op.Attempt(err == nil && !ok)
+		if err != nil {
+			m.h.Cleanup(ctx, m.runlockCall(owner, 1))
+			return false, err
+		}
+		if ok {
+			op.Token(m.readToken())
+		}
+		return ok, nil
+	})
 }
 
 // rattempt makes the n-th read acquisition attempt for owner; on success it
@@ -193,29 +194,17 @@ func (m *RWMutex) TryRLock(ctx context.Context) (ok bool, err error) {
 func (m *RWMutex) rattempt(ctx context.Context, owner string, n int, wait bool) (bool, time.Duration, error) {
 	sent := time.Now()
 	call := &backend.Call{Script: script.RWMutexRLock, Keys: m.keys, Args: m.rlockArgs(owner, wait, n)}
-	m.b.Exec(ctx, call)
-	r, err := call.Result()
-	if err != nil {
-		return false, 0, err
+	l, _, retry, err := lease.Grant(ctx, &m.rspec, call, owner+":"+strconv.Itoa(n), sent, "rlock")
+	if l == nil {
+		return false, retry, err
 	}
-	switch r.Status() {
-	case backend.StatusOK:
-		l, valid := lease.Start(&m.rspec, owner+":"+strconv.Itoa(n), r.At(1), sent)
-		if !valid {
-			m.undo(ctx, call)
-			return false, 0, nil
-		}
-		wctx, stop := context.WithCancel(context.Background())
-		h := &readHold{l: l, owner: owner, attempt: n, readers: 1, drained: make(chan struct{}), stop: stop}
-		m.mu.Lock()
-		m.r = h
-		m.mu.Unlock()
-		go m.watch(wctx, h)
-		return true, 0, nil
-	case backend.StatusContended:
-		return false, time.Duration(r.At(1)) * time.Millisecond, nil
-	}
-	return false, 0, fmt.Errorf("rwmutex: unexpected rlock status %d", r.Status())
+	wctx, stop := context.WithCancel(context.Background())
+	h := &readHold{Lease: l, m: m, owner: owner, attempt: n, readers: 1, drained: make(chan struct{}), stop: stop}
+	m.mu.Lock()
+	m.r = h
+	m.mu.Unlock()
+	go m.watch(wctx, h)
+	return true, 0, nil
 }
 
 // watch closes h to newcomers when a writer announces that it waits, so that
@@ -229,7 +218,7 @@ func (m *RWMutex) rattempt(ctx context.Context, owner string, n int, wait bool) 
 // newcomers take holds of their own, which the server refuses while a
 // writer waits.
 func (m *RWMutex) watch(ctx context.Context, h *readHold) {
-	sub, err := m.b.Subscribe(ctx, m.rwake)
+	sub, err := m.h.Backend().Subscribe(ctx, m.rwake)
 	if err != nil {
 		m.mu.Lock()
 		h.closed = true
@@ -242,7 +231,7 @@ func (m *RWMutex) watch(ctx context.Context, h *readHold) {
 		m.mu.Lock()
 		h.closed = true
 		m.mu.Unlock()
-	case <-h.l.Done():
+	case <-h.Done():
 	case <-ctx.Done():
 	}
 }
@@ -258,40 +247,40 @@ func (m *RWMutex) watch(ctx context.Context, h *readHold) {
 // Redis: the hold then expires with its TTL. As with
 // sync.RWMutex, RUnlock does not say which RLock it undoes: the readers of a
 // handle are interchangeable.
-func (m *RWMutex) RUnlock(ctx context.Context) (err error) {
-	ctx, op := m.tel.Start(ctx, primitive, "RUnlock", m.name)
-	defer func() { op.End(releaseOutcome(err), err, false) }()
-	m.mu.Lock()
-	h := m.r
-	if h == nil || h.readers == 0 {
+func (m *RWMutex) RUnlock(ctx context.Context) error {
+	return m.h.Release(ctx, "RUnlock", func(ctx context.Context, op *telemetry.Op) error {
+		m.mu.Lock()
+		h := m.r
+		if h == nil || h.readers == 0 {
+			m.mu.Unlock()
+			return fmt.Errorf("%w: runlock of unlocked rwmutex", locker.ErrNotHeld)
+		}
+		op.Token(h.Token())
+		h.readers--
+		if h.readers > 0 {
+			m.mu.Unlock()
+			return h.Err()
+		}
+		h.closed = true
 		m.mu.Unlock()
-		return m.errorf("runlock", fmt.Errorf("%w: runlock of unlocked rwmutex", locker.ErrNotHeld))
-	}
-	op.Token(h.l.Token())
-	h.readers--
-	if h.readers > 0 {
-		m.mu.Unlock()
-		return m.errorf("runlock", h.l.Err())
-	}
-	h.closed = true
-	m.mu.Unlock()
 
-	h.stop()
-	// The release names every attempt of the RLock call: an earlier one
-	// whose request reached Redis late holds under a member of its own.
-	attempts := make([]int, h.attempt)
-	for i := range attempts {
-		attempts[i] = i + 1
-	}
-	err = h.l.Release(ctx, m.runlockCall(h.owner, attempts...))
-	m.mu.Lock()
-	if m.r == h {
-		m.r = nil
-	}
-	m.last, m.rlast = h.l, h.l
-	close(h.drained)
-	m.mu.Unlock()
-	return m.errorf("runlock", err)
+		h.stop()
+		// The release names every attempt of the RLock call: an earlier one
+		// whose request reached Redis late holds under a member of its own.
+		attempts := make([]int, h.attempt)
+		for i := range attempts {
+			attempts[i] = i + 1
+		}
+		err := h.Release(ctx, m.runlockCall(h.owner, attempts...))
+		m.mu.Lock()
+		if m.r == h {
+			m.r = nil
+		}
+		m.last, m.rlast = h.Lease, h.Lease
+		close(h.drained)
+		m.mu.Unlock()
+		return err
+	})
 }
 
 // readToken returns the token of the handle's read hold.
@@ -299,7 +288,7 @@ func (m *RWMutex) readToken() int64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.r != nil {
-		return m.r.l.Token()
+		return m.r.Token()
 	}
 	return 0
 }
@@ -320,69 +309,19 @@ var (
 	_ locker.Lease  = rlocker{}
 )
 
-func (r rlocker) Lock(ctx context.Context) error            { return r.m.RLock(ctx) }
-func (r rlocker) TryLock(ctx context.Context) (bool, error) { return r.m.TryRLock(ctx) }
-func (r rlocker) Unlock(ctx context.Context) error          { return r.m.RUnlock(ctx) }
-func (r rlocker) Token() int64                              { return r.m.readLease().token() }
-func (r rlocker) Done() <-chan struct{}                     { return r.m.readLease().done() }
-func (r rlocker) Err() error                                { return r.m.readLease().err() }
-func (r rlocker) Until() time.Time                          { return r.m.readLease().until() }
-func (r rlocker) Extend(ctx context.Context, d time.Duration) error {
-	m := r.m
-	m.mu.Lock()
-	var l *lease.Lease
-	if m.r != nil && m.r.readers > 0 {
-		l = m.r.l
-	}
-	m.mu.Unlock()
-	return m.extend(ctx, "Extend", l, d)
-}
+func (r rlocker) Lock(ctx context.Context) error                      { return r.m.RLock(ctx) }
+func (r rlocker) TryLock(ctx context.Context) (bool, error)           { return r.m.TryRLock(ctx) }
+func (r rlocker) Unlock(ctx context.Context) error                    { return r.m.RUnlock(ctx) }
+func (r rlocker) Token() int64                                        { return r.m.rh.Token() }
+func (r rlocker) Done() <-chan struct{}                               { return r.m.rh.Done() }
+func (r rlocker) Err() error                                          { return r.m.rh.Err() }
+func (r rlocker) Until() time.Time                                    { return r.m.rh.Until() }
+func (r rlocker) Extend(ctx context.Context, ttl time.Duration) error { return r.m.rh.Extend(ctx, ttl) }
 
-// readView is the read hold of a handle, or the last hold it had, as the
-// Lease methods of an RLocker see it.
-type readView struct {
-	live, last *lease.Lease
-}
-
-func (m *RWMutex) readLease() readView {
+// readHolds returns the read hold that the handle's readers share and the
+// last one, for the RLocker.
+func (m *RWMutex) readHolds() (cur, last lease.Hold) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.r != nil {
-		return readView{live: m.r.l}
-	}
-	return readView{last: m.rlast}
-}
-
-func (v readView) token() int64 {
-	switch {
-	case v.live != nil:
-		return v.live.Token()
-	case v.last != nil:
-		return v.last.Token()
-	}
-	return 0
-}
-
-func (v readView) done() <-chan struct{} {
-	if v.live != nil {
-		return v.live.Done()
-	}
-	return lease.Closed()
-}
-
-func (v readView) err() error {
-	switch {
-	case v.live != nil:
-		return v.live.Err()
-	case v.last != nil:
-		return v.last.Err()
-	}
-	return nil
-}
-
-func (v readView) until() time.Time {
-	if v.live != nil {
-		return v.live.Until()
-	}
-	return time.Time{}
+	return lease.Pair(m.r, m.rlast)
 }

@@ -3,18 +3,14 @@ package rwmutex
 import (
 	"context"
 	"crypto/rand"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
 
 	"github.com/redisync/redisync/backend"
-	"github.com/redisync/redisync/internal/acquire"
 	"github.com/redisync/redisync/internal/gate"
 	"github.com/redisync/redisync/internal/holdopt"
-	"github.com/redisync/redisync/internal/keyspace"
 	"github.com/redisync/redisync/internal/lease"
-	"github.com/redisync/redisync/internal/local"
 	"github.com/redisync/redisync/internal/script"
 	"github.com/redisync/redisync/internal/telemetry"
 	"github.com/redisync/redisync/locker"
@@ -40,40 +36,26 @@ const primitive = "rwmutex"
 // through the same Backend, with one handle or several, queue locally, so
 // that only one of them at a time contends through Redis.
 type RWMutex struct {
-	_       lease.NoCopy
-	b       backend.Backend
-	name    string
-	keys    []string // writer, readers, waiting writers, waiting readers, readers' turn, fence
-	wake    string   // wakes waiting writers
-	rwake   string   // wakes waiting readers; tells read holders that a writer waits
-	ttlMs   int64
-	turnMs  int64
-	backoff locker.Backoff
-	tel     *telemetry.T
-	gates   *gate.Set // the backend's local queues
-	wspec   lease.Spec
-	rspec   lease.Spec
-
-	wheld   gate.Handle // taken from Lock to Unlock, in front of the writers' process-wide gate
-	handoff holdopt.Handoff
-	class   any // of the writers a write hold may be handed off to; nil: no hand-off
-	block   int // fencing tokens a write acquisition reserves
+	_      lease.NoCopy
+	h      lease.Handle
+	rh     lease.Handle // for the RLocker: it describes the read hold alone
+	keys   []string     // writer, readers, waiting writers, waiting readers, readers' turn, fence (see keyspace.RWMutex)
+	wake   string       // wakes waiting writers
+	rwake  string       // wakes waiting readers; tells read holders that a writer waits
+	ttlMs  int64
+	turnMs int64
+	wspec  lease.Spec
+	rspec  lease.Spec
+	block  int        // fencing tokens a write acquisition reserves
+	gate   lease.Gate // the writers' local queue of the lock, with the hand-off bounds
 
 	mu    sync.Mutex
 	w     *lease.Tenure // the live write hold, nil when not write-locked
 	wpass gate.Pass     // the process-wide writers' gate, taken with w
 	r     *readHold     // the read hold of the handle's readers, nil when none
 	lead  chan struct{} // non-nil while a reader takes r; closed after
-	last  hold          // the previous hold of either kind, for Token and Err
+	last  lease.Hold    // the previous hold of either kind, for Token and Err
 	rlast *lease.Lease  // the previous read hold, for the RLocker's Token and Err
-}
-
-// A hold is a write hold's Tenure or a read hold's Lease.
-type hold interface {
-	Token() int64
-	Done() <-chan struct{}
-	Err() error
-	Until() time.Time
 }
 
 var (
@@ -86,62 +68,35 @@ var (
 // (empty, longer than 512 bytes, or containing '{', '}' or control
 // characters) or a bad option.
 func New(b backend.Backend, name string, opts ...Option) (*RWMutex, error) {
-	ks, err := keyspace.Open(primitive, b, name)
+	h, cfg, err := lease.Open(primitive, b, name, opts, Option.apply)
 	if err != nil {
 		return nil, err
 	}
-	cfg := holdopt.New()
-	for _, o := range opts {
-		if o != nil {
-			o.apply(&cfg)
-		}
-	}
-	if err := cfg.Validate(primitive); err != nil {
-		return nil, err
-	}
-	if err := lease.ValidTTL(primitive, b, cfg.TTL); err != nil {
-		return nil, err
-	}
+	keys := h.Keys().RWMutex()
 	m := &RWMutex{
-		b:    b,
-		name: name,
-		keys: []string{ks.Key("writer"), ks.Key("readers"), ks.Key("wwait"), ks.Key("rwait"),
-			ks.Key("rturn"), ks.Key("fence")},
-		wake:    ks.Wake(),
-		rwake:   ks.Key("rwake"),
-		ttlMs:   holdopt.Millis(cfg.TTL),
-		turnMs:  max(holdopt.Millis(cfg.TTL/3), 1),
-		backoff: cfg.Backoff,
-		tel:     local.Of(b).Telemetry(),
-		gates:   local.Of(b).Gates(),
-		wheld:   gate.NewHandle(),
+		h:      h,
+		rh:     h,
+		keys:   keys.Keys(),
+		wake:   keys.Wake,
+		rwake:  keys.RWake,
+		ttlMs:  holdopt.Millis(cfg.TTL),
+		turnMs: max(holdopt.Millis(cfg.TTL/3), 1),
 	}
-	m.handoff, m.class = cfg.Local()
-	m.block = m.handoff.Block()
-	m.wspec = lease.Spec{
-		Backend:   b,
-		Tel:       m.tel,
-		Primitive: primitive,
-		TTL:       cfg.TTL,
-		Watchdog:  cfg.Watchdog,
-		Renew: func(owner string, ttl time.Duration) *backend.Call {
-			return &backend.Call{Script: script.RWMutexRenew, Keys: m.keys[:1], Args: []any{owner, holdopt.Millis(ttl)}}
-		},
-		Release: m.unlockCall,
-		Keys:    m.keys[:1],
-	}
+	m.h.Describe("rwmutex is not locked", m.holds)
+	m.rh.Describe("rwmutex is not locked", m.readHolds)
+	m.gate = h.ExclusiveGate(m.keys[0], cfg, lease.Exclusive{Attempt: m.attempt, Hold: m.setWriter, Release: m.unlockCall})
+	handoff, _ := cfg.Local()
+	m.block = handoff.Block()
+	m.wspec = h.Spec(cfg).RenewedBy(script.RWMutexRenew, m.keys[:1])
+	m.wspec.Release = m.unlockCall
 	// A read hold's owner is its member in the readers' sorted set.
-	m.rspec = m.wspec
-	m.rspec.Renew = func(member string, ttl time.Duration) *backend.Call {
-		return &backend.Call{Script: script.RWMutexRRenew, Keys: m.keys[1:2], Args: []any{member, holdopt.Millis(ttl)}}
-	}
-	m.rspec.Keys = m.keys[1:2]
+	m.rspec = h.Spec(cfg).RenewedBy(script.RWMutexRRenew, m.keys[1:2])
 	m.rspec.Member = func(member string) string { return member }
 	return m, nil
 }
 
 // Name returns the name the RWMutex was created with.
-func (m *RWMutex) Name() string { return m.name }
+func (m *RWMutex) Name() string { return m.h.Name() }
 
 // Lock locks m for writing. If the lock is held, by readers or a writer of any
 // process (this one included), Lock blocks until it is free, or until ctx is
@@ -160,54 +115,24 @@ func (m *RWMutex) Name() string { return m.name }
 // and releases whatever an attempt with a lost reply may have taken. A context
 // that is already done fails Lock before any I/O. When ctx ends, the error
 // matches both locker.ErrNotAcquired and ctx.Err().
-func (m *RWMutex) Lock(ctx context.Context) (err error) {
-	ctx, op := m.tel.Start(ctx, primitive, "Lock", m.name)
-	outcome := telemetry.Acquired
-	defer func() {
-		if err != nil {
-			outcome = telemetry.NotAcquired
-		}
-		op.End(outcome, err, true)
-	}()
-	if ctx.Err() != nil {
-		return m.errorf("lock", acquire.NotAcquired(ctx, nil))
-	}
-	start := time.Now()
-	pass, baton, waited, err := m.wheld.Enter(ctx, m.gates, m.keys[0], m.class, m.b.Done())
-	if waited {
-		op.Waited(time.Since(start))
-	}
-	switch {
-	case errors.Is(err, locker.ErrClosed):
-		return m.errorf("lock", err)
-	case err != nil:
-		return m.errorf("lock", acquire.NotAcquired(ctx, nil))
-	}
-	if baton != nil {
-		if t := lease.Receive(baton.(*lease.Tenure)); t != nil {
-			m.setWriter(t, pass)
-			outcome = telemetry.AcquiredLocal
-			op.Token(t.Token())
-			return nil
-		}
-	}
+func (m *RWMutex) Lock(ctx context.Context) error { return m.gate.Lock(ctx, &m.h, m.contend) }
+
+// contend takes the write lock through Redis for Lock, in turn pass of the
+// writers' queue, which it gives back when it fails.
+func (m *RWMutex) contend(ctx context.Context, op *telemetry.Op, pass gate.Pass) error {
 	owner := rand.Text()
 	attempts := 0
-	loop := acquire.Loop{Backend: m.b, Channel: m.wake, Backoff: m.backoff, Op: op}
-	err = loop.Wait(ctx, func(ctx context.Context) (bool, time.Duration, error) {
+	err := m.h.Wait(ctx, op, m.wake, func(ctx context.Context) (bool, time.Duration, error) {
 		attempts++
-		return m.attempt(ctx, owner, attempts, pass, true)
+		return m.gate.Attempt(ctx, op, owner, attempts, pass, true)
 	})
 	if err != nil {
 		// Contended attempts registered the writer as waiting, which keeps
 		// readers out: withdraw, and give back a grant whose reply was lost.
-		m.cleanup(ctx, m.unlockCall(owner))
-		pass.Release()
-		m.wheld.Leave()
-		return m.errorf("lock", err)
+		m.h.Cleanup(ctx, m.unlockCall(owner))
+		m.gate.Leave(pass)
 	}
-	op.Token(m.Token())
-	return nil
+	return err
 }
 
 // TryLock tries to lock m for writing without waiting and reports whether it
@@ -217,63 +142,22 @@ func (m *RWMutex) Lock(ctx context.Context) (err error) {
 // attempt failed (and left nothing held); a context that is already done
 // fails TryLock before any I/O, with an error matching locker.ErrNotAcquired
 // and ctx.Err().
-func (m *RWMutex) TryLock(ctx context.Context) (ok bool, err error) {
-	ctx, op := m.tel.Start(ctx, primitive, "TryLock", m.name)
-	defer func() { op.End(tryOutcome(ok, err), err, true) }()
-	if ctx.Err() != nil {
-		return false, m.errorf("trylock", acquire.NotAcquired(ctx, nil))
-	}
-	pass, free := m.wheld.TryEnter(m.gates, m.keys[0])
-	if !free {
-		return false, nil
-	}
-	owner := rand.Text()
-	ok, _, err = m.attempt(ctx, owner, 1, pass, false)
-	op.Attempt(err == nil && !ok)
-	if err != nil {
-		m.cleanup(ctx, m.unlockCall(owner))
-	}
-	if !ok {
-		pass.Release()
-		m.wheld.Leave()
-		return false, m.errorf("trylock", err)
-	}
-	op.Token(m.Token())
-	return true, nil
-}
+func (m *RWMutex) TryLock(ctx context.Context) (bool, error) { return m.gate.TryLock(ctx, &m.h) }
 
-// attempt makes the n-th write acquisition attempt for owner; on success the
-// hold keeps pass until Unlock. wait registers a contended attempt as a
-// waiting writer.
-func (m *RWMutex) attempt(ctx context.Context, owner string, n int, pass gate.Pass, wait bool) (bool, time.Duration, error) {
+// attempt makes the n-th write acquisition attempt for owner (see
+// lease.Exclusive). wait registers a contended attempt as a waiting
+// writer.
+func (m *RWMutex) attempt(ctx context.Context, owner string, n int, wait bool) (*lease.Lease, time.Duration, error) {
 	sent := time.Now()
 	call := &backend.Call{Script: script.RWMutexLock, Keys: m.keys, Args: m.lockArgs(owner, wait, n)}
-	m.b.Exec(ctx, call)
-	r, err := call.Result()
-	if err != nil {
-		return false, 0, err
-	}
-	switch r.Status() {
-	case backend.StatusOK:
-		l, valid := lease.Start(&m.wspec, owner, r.At(1), sent)
-		if !valid {
-			// The grant came back after its validity ran out: give it back
-			// (this attempt's grant only, keeping the place among the
-			// waiting writers) and try again.
-			m.undo(ctx, call)
-			return false, 0, nil
-		}
-		l.Reserved(r.At(2))
-		m.setWriter(lease.First(l), pass)
-		return true, 0, nil
-	case backend.StatusContended:
-		return false, time.Duration(r.At(1)) * time.Millisecond, nil
-	}
-	return false, 0, fmt.Errorf("rwmutex: unexpected lock status %d", r.Status())
+	// A grant that comes back too late is given back keeping the place
+	// among the waiting writers (see lease.Grant).
+	l, _, retry, err := lease.Grant(ctx, &m.wspec, call, owner, sent, "lock")
+	return l, retry, err
 }
 
 // setWriter makes t the write hold, with its place pass in the writers'
-// gate.
+// gate (see lease.Exclusive).
 func (m *RWMutex) setWriter(t *lease.Tenure, pass gate.Pass) {
 	m.mu.Lock()
 	m.w, m.wpass = t, pass
@@ -308,21 +192,6 @@ func (m *RWMutex) runlockCall(owner string, attempts ...int) *backend.Call {
 	return &backend.Call{Script: script.RWMutexRUnlock, Keys: m.keys, Args: args}
 }
 
-// cleanup runs c, which releases whatever an acquisition that gave up may
-// hold and withdraws it from the waiters, on a context that outlives the
-// caller's.
-func (m *RWMutex) cleanup(ctx context.Context, c *backend.Call) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-	defer cancel()
-	m.b.Exec(ctx, c)
-}
-
-// undo gives back what the acquire call granted, and only that, on a
-// context that outlives the caller's.
-func (m *RWMutex) undo(ctx context.Context, c *backend.Call) {
-	m.cleanup(ctx, &backend.Call{Script: c.Script.Undo(), Keys: c.Keys, Args: c.Args})
-}
-
 // Unlock unlocks m for writing. When a writer of this process waits and the
 // hold's hand-off bounds allow (see WithLocalHandoff), Unlock passes the
 // write hold to it without a round trip. Otherwise it releases the hold
@@ -337,36 +206,20 @@ func (m *RWMutex) undo(ctx context.Context, c *backend.Call) {
 // deadline whatever becomes of the release. In every case m is not
 // write-locked when Unlock returns, even when the release could not reach
 // Redis: the hold then expires with its TTL.
-func (m *RWMutex) Unlock(ctx context.Context) (err error) {
-	ctx, op := m.tel.Start(ctx, primitive, "Unlock", m.name)
-	handed := false
-	defer func() {
-		outcome := releaseOutcome(err)
-		if handed {
-			outcome = telemetry.HandedOff
+func (m *RWMutex) Unlock(ctx context.Context) error {
+	return m.h.Release(ctx, "Unlock", func(ctx context.Context, op *telemetry.Op) error {
+		m.mu.Lock()
+		t, pass := m.w, m.wpass
+		m.w, m.wpass = nil, gate.Pass{}
+		if t != nil {
+			m.last = t
 		}
-		op.End(outcome, err, false)
-	}()
-	m.mu.Lock()
-	t, pass := m.w, m.wpass
-	m.w, m.wpass = nil, gate.Pass{}
-	if t != nil {
-		m.last = t
-	}
-	m.mu.Unlock()
-	if t == nil {
-		return m.errorf("unlock", fmt.Errorf("%w: unlock of unlocked rwmutex", locker.ErrNotHeld))
-	}
-	op.Token(t.Token())
-	if t.PassOn(m.handoff.Within, m.class, pass, m.wheld) {
-		handed = true
-		return nil
-	}
-	defer func() {
-		pass.Release()
-		m.wheld.Leave()
-	}()
-	return m.errorf("unlock", t.Release(ctx))
+		m.mu.Unlock()
+		if t == nil {
+			return fmt.Errorf("%w: unlock of unlocked rwmutex", locker.ErrNotHeld)
+		}
+		return m.gate.Unlock(ctx, op, t, pass)
+	})
 }
 
 // Extend makes the current hold, the write hold or else the read hold that the
@@ -376,47 +229,20 @@ func (m *RWMutex) Unlock(ctx context.Context) (err error) {
 // locker.ErrNotHeld when m is not locked or the hold is gone, and one matching
 // locker.ErrInvalid for a ttl outside 10ms to 24h (or, on a quorum, too short
 // for its node timeout).
-func (m *RWMutex) Extend(ctx context.Context, ttl time.Duration) error {
+func (m *RWMutex) Extend(ctx context.Context, ttl time.Duration) error { return m.h.Extend(ctx, ttl) }
+
+// holds returns the current hold, the write hold or else the read hold, and
+// the last one of either kind.
+func (m *RWMutex) holds() (cur, last lease.Hold) {
 	m.mu.Lock()
-	var l *lease.Lease
+	defer m.mu.Unlock()
 	switch {
 	case m.w != nil:
-		l = m.w.Lease()
-	case m.r != nil && m.r.readers > 0:
-		l = m.r.l
-	}
-	m.mu.Unlock()
-	return m.extend(ctx, "Extend", l, ttl)
-}
-
-func (m *RWMutex) extend(ctx context.Context, method string, l *lease.Lease, ttl time.Duration) (err error) {
-	ctx, op := m.tel.Start(ctx, primitive, method, m.name)
-	defer func() {
-		outcome := telemetry.Extended
-		if err != nil {
-			outcome = telemetry.NotHeld
-		}
-		op.End(outcome, err, false)
-	}()
-	if err := lease.ValidTTL(primitive, m.b, ttl); err != nil {
-		return err
-	}
-	if l == nil {
-		return m.errorf("extend", fmt.Errorf("%w: rwmutex is not locked", locker.ErrNotHeld))
-	}
-	op.Token(m.Token())
-	return m.errorf("extend", l.Extend(ctx, ttl))
-}
-
-// current returns the live hold: the write hold, else the read hold.
-func (m *RWMutex) current() hold {
-	switch {
-	case m.w != nil:
-		return m.w
+		cur = m.w
 	case m.r != nil:
-		return m.r.l
+		cur = m.r
 	}
-	return nil
+	return cur, m.last
 }
 
 // Token returns the fencing token of the current hold, write or read, or of
@@ -425,90 +251,29 @@ func (m *RWMutex) current() hold {
 // acquisition, read or write, gets a token greater than every earlier one,
 // whichever handle or process took it, so a resource can reject a writer, or
 // a reader, whose token is below the last writer's.
-func (m *RWMutex) Token() int64 {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if l := m.current(); l != nil {
-		return l.Token()
-	}
-	if m.last != nil {
-		return m.last.Token()
-	}
-	return 0
-}
+func (m *RWMutex) Token() int64 { return m.h.Token() }
 
 // Done returns a channel that is closed when the current hold ends. For the
 // write hold that is its Unlock or its loss; for the read hold that the
 // handle's readers share it is the last reader's RUnlock or the loss of the
 // hold, which every reader must treat as the end of its read. Without a hold
 // Done returns a closed channel.
-func (m *RWMutex) Done() <-chan struct{} {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if l := m.current(); l != nil {
-		return l.Done()
-	}
-	return lease.Closed()
-}
+func (m *RWMutex) Done() <-chan struct{} { return m.h.Done() }
 
 // Err returns nil while the current hold is live, or when the last hold ended
 // by Unlock or RUnlock; after a hold was lost it returns an error matching
 // locker.ErrLost that says how.
-func (m *RWMutex) Err() error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if l := m.current(); l != nil {
-		return l.Err()
-	}
-	if m.last != nil {
-		return m.last.Err()
-	}
-	return nil
-}
+func (m *RWMutex) Err() error { return m.h.Err() }
 
 // Until returns the local validity deadline of the current hold: before it, no
 // writer (for a read hold) or no other client at all (for the write hold) can
 // acquire the lock. It is the zero Time when m is not locked or the hold was
 // lost.
-func (m *RWMutex) Until() time.Time {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if l := m.current(); l != nil {
-		return l.Until()
-	}
-	return time.Time{}
-}
-
-func (m *RWMutex) errorf(op string, err error) error {
-	if err == nil {
-		return nil
-	}
-	return fmt.Errorf("rwmutex %q: %s: %w", m.name, op, err)
-}
+func (m *RWMutex) Until() time.Time { return m.h.Until() }
 
 func flag(on bool) int {
 	if on {
 		return 1
 	}
 	return 0
-}
-
-func tryOutcome(ok bool, err error) string {
-	switch {
-	case err != nil:
-		return telemetry.NotAcquired
-	case !ok:
-		return telemetry.Contended
-	}
-	return telemetry.Acquired
-}
-
-func releaseOutcome(err error) string {
-	switch {
-	case errors.Is(err, locker.ErrLost):
-		return telemetry.Lost
-	case err != nil:
-		return telemetry.Failed
-	}
-	return telemetry.Released
 }

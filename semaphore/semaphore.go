@@ -12,11 +12,8 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/redisync/redisync/backend"
-	"github.com/redisync/redisync/internal/acquire"
 	"github.com/redisync/redisync/internal/fifo"
-	"github.com/redisync/redisync/internal/keyspace"
 	"github.com/redisync/redisync/internal/lease"
-	"github.com/redisync/redisync/internal/local"
 	"github.com/redisync/redisync/internal/script"
 	"github.com/redisync/redisync/internal/telemetry"
 	"github.com/redisync/redisync/locker"
@@ -44,11 +41,9 @@ const keyPermits = attribute.Key("redisync.permits")
 // NewWeighted does no I/O).
 type Weighted struct {
 	_    lease.NoCopy
-	b    backend.Backend
-	name string
+	h    lease.Handle
 	size int64
 	q    *fifo.Queue
-	tel  *telemetry.T
 
 	mu      sync.Mutex
 	holds   []*hold // live holds, oldest first
@@ -56,7 +51,7 @@ type Weighted struct {
 	owed    int64   // permits of lost holds that Release has not accounted for
 	lossErr error   // why they were lost
 	cur     *period // the current hold, nil when no permit is held
-	last    *period // the previous one, for Err
+	last    *period // the previous one, for Token and Err: handle describes them
 	token   int64
 	seq     uint64
 }
@@ -88,8 +83,10 @@ func lockHolds(holds []*hold) (unlock func()) {
 	}
 }
 
-// A period is the time during which a handle holds permits.
+// A period is the time during which a handle holds permits: the hold that
+// Token, Done, Err, Until and Extend describe (see periods).
 type period struct {
+	s    *Weighted
 	done chan struct{}
 	err  error // guarded by the handle's mu
 	once sync.Once
@@ -111,6 +108,76 @@ func (s *Weighted) end(p *period, holds []*fifo.Hold) {
 	})
 }
 
+// periods returns the current period and the last one.
+func (s *Weighted) periods() (cur, last lease.Hold) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return lease.Pair(s.cur, s.last)
+}
+
+// Token returns the token of the latest acquisition through the handle.
+func (p *period) Token() int64 {
+	p.s.mu.Lock()
+	defer p.s.mu.Unlock()
+	return p.s.token
+}
+
+// Done returns a channel closed when p ends. A hold of p that was lost ends
+// it first, when its watch has not yet seen the loss (see check).
+func (p *period) Done() <-chan struct{} {
+	p.s.check()
+	return p.done
+}
+
+// Err returns why p ended, when one of its holds was lost (see check).
+func (p *period) Err() error {
+	p.s.check()
+	p.s.mu.Lock()
+	defer p.s.mu.Unlock()
+	return p.err
+}
+
+// Until returns the earliest validity deadline of the holds of p: before
+// it, they are all still held. It is the zero Time once p has ended.
+func (p *period) Until() time.Time {
+	s := p.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cur != p {
+		return time.Time{}
+	}
+	var until time.Time
+	for i, hd := range s.holds {
+		u := hd.h.Until()
+		if u.IsZero() {
+			return u // a hold that just ended: nothing is vouched for
+		}
+		if i == 0 || u.Before(until) {
+			until = u
+		}
+	}
+	return until
+}
+
+// Extend makes every hold of p last at least ttl from now.
+func (p *period) Extend(ctx context.Context, ttl time.Duration) error {
+	s := p.s
+	s.mu.Lock()
+	var holds []*hold
+	if s.cur == p {
+		holds = slices.Clone(s.holds)
+	}
+	s.mu.Unlock()
+	if len(holds) == 0 {
+		return fmt.Errorf("%w: no permit is held", locker.ErrNotHeld)
+	}
+	var errs []error
+	for _, hd := range holds {
+		errs = append(errs, hd.h.Extend(ctx, ttl))
+	}
+	return errors.Join(errs...)
+}
+
 var _ locker.Lease = (*Weighted)(nil)
 
 // NewWeighted returns a handle on the semaphore called name on b, with n
@@ -125,44 +192,24 @@ var _ locker.Lease = (*Weighted)(nil)
 // names both limits, and changes nothing. Once nothing is held or awaited the
 // record goes, and the name may be used with another limit.
 func NewWeighted(b backend.Backend, name string, n int64, opts ...Option) (*Weighted, error) {
-	_, err := keyspace.Open(primitive, b, name)
+	h, cfg, err := lease.Open(primitive, b, name, opts, Option.apply)
 	if err != nil {
 		return nil, err
 	}
 	if n < 1 || n > MaxLimit {
 		return nil, fmt.Errorf("%s %q: limit %d: must be between 1 and %d: %w", primitive, name, n, int64(MaxLimit), locker.ErrInvalid)
 	}
-	cfg := fifo.NewSettings()
-	for _, o := range opts {
-		if o != nil {
-			o.apply(&cfg)
-		}
-	}
-	if err := cfg.Validate(primitive); err != nil {
-		return nil, err
-	}
-	if err := lease.ValidTTL(primitive, b, cfg.Hold.TTL); err != nil {
-		return nil, err
-	}
-	return &Weighted{
-		b:    b,
-		name: name,
+	s := &Weighted{
+		h:    h,
 		size: n,
-		tel:  local.Of(b).Telemetry(),
-		q: fifo.New(fifo.Config{
-			Backend:      b,
-			Scripts:      script.Semaphore,
-			Primitive:    primitive,
-			Name:         name,
-			Limit:        n,
-			Hold:         cfg.Hold,
-			QueueTimeout: cfg.QueueTimeout,
-		}),
-	}, nil
+		q:    fifo.New(fifo.Config{Spec: h.Spec(cfg), Hold: cfg, Keys: h.Keys().Semaphore(), Scripts: script.Semaphore, Limit: n}),
+	}
+	s.h.Describe("no permit is held", s.periods)
+	return s, nil
 }
 
 // Name returns the name the semaphore was created with.
-func (s *Weighted) Name() string { return s.name }
+func (s *Weighted) Name() string { return s.h.Name() }
 
 // Size returns n, the number of permits in all.
 func (s *Weighted) Size() int64 { return s.size }
@@ -187,29 +234,20 @@ func (s *Weighted) Size() int64 { return s.size }
 // locker.ErrInvalid; a context that is already done fails Acquire before any
 // I/O. When ctx ends, the error matches both locker.ErrNotAcquired and
 // ctx.Err().
-func (s *Weighted) Acquire(ctx context.Context, k int64) (err error) {
-	ctx, op := s.tel.Start(ctx, primitive, "Acquire", s.name)
-	op.Span().SetAttributes(keyPermits.Int64(k))
-	defer func() {
-		outcome := telemetry.Acquired
-		if err != nil {
-			outcome = telemetry.NotAcquired
+func (s *Weighted) Acquire(ctx context.Context, k int64) error {
+	return s.h.Acquire(ctx, "Acquire", func(ctx context.Context, op *telemetry.Op) error {
+		op.Span().SetAttributes(keyPermits.Int64(k))
+		if err := s.valid(k); err != nil {
+			return err
 		}
-		op.End(outcome, err, true)
-	}()
-	if err := s.valid("acquire", k); err != nil {
-		return err
-	}
-	if ctx.Err() != nil {
-		return s.errorf("acquire", acquire.NotAcquired(ctx, nil))
-	}
-	h, err := s.q.Acquire(ctx, op, k)
-	if err != nil {
-		return s.errorf("acquire", err)
-	}
-	s.add(h, k)
-	op.Token(h.Token())
-	return nil
+		h, err := s.q.Acquire(ctx, op, k)
+		if err != nil {
+			return err
+		}
+		s.add(h, k)
+		op.Token(h.Token())
+		return nil
+	})
 }
 
 // TryAcquire acquires k permits without waiting and reports whether it
@@ -219,37 +257,26 @@ func (s *Weighted) Acquire(ctx context.Context, k int64) (err error) {
 // unchanged. A k below 1 or above the semaphore's size is an error matching
 // locker.ErrInvalid; a context that is already done fails TryAcquire before
 // any I/O, with an error matching locker.ErrNotAcquired and ctx.Err().
-func (s *Weighted) TryAcquire(ctx context.Context, k int64) (ok bool, err error) {
-	ctx, op := s.tel.Start(ctx, primitive, "TryAcquire", s.name)
-	op.Span().SetAttributes(keyPermits.Int64(k))
-	defer func() {
-		outcome := telemetry.Acquired
-		switch {
-		case err != nil:
-			outcome = telemetry.NotAcquired
-		case !ok:
-			outcome = telemetry.Contended
+func (s *Weighted) TryAcquire(ctx context.Context, k int64) (bool, error) {
+	return s.h.Try(ctx, "TryAcquire", func(ctx context.Context, op *telemetry.Op) (bool, error) {
+		op.Span().SetAttributes(keyPermits.Int64(k))
+		if err := s.valid(k); err != nil {
+			return false, err
 		}
-		op.End(outcome, err, true)
-	}()
-	if err := s.valid("tryacquire", k); err != nil {
-		return false, err
-	}
-	if ctx.Err() != nil {
-		return false, s.errorf("tryacquire", acquire.NotAcquired(ctx, nil))
-	}
-	h, err := s.q.Try(ctx, op, k)
-	if h == nil {
-		return false, s.errorf("tryacquire", err)
-	}
-	s.add(h, k)
-	op.Token(h.Token())
-	return true, nil
+		h, err := s.q.Try(ctx, op, k)
+		if h == nil {
+			return false, err
+		}
+		s.add(h, k)
+		op.Token(h.Token())
+		return true, nil
+	})
 }
 
-func (s *Weighted) valid(op string, k int64) error {
+// valid checks k, the permits of an acquisition.
+func (s *Weighted) valid(k int64) error {
 	if k < 1 || k > s.size {
-		return s.errorf(op, fmt.Errorf("%d permits: must be between 1 and the limit %d: %w", k, s.size, locker.ErrInvalid))
+		return fmt.Errorf("%d permits: must be between 1 and the limit %d: %w", k, s.size, locker.ErrInvalid)
 	}
 	return nil
 }
@@ -261,7 +288,7 @@ func (s *Weighted) add(h *fifo.Hold, k int64) {
 	s.seq++
 	hd.seq = s.seq
 	if s.cur == nil {
-		s.cur = &period{done: make(chan struct{})}
+		s.cur = &period{s: s, done: make(chan struct{})}
 	}
 	s.holds = append(s.holds, hd)
 	s.held += k
@@ -354,27 +381,23 @@ func (s *Weighted) lose(hd *hold, cause error) {
 // longer count as held by the handle when Release returns, even when the
 // release could not reach Redis: they then come back to the others when
 // their hold expires.
-func (s *Weighted) Release(ctx context.Context, k int64) (err error) {
-	ctx, op := s.tel.Start(ctx, primitive, "Release", s.name)
-	op.Span().SetAttributes(keyPermits.Int64(k))
-	defer func() {
-		outcome := telemetry.Released
-		switch {
-		case errors.Is(err, locker.ErrLost):
-			outcome = telemetry.Lost
-		case err != nil:
-			outcome = telemetry.Failed
-		}
-		op.End(outcome, err, false)
-	}()
+func (s *Weighted) Release(ctx context.Context, k int64) error {
+	return s.h.Release(ctx, "Release", func(ctx context.Context, op *telemetry.Op) error {
+		op.Span().SetAttributes(keyPermits.Int64(k))
+		return s.release(ctx, k)
+	})
+}
+
+// release releases k permits for Release.
+func (s *Weighted) release(ctx context.Context, k int64) error {
 	if k < 1 {
-		return s.errorf("release", fmt.Errorf("%d permits: must be at least 1: %w", k, locker.ErrInvalid))
+		return fmt.Errorf("%d permits: must be at least 1: %w", k, locker.ErrInvalid)
 	}
 	s.mu.Lock()
 	if k > s.held+s.owed {
 		held := s.held + s.owed
 		s.mu.Unlock()
-		return s.errorf("release", fmt.Errorf("%w: release of %d permits, %d held", locker.ErrNotHeld, k, held))
+		return fmt.Errorf("%w: release of %d permits, %d held", locker.ErrNotHeld, k, held)
 	}
 	lost := min(k, s.owed)
 	s.owed -= lost
@@ -433,7 +456,7 @@ func (s *Weighted) Release(ctx context.Context, k int64) (err error) {
 	if ended != nil {
 		s.end(ended, released)
 	}
-	return s.errorf("release", errors.Join(errs...))
+	return errors.Join(errs...)
 }
 
 // Extend makes every hold of the handle last at least ttl from now (it never
@@ -442,31 +465,13 @@ func (s *Weighted) Release(ctx context.Context, k int64) (err error) {
 // locker.ErrNotHeld when the handle holds no permit or a hold is gone, and one
 // matching locker.ErrInvalid for a ttl outside 10ms to 24h (or, on a quorum,
 // too short for its node timeout).
-func (s *Weighted) Extend(ctx context.Context, ttl time.Duration) (err error) {
-	ctx, op := s.tel.Start(ctx, primitive, "Extend", s.name)
-	defer func() {
-		outcome := telemetry.Extended
-		if err != nil {
-			outcome = telemetry.NotHeld
-		}
-		op.End(outcome, err, false)
-	}()
-	if err := lease.ValidTTL(primitive, s.b, ttl); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	holds := slices.Clone(s.holds)
-	token := s.token
-	s.mu.Unlock()
-	if len(holds) == 0 {
-		return s.errorf("extend", fmt.Errorf("%w: no permit is held", locker.ErrNotHeld))
-	}
-	op.Token(token)
-	var errs []error
-	for _, hd := range holds {
-		errs = append(errs, hd.h.Extend(ctx, ttl))
-	}
-	return s.errorf("extend", errors.Join(errs...))
+func (s *Weighted) Extend(ctx context.Context, ttl time.Duration) error { return s.h.Extend(ctx, ttl) }
+
+// QueueLen reports how many requests are waiting for permits, in any
+// process. A waiter whose heartbeat is overdue is not counted.
+func (s *Weighted) QueueLen(ctx context.Context) (int, error) {
+	n, err := s.q.Len(ctx)
+	return n, s.h.Wrap("queuelen", err)
 }
 
 // Held returns the number of permits the handle holds.
@@ -476,77 +481,23 @@ func (s *Weighted) Held() int64 {
 	return s.held
 }
 
-// QueueLen reports how many requests are waiting for permits, in any
-// process. A waiter whose heartbeat is overdue is not counted.
-func (s *Weighted) QueueLen(ctx context.Context) (int, error) {
-	waiting, _, _, err := s.q.Stat(ctx)
-	if err != nil {
-		return 0, s.errorf("queuelen", err)
-	}
-	return int(waiting), nil
-}
-
 // Token returns the fencing token of the latest acquisition through the
 // handle, even after it was released; 0 before the first. Tokens of a name
 // only grow: every acquisition gets a token greater than every earlier one,
 // whichever handle, process or primitive of that name took it.
-func (s *Weighted) Token() int64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.token
-}
+func (s *Weighted) Token() int64 { return s.h.Token() }
 
 // Done returns a channel that is closed when the handle's current hold ends:
 // when its last permit is released, or when any of its permits is lost (then
 // Err reports why). Without permits it returns a closed channel.
-func (s *Weighted) Done() <-chan struct{} {
-	s.check()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cur != nil {
-		return s.cur.done
-	}
-	return lease.Closed()
-}
+func (s *Weighted) Done() <-chan struct{} { return s.h.Done() }
 
 // Err returns nil while the handle holds permits, or when its last hold ended
 // by Release; after a hold was lost it returns an error matching
 // locker.ErrLost that says how.
-func (s *Weighted) Err() error {
-	s.check()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	switch {
-	case s.cur != nil:
-		return nil
-	case s.last != nil:
-		return s.last.err
-	}
-	return nil
-}
+func (s *Weighted) Err() error { return s.h.Err() }
 
 // Until returns the local validity deadline of the handle's permits: before
 // it, they are all still held. It is the zero Time when the handle holds no
 // permit.
-func (s *Weighted) Until() time.Time {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var until time.Time
-	for i, hd := range s.holds {
-		u := hd.h.Until()
-		if u.IsZero() {
-			return u // a hold that just ended: nothing is vouched for
-		}
-		if i == 0 || u.Before(until) {
-			until = u
-		}
-	}
-	return until
-}
-
-func (s *Weighted) errorf(op string, err error) error {
-	if err == nil {
-		return nil
-	}
-	return fmt.Errorf("semaphore %q: %s: %w", s.name, op, err)
-}
+func (s *Weighted) Until() time.Time { return s.h.Until() }

@@ -16,60 +16,6 @@ import (
 	"github.com/redisync/redisync/internal/keyspace"
 )
 
-// layout is where each kind of primitive keeps its state under one name:
-// status reads these keys and unlock --force ends the holds they record.
-// Every key carries the name's hash tag, so that all of them share one
-// Cluster slot.
-type layout struct {
-	mutex     string // lock hash: the hold {o owner, f token, c cohort, ...}, the line of waiting processes and a release's yield marker (see internal/script/lock_lib.lua)
-	reentrant string // lock hash {<owner> count, f token, ...}
-	rw        rwKeys
-	fair      fifoKeys
-	semaphore fifoKeys
-	fence     string // the fencing token counter shared by every kind
-	wake      string // wake channel of the mutex, the reentrant lock and the writers of the rwmutex
-}
-
-// rwKeys are the keys and channels of a readers/writer lock.
-type rwKeys struct {
-	writer  string // write hold: a hash like the mutex's {o, f, a}
-	readers string // read holds: sorted set of '<owner>:<attempt>' by expiry (server ms)
-	wwait   string // waiting writers: sorted set by expiry
-	rwait   string // waiting readers: sorted set by expiry
-	rturn   string // readers let in ahead of the next writer: sorted set by expiry
-	rwake   string // wake channel of the readers
-}
-
-// fifoKeys are the keys and channels of a fair lock or a semaphore.
-type fifoKeys struct {
-	state     string // hash {n limit, used, h:<owner> "<permits> <token> <ticket> <attempt>", w:<waiter> ...}
-	deadlines string // sorted set of h:<owner> and w:<waiter> by deadline (server ms)
-	queue     string // sorted set of waiters by ticket
-	wake      string // prefix of each waiter's wake channel
-}
-
-// keys returns the KEYS of the FIFO scripts: state, deadlines, queue and
-// the fence counter.
-func (k fifoKeys) keys(fence string) []string {
-	return []string{k.state, k.deadlines, k.queue, fence}
-}
-
-func newLayout(ks keyspace.Space) layout {
-	fifo := func(kind string) fifoKeys {
-		return fifoKeys{ks.Key(kind), ks.Key(kind + ":deadlines"), ks.Key(kind + ":queue"), ks.Key(kind + ":wake:")}
-	}
-	return layout{
-		mutex:     ks.Key("lock"),
-		reentrant: ks.Key("reentrant"),
-		rw: rwKeys{ks.Key("writer"), ks.Key("readers"), ks.Key("wwait"), ks.Key("rwait"),
-			ks.Key("rturn"), ks.Key("rwake")},
-		fair:      fifo("fair"),
-		semaphore: fifo("semaphore"),
-		fence:     ks.Key("fence"),
-		wake:      ks.Wake(),
-	}
-}
-
 const statusUsage = `Usage: redisync status [--json] [flags] NAME
 
 Shows every primitive named NAME (mutex, fair lock, readers/writer lock, reentrant lock,
@@ -100,41 +46,25 @@ Flags:
 `
 
 func statusCmd(args []string, stdout, stderr io.Writer) error {
-	var c conn
 	var asJSON bool
-	fs := flag.NewFlagSet("redisync status", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	c.register(fs)
-	fs.BoolVar(&asJSON, "json", false, "print one JSON object on one line (fields above)")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), statusUsage)
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return &exitError{code: exitUsage}
-	}
-	if fs.NArg() != 1 {
-		return fail(exitUsage, "status: want one NAME; see redisync help status")
-	}
-	name := fs.Arg(0)
-	if err := keyspace.Validate("status", name); err != nil {
-		return fail(exitUsage, "%v", err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	s, err := c.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	lay := newLayout(keyspace.New(s.b.Prefix(), name))
+	return nameCmd{
+		name:  "status",
+		usage: statusUsage,
+		flags: func(fs *flag.FlagSet) {
+			fs.BoolVar(&asJSON, "json", false, "print one JSON object on one line (fields above)")
+		},
+		run: func(ctx context.Context, s *session, name string, ks keyspace.Space) error {
+			return showStatus(ctx, s, name, ks, asJSON, stdout)
+		},
+	}.main(args, stderr)
+}
 
+// showStatus prints the status of every primitive of the name of ks, on
+// each node of s: as text, or as one JSON object.
+func showStatus(ctx context.Context, s *session, name string, ks keyspace.Space, asJSON bool, stdout io.Writer) error {
 	st := nameStatus{Name: name, Where: s.where}
 	for _, cl := range s.clients {
-		n, err := readNode(ctx, cl, lay)
+		n, err := readNode(ctx, cl, ks)
 		if err != nil {
 			return fail(exitUnavailable, "status: %v", err)
 		}
@@ -279,8 +209,8 @@ func atoi64(s string) int64 {
 	return n
 }
 
-// readNode reads the state of every primitive of lay on cl.
-func readNode(ctx context.Context, cl redis.UniversalClient, lay layout) (nodeStatus, error) {
+// readNode reads the state of every primitive of the name of ks on cl.
+func readNode(ctx context.Context, cl redis.UniversalClient, ks keyspace.Space) (nodeStatus, error) {
 	var st nodeStatus
 	r := &reader{ctx: ctx, cl: cl}
 	t, err := cl.Time(ctx).Result()
@@ -289,12 +219,12 @@ func readNode(ctx context.Context, cl redis.UniversalClient, lay layout) (nodeSt
 	}
 	r.now = t.UnixMilli()
 
-	if r.exists(lay.mutex) {
-		h := r.hgetall(lay.mutex)
+	if mu := ks.Mutex(); r.exists(mu.Lock) {
+		h := r.hgetall(mu.Lock)
 		holder, _, _ := strings.Cut(h["c"], "#") // the cohort: "<host>/<pid>#<backend>"
 		ms := &mutexStatus{}
 		if h["o"] != "" {
-			ms.Held, ms.Holder, ms.Token, ms.TTL = true, holder, atoi64(h["f"]), r.pttl(lay.mutex)
+			ms.Held, ms.Holder, ms.Token, ms.TTL = true, holder, atoi64(h["f"]), r.pttl(mu.Lock)
 		}
 		// The line of waiting processes and a release's yield marker: see
 		// internal/script/lock_lib.lua.
@@ -313,9 +243,9 @@ func readNode(ctx context.Context, cl redis.UniversalClient, lay layout) (nodeSt
 		}
 		st.Mutex = ms
 	}
-	if r.exists(lay.reentrant) {
-		h := r.hgetall(lay.reentrant)
-		rs := &reentrantStatus{Held: true, Token: atoi64(h["f"]), TTL: r.pttl(lay.reentrant)}
+	if re := ks.Reentrant(); r.exists(re.Lock) {
+		h := r.hgetall(re.Lock)
+		rs := &reentrantStatus{Held: true, Token: atoi64(h["f"]), TTL: r.pttl(re.Lock)}
 		for k, v := range h {
 			switch k {
 			case "f", "g", "a": // token, grant and last attempt
@@ -325,30 +255,30 @@ func readNode(ctx context.Context, cl redis.UniversalClient, lay layout) (nodeSt
 		}
 		st.Reentrant = rs
 	}
-	rw := lay.rw
-	if r.exists(rw.writer) || r.exists(rw.readers) || r.exists(rw.wwait) {
+	rw := ks.RWMutex()
+	if r.exists(rw.Writer) || r.exists(rw.Readers) || r.exists(rw.WWait) {
 		rs := &rwStatus{}
-		if r.exists(rw.writer) {
-			h := r.hgetall(rw.writer)
-			rs.Write = writeStatus{Held: true, Token: atoi64(h["f"]), TTL: r.pttl(rw.writer)}
+		if r.exists(rw.Writer) {
+			h := r.hgetall(rw.Writer)
+			rs.Write = writeStatus{Held: true, Token: atoi64(h["f"]), TTL: r.pttl(rw.Writer)}
 		}
-		readers := r.live(rw.readers)
+		readers := r.live(rw.Readers)
 		rs.Read = readStatus{Holds: len(readers), TTL: lastOf(readers)}
-		rs.WaitingWriters, rs.WaitingReaders = len(r.live(rw.wwait)), len(r.live(rw.rwait))
+		rs.WaitingWriters, rs.WaitingReaders = len(r.live(rw.WWait)), len(r.live(rw.RWait))
 		st.RWMutex = rs
 	}
 	for _, kind := range []string{"fair", "semaphore"} {
-		keys := lay.fair
+		keys := ks.Fair()
 		if kind == "semaphore" {
-			keys = lay.semaphore
+			keys = ks.Semaphore()
 		}
-		if !r.exists(keys.state) {
+		if !r.exists(keys.State) {
 			continue
 		}
-		h := r.hgetall(keys.state)
+		h := r.hgetall(keys.State)
 		var holds []semHold
 		waiting := 0
-		for _, z := range r.live(keys.deadlines) {
+		for _, z := range r.live(keys.Deadlines) {
 			member := z.Member.(string)
 			switch {
 			case strings.HasPrefix(member, "h:"):
@@ -378,7 +308,7 @@ func readNode(ctx context.Context, cl redis.UniversalClient, lay layout) (nodeSt
 		}
 		st.Semaphore = ss
 	}
-	if v, err := cl.Get(ctx, lay.fence).Result(); err == nil {
+	if v, err := cl.Get(ctx, ks.Fence()).Result(); err == nil {
 		n := atoi64(v)
 		st.LastToken = &n
 	} else {
@@ -386,12 +316,12 @@ func readNode(ctx context.Context, cl redis.UniversalClient, lay layout) (nodeSt
 	}
 	var subs map[string]int64
 	if _, ok := cl.(*redis.ClusterClient); ok {
-		subs, err = cl.PubSubShardNumSub(ctx, lay.wake).Result()
+		subs, err = cl.PubSubShardNumSub(ctx, ks.Wake()).Result()
 	} else {
-		subs, err = cl.PubSubNumSub(ctx, lay.wake).Result()
+		subs, err = cl.PubSubNumSub(ctx, ks.Wake()).Result()
 	}
 	r.keep(err)
-	st.Listening = subs[lay.wake]
+	st.Listening = subs[ks.Wake()]
 	return st, r.err
 }
 

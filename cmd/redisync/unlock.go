@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -37,41 +36,28 @@ Flags:
 `
 
 func unlockCmd(args []string, stdout, stderr io.Writer) error {
-	var c conn
 	var force bool
-	fs := flag.NewFlagSet("redisync unlock", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	c.register(fs)
-	fs.BoolVar(&force, "force", false, "end the holds of another process (required)")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), unlockUsage)
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
+	return nameCmd{
+		name:  "unlock",
+		usage: unlockUsage,
+		flags: func(fs *flag.FlagSet) {
+			fs.BoolVar(&force, "force", false, "end the holds of another process (required)")
+		},
+		check: func() error {
+			if !force {
+				return fail(exitUsage, "unlock: a hold belongs to its holder; --force ends it from outside (see redisync help unlock)")
+			}
 			return nil
-		}
-		return &exitError{code: exitUsage}
-	}
-	if !force {
-		return fail(exitUsage, "unlock: a hold belongs to its holder; --force ends it from outside (see redisync help unlock)")
-	}
-	if fs.NArg() != 1 {
-		return fail(exitUsage, "unlock: want one NAME; see redisync help unlock")
-	}
-	name := fs.Arg(0)
-	if err := keyspace.Validate("unlock", name); err != nil {
-		return fail(exitUsage, "%v", err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	s, err := c.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	lay := newLayout(keyspace.New(s.b.Prefix(), name))
+		},
+		run: func(ctx context.Context, s *session, name string, ks keyspace.Space) error {
+			return endHolds(ctx, s, name, ks, stdout)
+		},
+	}.main(args, stderr)
+}
 
+// endHolds ends every hold under the name of ks, on each node of s, and
+// says what it ended.
+func endHolds(ctx context.Context, s *session, name string, ks keyspace.Space, stdout io.Writer) error {
 	// One Backend per node: on a quorum each node is told, and reports,
 	// on its own.
 	nodes := []backend.Backend{s.b}
@@ -89,7 +75,7 @@ func unlockCmd(args []string, stdout, stderr io.Writer) error {
 		if len(nodes) > 1 {
 			prefix = fmt.Sprintf("node %d (%s): ", i+1, s.clients[i].(*redis.Client).Options().Addr)
 		}
-		calls := forceCalls(lay)
+		calls := forceCalls(ks)
 		b.Exec(ctx, calls...)
 		ended := 0
 		for _, call := range calls {
@@ -112,15 +98,16 @@ func unlockCmd(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// forceCalls returns the calls that end every hold of the primitives in lay,
-// one per kind.
-func forceCalls(lay layout) []*backend.Call {
+// forceCalls returns the calls that end every hold of the primitives of the
+// name of ks, one per kind.
+func forceCalls(ks keyspace.Space) []*backend.Call {
+	mu, re, rw, fair, sem := ks.Mutex(), ks.Reentrant(), ks.RWMutex(), ks.Fair(), ks.Semaphore()
 	return []*backend.Call{
-		{Script: script.MutexForce, Keys: []string{lay.mutex}, Args: []any{lay.wake}},
-		{Script: script.ReentrantForce, Keys: []string{lay.reentrant}, Args: []any{lay.wake}},
-		{Script: script.RWMutexForce, Keys: []string{lay.rw.writer, lay.rw.readers}, Args: []any{lay.wake, lay.rw.rwake}},
-		{Script: script.Fair.Force, Keys: lay.fair.keys(lay.fence), Args: []any{"", lay.fair.wake}},
-		{Script: script.Semaphore.Force, Keys: lay.semaphore.keys(lay.fence), Args: []any{"", lay.semaphore.wake}},
+		{Script: script.MutexForce, Keys: []string{mu.Lock}, Args: []any{mu.Wake}},
+		{Script: script.ReentrantForce, Keys: []string{re.Lock}, Args: []any{re.Wake}},
+		{Script: script.RWMutexForce, Keys: []string{rw.Writer, rw.Readers}, Args: []any{rw.Wake, rw.RWake}},
+		{Script: script.Fair.Force, Keys: fair.Keys(), Args: []any{"", fair.Wake}},
+		{Script: script.Semaphore.Force, Keys: sem.Keys(), Args: []any{"", sem.Wake}},
 	}
 }
 

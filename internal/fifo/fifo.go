@@ -40,42 +40,18 @@ import (
 	"github.com/redisync/redisync/internal/holdopt"
 	"github.com/redisync/redisync/internal/keyspace"
 	"github.com/redisync/redisync/internal/lease"
-	"github.com/redisync/redisync/internal/local"
 	"github.com/redisync/redisync/internal/script"
 	"github.com/redisync/redisync/internal/telemetry"
 	"github.com/redisync/redisync/locker"
 )
 
-// Queue timeouts.
-const (
-	// DefaultQueueTimeout is how long a waiter keeps its place without a
-	// heartbeat. Waiters heartbeat every third of it, so a live one loses
-	// its place only when it cannot reach Redis for that long (and gets it
-	// back when it can again); a dead one holds up the queue for at most
-	// this long.
-	DefaultQueueTimeout = 5 * time.Second
-	// MinQueueTimeout is the shortest queue timeout accepted.
-	MinQueueTimeout = 50 * time.Millisecond
-)
-
-// ValidQueueTimeout checks a queue timeout for the primitive kind: it must be
-// between MinQueueTimeout and holdopt.MaxTTL.
-func ValidQueueTimeout(kind string, d time.Duration) error {
-	if d < MinQueueTimeout || d > holdopt.MaxTTL {
-		return fmt.Errorf("%s: queue timeout %v: must be between %v and %v: %w", kind, d, MinQueueTimeout, holdopt.MaxTTL, locker.ErrInvalid)
-	}
-	return nil
-}
-
 // Config describes the Queue of one primitive handle.
 type Config struct {
-	Backend      backend.Backend
-	Scripts      script.FIFO
-	Primitive    string // "fair", "semaphore": names the keys and the metrics
-	Name         string
-	Limit        int64 // permits in all
-	Hold         holdopt.Config
-	QueueTimeout time.Duration
+	Spec    lease.Spec // of the holds (see lease.Handle.Spec); New adds the rest
+	Hold    holdopt.Config
+	Keys    keyspace.FIFO
+	Scripts script.FIFO
+	Limit   int64 // permits in all
 }
 
 // A Queue admits the holders of one named primitive through one backend. It
@@ -83,7 +59,7 @@ type Config struct {
 type Queue struct {
 	b         backend.Backend
 	s         script.FIFO
-	keys      []string // state, deadlines, queue, fence counter
+	keys      []string // state, deadlines, queue, fence counter (see keyspace.FIFO)
 	wake      string   // prefix of the waiters' wake channels
 	limit     int64
 	timeout   time.Duration
@@ -96,30 +72,23 @@ type Queue struct {
 
 // New returns the Queue described by c. It does no I/O.
 func New(c Config) *Queue {
-	ks := keyspace.New(c.Backend.Prefix(), c.Name)
 	q := &Queue{
-		b:         c.Backend,
+		b:         c.Spec.Backend,
 		s:         c.Scripts,
-		keys:      []string{ks.Key(c.Primitive), ks.Key(c.Primitive + ":deadlines"), ks.Key(c.Primitive + ":queue"), ks.Key("fence")},
-		wake:      ks.Key(c.Primitive + ":wake:"),
+		keys:      c.Keys.Keys(),
+		wake:      c.Keys.Wake,
 		limit:     c.Limit,
-		timeout:   c.QueueTimeout,
-		timeoutMs: holdopt.Millis(c.QueueTimeout),
+		timeout:   c.Hold.QueueTimeout,
+		timeoutMs: holdopt.Millis(c.Hold.QueueTimeout),
 		fenceMs:   holdopt.Millis(holdopt.FenceTTL),
 		backoff:   c.Hold.Backoff,
+		spec:      c.Spec,
 	}
-	q.spec = lease.Spec{
-		Backend:   c.Backend,
-		Tel:       local.Of(c.Backend).Telemetry(),
-		Primitive: c.Primitive,
-		TTL:       c.Hold.TTL,
-		Watchdog:  c.Hold.Watchdog,
-		Renew: func(owner string, ttl time.Duration) *backend.Call {
-			return q.call(q.s.Renew, owner, "", 0, 0, ttl)
-		},
-		Keys:   q.keys[:2],
-		Member: func(owner string) string { return "h:" + owner },
+	q.spec.Renew = func(owner string, ttl time.Duration) *backend.Call {
+		return q.call(q.s.Renew, owner, "", 0, 0, ttl)
 	}
+	q.spec.Keys = q.keys[:2]
+	q.spec.Member = func(owner string) string { return "h:" + owner }
 	return q
 }
 
@@ -234,26 +203,18 @@ const (
 // (or "").
 func (q *Queue) attempt(ctx context.Context, owner, waiter string, k int64, n int) (*Hold, reply, error) {
 	sent := time.Now()
-	c := q.acquireCall(owner, waiter, k, n)
-	r, err := q.exec(ctx, c)
-	if err != nil {
-		return nil, reply{}, err
-	}
-	switch r.Status() {
-	case backend.StatusOK:
-		l, valid := lease.Start(&q.spec, owner, r.At(1), sent)
-		if !valid {
-			// The grant came back after its validity ran out: give it
-			// back, place in line included (this attempt's grant only),
-			// and try again.
-			q.undo(ctx, c)
-			return nil, reply{pos: placeLate}, nil
-		}
+	// A grant that comes back too late is given back, place in line
+	// included (see lease.Grant).
+	l, r, hint, err := lease.Grant(ctx, &q.spec, q.acquireCall(owner, waiter, k, n), owner, sent, "acquire")
+	switch {
+	case err != nil:
+		return nil, reply{}, script.Limit(err, q.limit)
+	case l != nil:
 		return &Hold{Lease: l, waiter: waiter}, reply{}, nil
-	case backend.StatusContended:
-		return nil, reply{pos: r.At(2), hint: time.Duration(r.At(1)) * time.Millisecond}, nil
+	case r.Status() == backend.StatusOK:
+		return nil, reply{pos: placeLate}, nil
 	}
-	return nil, reply{}, fmt.Errorf("%s: unexpected acquire status %d", q.spec.Primitive, r.Status())
+	return nil, reply{pos: r.At(2), hint: hint}, nil
 }
 
 // join puts waiter in line (ticket 0: a new place) or keeps it there. It
@@ -280,22 +241,12 @@ func (noPlace) Error() string   { return "no majority kept the place in line" }
 func (noPlace) Transient() bool { return true }
 
 // cleanup gives back whatever owner may hold and drops waiter, after a
-// failed or doubtful acquisition, on a context that outlives the caller's.
-// It reports whether the release reached Redis.
+// failed or doubtful acquisition (see lease.Cleanup). It reports whether
+// the release reached Redis.
 func (q *Queue) cleanup(ctx context.Context, owner, waiter string) bool {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-	defer cancel()
 	c := q.call(q.s.Release, owner, waiter, 0, 0, 0)
-	q.b.Exec(ctx, c)
+	lease.Cleanup(ctx, q.b, c)
 	return c.Err == nil
-}
-
-// undo runs the undo of an acquire call on a context that outlives the
-// caller's.
-func (q *Queue) undo(ctx context.Context, c *backend.Call) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-	defer cancel()
-	q.b.Exec(ctx, &backend.Call{Script: q.s.Undo, Keys: c.Keys, Args: c.Args})
 }
 
 // A Part is what one release leaves of one hold: Keep permits, or nothing
@@ -351,6 +302,15 @@ func (q *Queue) Release(ctx context.Context, parts ...Part) []error {
 	return errs
 }
 
+// Len returns the number of live waiters, or 0 and an error.
+func (q *Queue) Len(ctx context.Context) (int, error) {
+	waiting, _, _, err := q.Stat(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return int(waiting), nil
+}
+
 // Stat returns the live waiters, the permits out in live holds, and the limit
 // the name is in use with (0 when it is not in use).
 func (q *Queue) Stat(ctx context.Context) (waiting, out, limit int64, err error) {
@@ -359,24 +319,4 @@ func (q *Queue) Stat(ctx context.Context) (waiting, out, limit int64, err error)
 		return 0, 0, 0, err
 	}
 	return r.At(1), r.At(2), r.At(3), nil
-}
-
-// Settings is the configuration of a FIFO primitive handle: the settings
-// every hold has, and the queue timeout.
-type Settings struct {
-	Hold         holdopt.Config
-	QueueTimeout time.Duration
-}
-
-// NewSettings returns the defaults.
-func NewSettings() Settings {
-	return Settings{Hold: holdopt.New(), QueueTimeout: DefaultQueueTimeout}
-}
-
-// Validate reports the first bad value, naming the primitive kind.
-func (s *Settings) Validate(kind string) error {
-	if err := s.Hold.Validate(kind); err != nil {
-		return err
-	}
-	return ValidQueueTimeout(kind, s.QueueTimeout)
 }

@@ -1,7 +1,8 @@
 // Package holdopt is the configuration shared by every lock primitive: TTL,
-// watchdog and backoff. Each primitive package wraps it in its own sealed
-// Option type, so that the common options have one name and one meaning
-// everywhere (mutex.WithTTL, rwmutex.WithTTL, ...).
+// watchdog, backoff, local hand-off and queue timeout. Each primitive
+// package wraps it in its own sealed Option type, so that the common options
+// have one name and one meaning everywhere (mutex.WithTTL, rwmutex.WithTTL,
+// ...).
 package holdopt
 
 import (
@@ -56,6 +57,15 @@ const (
 	// a woken waiter takes to send its attempt on a loaded machine, and
 	// costs nothing when no other process waited.
 	HandoffYield = 5 * time.Millisecond
+
+	// DefaultQueueTimeout is how long a waiter of a primitive that keeps a
+	// line (internal/fifo) keeps its place without a heartbeat. Waiters
+	// heartbeat every third of it, so a live one loses its place only when
+	// it cannot reach Redis for that long (and gets it back when it can
+	// again); a dead one holds up the line for at most this long.
+	DefaultQueueTimeout = 5 * time.Second
+	// MinQueueTimeout is the shortest queue timeout accepted.
+	MinQueueTimeout = 50 * time.Millisecond
 )
 
 // DefaultBackoff paces retries after transient errors and bounds the wait for
@@ -70,6 +80,9 @@ type Config struct {
 	nilBack  bool
 	// Handoff bounds local hand-off, for the primitives that have it.
 	Handoff Handoff
+	// QueueTimeout is how long a waiter keeps its place in line without a
+	// heartbeat, for the primitives that keep a line (internal/fifo).
+	QueueTimeout time.Duration
 }
 
 // Handoff bounds the local hand-off of one hold: at most Turns hand-offs,
@@ -103,7 +116,7 @@ func (c *Config) Local() (Handoff, any) {
 // New returns the defaults.
 func New() Config {
 	return Config{TTL: DefaultTTL, Watchdog: true, Backoff: DefaultBackoff,
-		Handoff: Handoff{DefaultHandoffTurns, DefaultHandoffWithin}}
+		Handoff: Handoff{DefaultHandoffTurns, DefaultHandoffWithin}, QueueTimeout: DefaultQueueTimeout}
 }
 
 // SetBackoff records b; a nil b is reported by Validate.
@@ -122,6 +135,9 @@ func (c *Config) Validate(kind string) error {
 	if h := c.Handoff; h.Turns < 0 || h.Turns > MaxHandoffTurns || h.Turns > 0 && (h.Within <= 0 || h.Within > c.TTL) {
 		return fmt.Errorf("%s: local hand-off of %d turns within %v: turns must be 0 (off) to %d, and within more than 0 and at most the TTL %v: %w",
 			kind, h.Turns, h.Within, MaxHandoffTurns, c.TTL, locker.ErrInvalid)
+	}
+	if d := c.QueueTimeout; d < MinQueueTimeout || d > MaxTTL {
+		return fmt.Errorf("%s: queue timeout %v: must be between %v and %v: %w", kind, d, MinQueueTimeout, MaxTTL, locker.ErrInvalid)
 	}
 	return nil
 }

@@ -24,7 +24,7 @@ func hashTag(key string) string {
 }
 
 // FuzzValidate: a name is either rejected with ErrInvalid, or every key of
-// its space hashes on exactly the name, whatever the suffix.
+// its space hashes on exactly the name, whatever the kind.
 func FuzzValidate(f *testing.F) {
 	for _, s := range []string{"orders:42", "", "a{b}", "}{", "名前", "\x00", strings.Repeat("x", 600)} {
 		f.Add(s)
@@ -38,7 +38,8 @@ func FuzzValidate(f *testing.F) {
 			return
 		}
 		s := keyspace.New("redisync", name)
-		for _, key := range []string{s.Key("lock"), s.Key("fence"), s.Wake()} {
+		keys := append(s.RWMutex().Keys(), s.Mutex().Line("h/1#2"), s.Reentrant().Lock, s.Fair().Wake+"w", s.Latch().Latch, s.Fenced().Value, s.Wake())
+		for _, key := range keys {
 			if got := hashTag(key); got != name {
 				t.Fatalf("key %q hashes on %q; want the name %q", key, got, name)
 			}

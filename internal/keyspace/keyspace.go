@@ -1,6 +1,7 @@
-// Package keyspace validates lock names and builds the keys and channels of a
-// primitive, all under the hash tag of the name so that they share one
-// Cluster slot.
+// Package keyspace validates lock names and names the keys and channels of
+// every primitive, all under the hash tag of the name so that they share one
+// Cluster slot. It is the one place that spells them out: the primitives,
+// the multi-lock and the redisync command take them from here.
 package keyspace
 
 import (
@@ -44,7 +45,13 @@ func clip(s string) string {
 	return s
 }
 
-// Space is the keys and channel of one named primitive.
+// Space is the keys and channels of one name: every primitive of that name
+// keeps its state under it, each kind under keys of its own (see the methods
+// below, one per kind, the one place that spells them out), all sharing the
+// fencing token counter. Every key and channel is "<prefix>:{<name>}:<suffix>",
+// so that all of them carry the hash tag of the name and share one Cluster
+// slot. The names are documented under "# Keys" in each primitive's package
+// documentation, and existing data depends on them: they never change.
 type Space struct {
 	base string // "<prefix>:{<name>}:"
 }
@@ -54,18 +61,148 @@ func New(prefix, name string) Space {
 	return Space{base: prefix + ":{" + name + "}:"}
 }
 
-// Key returns the key with the given suffix, "<prefix>:{<name>}:<suffix>".
-func (s Space) Key(suffix string) string { return s.base + suffix }
+func (s Space) key(suffix string) string { return s.base + suffix }
 
-// Wake returns the wake-up channel, "<prefix>:{<name>}:wake".
-func (s Space) Wake() string { return s.base + "wake" }
+// Fence returns the fencing token counter of the name, which every lock of
+// the name shares, so that their tokens are ordered:
+// "<prefix>:{<name>}:fence".
+func (s Space) Fence() string { return s.key("fence") }
+
+// Wake returns the wake-up channel of the name, "<prefix>:{<name>}:wake",
+// shared by the mutex, the reentrant lock, the writers of the rwmutex and
+// the latch.
+func (s Space) Wake() string { return s.key("wake") }
+
+// Mutex is where a mutex.Mutex keeps its state; a multi.Lock takes mutex
+// holds under the same keys.
+type Mutex struct {
+	Lock  string // hash: the hold {o owner, f token, c cohort, ...}, the line of waiting processes and a release's yield marker (see internal/script/lock_lib.lua)
+	Fence string // the fencing token counter (Space.Fence)
+	Wake  string // channel of a release with nobody in line (Space.Wake); see Line
+}
+
+// Mutex returns the keys of the mutex.
+func (s Space) Mutex() Mutex { return Mutex{s.key("lock"), s.Fence(), s.Wake()} }
+
+// Keys returns the KEYS of the mutex scripts: Lock, Fence.
+func (k Mutex) Keys() []string { return []string{k.Lock, k.Fence} }
+
+// Line returns the wake channel of the processes of one cohort (see
+// local.State.Cohort) while they are in the lock's line, "<Wake>:<cohort>":
+// a release publishes on the channel of the first cohort in line.
+func (k Mutex) Line(cohort string) string { return k.Wake + ":" + cohort }
+
+// Reentrant is where a reentrant.Mutex keeps its state.
+type Reentrant struct {
+	Lock  string // hash {<owner> count, f token, g grant, a attempt}
+	Fence string // the fencing token counter (Space.Fence)
+	Wake  string // channel of every release (Space.Wake)
+}
+
+// Reentrant returns the keys of the reentrant lock.
+func (s Space) Reentrant() Reentrant { return Reentrant{s.key("reentrant"), s.Fence(), s.Wake()} }
+
+// Keys returns the KEYS of the reentrant scripts: Lock, Fence.
+func (k Reentrant) Keys() []string { return []string{k.Lock, k.Fence} }
+
+// RWMutex is where an rwmutex.RWMutex keeps its state.
+type RWMutex struct {
+	Writer  string // hash: the write hold {o owner, f token, a attempt}
+	Readers string // sorted set: a member per read hold, "<owner>:<attempt>", by expiry (server ms)
+	WWait   string // sorted set: waiting writers, by the expiry of their claim
+	RWait   string // sorted set: waiting readers, by expiry
+	RTurn   string // sorted set: readers let in ahead of the next writer, by expiry
+	Fence   string // the fencing token counter (Space.Fence)
+	Wake    string // channel that wakes waiting writers (Space.Wake)
+	RWake   string // channel that wakes waiting readers and tells read holds that a writer waits
+}
+
+// RWMutex returns the keys of the readers/writer lock.
+func (s Space) RWMutex() RWMutex {
+	return RWMutex{s.key("writer"), s.key("readers"), s.key("wwait"), s.key("rwait"), s.key("rturn"),
+		s.Fence(), s.Wake(), s.key("rwake")}
+}
+
+// Keys returns the KEYS of the rwmutex scripts: Writer, Readers, WWait,
+// RWait, RTurn, Fence.
+func (k RWMutex) Keys() []string {
+	return []string{k.Writer, k.Readers, k.WWait, k.RWait, k.RTurn, k.Fence}
+}
+
+// FIFO is where a primitive built on internal/fifo keeps its state: a
+// fair.Mutex (Space.Fair) or a semaphore.Weighted (Space.Semaphore), each
+// under keys named after its kind.
+type FIFO struct {
+	State     string // hash {n limit, used, h:<owner> "<permits> <token> <ticket> <attempt>", w:<waiter> ...}
+	Deadlines string // sorted set of h:<owner> and w:<waiter> by deadline (server ms)
+	Queue     string // sorted set of waiters by ticket
+	Fence     string // the fencing token counter (Space.Fence)
+	Wake      string // prefix of each waiter's wake channel, "<Wake><waiter id>"
+}
+
+// Fair returns the keys of the fair lock.
+func (s Space) Fair() FIFO { return s.fifo("fair") }
+
+// Semaphore returns the keys of the semaphore.
+func (s Space) Semaphore() FIFO { return s.fifo("semaphore") }
+
+func (s Space) fifo(kind string) FIFO {
+	return FIFO{s.key(kind), s.key(kind + ":deadlines"), s.key(kind + ":queue"), s.Fence(), s.key(kind + ":wake:")}
+}
+
+// Keys returns the KEYS of the FIFO scripts: State, Deadlines, Queue, Fence.
+func (k FIFO) Keys() []string { return []string{k.State, k.Deadlines, k.Queue, k.Fence} }
+
+// Latch is where a latch.CountDown keeps its state.
+type Latch struct {
+	Latch string // hash {n count, c count left, r last Reset, <count-down id> 1, ...}
+	Wake  string // channel of the opening (Space.Wake)
+}
+
+// Latch returns the keys of the latch.
+func (s Space) Latch() Latch { return Latch{s.key("latch"), s.Wake()} }
+
+// Keys returns the KEYS of the latch scripts: Latch.
+func (k Latch) Keys() []string { return []string{k.Latch} }
+
+// Fenced is where package fence keeps a resource written under fencing
+// tokens.
+type Fenced struct {
+	Value string // the caller's value: a string or a hash
+	Guard string // hash {t highest token seen, v version, w last write}
+}
+
+// Fenced returns the keys of the fenced resource.
+func (s Space) Fenced() Fenced { return Fenced{s.key("value"), s.key("guard")} }
+
+// Keys returns the KEYS of the fence scripts: Value, Guard.
+func (k Fenced) Keys() []string { return []string{k.Value, k.Guard} }
 
 // Open checks what every primitive's constructor checks first, a usable
 // backend and a valid name, and returns the Space of name on b. Its errors
 // match locker.ErrInvalid and name the primitive kind.
 func Open(kind string, b backend.Backend, name string) (Space, error) {
+	return open(kind, b, name, "")
+}
+
+// OpenSingle is Open for the primitives whose state is one value that the
+// nodes of a quorum, which are independent, could disagree on (the latch,
+// the fenced resources): it also refuses a quorum backend, with an error
+// that says the kind cannot keep what (such as "one count: its nodes may
+// disagree on it").
+func OpenSingle(kind string, b backend.Backend, name, what string) (Space, error) {
+	return open(kind, b, name, what)
+}
+
+// open checks b, refuses a quorum when single says what it cannot keep,
+// and checks name.
+func open(kind string, b backend.Backend, name, single string) (Space, error) {
 	if err := backend.Check(b); err != nil {
 		return Space{}, fmt.Errorf("%s: %w", kind, err)
+	}
+	if q, ok := b.(backend.Quorum); ok && single != "" {
+		nodes, _ := q.QuorumNodes()
+		return Space{}, fmt.Errorf("%s: a quorum backend (%d independent nodes) cannot keep %s: %w", kind, nodes, single, locker.ErrInvalid)
 	}
 	if err := Validate(kind, name); err != nil {
 		return Space{}, err

@@ -36,12 +36,37 @@ func TestValidate(t *testing.T) {
 	}
 }
 
+// TestSpace: every key and channel of every kind, as the package
+// documentation of each primitive lists them under "# Keys".
 func TestSpace(t *testing.T) {
 	s := keyspace.New("app", "orders:42")
-	if got := s.Key("lock"); got != "app:{orders:42}:lock" {
-		t.Errorf("Key = %q", got)
+	mu, re, rw, fair, sem, latch, res := s.Mutex(), s.Reentrant(), s.RWMutex(), s.Fair(), s.Semaphore(), s.Latch(), s.Fenced()
+	want := [][2]string{
+		{s.Fence(), "fence"}, {s.Wake(), "wake"},
+		{mu.Lock, "lock"}, {mu.Fence, "fence"}, {mu.Wake, "wake"}, {mu.Line("h/1#2"), "wake:h/1#2"},
+		{re.Lock, "reentrant"}, {re.Fence, "fence"}, {re.Wake, "wake"},
+		{rw.Writer, "writer"}, {rw.Readers, "readers"}, {rw.WWait, "wwait"}, {rw.RWait, "rwait"}, {rw.RTurn, "rturn"},
+		{rw.Fence, "fence"}, {rw.Wake, "wake"}, {rw.RWake, "rwake"},
+		{fair.State, "fair"}, {fair.Deadlines, "fair:deadlines"}, {fair.Queue, "fair:queue"}, {fair.Fence, "fence"}, {fair.Wake, "fair:wake:"},
+		{sem.State, "semaphore"}, {sem.Deadlines, "semaphore:deadlines"}, {sem.Queue, "semaphore:queue"}, {sem.Wake, "semaphore:wake:"},
+		{latch.Latch, "latch"}, {latch.Wake, "wake"},
+		{res.Value, "value"}, {res.Guard, "guard"},
 	}
-	if got := s.Wake(); got != "app:{orders:42}:wake" {
-		t.Errorf("Wake = %q", got)
+	for _, w := range want {
+		if got, suffix := w[0], w[1]; got != "app:{orders:42}:"+suffix {
+			t.Errorf("key %q; want app:{orders:42}:%s", got, suffix)
+		}
+	}
+	keys := [][]string{mu.Keys(), re.Keys(), rw.Keys(), fair.Keys(), sem.Keys(), latch.Keys(), res.Keys()}
+	order := [][]string{
+		{mu.Lock, mu.Fence}, {re.Lock, re.Fence},
+		{rw.Writer, rw.Readers, rw.WWait, rw.RWait, rw.RTurn, rw.Fence},
+		{fair.State, fair.Deadlines, fair.Queue, fair.Fence}, {sem.State, sem.Deadlines, sem.Queue, sem.Fence},
+		{latch.Latch}, {res.Value, res.Guard},
+	}
+	for i := range keys {
+		if strings.Join(keys[i], " ") != strings.Join(order[i], " ") {
+			t.Errorf("Keys = %q; want %q, the order of the scripts' KEYS", keys[i], order[i])
+		}
 	}
 }

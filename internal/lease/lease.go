@@ -17,6 +17,14 @@
 // scheduler has not run the watchdog yet. A hold whose release is under way
 // ends by its deadline too, as released: Unlock may still be waiting for the
 // release's reply.
+//
+// The package also holds what every lock handle is built from, so that the
+// primitives write a handle one way: Open, the prelude of every constructor,
+// returns a Handle, which runs the handle's public calls (spans, outcomes,
+// errors), waits and cleans up for it, and answers Token, Done, Err, Until
+// and Extend from the holds the handle points it to; a Gate is a handle's
+// way through its process's local queue of the lock, with local hand-off;
+// Grant turns an acquisition's reply into a Lease.
 package lease
 
 import (
@@ -28,6 +36,7 @@ import (
 	"time"
 
 	"github.com/redisync/redisync/backend"
+	"github.com/redisync/redisync/internal/holdopt"
 	"github.com/redisync/redisync/internal/retry"
 	"github.com/redisync/redisync/internal/script"
 	"github.com/redisync/redisync/internal/telemetry"
@@ -61,6 +70,18 @@ type Spec struct {
 	// Observer.
 	Keys   []string
 	Member func(owner string) string
+}
+
+// RenewedBy returns s with holds that the script renew renews on keys:
+// KEYS are keys, ARGV the owner and the TTL in milliseconds, and the reply
+// is {StatusOK, ...} or a negative status when the hold is gone. keys are
+// also the Keys of the Spec.
+func (s Spec) RenewedBy(renew *backend.Script, keys []string) Spec {
+	s.Renew = func(owner string, ttl time.Duration) *backend.Call {
+		return &backend.Call{Script: renew, Keys: keys, Args: []any{owner, holdopt.Millis(ttl)}}
+	}
+	s.Keys = keys
+	return s
 }
 
 // A Lease is one hold. Its methods are safe for concurrent use.
@@ -110,6 +131,40 @@ func Start(spec *Spec, owner string, token int64, sent time.Time) (l *Lease, ok 
 	l.wd = register(spec.Backend, l)
 	l.observe("grant")
 	return l, true
+}
+
+// Grant sends call, the attempt of owner at a hold, sent at sent, and
+// returns the Lease of the hold it granted (see Start; for a block script
+// the reserved tokens are recorded, see Reserved), with the reply. The
+// reply of a grant is {StatusOK, token, ...}, and of an attempt that found
+// the lock taken {StatusContended, ms, ...}: Grant then returns a nil Lease
+// and ms, how long the lock stays taken (0 when the reply does not say). A
+// grant that came back after its validity ran out cannot be trusted: Grant
+// gives it back (Undo: this attempt's grant only, so that a late undo never
+// ends the next attempt's) and returns a nil Lease, the reply and 0, for the
+// caller to try again. Another status is an error that names the attempt,
+// what ("acquire", "lock", ...).
+func Grant(ctx context.Context, spec *Spec, call *backend.Call, owner string, sent time.Time, what string) (*Lease, backend.Reply, time.Duration, error) {
+	spec.Backend.Exec(ctx, call)
+	r, err := call.Result()
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	switch r.Status() {
+	case backend.StatusOK:
+		l, valid := Start(spec, owner, r.At(1), sent)
+		if !valid {
+			Undo(ctx, spec.Backend, call)
+			return nil, r, 0, nil
+		}
+		if call.Script.Block() {
+			l.Reserved(r.At(2))
+		}
+		return l, r, 0, nil
+	case backend.StatusContended:
+		return nil, r, time.Duration(r.At(1)) * time.Millisecond, nil
+	}
+	return nil, r, 0, fmt.Errorf("%s: unexpected %s status %d", spec.Primitive, what, r.Status())
 }
 
 // Reserved records the last fencing token of the block the grant reserved
@@ -292,6 +347,22 @@ func (l *Lease) Release(ctx context.Context, call *backend.Call) error {
 		return lost
 	}
 	return call.Err
+}
+
+// Cleanup runs calls on b on a context that keeps ctx's values but not its
+// cancellation, for at most a second: the cleanup of an acquisition that
+// failed or gave up, which must reach Redis even when the caller's context
+// has ended. The calls are left with their results.
+func Cleanup(ctx context.Context, b backend.Backend, calls ...*backend.Call) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+	defer cancel()
+	b.Exec(ctx, calls...)
+}
+
+// Undo gives back what the acquire call c granted, and only that (its
+// script's undo, see backend.Script.Undo), as Cleanup does.
+func Undo(ctx context.Context, b backend.Backend, c *backend.Call) {
+	Cleanup(ctx, b, &backend.Call{Script: c.Script.Undo(), Keys: c.Keys, Args: c.Args})
 }
 
 // releaseBackoff paces the repetitions of a release: they are cheap, and

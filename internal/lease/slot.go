@@ -2,112 +2,74 @@ package lease
 
 import (
 	"sync"
-	"time"
+
+	"github.com/redisync/redisync/locker"
 )
 
-// A Hold is what a Slot keeps: a Lease, or a type built on one.
-type Hold interface {
+// A Hold is one hold of a handle, as its Handle describes it: a Tenure, a
+// Lease, or a type built on them. It has the methods that a handle has for
+// its current hold.
+type Hold = locker.Lease
+
+// comparableHold is a Hold whose zero value, such as a nil pointer, means
+// none.
+type comparableHold interface {
 	comparable
-	Token() int64
-	Done() <-chan struct{}
-	Err() error
-	Until() time.Time
+	Hold
 }
 
-// A Slot is the current and the previous hold of a lock handle, with the
-// accessors of locker.Lease that every primitive exposes. With each hold it
-// keeps the function that gives back the handle's place in the process's
-// local queue. Its zero value is empty; it is safe for concurrent use.
-type Slot[H Hold] struct {
-	mu      sync.Mutex
-	cur     H
-	release Releaser
-	last    H
+// A Slot is the current and the previous hold of a handle that has one hold
+// at a time. Its zero value is empty; it is safe for concurrent use.
+type Slot[H comparableHold] struct {
+	mu   sync.Mutex
+	cur  H
+	last H
 }
 
-// Set makes h the current hold; release (which may be nil) is returned with
-// it by Take.
-func (s *Slot[H]) Set(h H, release Releaser) {
+// Set makes h the current hold.
+func (s *Slot[H]) Set(h H) {
 	s.mu.Lock()
-	s.cur, s.release = h, release
+	s.cur = h
 	s.mu.Unlock()
 }
 
-// Take ends the current hold's tenure: it returns the hold and its release
-// function, and keeps the hold as the last one. ok is false when there is
-// no current hold.
-func (s *Slot[H]) Take() (h H, release Releaser, ok bool) {
+// Take ends the current hold's tenure: it returns the hold and keeps it as
+// the last one. ok is false when there is no current hold.
+func (s *Slot[H]) Take() (h H, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var zero H
-	h, release = s.cur, s.release
-	if h == zero {
-		return zero, nil, false
+	if s.cur == zero {
+		return zero, false
 	}
-	s.last, s.cur, s.release = h, zero, nil
-	if release == nil {
-		release = nothing{}
-	}
-	return h, release, true
+	h, s.last, s.cur = s.cur, s.cur, zero
+	return h, true
 }
 
-// Current returns the current hold.
-func (s *Slot[H]) Current() (h H, ok bool) {
+// Holds returns the current hold and the last one, each nil when there is
+// none: what a Handle describes (see Handle.Describe).
+func (s *Slot[H]) Holds() (cur, last Hold) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var zero H
-	return s.cur, s.cur != zero
+	return Pair(s.cur, s.last)
 }
 
-// latest returns the current hold, else the last one.
-func (s *Slot[H]) latest() (h H, ok bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var zero H
-	if s.cur != zero {
-		return s.cur, true
+// Pair returns cur and last as the holds a Handle describes (see
+// Handle.Describe): nil for the zero value of their types, such as a nil
+// pointer.
+func Pair[C, L comparableHold](cur C, last L) (Hold, Hold) {
+	var (
+		c, l   Hold
+		zc, zl = *new(C), *new(L)
+	)
+	if cur != zc {
+		c = cur
 	}
-	return s.last, s.last != zero
-}
-
-// Token returns the fencing token of the current hold, or of the last one;
-// 0 before the first.
-func (s *Slot[H]) Token() int64 {
-	if h, ok := s.latest(); ok {
-		return h.Token()
+	if last != zl {
+		l = last
 	}
-	return 0
+	return c, l
 }
-
-// Done returns the Done channel of the current hold, or a closed channel
-// when there is none.
-func (s *Slot[H]) Done() <-chan struct{} {
-	if h, ok := s.Current(); ok {
-		return h.Done()
-	}
-	return closed
-}
-
-// Err returns the loss of the current hold, or of the last one.
-func (s *Slot[H]) Err() error {
-	if h, ok := s.latest(); ok {
-		return h.Err()
-	}
-	return nil
-}
-
-// Until returns the validity deadline of the current hold, or the zero Time.
-func (s *Slot[H]) Until() time.Time {
-	if h, ok := s.Current(); ok {
-		return h.Until()
-	}
-	return time.Time{}
-}
-
-// nothing is the Releaser of a hold without a place to give back.
-type nothing struct{}
-
-func (nothing) Release() {}
 
 var closed = func() chan struct{} {
 	c := make(chan struct{})

@@ -142,6 +142,9 @@ func (t *Tenure) Drop() {
 // Token returns the Tenure's fencing token.
 func (t *Tenure) Token() int64 { return t.token }
 
+// Extend makes the Lease last at least ttl from now (see Lease.Extend).
+func (t *Tenure) Extend(ctx context.Context, ttl time.Duration) error { return t.l.Extend(ctx, ttl) }
+
 // Done returns a channel closed when the Tenure ends: by End, or with its
 // Lease. Like the Lease's, it is closed by the validity deadline at the
 // latest.

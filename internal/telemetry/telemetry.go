@@ -203,6 +203,7 @@ type Op struct {
 	attempts  int
 	wait      time.Duration
 	token     int64
+	outcome   string // of a call that succeeds, set by Outcome
 }
 
 // Span start options that never change, built once.
@@ -270,6 +271,67 @@ func (o *Op) Span() trace.Span { return o.span }
 
 // Token records the fencing token of the hold the call produced.
 func (o *Op) Token(tok int64) { o.token = tok }
+
+// Outcome sets the outcome that EndAcquire and EndRelease record when the
+// call succeeds, in place of Acquired and Released: AcquiredLocal for a Lock
+// that received a hold handed on, HandedOff for an Unlock that passed it on.
+func (o *Op) Outcome(outcome string) { o.outcome = outcome }
+
+// succeeded returns the outcome of a call that succeeded: the one set by
+// Outcome, else def.
+func (o *Op) succeeded(def string) string {
+	if o.outcome != "" {
+		return o.outcome
+	}
+	return def
+}
+
+// EndAcquire ends a call that waits to acquire (Lock, RLock, Acquire):
+// Acquired (or the outcome set) when err is nil, else NotAcquired.
+func (o *Op) EndAcquire(err error) {
+	outcome := o.succeeded(Acquired)
+	if err != nil {
+		outcome = NotAcquired
+	}
+	o.End(outcome, err, true)
+}
+
+// EndTry ends a call that tries once to acquire (TryLock, TryRLock,
+// TryAcquire): Acquired, Contended when it did not succeed, NotAcquired on
+// error.
+func (o *Op) EndTry(ok bool, err error) {
+	outcome := Acquired
+	switch {
+	case err != nil:
+		outcome = NotAcquired
+	case !ok:
+		outcome = Contended
+	}
+	o.End(outcome, err, true)
+}
+
+// EndRelease ends a call that releases (Unlock, RUnlock, Release): Released
+// (or the outcome set) when err is nil, Lost when it matches locker.ErrLost,
+// else Failed.
+func (o *Op) EndRelease(err error) {
+	outcome := o.succeeded(Released)
+	switch {
+	case errors.Is(err, locker.ErrLost):
+		outcome = Lost
+	case err != nil:
+		outcome = Failed
+	}
+	o.End(outcome, err, false)
+}
+
+// EndExtend ends an Extend call: Extended, or NotHeld on error.
+func (o *Op) EndExtend(err error) {
+	outcome := Extended
+	if err != nil {
+		outcome = NotHeld
+	}
+	o.End(outcome, err, false)
+}
 
 // End closes the span with outcome and err, and records the acquire metrics
 // when the call was an acquisition (acquire true).

@@ -2,6 +2,8 @@ package telemetry
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"testing"
 
 	"go.opentelemetry.io/otel"
@@ -9,6 +11,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/redisync/redisync/locker"
 )
 
 // TestGlobalProvider: a T on the global provider starts no span while no
@@ -56,5 +60,46 @@ func TestNoopProvider(t *testing.T) {
 	ctx := context.Background()
 	if got, _ := tel.Start(ctx, "mutex", "Lock", "n"); got != ctx {
 		t.Error("a span was started on a no-op provider")
+	}
+}
+
+// TestOutcomes: the outcome each kind of call records, by its result.
+func TestOutcomes(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	defer tp.Shutdown(context.Background())
+	tel := New(Config{TracerProvider: tp})
+	lost := fmt.Errorf("renewal: %w", locker.ErrLost)
+	failed := errors.New("connection refused")
+	cases := []struct {
+		end  func(*Op)
+		want string
+	}{
+		{func(op *Op) { op.EndAcquire(nil) }, Acquired},
+		{func(op *Op) { op.Outcome(AcquiredLocal); op.EndAcquire(nil) }, AcquiredLocal},
+		{func(op *Op) { op.Outcome(AcquiredLocal); op.EndAcquire(failed) }, NotAcquired},
+		{func(op *Op) { op.EndTry(true, nil) }, Acquired},
+		{func(op *Op) { op.EndTry(false, nil) }, Contended},
+		{func(op *Op) { op.EndTry(false, failed) }, NotAcquired},
+		{func(op *Op) { op.EndRelease(nil) }, Released},
+		{func(op *Op) { op.Outcome(HandedOff); op.EndRelease(nil) }, HandedOff},
+		{func(op *Op) { op.EndRelease(lost) }, Lost},
+		{func(op *Op) { op.EndRelease(failed) }, Failed},
+		{func(op *Op) { op.EndExtend(nil) }, Extended},
+		{func(op *Op) { op.EndExtend(failed) }, NotHeld},
+	}
+	for i, tc := range cases {
+		_, op := tel.Start(context.Background(), "mutex", "Call", "n")
+		tc.end(op)
+		spans := rec.Ended()
+		var got string
+		for _, a := range spans[len(spans)-1].Attributes() {
+			if a.Key == KeyOutcome {
+				got = a.Value.AsString()
+			}
+		}
+		if got != tc.want {
+			t.Errorf("case %d: outcome %q; want %q", i, got, tc.want)
+		}
 	}
 }

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/redisync/redisync/internal/keyspace"
+)
+
+// A nameCmd is a command that acts on the primitives of one NAME: status
+// and unlock. Its arguments are its flags, the connection's, then NAME.
+type nameCmd struct {
+	name  string                 // "status", ...
+	usage string                 // printed before the flags' defaults
+	flags func(fs *flag.FlagSet) // adds the command's own flags
+	check func() error           // after the flags are parsed, before NAME is looked at; may be nil
+	run   func(ctx context.Context, s *session, name string, ks keyspace.Space) error
+}
+
+// main parses args; -help prints the usage. Then it connects as the flags
+// say, for at most 10s, and runs the command on the keys of NAME. Bad usage
+// and a bad NAME exit with exitUsage.
+func (n nameCmd) main(args []string, stderr io.Writer) error {
+	var c conn
+	fs := flag.NewFlagSet("redisync "+n.name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	c.register(fs)
+	n.flags(fs)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), n.usage)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return &exitError{code: exitUsage}
+	}
+	if n.check != nil {
+		if err := n.check(); err != nil {
+			return err
+		}
+	}
+	if fs.NArg() != 1 {
+		return fail(exitUsage, "%s: want one NAME; see redisync help %s", n.name, n.name)
+	}
+	name := fs.Arg(0)
+	if err := keyspace.Validate(n.name, name); err != nil {
+		return fail(exitUsage, "%v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := c.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	return n.run(ctx, s, name, keyspace.New(s.b.Prefix(), name))
+}
