@@ -13,6 +13,7 @@ import (
 
 	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/internal/gate"
+	"github.com/redisync/redisync/internal/holdopt"
 	"github.com/redisync/redisync/internal/lease"
 	"github.com/redisync/redisync/locker"
 )
@@ -473,40 +474,35 @@ func TestTenureRelease(t *testing.T) {
 	}
 }
 
-// TestSlot: a Slot reports its current hold, else the last one for Token
-// and Err, and a closed Done without a current hold.
+// TestSlot: a Handle that describes its holds with a Slot reports the
+// current hold, else the last one for Token and Err, and a closed Done and
+// a zero Until without a current hold.
 func TestSlot(t *testing.T) {
 	f := newFake(t)
 	var s lease.Slot[*lease.Lease]
-	if s.Token() != 0 || s.Err() != nil || !s.Until().IsZero() || !isClosed(s.Done()) {
+	h, _, err := lease.Open("mutex", backend.Backend(f), "slot", []int(nil), func(int, *holdopt.Config) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Describe("mutex is not locked", s.Holds)
+	if h.Token() != 0 || h.Err() != nil || !h.Until().IsZero() || !isClosed(h.Done()) {
 		t.Fatal("empty Slot: want token 0, nil Err, zero Until, closed Done")
 	}
-	if _, _, ok := s.Take(); ok {
+	if _, ok := s.Take(); ok {
 		t.Fatal("Take of an empty Slot found a hold")
 	}
 	l := start(t, f.spec(30*time.Second, true), "a", 7, time.Now())
-	released := 0
-	s.Set(l, releaseFunc(func() { released++ }))
-	if cur, ok := s.Current(); !ok || cur != l || s.Token() != 7 || s.Until() != l.Until() || isClosed(s.Done()) {
+	s.Set(l)
+	if cur, _ := s.Holds(); cur != lease.Hold(l) || h.Token() != 7 || h.Until() != l.Until() || isClosed(h.Done()) {
 		t.Fatal("Slot does not report its current hold")
 	}
-	h, release, ok := s.Take()
-	if !ok || h != l {
+	if got, ok := s.Take(); !ok || got != l {
 		t.Fatal("Take did not return the current hold")
-	}
-	release.Release()
-	if released != 1 {
-		t.Errorf("release function ran %d times; want 1", released)
 	}
 	f.answer("renew", "a", gone)
 	_ = l.Extend(context.Background(), time.Minute)
-	if _, ok := s.Current(); ok || s.Token() != 7 || !errors.Is(s.Err(), locker.ErrLost) || !isClosed(s.Done()) || !s.Until().IsZero() {
+	if cur, last := s.Holds(); cur != nil || last != lease.Hold(l) || h.Token() != 7 || !errors.Is(h.Err(), locker.ErrLost) || !isClosed(h.Done()) || !h.Until().IsZero() {
 		t.Errorf("after Take: want no current hold, the last one's token and loss, closed Done, zero Until")
-	}
-	if _, release, ok := func() (*lease.Lease, lease.Releaser, bool) { s.Set(l, nil); return s.Take() }(); !ok || release == nil {
-		t.Error("Take of a hold set without a Releaser returned none")
-	} else {
-		release.Release()
 	}
 }
 
