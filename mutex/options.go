@@ -44,7 +44,7 @@ func WithBackoff(b locker.Backoff) Option {
 // from goroutine to goroutine of this process, without a round trip, at
 // most turns times and not once within has passed since it was taken; then
 // Unlock releases it through Redis, and waiters of other processes get
-// their turn. The default is 64 turns within 20ms. WithLocalHandoff(0, 0)
+// their turn. The default is 64 turns within 20ms (within the TTL, when that is shorter). WithLocalHandoff(0, 0)
 // turns hand-off off: every Unlock goes through Redis, and the waiters of
 // all processes contend for each hold. turns must be between 0 and 1024
 // (each is a fencing token reserved at acquisition), and within, when turns
@@ -52,5 +52,5 @@ func WithBackoff(b locker.Backoff) Option {
 // (WithWatchdog(false)) there is no hand-off: a fixed lease is not passed
 // on.
 func WithLocalHandoff(turns int, within time.Duration) Option {
-	return optionFunc(func(c *holdopt.Config) { c.Handoff = holdopt.Handoff{Turns: turns, Within: within} })
+	return optionFunc(func(c *holdopt.Config) { c.SetHandoff(holdopt.Handoff{Turns: turns, Within: within}) })
 }

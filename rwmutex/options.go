@@ -48,12 +48,13 @@ func WithBackoff(b locker.Backoff) Option {
 // passes to it without a round trip, at most turns times and not once
 // within has passed since it was taken through Redis; then Unlock releases
 // it through Redis, which lets the waiting readers in first. The default
-// is 64 turns within 20ms, as for mutex.WithLocalHandoff.
+// is 64 turns within 20ms (within the TTL, when that is shorter), as for
+// mutex.WithLocalHandoff.
 // WithLocalHandoff(0, 0) turns hand-off off. turns must be between 0 and
 // 1024 (each is a fencing token reserved at acquisition), and within, when
 // turns is not 0, more than 0 and at most the TTL. Without the watchdog
 // there is no hand-off. Read holds are not handed off: the readers of a
 // handle already share one.
 func WithLocalHandoff(turns int, within time.Duration) Option {
-	return optionFunc(func(c *holdopt.Config) { c.Handoff = holdopt.Handoff{Turns: turns, Within: within} })
+	return optionFunc(func(c *holdopt.Config) { c.SetHandoff(holdopt.Handoff{Turns: turns, Within: within}) })
 }

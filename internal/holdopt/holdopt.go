@@ -78,8 +78,10 @@ type Config struct {
 	Watchdog bool
 	Backoff  locker.Backoff
 	nilBack  bool
-	// Handoff bounds local hand-off, for the primitives that have it.
-	Handoff Handoff
+	// Handoff bounds local hand-off, for the primitives that have it (set
+	// it with SetHandoff).
+	Handoff    Handoff
+	handoffSet bool
 	// QueueTimeout is how long a waiter keeps its place in line without a
 	// heartbeat, for the primitives that keep a line (internal/fifo).
 	QueueTimeout time.Duration
@@ -119,6 +121,12 @@ func New() Config {
 		Handoff: Handoff{DefaultHandoffTurns, DefaultHandoffWithin}, QueueTimeout: DefaultQueueTimeout}
 }
 
+// SetHandoff records the hand-off bounds an option asked for; Validate
+// checks them as given. The default's time bound is cut to the TTL instead.
+func (c *Config) SetHandoff(h Handoff) {
+	c.Handoff, c.handoffSet = h, true
+}
+
 // SetBackoff records b; a nil b is reported by Validate.
 func (c *Config) SetBackoff(b locker.Backoff) {
 	c.Backoff, c.nilBack = b, b == nil
@@ -131,6 +139,9 @@ func (c *Config) Validate(kind string) error {
 	}
 	if c.nilBack {
 		return fmt.Errorf("%s: nil Backoff: %w", kind, locker.ErrInvalid)
+	}
+	if !c.handoffSet {
+		c.Handoff.Within = min(c.Handoff.Within, c.TTL)
 	}
 	if h := c.Handoff; h.Turns < 0 || h.Turns > MaxHandoffTurns || h.Turns > 0 && (h.Within <= 0 || h.Within > c.TTL) {
 		return fmt.Errorf("%s: local hand-off of %d turns within %v: turns must be 0 (off) to %d, and within more than 0 and at most the TTL %v: %w",
