@@ -12,30 +12,12 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/backend"
+	"github.com/redisync/redisync/internal/deploytest"
 	"github.com/redisync/redisync/internal/lockertest"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/locker"
 	"github.com/redisync/redisync/mutex"
 )
-
-// quorumOf returns a quorum backend with new clients to addrs, closed at the
-// end of the test.
-func quorumOf(t *testing.T, addrs []string, opts ...backend.Option) backend.Backend {
-	t.Helper()
-	clients := make([]redis.UniversalClient, len(addrs))
-	for i, a := range addrs {
-		c := redis.NewClient(&redis.Options{Addr: a, ContextTimeoutEnabled: true, DialTimeout: time.Second,
-			ReadTimeout: time.Second, WriteTimeout: time.Second, MaxRetries: 1})
-		t.Cleanup(func() { _ = c.Close() })
-		clients[i] = c
-	}
-	b, err := backend.NewQuorum(clients, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = b.Close() })
-	return b
-}
 
 func addrsOf(nodes []*redistest.Node) []string {
 	out := make([]string, len(nodes))
@@ -55,7 +37,7 @@ func TestBehaviourQuorum(t *testing.T) {
 			}
 			lockertest.Run(t, lockertest.Setup{
 				NewBackend: func(t *testing.T) backend.Backend {
-					return quorumOf(t, addrsOf(nodes), backend.WithNodeTimeout(lockertest.QuorumNodeTimeout))
+					return deploytest.QuorumOf(t, addrsOf(nodes), backend.WithNodeTimeout(lockertest.QuorumNodeTimeout))
 				},
 				MinTTL: lockertest.QuorumMinTTL,
 				Raw:    raw,
@@ -111,31 +93,21 @@ func contend(t *testing.T, newBackend func() backend.Backend, name string, res *
 	}
 }
 
-// waitFor polls cond for up to d.
-func waitFor(d time.Duration, cond func() bool) bool {
-	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
-		if cond() {
-			return true
-		}
-	}
-	return cond()
-}
-
 // TestQuorumNodeKilledUnderContention SIGKILLs one node of three while 4
 // clients x 2 goroutines contend: exclusion and progress must survive.
 func TestQuorumNodeKilledUnderContention(t *testing.T) {
 	nodes := redistest.StartNodes(t, 3)
 	var res lockertest.Resource
 	var stop atomic.Bool
-	acquired, wait := contend(t, func() backend.Backend { return quorumOf(t, addrsOf(nodes)) }, "killed", &res, &stop)
-	if !waitFor(20*time.Second, func() bool { return acquired.Load() >= 300 }) {
+	acquired, wait := contend(t, func() backend.Backend { return deploytest.QuorumOf(t, addrsOf(nodes)) }, "killed", &res, &stop)
+	if !deploytest.WaitFor(20*time.Second, func() bool { return acquired.Load() >= 300 }) {
 		t.Fatalf("only %d acquisitions before the kill", acquired.Load())
 	}
 	if err := nodes[1].Kill(); err != nil {
 		t.Fatal(err)
 	}
 	atKill := acquired.Load()
-	progressed := waitFor(30*time.Second, func() bool { return acquired.Load() >= atKill+300 })
+	progressed := deploytest.WaitFor(30*time.Second, func() bool { return acquired.Load() >= atKill+300 })
 	stop.Store(true)
 	wait()
 	entries, overlaps, stale := res.Counts()
@@ -153,7 +125,7 @@ func TestQuorumNodeKilledUnderContention(t *testing.T) {
 // once they return, nothing is left held.
 func TestQuorumMajorityDown(t *testing.T) {
 	nodes := redistest.StartNodes(t, 3)
-	b := quorumOf(t, addrsOf(nodes), backend.WithNodeTimeout(100*time.Millisecond))
+	b := deploytest.QuorumOf(t, addrsOf(nodes), backend.WithNodeTimeout(100*time.Millisecond))
 	m, _ := mutex.New(b, "majority")
 	for _, n := range nodes[1:] {
 		if err := n.Kill(); err != nil {
@@ -192,8 +164,8 @@ func TestQuorumMajorityDown(t *testing.T) {
 // nothing on the restarted node.
 func TestQuorumRestartedEmptyNode(t *testing.T) {
 	nodes := redistest.StartNodes(t, 3)
-	a, _ := mutex.New(quorumOf(t, addrsOf(nodes)), "restart")
-	b, _ := mutex.New(quorumOf(t, addrsOf(nodes)), "restart")
+	a, _ := mutex.New(deploytest.QuorumOf(t, addrsOf(nodes)), "restart")
+	b, _ := mutex.New(deploytest.QuorumOf(t, addrsOf(nodes)), "restart")
 	ctx := context.Background()
 	if err := a.Lock(ctx); err != nil {
 		t.Fatal(err)

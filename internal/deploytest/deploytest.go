@@ -8,6 +8,7 @@ package deploytest
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -94,4 +95,35 @@ func Each(t *testing.T, f func(t *testing.T, d Deployment)) {
 		newClient := func(t testing.TB) redis.UniversalClient { return c.Client(t) }
 		f(t, Deployment{Name: "cluster", Raw: c.Client(t), Sharded: true, newClient: newClient})
 	})
+}
+
+// QuorumOf returns a quorum Backend over new clients to addrs, with short
+// client timeouts (1s, one retry) so that a dead or cut-off node costs a
+// step little, closed at the end of the test.
+func QuorumOf(t testing.TB, addrs []string, opts ...backend.Option) backend.Backend {
+	t.Helper()
+	clients := make([]redis.UniversalClient, len(addrs))
+	for i, a := range addrs {
+		c := redis.NewClient(&redis.Options{Addr: a, ContextTimeoutEnabled: true, DialTimeout: time.Second,
+			ReadTimeout: time.Second, WriteTimeout: time.Second, MaxRetries: 1})
+		t.Cleanup(func() { _ = c.Close() })
+		clients[i] = c
+	}
+	b, err := backend.NewQuorum(clients, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	return b
+}
+
+// WaitFor polls cond every 20ms until it holds or d has passed, and reports
+// whether it held.
+func WaitFor(d time.Duration, cond func() bool) bool {
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		if cond() {
+			return true
+		}
+	}
+	return cond()
 }

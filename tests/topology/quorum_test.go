@@ -5,32 +5,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/redisync/redisync/backend"
+	"github.com/redisync/redisync/internal/deploytest"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/mutex"
 	"github.com/redisync/redisync/tests/faults"
 )
-
-// quorumOf returns a quorum backend with new clients to addrs, closed at the
-// end of the test.
-func quorumOf(t *testing.T, addrs []string, opts ...backend.Option) backend.Backend {
-	t.Helper()
-	clients := make([]redis.UniversalClient, len(addrs))
-	for i, a := range addrs {
-		c := redis.NewClient(&redis.Options{Addr: a, ContextTimeoutEnabled: true, DialTimeout: time.Second,
-			ReadTimeout: time.Second, WriteTimeout: time.Second, MaxRetries: 1})
-		t.Cleanup(func() { _ = c.Close() })
-		clients[i] = c
-	}
-	b, err := backend.NewQuorum(clients, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = b.Close() })
-	return b
-}
 
 // TestQuorumSlowNodeOutvoted puts 2s of latency on one node's link, far
 // beyond the 100ms node timeout: locks are still taken well within a 1.5s
@@ -40,7 +20,7 @@ func TestQuorumSlowNodeOutvoted(t *testing.T) {
 	p := faults.NewProxy(t, nodes[2].Addr)
 	p.Latency(t, 2*time.Second)
 	addrs := []string{nodes[0].Addr, nodes[1].Addr, p.Addr}
-	b := quorumOf(t, addrs, backend.WithNodeTimeout(100*time.Millisecond))
+	b := deploytest.QuorumOf(t, addrs, backend.WithNodeTimeout(100*time.Millisecond))
 	m, _ := mutex.New(b, "slow")
 	var prev int64
 	for i := range 5 {
@@ -74,7 +54,7 @@ func TestQuorumTokensIncreaseAcrossMajorities(t *testing.T) {
 		proxies[i] = faults.NewProxy(t, n.Addr)
 		addrs[i] = proxies[i].Addr
 	}
-	b := quorumOf(t, addrs, backend.WithNodeTimeout(100*time.Millisecond))
+	b := deploytest.QuorumOf(t, addrs, backend.WithNodeTimeout(100*time.Millisecond))
 	m, _ := mutex.New(b, "majorities")
 	ctx := context.Background()
 	ahead := time.Now().Add(time.Hour).UnixMicro()
