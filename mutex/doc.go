@@ -85,7 +85,11 @@
 // the name's counter plus one and the Redis server's clock in microseconds.
 // The clock term keeps tokens growing when a Sentinel or Cluster failover
 // loses the last writes to the counter (asynchronous replication), as long as
-// the servers' clocks agree to within the failover time.
+// the servers' clocks agree to within the failover time. On a quorum the
+// client's clock stands in for the servers': the nodes whose counters are
+// behind it issue the same token, so that the majority agrees and nothing
+// needs writing back; the counters alone keep the tokens growing across
+// majorities (see backend.NewQuorum).
 //
 // # Keys
 //
