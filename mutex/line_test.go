@@ -13,19 +13,22 @@ import (
 	"github.com/redisync/redisync/internal/script"
 	"github.com/redisync/redisync/locker"
 	"github.com/redisync/redisync/mutex"
+	"github.com/redisync/redisync/redisynctest"
 )
 
-// attempts counts the mutex.acquire calls a client sends, granted or not.
+// attempts counts the mutex.acquire calls a client made, granted or not,
+// once their replies are in: a counted attempt is no longer in flight.
 type attempts struct{ n atomic.Int64 }
 
 func (a *attempts) DialHook(next redis.DialHook) redis.DialHook { return next }
 
 func (a *attempts) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
 		if args := cmd.Args(); len(args) > 1 && (args[1] == script.MutexAcquire.Hash() || args[1] == script.MutexAcquire.Source()) {
 			a.n.Add(1)
 		}
-		return next(ctx, cmd)
+		return err
 	}
 }
 
@@ -43,7 +46,7 @@ type waiterProcess struct {
 
 // lineProcesses returns n processes on one embedded server whose waiters
 // never poll: they try again only when woken (or after a minute's TTL).
-func lineProcesses(t *testing.T, n int) []*waiterProcess {
+func lineProcesses(t *testing.T, n int) ([]*waiterProcess, *redisynctest.Server) {
 	s := startEmbedded(t)
 	out := make([]*waiterProcess, n)
 	for i := range out {
@@ -58,11 +61,13 @@ func lineProcesses(t *testing.T, n int) []*waiterProcess {
 		}
 		out[i] = &waiterProcess{m: m, attempts: a, locked: make(chan error, 1)}
 	}
-	return out
+	return out, s
 }
 
 // wait starts p's Lock on ctx and returns once p waits: its first attempt
-// found the lock held, and so did the one right after it subscribed.
+// found the lock held, and so did the one right after it subscribed (both
+// replies in: an attempt still in flight could take the lock from the
+// process a release wakes, which the line allows).
 func (p *waiterProcess) wait(t *testing.T, ctx context.Context) {
 	t.Helper()
 	before := p.attempts.n.Load()
@@ -75,6 +80,15 @@ func (p *waiterProcess) wait(t *testing.T, ctx context.Context) {
 			t.Fatal("the waiter did not make its attempts")
 		case <-time.After(time.Millisecond):
 		}
+	}
+}
+
+func (p *waiterProcess) acquiredOK(ctx context.Context) bool {
+	select {
+	case err := <-p.locked:
+		return err == nil
+	case <-ctx.Done():
+		return false
 	}
 }
 
@@ -94,7 +108,7 @@ func (p *waiterProcess) acquired(t *testing.T, ctx context.Context) {
 // longest, and no other: the processes behind it make no attempt, and each
 // release in turn serves the next one.
 func TestReleaseWakesOneProcess(t *testing.T) {
-	procs := lineProcesses(t, 4)
+	procs, srv := lineProcesses(t, 4)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := procs[0].m.Lock(ctx); err != nil {
@@ -111,7 +125,14 @@ func TestReleaseWakesOneProcess(t *testing.T) {
 		if err := procs[i-1].m.Unlock(ctx); err != nil {
 			t.Fatal(err)
 		}
-		procs[i].acquired(t, ctx)
+		if !procs[i].acquiredOK(ctx) {
+			counts2 := make([]int64, len(procs))
+			for j, p := range procs {
+				counts2[j] = p.attempts.n.Load()
+			}
+			t.Fatalf("release %d: process %d was not woken; attempts before %v, now %v; lock hash %v", i, i, counts, counts2,
+				srv.Client().HGetAll(context.Background(), "redisync:{line}:lock").Val())
+		}
 		if got := procs[i].attempts.n.Load() - counts[i]; got != 1 {
 			t.Errorf("release %d: the woken process made %d attempts; want 1", i, got)
 		}
@@ -129,7 +150,7 @@ func TestReleaseWakesOneProcess(t *testing.T) {
 // TestGaveUpLeavesTheLine: a process whose waiter gives up leaves the line,
 // so that the release wakes the next process rather than nobody.
 func TestGaveUpLeavesTheLine(t *testing.T) {
-	procs := lineProcesses(t, 3)
+	procs, _ := lineProcesses(t, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := procs[0].m.Lock(ctx); err != nil {
