@@ -36,18 +36,21 @@ const primitive = "rwmutex"
 // through the same Backend, with one handle or several, queue locally, so
 // that only one of them at a time contends through Redis.
 type RWMutex struct {
-	_      lease.NoCopy
-	h      lease.Handle
-	rh     lease.Handle // for the RLocker: it describes the read hold alone
-	keys   []string     // writer, readers, waiting writers, waiting readers, readers' turn, fence (see keyspace.RWMutex)
-	wake   string       // wakes waiting writers
-	rwake  string       // wakes waiting readers; tells read holders that a writer waits
-	ttlMs  int64
-	turnMs int64
-	wspec  lease.Spec
-	rspec  lease.Spec
-	block  int        // fencing tokens a write acquisition reserves
-	gate   lease.Gate // the writers' local queue of the lock, with the hand-off bounds
+	_       lease.NoCopy
+	h       lease.Handle
+	rh      lease.Handle // for the RLocker: it describes the read hold alone
+	keys    []string     // writer, readers, waiting writers, waiting readers, readers' turn, fence (see keyspace.RWMutex)
+	wake    string       // the prefix of the writers' wake channels
+	line    string       // wakes the waiting writers of this process's cohort (see keyspace.RWMutex.Line)
+	cohort  string       // this process's cohort on the backend
+	staleMs int64        // how long a waiting writer's place in line outlives an attempt
+	rwake   string       // wakes waiting readers; tells read holders that a writer waits
+	ttlMs   int64
+	turnMs  int64
+	wspec   lease.Spec
+	rspec   lease.Spec
+	block   int        // fencing tokens a write acquisition reserves
+	gate    lease.Gate // the writers' local queue of the lock, with the hand-off bounds
 
 	mu    sync.Mutex
 	w     *lease.Tenure // the live write hold, nil when not write-locked
@@ -72,15 +75,18 @@ func New(b backend.Backend, name string, opts ...Option) (*RWMutex, error) {
 	if err != nil {
 		return nil, err
 	}
-	keys := h.Keys().RWMutex()
+	keys, cohort := h.Keys().RWMutex(), h.Local().Cohort()
 	m := &RWMutex{
-		h:      h,
-		rh:     h,
-		keys:   keys.Keys(),
-		wake:   keys.Wake,
-		rwake:  keys.RWake,
-		ttlMs:  holdopt.Millis(cfg.TTL),
-		turnMs: max(holdopt.Millis(cfg.TTL/3), 1),
+		h:       h,
+		rh:      h,
+		keys:    keys.Keys(),
+		wake:    keys.Wake,
+		line:    keys.Line(cohort),
+		cohort:  cohort,
+		staleMs: holdopt.Millis(holdopt.LineStale(cfg.Backoff)),
+		rwake:   keys.RWake,
+		ttlMs:   holdopt.Millis(cfg.TTL),
+		turnMs:  max(holdopt.Millis(cfg.TTL/3), 1),
 	}
 	m.h.Describe("rwmutex is not locked", m.holds)
 	m.rh.Describe("rwmutex is not locked", m.readHolds)
@@ -122,15 +128,23 @@ func (m *RWMutex) Lock(ctx context.Context) error { return m.gate.Lock(ctx, &m.h
 func (m *RWMutex) contend(ctx context.Context, op *telemetry.Op, pass gate.Pass) error {
 	owner := rand.Text()
 	attempts := 0
-	err := m.h.Wait(ctx, op, m.wake, func(ctx context.Context) (bool, time.Duration, error) {
+	queued := false
+	err := m.h.Wait(ctx, op, m.line, func(ctx context.Context) (bool, time.Duration, error) {
 		attempts++
-		return m.gate.Attempt(ctx, op, owner, attempts, pass, true)
+		ok, retry, err := m.gate.Attempt(ctx, op, owner, attempts, pass, true)
+		queued = queued || err == nil && !ok
+		return ok, retry, err
 	})
 	if err != nil {
 		// Contended attempts registered the writer as waiting, which keeps
 		// readers out: withdraw, and give back a grant whose reply was lost.
 		m.h.Cleanup(ctx, m.unlockCall(owner))
 		m.gate.Leave(pass)
+		if queued && m.gate.Idle() {
+			// The last waiting writer of the process gives up: leave the
+			// writers' line, so that releases wake the next process.
+			m.h.Cleanup(ctx, &backend.Call{Script: script.RWMutexLeave, Keys: m.keys[:1], Args: []any{m.cohort, m.wake}})
+		}
 	}
 	return err
 }
@@ -168,7 +182,7 @@ func (m *RWMutex) setWriter(t *lease.Tenure, pass gate.Pass) {
 }
 
 func (m *RWMutex) lockArgs(owner string, wait bool, n int) []any {
-	return []any{owner, m.wake, m.rwake, m.turnMs, m.ttlMs, holdopt.Millis(holdopt.FenceTTL), flag(wait), n, m.block}
+	return []any{owner, m.wake, m.rwake, m.turnMs, m.ttlMs, holdopt.Millis(holdopt.FenceTTL), flag(wait), n, m.block, m.cohort, m.staleMs}
 }
 
 func (m *RWMutex) rlockArgs(owner string, wait bool, n int) []any {

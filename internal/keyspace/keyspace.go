@@ -107,13 +107,13 @@ func (k Reentrant) Keys() []string { return []string{k.Lock, k.Fence} }
 
 // RWMutex is where an rwmutex.RWMutex keeps its state.
 type RWMutex struct {
-	Writer  string // hash: the write hold {o owner, f token, a attempt}
+	Writer  string // hash: the write hold {o owner, f token, a attempt, c cohort} and the line of waiting writers' processes (see internal/script/lock_lib.lua)
 	Readers string // sorted set: a member per read hold, "<owner>:<attempt>", by expiry (server ms)
 	WWait   string // sorted set: waiting writers, by the expiry of their claim
 	RWait   string // sorted set: waiting readers, by expiry
 	RTurn   string // sorted set: readers let in ahead of the next writer, by expiry
 	Fence   string // the fencing token counter (Space.Fence)
-	Wake    string // channel that wakes waiting writers (Space.Wake)
+	Wake    string // prefix of the writers' wake channels (Space.Wake); see Line
 	RWake   string // channel that wakes waiting readers and tells read holds that a writer waits
 }
 
@@ -128,6 +128,12 @@ func (s Space) RWMutex() RWMutex {
 func (k RWMutex) Keys() []string {
 	return []string{k.Writer, k.Readers, k.WWait, k.RWait, k.RTurn, k.Fence}
 }
+
+// Line returns the channel that wakes the waiting writers of one cohort
+// (see local.State.Cohort) while it is in the writers' line,
+// "<Wake>:<cohort>": a release, or the last reader out, publishes on the
+// channel of the first cohort in line.
+func (k RWMutex) Line(cohort string) string { return k.Wake + ":" + cohort }
 
 // FIFO is where a primitive built on internal/fifo keeps its state: a
 // fair.Mutex (Space.Fair) or a semaphore.Weighted (Space.Semaphore), each

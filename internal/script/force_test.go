@@ -73,9 +73,16 @@ func (r *forceRig) force(s *backend.Script, keys []string, args ...any) *backend
 		r.t.Errorf("%s changed the fence counter from %q to %q", s.Name(), fence, after)
 	}
 	for _, k := range keys[:1] {
-		// A semaphore's state and a mutex's line of waiting processes
-		// outlive the holds.
-		if n := r.rdb.Exists(r.ctx, k).Val(); n != 0 && s != script.Semaphore.Force && s != script.MutexForce {
+		// A semaphore's state outlives the holds, and so does the line of
+		// waiting processes in a mutex's lock hash or an rwmutex's writer
+		// hash, but not the hold.
+		switch {
+		case s == script.Semaphore.Force || r.rdb.Exists(r.ctx, k).Val() == 0:
+		case s == script.MutexForce || s == script.RWMutexForce:
+			if o := r.rdb.HGet(r.ctx, k, "o").Val(); o != "" {
+				r.t.Errorf("%s left the hold of %q in %s", s.Name(), o, k)
+			}
+		default:
 			r.t.Errorf("%s left %s", s.Name(), k)
 		}
 	}
@@ -142,13 +149,15 @@ func TestForceScripts(t *testing.T) {
 			keys := rw.keys[:2]
 			tok := wantOK(t, "lock", rw.lock("W", false))
 			wantContended(t, "rlock while written", rw.rlock("R1", true), 10000)
-			writers, readers := r.listen(rw.wake), r.listen(rw.rwake)
+			wantContended(t, "lock while written", rw.lock("W2", true), 10000)
+			writers, readers := r.listen(rw.line("W2")), r.listen(rw.rwake)
 			if c := r.force(script.RWMutexForce, keys, rw.wake, rw.rwake); c.Reply.Status() != backend.StatusOK || c.Reply.At(1) != tok || c.Reply.At(2) != 0 {
 				t.Errorf("force of the write hold = %v; want [1 %d 0]", c.Reply, tok)
 			}
 			if !writers() || !readers() {
 				t.Error("writers or readers not woken by the force")
 			}
+			rw.unlock("W2") // the waiting writer gives up, letting readers in
 			if rep := rw.run(script.RWMutexRenew, keys[:1], "W", 10000); rep.Status() != backend.StatusGone {
 				t.Errorf("writer's renewal after the force = %v; want [-1]", rep)
 			}

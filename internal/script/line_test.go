@@ -22,7 +22,7 @@ type lineFixture struct {
 	rdb     *redis.Client
 	keys    []string
 	wake    string
-	ps      *redis.PubSub
+	*channelLog
 	attempt int
 }
 
@@ -35,12 +35,26 @@ func newLineFixture(t *testing.T, rdb *redis.Client) *lineFixture {
 		wake: "redisync:{" + name + "}:wake",
 	}
 	t.Cleanup(func() { f.b.Close() })
-	f.ps = rdb.PSubscribe(ctx, f.wake+"*")
-	t.Cleanup(func() { f.ps.Close() })
-	if _, err := f.ps.Receive(ctx); err != nil { // the subscription's confirmation
+	f.channelLog = newChannelLog(t, rdb, f.wake)
+	return f
+}
+
+// channelLog records what is published on a wake channel and the channels
+// under it ("<wake>:<cohort>").
+type channelLog struct {
+	t    *testing.T
+	rdb  *redis.Client
+	wake string
+	ps   *redis.PubSub
+}
+
+func newChannelLog(t *testing.T, rdb *redis.Client, wake string) *channelLog {
+	l := &channelLog{t: t, rdb: rdb, wake: wake, ps: rdb.PSubscribe(context.Background(), wake+"*")}
+	t.Cleanup(func() { l.ps.Close() })
+	if _, err := l.ps.Receive(context.Background()); err != nil { // the subscription's confirmation
 		t.Fatal(err)
 	}
-	return f
+	return l
 }
 
 // acquire makes an attempt of owner in cohort; waits says it is a Lock's,
@@ -77,27 +91,27 @@ func (f *lineFixture) undo(owner, cohort string, n int) {
 	}
 }
 
-// published returns the channels published on since the last call: it
-// publishes an end mark and reads up to it (messages on one connection
-// arrive in order).
-func (f *lineFixture) published() []string {
-	f.t.Helper()
-	end := f.wake + ":end-of-release"
-	if err := f.rdb.Publish(f.ctx, end, "x").Err(); err != nil {
-		f.t.Fatal(err)
+// published returns the channels published on since the last call,
+// relative to the wake channel ("" for the channel itself): it publishes an
+// end mark and reads up to it (messages on one connection arrive in order).
+func (l *channelLog) published() []string {
+	l.t.Helper()
+	end := l.wake + ":end-of-release"
+	if err := l.rdb.Publish(context.Background(), end, "x").Err(); err != nil {
+		l.t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(f.ctx, 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var got []string
 	for {
-		m, err := f.ps.ReceiveMessage(ctx)
+		m, err := l.ps.ReceiveMessage(ctx)
 		if err != nil {
-			f.t.Fatal(err)
+			l.t.Fatal(err)
 		}
 		if m.Channel == end {
 			return got
 		}
-		rel := m.Channel[len(f.wake):]
+		rel := m.Channel[len(l.wake):]
 		if len(rel) > 0 {
 			rel = rel[1:]
 		}
@@ -237,6 +251,56 @@ func TestMutexLeave(t *testing.T) {
 		}
 		if n := rdb.Exists(f.ctx, f.keys[0]).Val(); n != 0 {
 			t.Fatalf("the lock hash outlived its line: %v", rdb.HGetAll(f.ctx, f.keys[0]).Val())
+		}
+	})
+}
+
+// TestRWMutexLine: the writers of an rwmutex wait in a line of cohorts kept
+// in the writer hash, as a mutex's do: a release wakes the writers of the
+// first cohort in line only (none when nobody is in line), and so does the
+// last reader out; a cohort that leaves is passed over.
+func TestRWMutexLine(t *testing.T) {
+	servers(t, func(t *testing.T, rdb *redis.Client) {
+		r := newRW(t, rdb, 10000, 1000)
+		l := newChannelLog(t, rdb, r.wake)
+		wantOK(t, "lock W", r.lock("W", false))
+		for _, w := range []string{"X", "Y", "X", "Z"} { // X again: keeps its place
+			wantContended(t, "lock "+w, r.lock(w, true), r.ttl)
+		}
+		wantContended(t, "TryLock T", r.lock("T", false), r.ttl)
+		l.published()
+		wantOK(t, "unlock W", r.unlock("W"))
+		if got := l.published(); !slices.Equal(got, []string{"p-X"}) {
+			t.Fatalf("release published on %q; want only the first cohort's channel", got)
+		}
+		wantOK(t, "lock X", r.lock("X", true))
+		// Y's writer gives up: it withdraws, and its process leaves the line.
+		wantOK(t, "withdraw Y", r.unlock("Y"))
+		if _, err := backend.Run(r.ctx, r.b, script.RWMutexLeave, r.keys[:1], "p-Y", r.wake); err != nil {
+			t.Fatal(err)
+		}
+		wantOK(t, "unlock X", r.unlock("X"))
+		if got := l.published(); !slices.Equal(got, []string{"p-Z"}) {
+			t.Fatalf("release published on %q; want Z's channel (X was granted, Y left)", got)
+		}
+		// Readers in, a writer waits for them: the last reader out wakes
+		// its cohort alone.
+		wantOK(t, "lock Z", r.lock("Z", true))
+		wantOK(t, "unlock Z", r.unlock("Z"))
+		if got := l.published(); len(got) != 0 {
+			t.Fatalf("release with nobody in line published on %q; want nothing", got)
+		}
+		wantOK(t, "rlock R1", r.rlock("R1", false))
+		wantOK(t, "rlock R2", r.rlock("R2", false))
+		wantContended(t, "lock V while read", r.lock("V", true), r.ttl)
+		wantContended(t, "lock U while read", r.lock("U", true), r.ttl)
+		wantOK(t, "runlock R1", r.runlock("R1"))
+		if got := l.published(); len(got) != 0 {
+			t.Fatalf("a reader that was not the last out published on %q; want nothing", got)
+		}
+		wantOK(t, "runlock R2", r.runlock("R2"))
+		if got := l.published(); !slices.Equal(got, []string{"p-V"}) {
+			t.Fatalf("the last reader out published on %q; want V's channel", got)
 		}
 	})
 }

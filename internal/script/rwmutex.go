@@ -37,17 +37,22 @@ const (
 // quorum runs when a majority was not reached, gives back the hold only, so
 // that a waiting writer keeps new readers out while it retries.
 var (
-	RWMutexUnlock   = backend.NewScript("rwmutex.unlock", backend.Release, release+rwmutexUnlockSrc, nil)
-	RWMutexLockUndo = backend.NewScript("rwmutex.lock_undo", backend.Release, undo+rwmutexUnlockSrc, nil)
-	RWMutexLock     = backend.NewBlockScript("rwmutex.lock", rwmutexLockSrc, RWMutexLockUndo)
+	RWMutexUnlock   = backend.NewScript("rwmutex.unlock", backend.Release, release+withLockLib(rwmutexUnlockSrc), nil)
+	RWMutexLockUndo = backend.NewScript("rwmutex.lock_undo", backend.Release, undo+withLockLib(rwmutexUnlockSrc), nil)
+	RWMutexLock     = backend.NewBlockScript("rwmutex.lock", withLockLib(rwmutexLockSrc), RWMutexLockUndo)
+	// RWMutexLeave takes a cohort out of the writers' line when its last
+	// waiting writer gave up: the writer hash keeps its line as a mutex's
+	// lock hash does, so the mutex's script serves it. Its KEYS are the
+	// writer hash alone.
+	RWMutexLeave = backend.NewScript("rwmutex.leave", backend.Release, withLockLib(mutexLeaveSrc), nil)
 	// RWMutexRenew renews the write hold: the writer hash has the layout of
 	// a mutex's lock hash, so the mutex's renewal serves it.
 	RWMutexRenew     = backend.NewScript("rwmutex.renew", backend.Renew, mutexRenewSrc, nil)
-	RWMutexRUnlock   = backend.NewScript("rwmutex.runlock", backend.Release, release+rwmutexRUnlockSrc, nil)
-	RWMutexRLockUndo = backend.NewScript("rwmutex.rlock_undo", backend.Release, undo+rwmutexRUnlockSrc, nil)
+	RWMutexRUnlock   = backend.NewScript("rwmutex.runlock", backend.Release, release+withLockLib(rwmutexRUnlockSrc), nil)
+	RWMutexRLockUndo = backend.NewScript("rwmutex.rlock_undo", backend.Release, undo+withLockLib(rwmutexRUnlockSrc), nil)
 	RWMutexRLock     = backend.NewScript("rwmutex.rlock", backend.Acquire, rwmutexRLockSrc, RWMutexRLockUndo)
 	RWMutexRRenew    = backend.NewScript("rwmutex.rrenew", backend.Renew, rwmutexRRenewSrc, nil)
 	// RWMutexForce ends the write hold and every read hold, for redisync
 	// unlock --force. Its KEYS are the writer hash and the readers.
-	RWMutexForce = backend.NewScript("rwmutex.force", backend.Release, rwmutexForceSrc, nil)
+	RWMutexForce = backend.NewScript("rwmutex.force", backend.Release, withLockLib(rwmutexForceSrc), nil)
 )

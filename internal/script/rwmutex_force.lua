@@ -1,7 +1,8 @@
 -- rwmutex_force.lua: end the write hold and every read hold of a
 -- readers/writer lock, and wake every waiter (redisync unlock --force).
 -- KEYS[1] writer hash, KEYS[2] readers (see rwmutex_lock.lua)
--- ARGV[1] publish command, ARGV[2] writers' wake channel, ARGV[3] readers'
+-- ARGV[1] publish command, ARGV[2] writers' wake channel (the writers of the
+-- cohort first in line are woken, see rwmutex_unlock.lua), ARGV[3] readers'
 -- wake channel
 -- The waiting writers and readers keep their places, and the readers' turn
 -- its expiry: they are not holds. The fence counter is left alone, so that
@@ -16,13 +17,16 @@ local writer = redis.call('HGET', KEYS[1], 'o')
 local token = 0
 if writer then
   token = tonumber(redis.call('HGET', KEYS[1], 'f')) or 0
-  redis.call('DEL', KEYS[1])
 end
+-- The writers' line stays (see lock_lib.lua).
+local line = lock_vacate(KEYS[1])
 local readers = #redis.call('ZRANGEBYSCORE', KEYS[2], '(' .. now, '+inf')
 redis.call('DEL', KEYS[2])
 if not writer and readers == 0 then
   return {-1}
 end
-redis.call(ARGV[1], ARGV[2], 'w')
+if #line > 0 then
+  redis.call(ARGV[1], ARGV[2] .. ':' .. line[1][1], 'w')
+end
 redis.call(ARGV[1], ARGV[3], 'w')
 return {1, token, readers}

@@ -1,6 +1,7 @@
 -- rwmutex_lock.lua: take the write hold of a readers/writer lock.
 -- KEYS[1] writer hash {o = owner token, f = fencing token, a = the attempt
---         that last granted the hold}
+--         that last granted the hold, c = the holder's cohort}, which also
+--         keeps the line of the cohorts whose writers wait (see lock_lib.lua)
 -- KEYS[2] readers: sorted set of reader owner tokens scored by expiry (server ms)
 -- KEYS[3] waiting writers: sorted set of owner tokens scored by expiry
 -- KEYS[4] waiting readers: sorted set of owner tokens scored by expiry
@@ -12,7 +13,14 @@
 -- writer when blocked (Lock), '0' not to (TryLock), ARGV[9] attempt number
 -- (they grow with each attempt of an owner), ARGV[10] how many fencing
 -- tokens to reserve for the hold (default 1): the first is its own, the
--- others are for the writers of its process it is passed to
+-- others are for the writers of its process it is passed to, ARGV[11] the
+-- caller's cohort (the goroutines of its process that queue for the name on
+-- its backend), ARGV[12] how long, in ms, a waiting writer's place in line
+-- outlives this attempt (default 3000)
+-- A blocked writer that waits (ARGV[8] '1') also takes a place in the
+-- writers' line for its cohort, or keeps the one it has, so that a release,
+-- or the last reader out, wakes the writers of the cohort first in line
+-- only (see rwmutex_unlock.lua).
 -- An owner that holds the lock already (a retried attempt, or the same
 -- request run twice) gets its hold back with the expiry of a new grant and
 -- ARGV[9] as the attempt that granted it (unless a later attempt is
@@ -24,6 +32,8 @@ local block = tonumber(ARGV[10]) or 1
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
 local owner = ARGV[2]
 local ttl = tonumber(ARGV[6])
+local cohort = ARGV[11] or ''
+local stale = tonumber(ARGV[12]) or 3000
 
 local holder = redis.call('HGET', KEYS[1], 'o')
 if holder == owner then
@@ -32,6 +42,7 @@ if holder == owner then
   end
   redis.call('PEXPIRE', KEYS[1], ttl)
   redis.call('ZREM', KEYS[3], owner)
+  redis.call('HDEL', KEYS[1], 'q:' .. cohort)
   local f = tonumber(redis.call('HGET', KEYS[1], 'f'))
   return {1, f, f + block - 1}
 end
@@ -47,6 +58,7 @@ local function blocked(ms, notify)
     if redis.call('PTTL', KEYS[3]) < ttl then
       redis.call('PEXPIRE', KEYS[3], ttl)
     end
+    lock_wait(KEYS[1], cohort, stale, holder ~= false)
     if notify then
       redis.call(ARGV[1], ARGV[4], 'i')
     end
@@ -78,7 +90,8 @@ end
 local token = math.max((tonumber(redis.call('GET', KEYS[6])) or 0) + 1, t[1] * 1000000 + t[2])
 local s = string.format('%.0f', token)
 redis.call('SET', KEYS[6], string.format('%.0f', token + block - 1), 'PX', ARGV[7])
-redis.call('HSET', KEYS[1], 'o', owner, 'f', s, 'a', ARGV[9])
+redis.call('HDEL', KEYS[1], 'q:' .. cohort)
+redis.call('HSET', KEYS[1], 'o', owner, 'f', s, 'a', ARGV[9], 'c', cohort)
 redis.call('PEXPIRE', KEYS[1], ttl)
 redis.call('ZREM', KEYS[3], owner)
 return {1, token, token + block - 1}

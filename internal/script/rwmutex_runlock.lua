@@ -4,7 +4,9 @@
 -- former, false for the latter.
 -- KEYS as rwmutex_lock.lua (KEYS[6] unused)
 -- ARGV[1] publish command, ARGV[2] owner token (one RLock call), ARGV[3]
--- readers' wake channel (unused), ARGV[4] writers' wake channel, ARGV[8...]
+-- readers' wake channel (unused), ARGV[4] writers' wake channel (the last
+-- reader out wakes the writers of the cohort first in the writers' line, on
+-- the channel followed by ':' and the cohort; see rwmutex_lock.lua), ARGV[8...]
 -- the attempts whose holds (members '<owner>:<attempt>', see
 -- rwmutex_rlock.lua) end; an undo takes the ARGV of rwmutex_rlock.lua,
 -- whose ARGV[8] is the one attempt it undoes.
@@ -35,7 +37,10 @@ if left then
   redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
   redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', now)
   if redis.call('EXISTS', KEYS[2]) == 0 and redis.call('EXISTS', KEYS[5]) == 0 then
-    redis.call(ARGV[1], ARGV[4], 'r')
+    local line = lock_line(KEYS[1])
+    if #line > 0 then
+      redis.call(ARGV[1], ARGV[4] .. ':' .. line[1][1], 'r')
+    end
   end
 end
 return {1}

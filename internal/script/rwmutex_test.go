@@ -46,10 +46,15 @@ func (r *rw) run(s *backend.Script, keys []string, args ...any) backend.Reply {
 	return rep
 }
 
+// lock makes owner's first write attempt, as the only writer of the
+// process (cohort) "p-<owner>".
 func (r *rw) lock(owner string, wait bool) backend.Reply {
 	r.t.Helper()
-	return r.run(script.RWMutexLock, r.keys, owner, r.wake, r.rwake, r.turnMs, r.ttl, fenceTTL, rwFlag(wait), 1)
+	return r.run(script.RWMutexLock, r.keys, owner, r.wake, r.rwake, r.turnMs, r.ttl, fenceTTL, rwFlag(wait), 1, 1, "p-"+owner, 3000)
 }
+
+// line returns the channel that wakes owner's process (see lock).
+func (r *rw) line(owner string) string { return r.wake + ":p-" + owner }
 
 func (r *rw) unlock(owner string) backend.Reply {
 	r.t.Helper()
@@ -274,6 +279,13 @@ func TestRWMutexScripts(t *testing.T) {
 		}
 		if rep := r.runlock("nobody"); rep.Status() != backend.StatusOK {
 			t.Errorf("runlock of nothing = %v; want [1]", rep)
+		}
+		// The processes whose writers waited leave the writers' line, as
+		// their last writer's Lock does when it gives up.
+		for _, w := range []string{"V", "W", "X", "Y"} {
+			if rep := r.run(script.RWMutexLeave, r.keys[:1], "p-"+w, r.wake); rep.Status() != backend.StatusOK {
+				t.Errorf("leave of p-%s = %v; want [1]", w, rep)
+			}
 		}
 		for i := range rwTurn + 1 {
 			if n := rdb.Exists(r.ctx, r.keys[i]).Val(); n != 0 {

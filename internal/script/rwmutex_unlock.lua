@@ -3,7 +3,9 @@
 -- are this source after a first line that sets release: true for the
 -- former, false for the latter.
 -- KEYS as rwmutex_lock.lua (KEYS[6] unused)
--- ARGV[1] publish command, ARGV[2] owner token, ARGV[3] writers' wake channel,
+-- ARGV[1] publish command, ARGV[2] owner token, ARGV[3] writers' wake channel
+-- (a release wakes the writers of the cohort first in line, on the channel
+-- followed by ':' and the cohort; with nobody in line it wakes no writer),
 -- ARGV[4] readers' wake channel, ARGV[5] turn ms: how long the readers that
 -- were waiting keep writers out while they come in; for an undo, the ARGV
 -- of rwmutex_lock.lua, whose ARGV[9] is the attempt to undo
@@ -38,7 +40,8 @@ if holder ~= owner then
   end
   return {1}
 end
-redis.call('DEL', KEYS[1])
+-- The hold ends; the writers' line stays (see lock_lib.lua).
+local line = lock_vacate(KEYS[1])
 -- As with sync.RWMutex, the readers that waited for this writer get in before
 -- the next writer: they are given a turn, which writers wait for until every
 -- one of them came in or the turn expired.
@@ -58,8 +61,9 @@ if release then
     turn = true
   end
 end
-if not turn then
-  redis.call(ARGV[1], ARGV[3], 'w')
+if not turn and #line > 0 then
+  -- Wake the writers of the cohort first in line, and no other.
+  redis.call(ARGV[1], ARGV[3] .. ':' .. line[1][1], 'w')
 end
 -- Wake every waiting reader at once.
 redis.call(ARGV[1], ARGV[4], 'w')
