@@ -95,14 +95,14 @@
 //
 // For a Mutex named "orders:42" on a backend with the default prefix:
 //
-//	redisync:{orders:42}:lock          hash: the hold {o: owner token, f: fencing token, h: holder "host/pid",
-//	                                   a: attempt, c: cohort}, the line {q:<cohort>: "<arrival> <until ms>", qn: last
+//	redisync:{orders:42}:lock          hash: the hold {o: owner token, f: fencing token, a: attempt, c: cohort
+//	                                   "<host>/<pid>#<backend>"}, the line {q:<cohort>: "<arrival> <until ms>", qn: last
 //	                                   arrival}, and a release's yield marker {y: "<until ms> <cohort>"}; expires with
 //	                                   the hold, or without one with the last place in line or the marker
 //	redisync:{orders:42}:fence         the last fencing token reserved, expires 24h after the last acquisition
 //	redisync:{orders:42}:wake:<cohort> pub/sub channel (sharded on Cluster) of one waiting process: a release
-//	                                   publishes on the channel of the first process in line
-//	redisync:{orders:42}:wake          pub/sub channel on which a release with nobody in line publishes
+//	                                   publishes on the channel of the first process in line, and a release
+//	                                   with nobody in line publishes nothing
 //
 // All share the hash tag of the name, so they live in one Cluster slot. The
 // attempt field names the acquisition attempt (of the owner's Lock call) that

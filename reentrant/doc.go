@@ -70,9 +70,16 @@
 //
 // For a Mutex named "tree:7" on a backend with the default prefix:
 //
-//	redisync:{tree:7}:reentrant  hash {<owner token>: hold count, f: fencing token, g: grant, a: attempt}, expires with the hold
-//	redisync:{tree:7}:fence      the last fencing token, expires 24h after the last acquisition
-//	redisync:{tree:7}:wake       pub/sub channel (sharded on Cluster), one message per release
+//	redisync:{tree:7}:reentrant      hash: the hold {<owner token>: hold count, f: fencing token, g: grant, a: attempt}
+//	                                 and the line of waiting processes {q:<cohort>: "<arrival> <until ms>", qn: last
+//	                                 arrival}; expires with the hold, or without one with the last place in line
+//	redisync:{tree:7}:fence          the last fencing token, expires 24h after the last acquisition
+//	redisync:{tree:7}:wake:<cohort>  pub/sub channel (sharded on Cluster) of one waiting process
+//
+// The processes whose scopes wait for a first hold stand in a line, in order
+// of arrival, as a mutex's waiting processes do (see package mutex): the end
+// of a hold wakes the process first in line only, and a process leaves the
+// line when its last waiting scope gives up.
 //
 // Acquisition attempts are numbered per scope: g names the attempt that
 // granted the hold, a the one that last changed the count, and an undo acts

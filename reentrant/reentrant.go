@@ -32,13 +32,16 @@ const primitive = "reentrant"
 // one of them at a time contends through Redis; a scope that holds the lock
 // never waits in that queue to re-enter it.
 type Mutex struct {
-	_     lease.NoCopy
-	h     lease.Handle
-	keys  []string // lock hash, fence counter (see keyspace.Reentrant)
-	wake  string
-	ttlMs int64
-	spec  lease.Spec
-	gate  lease.Gate // the process's local queue of the lock, where scopes wait for a first hold
+	_      lease.NoCopy
+	h      lease.Handle
+	keys   []string // lock hash, fence counter (see keyspace.Reentrant)
+	wake   string   // the prefix of the wake channels
+	line   string   // wakes the waiting scopes of this process's cohort (see keyspace.Reentrant.Line)
+	place  string   // a waiting attempt's place in line: "<ms> <cohort>" (see internal/script/reentrant_acquire.lua)
+	cohort string
+	ttlMs  int64
+	spec   lease.Spec
+	gate   lease.Gate // the process's local queue of the lock, where scopes wait for a first hold
 
 	// holds has the hold last taken or re-entered through m, whichever
 	// scope it was for, as its current hold, which h describes: it
@@ -60,12 +63,15 @@ func New(b backend.Backend, name string, opts ...Option) (*Mutex, error) {
 	if err != nil {
 		return nil, err
 	}
-	keys := h.Keys().Reentrant()
+	keys, cohort := h.Keys().Reentrant(), h.Local().Cohort()
 	m := &Mutex{
-		h:     h,
-		keys:  keys.Keys(),
-		wake:  keys.Wake,
-		ttlMs: holdopt.Millis(cfg.TTL),
+		h:      h,
+		keys:   keys.Keys(),
+		wake:   keys.Wake,
+		line:   keys.Line(cohort),
+		place:  fmt.Sprintf("%d %s", holdopt.Millis(holdopt.LineStale(cfg.Backoff)), cohort),
+		cohort: cohort,
+		ttlMs:  holdopt.Millis(cfg.TTL),
 	}
 	m.h.Describe("reentrant mutex is not locked", m.holds.Holds)
 	m.gate = h.Gate(m.keys[0])
@@ -119,12 +125,14 @@ func (m *Mutex) Lock(ctx context.Context) error {
 			return err
 		}
 		var unsure []int64 // attempts whose outcome is unknown
-		err = m.h.Wait(ctx, op, m.wake, func(ctx context.Context) (bool, time.Duration, error) {
+		queued := false    // an attempt found the lock taken: the process is in line
+		err = m.h.Wait(ctx, op, m.line, func(ctx context.Context) (bool, time.Duration, error) {
 			n := s.attempt()
-			ok, retry, err := m.attempt(ctx, s, e, pass, n)
+			ok, retry, err := m.attempt(ctx, s, e, pass, n, true)
 			if err != nil {
 				unsure = append(unsure, n)
 			}
+			queued = queued || err == nil && !ok
 			return ok, retry, err
 		})
 		if err != nil {
@@ -132,6 +140,11 @@ func (m *Mutex) Lock(ctx context.Context) error {
 				m.undo(ctx, m.acquireArgs(s.owner, 1, 0, unsure...))
 			}
 			m.gate.Leave(pass)
+			if queued && m.gate.Idle() {
+				// The last waiting scope of the process gives up: leave
+				// the line, so that releases wake the next process.
+				m.h.Cleanup(ctx, &backend.Call{Script: script.ReentrantLeave, Keys: m.keys[:1], Args: []any{m.cohort, m.wake}})
+			}
 			return err
 		}
 		op.Token(e.h.l.Token())
@@ -172,7 +185,7 @@ func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
 			return false, nil
 		}
 		n := s.attempt()
-		ok, _, err := m.attempt(ctx, s, e, pass, n)
+		ok, _, err := m.attempt(ctx, s, e, pass, n, false)
 		op.Attempt(err == nil && !ok)
 		if err != nil {
 			m.undo(ctx, m.acquireArgs(s.owner, 1, 0, n))
@@ -187,10 +200,15 @@ func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
 }
 
 // attempt makes attempt n at a first hold for s; on success the hold, with
-// pass, is recorded in e.
-func (m *Mutex) attempt(ctx context.Context, s *scope, e *entry, pass gate.Pass, n int64) (bool, time.Duration, error) {
+// pass, is recorded in e. wait puts the process in the lock's line when the
+// lock is taken (Lock), so that a release wakes it in its turn.
+func (m *Mutex) attempt(ctx context.Context, s *scope, e *entry, pass gate.Pass, n int64, wait bool) (bool, time.Duration, error) {
 	sent := time.Now()
-	call := &backend.Call{Script: script.ReentrantAcquire, Keys: m.keys, Args: m.acquireArgs(s.owner, 1, 0, n)}
+	args := m.acquireArgs(s.owner, 1, 0, n)
+	if wait {
+		args = append(args, m.place)
+	}
+	call := &backend.Call{Script: script.ReentrantAcquire, Keys: m.keys, Args: args}
 	l, _, retry, err := lease.Grant(ctx, &m.spec, call, s.owner, sent, "acquire")
 	if l == nil {
 		return false, retry, err
@@ -242,7 +260,7 @@ func (m *Mutex) reenter(ctx context.Context, op *telemetry.Op, s *scope, e *entr
 			err = errGone
 		}
 	} else {
-		err = m.h.Wait(ctx, op, m.wake, attempt)
+		err = m.h.Wait(ctx, op, m.line, attempt)
 	}
 	switch {
 	case errors.Is(err, errGone):
@@ -268,7 +286,7 @@ func (m *Mutex) reenter(ctx context.Context, op *telemetry.Op, s *scope, e *entr
 // first hold 0), made by the given attempts: one, or for an undo, every
 // attempt it gives back.
 func (m *Mutex) acquireArgs(owner string, count int, grant int64, attempts ...int64) []any {
-	args := make([]any, 0, 6+len(attempts))
+	args := make([]any, 0, 7+len(attempts))
 	args = append(args, owner, m.wake, m.ttlMs, holdopt.Millis(holdopt.FenceTTL), count, grant)
 	for _, n := range attempts {
 		args = append(args, n)

@@ -20,6 +20,13 @@
 //   - A writer that waits keeps new readers out, in every process, so that a
 //     steady stream of readers cannot starve it: the readers already in
 //     finish, and the last one out wakes the writer.
+//   - The processes whose writers wait stand in a line kept on the server, in
+//     order of arrival, as a mutex's waiting processes do (see package
+//     mutex): the end of a write hold, or the last reader out, wakes the
+//     writers of the process first in line only, so that one attempt follows
+//     rather than one per waiting process. A process keeps its place until
+//     one of its writers gets the lock, and leaves the line when its last
+//     waiting writer gives up.
 //   - A writer's Unlock wakes every waiting reader at once, and those readers
 //     get in before the next writer (they get a turn, which lasts until each
 //     of them came in, or a third of the TTL for those that died waiting).
@@ -85,13 +92,15 @@
 //
 // For an RWMutex named "cache:users" on a backend with the default prefix:
 //
-//	redisync:{cache:users}:writer   hash {o: owner token, f: fencing token, a: attempt}, expires with the write hold
+//	redisync:{cache:users}:writer   hash: the write hold {o: owner token, f: fencing token, a: attempt, c: cohort} and
+//	                                the writers' line {q:<cohort>: "<arrival> <until ms>", qn: last arrival}; expires
+//	                                with the write hold, or without one with the last place in line
 //	redisync:{cache:users}:readers  sorted set: a member per read hold, "<owner>:<attempt>", scored by its expiry (server ms)
 //	redisync:{cache:users}:wwait    sorted set: waiting writers, scored by the expiry of their claim
 //	redisync:{cache:users}:rwait    sorted set: waiting readers, scored likewise
 //	redisync:{cache:users}:rturn    sorted set: readers whose turn it is, until they come in or it expires
 //	redisync:{cache:users}:fence    the last fencing token, expires 24h after the last acquisition
-//	redisync:{cache:users}:wake     pub/sub channel that wakes waiting writers
+//	redisync:{cache:users}:wake:<cohort>  pub/sub channel that wakes the waiting writers of one process
 //	redisync:{cache:users}:rwake    pub/sub channel that wakes waiting readers and tells read holds a writer waits
 //
 // Every key expires: the sets live as long as their latest member, and every

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,6 +25,7 @@ import (
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/mutex"
 	"github.com/redisync/redisync/reentrant"
+	"github.com/redisync/redisync/rwmutex"
 	"github.com/redisync/redisync/semaphore"
 )
 
@@ -468,6 +470,110 @@ func TestStatusJSON(t *testing.T) {
 	}
 	if n.Reentrant != nil || n.LastToken == nil || *n.LastToken < s.Token() {
 		t.Errorf("status --json: reentrant %v, last token %v; want no reentrant lock and the semaphore's token as the last:\n%s", n.Reentrant, n.LastToken, r.stdout)
+	}
+}
+
+// TestStatusOfLines: status shows the processes in the line of a reentrant
+// lock and of an rwmutex's writers, and a hash that holds only a line as not
+// held.
+func TestStatusOfLines(t *testing.T) {
+	url := nodeURL(t)
+	node := redistest.SharedNode(t)
+	rdb := node.Client(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	type line struct {
+		Held    bool
+		Holder  string
+		Waiting int
+	}
+	status := func(name string) (re, w *line) {
+		t.Helper()
+		r := runCLI(t, url, "status", "--json", name)
+		var st struct {
+			Nodes []struct {
+				Reentrant *line
+				RWMutex   *struct{ Write line }
+			}
+		}
+		if err := json.Unmarshal([]byte(r.stdout), &st); err != nil || len(st.Nodes) != 1 {
+			t.Fatalf("status --json (%v):\n%s%s", err, r.stdout, r.stderr)
+		}
+		if rw := st.Nodes[0].RWMutex; rw != nil {
+			w = &rw.Write
+		}
+		return st.Nodes[0].Reentrant, w
+	}
+
+	// One process holds both locks, another waits for each.
+	name := uniq(t)
+	re := make([]*reentrant.Mutex, 2)
+	rw := make([]*rwmutex.RWMutex, 2)
+	for i := range 2 {
+		b := backend.New(node.Client(t))
+		defer b.Close()
+		var err error
+		if re[i], err = reentrant.New(b, name); err != nil {
+			t.Fatal(err)
+		}
+		if rw[i], err = rwmutex.New(b, name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	scopes := []context.Context{reentrant.WithOwner(ctx), reentrant.WithOwner(ctx)}
+	if err := re[0].Lock(scopes[0]); err != nil {
+		t.Fatal(err)
+	}
+	if err := rw[0].Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 2)
+	go func() { done <- re[1].Lock(scopes[1]) }()
+	go func() { done <- rw[1].Lock(ctx) }()
+	ks := "redisync:{" + name + "}:"
+	for _, key := range []string{ks + "reentrant", ks + "writer"} {
+		for !slices.ContainsFunc(rdb.HKeys(ctx, key).Val(), func(f string) bool { return strings.HasPrefix(f, "q:") }) {
+			if ctx.Err() != nil {
+				t.Fatalf("the waiter never stood in the line of %s", key)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	r, w := status(name)
+	if r == nil || !r.Held || r.Waiting != 1 {
+		t.Errorf("reentrant lock with a process in line: %+v; want held, 1 waiting", r)
+	}
+	if w == nil || !w.Held || w.Holder != holdopt.Holder() || w.Waiting != 1 {
+		t.Errorf("write hold with a process in line: %+v; want held by %s, 1 waiting", w, holdopt.Holder())
+	}
+	if err := re[0].Unlock(scopes[0]); err != nil {
+		t.Fatal(err)
+	}
+	if err := rw[0].Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := <-done; err != nil {
+			t.Fatalf("the waiter in line: %v", err)
+		}
+	}
+	_ = re[1].Unlock(scopes[1])
+	_ = rw[1].Unlock(ctx)
+
+	// A hash that holds only a line: nothing held.
+	name = uniq(t)
+	ks = "redisync:{" + name + "}:"
+	place := fmt.Sprintf("1 %d", time.Now().Add(time.Hour).UnixMilli())
+	for _, key := range []string{ks + "reentrant", ks + "writer"} {
+		rdb.HSet(ctx, key, "q:h/1#1", place, "qn", 1)
+		rdb.Expire(ctx, key, time.Minute)
+	}
+	r, w = status(name)
+	if r == nil || r.Held || r.Waiting != 1 {
+		t.Errorf("reentrant lock hash with only a line: %+v; want not held, 1 waiting", r)
+	}
+	if w == nil || w.Held || w.Waiting != 1 {
+		t.Errorf("writer hash with only a line: %+v; want not held, 1 waiting", w)
 	}
 }
 

@@ -32,9 +32,9 @@
 //	name, where        the name, and the deployment as connected
 //	nodes              one object per node of a --quorum, else one object:
 //	  addr               the node's address (quorum only)
-//	  mutex              {held, holder, token, ttl_ms, yield_ms}
-//	  reentrant          {held, count, token, ttl_ms}
-//	  rwmutex            {write {held, token, ttl_ms}, read {holds, ttl_ms},
+//	  mutex              {held, holder, token, ttl_ms, yield_ms, waiting}
+//	  reentrant          {held, count, token, ttl_ms, waiting}
+//	  rwmutex            {write {held, holder, token, ttl_ms, waiting}, read {holds, ttl_ms},
 //	                      waiting_writers, waiting_readers}
 //	  fair               {held, token, ttl_ms, waiting}
 //	  semaphore          {limit, out, holds [{permits, token, ttl_ms}], waiting}
@@ -42,7 +42,9 @@
 //	  listening          processes subscribed to the name's wake-ups
 //
 // holder is the holding process as host/pid; yield_ms, when a mutex is not
-// held, how long its last holder's process lets other processes go first.
+// held, how long its last holder's process lets other processes go first;
+// waiting, for the mutex, the reentrant lock and the rwmutex's writers, the
+// processes in the lock's line (waiting_writers counts the writers).
 //
 // unlock --force ends whatever hold NAME has, whoever holds it (every kind of
 // primitive that status shows, on every node of a quorum), wakes the waiters,

@@ -34,9 +34,11 @@ absent when nothing of it exists:
                           holding process as host/pid; yield_ms, how long its last holder's
                           process lets other processes go first; waiting, the processes in
                           the lock's line
-    reentrant             {held, count, token, ttl_ms}: count is the owner's hold count
-    rwmutex               {write {held, token, ttl_ms}, read {holds, ttl_ms},
-                           waiting_writers, waiting_readers}
+    reentrant             {held, count, token, ttl_ms, waiting}: count is the owner's hold
+                          count; waiting, the processes in the lock's line
+    rwmutex               {write {held, holder, token, ttl_ms, waiting}, read {holds, ttl_ms},
+                           waiting_writers, waiting_readers}: write.waiting is the processes
+                          in the writers' line, waiting_writers the writers that wait
     fair                  {held, token, ttl_ms, waiting}
     semaphore             {limit, out, holds [{permits, token, ttl_ms}], waiting}
     last_token            the last fencing token issued (null: none in the last 24h)
@@ -110,16 +112,19 @@ type mutexStatus struct {
 }
 
 type reentrantStatus struct {
-	Held  bool  `json:"held"`
-	Count int   `json:"count"`
-	Token int64 `json:"token"`
-	TTL   int64 `json:"ttl_ms"`
+	Held    bool  `json:"held"`
+	Count   int   `json:"count"`
+	Token   int64 `json:"token"`
+	TTL     int64 `json:"ttl_ms"`
+	Waiting int   `json:"waiting"` // processes in the lock's line
 }
 
 type writeStatus struct {
-	Held  bool  `json:"held"`
-	Token int64 `json:"token"`
-	TTL   int64 `json:"ttl_ms"`
+	Held    bool   `json:"held"`
+	Holder  string `json:"holder"`
+	Token   int64  `json:"token"`
+	TTL     int64  `json:"ttl_ms"`
+	Waiting int    `json:"waiting"` // processes in the writers' line
 }
 
 type readStatus struct {
@@ -233,24 +238,21 @@ func readNode(ctx context.Context, cl redis.UniversalClient, ks keyspace.Space) 
 				ms.Yield = t - r.now
 			}
 		}
-		for k, v := range h {
-			var arrival, until int64
-			if strings.HasPrefix(k, "q:") {
-				if _, err := fmt.Sscanf(v, "%d %d", &arrival, &until); err == nil && until >= r.now {
-					ms.Waiting++
-				}
-			}
-		}
+		ms.Waiting = r.inLine(h)
 		st.Mutex = ms
 	}
 	if re := ks.Reentrant(); r.exists(re.Lock) {
 		h := r.hgetall(re.Lock)
-		rs := &reentrantStatus{Held: true, Token: atoi64(h["f"]), TTL: r.pttl(re.Lock)}
-		for k, v := range h {
-			switch k {
-			case "f", "g", "a": // token, grant and last attempt
-			default: // the owner's field: its hold count
-				rs.Count, _ = strconv.Atoi(v)
+		rs := &reentrantStatus{Waiting: r.inLine(h)}
+		if h["f"] != "" {
+			rs.Held, rs.Token, rs.TTL = true, atoi64(h["f"]), r.pttl(re.Lock)
+			for k, v := range h {
+				switch {
+				case k == "f" || k == "g" || k == "a": // token, grant and last attempt
+				case k == "qn" || strings.HasPrefix(k, "q:"): // the line
+				default: // the owner's field: its hold count
+					rs.Count, _ = strconv.Atoi(v)
+				}
 			}
 		}
 		st.Reentrant = rs
@@ -260,7 +262,11 @@ func readNode(ctx context.Context, cl redis.UniversalClient, ks keyspace.Space) 
 		rs := &rwStatus{}
 		if r.exists(rw.Writer) {
 			h := r.hgetall(rw.Writer)
-			rs.Write = writeStatus{Held: true, Token: atoi64(h["f"]), TTL: r.pttl(rw.Writer)}
+			if h["o"] != "" {
+				holder, _, _ := strings.Cut(h["c"], "#") // the cohort: "<host>/<pid>#<backend>"
+				rs.Write = writeStatus{Held: true, Holder: holder, Token: atoi64(h["f"]), TTL: r.pttl(rw.Writer)}
+			}
+			rs.Write.Waiting = r.inLine(h)
 		}
 		readers := r.live(rw.Readers)
 		rs.Read = readStatus{Holds: len(readers), TTL: lastOf(readers)}
@@ -364,19 +370,33 @@ func (n nodeStatus) print(w io.Writer) {
 	}
 	if rs := n.Reentrant; rs != nil {
 		fmt.Fprintln(w, "reentrant lock")
-		line("held", "yes, %d time(s) by its owner", rs.Count)
-		line("token", "%d", rs.Token)
-		line("ttl left", "%v", ms(rs.TTL))
+		if rs.Held {
+			line("held", "yes, %d time(s) by its owner", rs.Count)
+			line("token", "%d", rs.Token)
+			line("ttl left", "%v", ms(rs.TTL))
+		} else {
+			line("held", "no")
+		}
+		if rs.Waiting > 0 {
+			line("waiting", "%d process(es) in line", rs.Waiting)
+		}
 	}
 	if rw := n.RWMutex; rw != nil {
 		fmt.Fprintln(w, "readers/writer lock")
 		if rw.Write.Held {
-			line("write", "held, token %d, ttl left %v", rw.Write.Token, ms(rw.Write.TTL))
+			holder := rw.Write.Holder
+			if holder == "" {
+				holder = "an unknown process"
+			}
+			line("write", "held by %s, token %d, ttl left %v", holder, rw.Write.Token, ms(rw.Write.TTL))
 		} else {
 			line("write", "free")
 		}
 		line("read", "%d read hold(s), the last ending in %v", rw.Read.Holds, ms(rw.Read.TTL))
 		line("waiting", "%d writer(s), %d reader(s)", rw.WaitingWriters, rw.WaitingReaders)
+		if rw.Write.Waiting > 0 {
+			line("line", "the writers of %d process(es) in line", rw.Write.Waiting)
+		}
 	}
 	if f := n.Fair; f != nil {
 		fmt.Fprintln(w, "fair lock")
@@ -413,4 +433,20 @@ func lastHold(hs []semHold) (ms int64) {
 		ms = max(ms, h.TTL)
 	}
 	return ms
+}
+
+// inLine returns how many processes stand in the line of waiting processes
+// that the hash h of an exclusive lock keeps (see
+// internal/script/lock_lib.lua): the places whose waiter still tries.
+func (r *reader) inLine(h map[string]string) int {
+	n := 0
+	for k, v := range h {
+		var arrival, until int64
+		if strings.HasPrefix(k, "q:") {
+			if _, err := fmt.Sscanf(v, "%d %d", &arrival, &until); err == nil && until >= r.now {
+				n++
+			}
+		}
+	}
+	return n
 }

@@ -69,8 +69,9 @@ func (s Space) key(suffix string) string { return s.base + suffix }
 func (s Space) Fence() string { return s.key("fence") }
 
 // Wake returns the wake-up channel of the name, "<prefix>:{<name>}:wake",
-// shared by the mutex, the reentrant lock, the writers of the rwmutex and
-// the latch.
+// on which the latch publishes; the mutex, the reentrant lock and the
+// writers of the rwmutex wake each waiting process on a channel of its own
+// under it (see Mutex.Line).
 func (s Space) Wake() string { return s.key("wake") }
 
 // Mutex is where a mutex.Mutex keeps its state; a multi.Lock takes mutex
@@ -78,7 +79,7 @@ func (s Space) Wake() string { return s.key("wake") }
 type Mutex struct {
 	Lock  string // hash: the hold {o owner, f token, c cohort, ...}, the line of waiting processes and a release's yield marker (see internal/script/lock_lib.lua)
 	Fence string // the fencing token counter (Space.Fence)
-	Wake  string // channel of a release with nobody in line (Space.Wake); see Line
+	Wake  string // prefix of the wake channels (Space.Wake); see Line
 }
 
 // Mutex returns the keys of the mutex.
@@ -94,10 +95,15 @@ func (k Mutex) Line(cohort string) string { return k.Wake + ":" + cohort }
 
 // Reentrant is where a reentrant.Mutex keeps its state.
 type Reentrant struct {
-	Lock  string // hash {<owner> count, f token, g grant, a attempt}
+	Lock  string // hash {<owner> count, f token, g grant, a attempt} and the line of waiting processes (see internal/script/lock_lib.lua)
 	Fence string // the fencing token counter (Space.Fence)
-	Wake  string // channel of every release (Space.Wake)
+	Wake  string // prefix of the wake channels (Space.Wake); see Line
 }
+
+// Line returns the channel that wakes the waiting scopes of one cohort (see
+// local.State.Cohort) while it is in the lock's line, "<Wake>:<cohort>": the
+// end of a hold publishes on the channel of the first cohort in line.
+func (k Reentrant) Line(cohort string) string { return k.Wake + ":" + cohort }
 
 // Reentrant returns the keys of the reentrant lock.
 func (s Space) Reentrant() Reentrant { return Reentrant{s.key("reentrant"), s.Fence(), s.Wake()} }

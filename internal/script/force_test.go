@@ -74,13 +74,13 @@ func (r *forceRig) force(s *backend.Script, keys []string, args ...any) *backend
 	}
 	for _, k := range keys[:1] {
 		// A semaphore's state outlives the holds, and so does the line of
-		// waiting processes in a mutex's lock hash or an rwmutex's writer
-		// hash, but not the hold.
+		// waiting processes in the hash of a mutex, a reentrant lock or an
+		// rwmutex's writer, but not the hold.
 		switch {
 		case s == script.Semaphore.Force || r.rdb.Exists(r.ctx, k).Val() == 0:
-		case s == script.MutexForce || s == script.RWMutexForce:
-			if o := r.rdb.HGet(r.ctx, k, "o").Val(); o != "" {
-				r.t.Errorf("%s left the hold of %q in %s", s.Name(), o, k)
+		case s == script.MutexForce || s == script.RWMutexForce || s == script.ReentrantForce:
+			if f := r.rdb.HGet(r.ctx, k, "f").Val(); f != "" {
+				r.t.Errorf("%s left the hold of token %s in %s", s.Name(), f, k)
 			}
 		default:
 			r.t.Errorf("%s left %s", s.Name(), k)
@@ -128,7 +128,11 @@ func TestForceScripts(t *testing.T) {
 			keys, wake := []string{r.key("reentrant"), r.key("fence")}, r.key("wake")
 			tok := wantOK(t, "acquire", r.run(script.ReentrantAcquire, keys, "A", wake, 10000, fenceTTL, 1, 0, 1).Reply)
 			wantOK(t, "re-entry", r.run(script.ReentrantAcquire, keys, "A", wake, 10000, fenceTTL, 2, 1, 2).Reply)
-			woken := r.listen(wake)
+			// B's process waits in line: the force wakes it.
+			if rep := r.run(script.ReentrantAcquire, keys, "B", wake, 10000, fenceTTL, 1, 0, 1, "3000 host/8#2").Reply; rep.Status() != backend.StatusContended {
+				t.Fatalf("waiting attempt on a held lock = %v; want contended", rep)
+			}
+			woken := r.listen(wake + ":host/8#2")
 			if c := r.force(script.ReentrantForce, keys[:1], wake); c.Reply.Status() != backend.StatusOK || c.Reply.At(1) != tok {
 				t.Errorf("force = %v; want [1 %d]", c.Reply, tok)
 			}

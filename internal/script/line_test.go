@@ -16,12 +16,12 @@ import (
 // lineFixture drives the mutex scripts of one name for several cohorts and
 // records what each release publishes.
 type lineFixture struct {
-	t       *testing.T
-	ctx     context.Context
-	b       backend.Backend
-	rdb     *redis.Client
-	keys    []string
-	wake    string
+	t    *testing.T
+	ctx  context.Context
+	b    backend.Backend
+	rdb  *redis.Client
+	keys []string
+	wake string
 	*channelLog
 	attempt int
 }
@@ -301,6 +301,80 @@ func TestRWMutexLine(t *testing.T) {
 		wantOK(t, "runlock R2", r.runlock("R2"))
 		if got := l.published(); !slices.Equal(got, []string{"p-V"}) {
 			t.Fatalf("the last reader out published on %q; want V's channel", got)
+		}
+	})
+}
+
+// TestReentrantLine: the processes whose scopes wait for a reentrant lock
+// stand in a line kept in its hash, as a mutex's do: the end of a hold (not
+// a partial release) wakes the first process in line only, and nobody when
+// nobody is in line; the line is not a hold to the other scripts, and the
+// place an attempt carries is not an attempt to its undo.
+func TestReentrantLine(t *testing.T) {
+	servers(t, func(t *testing.T, rdb *redis.Client) {
+		ctx := context.Background()
+		b := backend.New(rdb)
+		defer b.Close()
+		base := fmt.Sprintf("redisync:{%s-%d}:", t.Name(), time.Now().UnixNano())
+		keys := []string{base + "reentrant", base + "fence"}
+		wake := base + "wake"
+		l := newChannelLog(t, rdb, wake)
+		run := func(s *backend.Script, ks []string, args ...any) backend.Reply {
+			t.Helper()
+			r, err := backend.Run(ctx, b, s, ks, args...)
+			if err != nil {
+				t.Fatalf("%s: %v", s.Name(), err)
+			}
+			return r
+		}
+		// first makes a first-hold attempt n of owner; a waiting one (Lock)
+		// carries the place of its process, "p-<owner>".
+		first := func(owner string, n int64, waits bool) []any {
+			args := []any{owner, wake, 10000, fenceTTL, 1, 0, n}
+			if waits {
+				args = append(args, "3000 p-"+owner)
+			}
+			return args
+		}
+		wantOK(t, "A's first hold", run(script.ReentrantAcquire, keys, first("A", 1, false)...))
+		wantOK(t, "A's re-entry", run(script.ReentrantAcquire, keys, "A", wake, 10000, fenceTTL, 2, 1, 2))
+		for _, w := range []string{"B", "C", "B"} { // B again: keeps its place
+			if r := run(script.ReentrantAcquire, keys, first(w, 1, true)...); r.Status() != backend.StatusContended {
+				t.Fatalf("waiting attempt of %s = %v; want contended", w, r)
+			}
+		}
+		l.published()
+		wantOK(t, "A's partial release", run(script.ReentrantRelease, keys, "A", wake, 1, 1))
+		if got := l.published(); len(got) != 0 {
+			t.Fatalf("a partial release published on %q; want nothing", got)
+		}
+		wantOK(t, "A's last release", run(script.ReentrantRelease, keys, "A", wake, 0, 1))
+		if got := l.published(); !slices.Equal(got, []string{"p-B"}) {
+			t.Fatalf("the end of A's hold published on %q; want only B's channel", got)
+		}
+		if r := run(script.ReentrantRenew, keys[:1], "A", 10000); r.Status() != backend.StatusGone {
+			t.Fatalf("A's renewal with only a line in the hash = %v; want [-1], nothing held", r)
+		}
+		if r := run(script.ReentrantRelease, keys, "A", wake, 1, 1); r.Status() != backend.StatusGone {
+			t.Fatalf("A's release of a count with only a line in the hash = %v; want [-1]", r)
+		}
+		if r := run(script.ReentrantForce, keys[:1], wake); r.Status() != backend.StatusGone {
+			t.Fatalf("force with only a line in the hash = %v; want [-1]", r)
+		}
+		wantOK(t, "B's first hold", run(script.ReentrantAcquire, keys, first("B", 2, true)...))
+		// B's grant undone (a quorum's undo carries the acquisition's ARGV,
+		// its place included): C is next.
+		wantOK(t, "undo of B's grant", run(script.ReentrantUndo, keys, first("B", 2, true)...))
+		if got := l.published(); !slices.Equal(got, []string{"p-C"}) {
+			t.Fatalf("the undo of B's grant published on %q; want C's channel", got)
+		}
+		wantOK(t, "C's first hold", run(script.ReentrantAcquire, keys, first("C", 3, true)...))
+		wantOK(t, "C's release", run(script.ReentrantRelease, keys, "C", wake, 0, 3))
+		if got := l.published(); len(got) != 0 {
+			t.Fatalf("the end of a hold with nobody in line published on %q; want nothing", got)
+		}
+		if n := rdb.Exists(ctx, keys[0]).Val(); n != 0 {
+			t.Fatalf("the hash outlived its last hold and line: %v", rdb.HGetAll(ctx, keys[0]).Val())
 		}
 	})
 }

@@ -1,5 +1,8 @@
 -- lock_lib.lua: the exclusive lock hash that the mutex and multi scripts
--- share; the Go side prepends it to each of them. A lock hash holds:
+-- share, and with them the writer hash of the rwmutex and the hash of the
+-- reentrant lock, whose holds differ (see their scripts) but whose lines of
+-- waiting processes are the same; the Go side splices it into each of those
+-- scripts. A mutex's lock hash holds:
 --
 --   the hold: o = owner token, f = fencing token, a = the attempt that
 --   last granted it, c = the holder's cohort (the goroutines of one process
@@ -110,14 +113,19 @@ local function lock_grant(lock, owner, token, attempt, cohort, ttl)
 end
 
 -- lock_vacate ends the hold of lock, keeping the line; it returns the live
--- line, oldest first.
+-- line, oldest first. Every field but the line's and the yield marker is
+-- the hold's (the reentrant lock's hash has a field named after its owner).
 local function lock_vacate(lock)
   local line = lock_line(lock)
   if #line == 0 and not lock_yielding(lock) then
     redis.call('DEL', lock)
     return line
   end
-  redis.call('HDEL', lock, 'o', 'f', 'a', 'c')
+  for _, field in ipairs(redis.call('HKEYS', lock)) do
+    if field ~= 'qn' and field ~= 'y' and string.sub(field, 1, 2) ~= 'q:' then
+      redis.call('HDEL', lock, field)
+    end
+  end
   local life = 1
   for _, e in ipairs(line) do
     life = math.max(life, e[3] - lock_ms() + 1)

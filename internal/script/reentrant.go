@@ -23,11 +23,15 @@ var (
 // KEYS and ARGV; the undo gives back one level of nesting, and only if that
 // acquisition took it.
 var (
-	ReentrantUndo    = backend.NewScript("reentrant.undo", backend.Release, reentrantUndoSrc, nil)
-	ReentrantAcquire = backend.NewScript("reentrant.acquire", backend.Acquire, reentrantAcquireSrc, ReentrantUndo)
-	ReentrantRelease = backend.NewScript("reentrant.release", backend.Release, reentrantReleaseSrc, nil)
+	ReentrantUndo    = backend.NewScript("reentrant.undo", backend.Release, withLockLib(reentrantUndoSrc), nil)
+	ReentrantAcquire = backend.NewScript("reentrant.acquire", backend.Acquire, withLockLib(reentrantAcquireSrc), ReentrantUndo)
+	ReentrantRelease = backend.NewScript("reentrant.release", backend.Release, withLockLib(reentrantReleaseSrc), nil)
 	ReentrantRenew   = backend.NewScript("reentrant.renew", backend.Renew, reentrantRenewSrc, nil)
+	// ReentrantLeave takes a cohort out of the line when its last waiting
+	// scope gave up: the mutex's script, as the line is the same. Its KEYS
+	// are the lock hash alone.
+	ReentrantLeave = backend.NewScript("reentrant.leave", backend.Release, withLockLib(mutexLeaveSrc), nil)
 	// ReentrantForce ends whatever hold the lock has, for redisync unlock
 	// --force.
-	ReentrantForce = backend.NewScript("reentrant.force", backend.Release, reentrantForceSrc, nil)
+	ReentrantForce = backend.NewScript("reentrant.force", backend.Release, withLockLib(reentrantForceSrc), nil)
 )

@@ -1,12 +1,20 @@
 -- reentrant_acquire.lua: take a re-entrant hold, or enter it again.
 -- KEYS[1] lock hash {<owner token> = hold count, f = fencing token, g = the
 --         attempt that granted the hold, a = the attempt that last changed
---         the count}
+--         the count}, which also keeps the line of the processes whose
+--         scopes wait for a first hold (see lock_lib.lua)
 -- KEYS[2] fence counter
 -- ARGV[1] publish command (unused), ARGV[2] owner token, ARGV[3] wake channel
 -- (unused), ARGV[4] ttl ms, ARGV[5] fence counter ttl ms, ARGV[6] the owner's
 -- hold count once this acquisition is done, ARGV[7] for a re-entry (count >
--- 1) the attempt that granted the hold it enters, ARGV[8] attempt number
+-- 1) the attempt that granted the hold it enters, ARGV[8] attempt number,
+-- ARGV[9] for a first hold that waits for the lock (Lock; absent for
+-- TryLock and re-entries) "<ms> <cohort>": the caller's cohort (the
+-- goroutines of its process that queue for the name on its backend) and how
+-- long its place in line outlives this attempt
+-- A waiting caller that finds the lock taken takes a place in line for its
+-- cohort, or keeps the one it has, so that a release wakes the cohort first
+-- in line only (see reentrant_release.lua).
 -- The count is set, not incremented, so that a retried attempt whose first
 -- reply was lost does not count twice. Attempt numbers grow with each attempt
 -- of an owner, and the hash records the last one applied: an attempt that
@@ -48,8 +56,15 @@ if target ~= 1 then
   -- be recreated behind the back of whoever got in meanwhile.
   return {0, 0}
 end
-if redis.call('EXISTS', KEYS[1]) == 1 and not mine then
+local stale, cohort = string.match(ARGV[9] or '', '^(%d+) (.*)$')
+if redis.call('HEXISTS', KEYS[1], 'f') == 1 and not mine then
+  if cohort then
+    lock_wait(KEYS[1], cohort, tonumber(stale), true)
+  end
   return {0, redis.call('PTTL', KEYS[1])}
+end
+if cohort then
+  redis.call('HDEL', KEYS[1], 'q:' .. cohort)
 end
 local t = redis.call('TIME')
 local token = math.max((tonumber(redis.call('GET', KEYS[2])) or 0) + 1, t[1] * 1000000 + t[2])

@@ -1,5 +1,5 @@
 -- reentrant_force.lua: end a re-entrant hold, however many times its owner
--- entered it, and wake the waiters (redisync unlock --force).
+-- entered it, and wake the process first in line (redisync unlock --force).
 -- KEYS[1] lock hash (see reentrant_acquire.lua)
 -- ARGV[1] publish command, ARGV[2] wake channel
 -- The fence counter is left alone, so that tokens keep growing; the owner's
@@ -7,10 +7,13 @@
 -- second run finds nothing held and says so: the effect is the same.
 -- Returns {1, fencing token of the hold} when it ended a hold, {-1} when
 -- nothing was held.
-if redis.call('EXISTS', KEYS[1]) == 0 then
+local token = tonumber(redis.call('HGET', KEYS[1], 'f'))
+if not token then
   return {-1}
 end
-local token = tonumber(redis.call('HGET', KEYS[1], 'f')) or 0
-redis.call('DEL', KEYS[1])
-redis.call(ARGV[1], ARGV[2], 'u')
+-- The line of waiting processes stays; its first is woken.
+local line = lock_vacate(KEYS[1])
+if #line > 0 then
+  redis.call(ARGV[1], ARGV[2] .. ':' .. line[1][1], 'u')
+end
 return {1, token}

@@ -1,7 +1,9 @@
 -- reentrant_release.lua: leave a re-entrant hold once, ending it with the
 -- owner's last Unlock.
 -- KEYS as reentrant_acquire.lua (KEYS[2] unused)
--- ARGV[1] publish command, ARGV[2] owner token, ARGV[3] wake channel, ARGV[4]
+-- ARGV[1] publish command, ARGV[2] owner token, ARGV[3] wake channel (the
+-- end of a hold wakes the cohort first in line, on this channel followed by
+-- ':' and the cohort; nobody when nobody is in line), ARGV[4]
 -- the owner's hold count after this release (0 ends the hold), ARGV[5] the
 -- attempt that granted the hold (see reentrant_acquire.lua)
 -- The count is set, not decremented, and the release acts only on the hold
@@ -15,14 +17,17 @@ if redis.call('HEXISTS', KEYS[1], ARGV[2]) == 0 or redis.call('HGET', KEYS[1], '
   if left <= 0 then
     return {1, 0}
   end
-  if redis.call('EXISTS', KEYS[1]) == 1 and redis.call('HEXISTS', KEYS[1], ARGV[2]) == 0 then
+  if redis.call('HEXISTS', KEYS[1], 'f') == 1 and redis.call('HEXISTS', KEYS[1], ARGV[2]) == 0 then
     return {-2}
   end
   return {-1}
 end
 if left <= 0 then
-  redis.call('DEL', KEYS[1])
-  redis.call(ARGV[1], ARGV[3], 'u')
+  -- The hold ends, the line stays: wake the cohort first in line, if any.
+  local line = lock_vacate(KEYS[1])
+  if #line > 0 then
+    redis.call(ARGV[1], ARGV[3] .. ':' .. line[1][1], 'u')
+  end
   return {1, 0}
 end
 redis.call('HSET', KEYS[1], ARGV[2], left)

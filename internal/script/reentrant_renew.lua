@@ -4,7 +4,7 @@
 -- Returns {1, ms left} when held, {-1} when nothing was held, {-2} when
 -- another owner holds the lock.
 if redis.call('HEXISTS', KEYS[1], ARGV[2]) == 0 then
-  if redis.call('EXISTS', KEYS[1]) == 1 then
+  if redis.call('HEXISTS', KEYS[1], 'f') == 1 then
     return {-2}
   end
   return {-1}

@@ -67,12 +67,24 @@ func rwLockArgs(owner string, attempt int) []any {
 	return []any{owner, "wwake", "rwake", 3000, 10000, fenceTTL, 1, attempt}
 }
 
+// rwLineArgs are rwLockArgs of a writer of cohort, which takes a place in
+// the writers' line when blocked.
+func rwLineArgs(owner, cohort string, attempt int) []any {
+	return append(rwLockArgs(owner, attempt), 1, cohort, 3000)
+}
+
 func rwRLockArgs(owner string, attempt int) []any {
 	return []any{owner, "rwake", "wwake", 10000, fenceTTL, 1, attempt}
 }
 
 func reArgs(owner string, count int, token int64, attempt int) []any {
 	return []any{owner, "wake", 10000, fenceTTL, count, token, attempt}
+}
+
+// reLineArgs are reArgs of a first hold by Lock in cohort, which takes a
+// place in line when the lock is taken.
+func reLineArgs(owner, cohort string, attempt int) []any {
+	return append(reArgs(owner, 1, 0, attempt), "3000 "+cohort)
 }
 
 func fifoArgs(owner, waiter string, k, ticket int64, attempt int) []any {
@@ -122,6 +134,18 @@ func scenarios() []scenario {
 		{"rwmutex.lock of a block", nil, step{script.RWMutexLock, rwKeys, append(rwLockArgs("W", 1), 17)}},
 
 		{"rwmutex.lock free", nil, step{script.RWMutexLock, rwKeys, rwLockArgs("W", 1)}},
+		// The writers' line.
+		{"rwmutex.lock waiting in line", []step{{script.RWMutexLock, rwKeys, rwLineArgs("W", "X", 1)}},
+			step{script.RWMutexLock, rwKeys, rwLineArgs("V", "Y", 1)}},
+		{"rwmutex.unlock waking the line", []step{{script.RWMutexLock, rwKeys, rwLineArgs("W", "X", 1)},
+			{script.RWMutexLock, rwKeys, rwLineArgs("V", "Y", 1)}},
+			step{script.RWMutexUnlock, rwKeys, []any{"W", "wwake", "rwake", 3000}}},
+		{"rwmutex.runlock waking the line", []step{{script.RWMutexRLock, rwKeys, rwRLockArgs("R", 1)},
+			{script.RWMutexLock, rwKeys, rwLineArgs("V", "Y", 1)}},
+			step{script.RWMutexRUnlock, rwKeys, []any{"R", "rwake", "wwake", 0, 0, 0, 1}}},
+		{"rwmutex.leave", []step{{script.RWMutexRLock, rwKeys, rwRLockArgs("R", 1)},
+			{script.RWMutexLock, rwKeys, rwLineArgs("V", "Y", 1)}, {script.RWMutexLock, rwKeys, rwLineArgs("V", "Z", 2)}},
+			step{script.RWMutexLeave, rwKeys[:1], []any{"Y", "wwake"}}},
 		{"rwmutex.lock behind a reader", []step{{script.RWMutexRLock, rwKeys, rwRLockArgs("R", 1)}},
 			step{script.RWMutexLock, rwKeys, rwLockArgs("W", 1)}},
 		{"rwmutex.unlock", []step{{script.RWMutexLock, rwKeys, rwLockArgs("W", 1)}, {script.RWMutexRLock, rwKeys, rwRLockArgs("R", 1)}},
@@ -139,6 +163,20 @@ func scenarios() []scenario {
 			step{script.RWMutexRLockUndo, rwKeys, rwRLockArgs("R", 1)}},
 
 		{"reentrant.acquire first", nil, step{script.ReentrantAcquire, reKeys, reArgs("A", 1, 0, 1)}},
+		{"reentrant.acquire waiting in line", []step{{script.ReentrantAcquire, reKeys, reArgs("B", 1, 0, 1)}},
+			step{script.ReentrantAcquire, reKeys, reLineArgs("A", "X", 1)}},
+		{"reentrant.acquire first in line", []step{{script.ReentrantAcquire, reKeys, reArgs("B", 1, 0, 1)},
+			{script.ReentrantAcquire, reKeys, reLineArgs("A", "X", 1)}, {script.ReentrantRelease, reKeys, []any{"B", "wake", 0, 1}}},
+			step{script.ReentrantAcquire, reKeys, reLineArgs("A", "X", 2)}},
+		{"reentrant.release waking the line", []step{{script.ReentrantAcquire, reKeys, reArgs("B", 1, 0, 1)},
+			{script.ReentrantAcquire, reKeys, reLineArgs("A", "X", 1)}},
+			step{script.ReentrantRelease, reKeys, []any{"B", "wake", 0, 1}}},
+		{"reentrant.undo keeping the line", []step{{script.ReentrantAcquire, reKeys, reLineArgs("B", "Y", 1)},
+			{script.ReentrantAcquire, reKeys, reLineArgs("A", "X", 1)}},
+			step{script.ReentrantUndo, reKeys, reLineArgs("B", "Y", 1)}},
+		{"reentrant.leave", []step{{script.ReentrantAcquire, reKeys, reArgs("B", 1, 0, 1)},
+			{script.ReentrantAcquire, reKeys, reLineArgs("A", "X", 1)}, {script.ReentrantAcquire, reKeys, reLineArgs("C", "Z", 1)}},
+			step{script.ReentrantLeave, reKeys[:1], []any{"X", "wake"}}},
 		{"reentrant.acquire held by another", []step{{script.ReentrantAcquire, reKeys, reArgs("B", 1, 0, 1)}},
 			step{script.ReentrantAcquire, reKeys, reArgs("A", 1, 0, 1)}},
 		{"reentrant.acquire re-entry", []step{{script.ReentrantAcquire, reKeys, reArgs("A", 1, 0, 1)}},

@@ -1,0 +1,62 @@
+package reentrant_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redisync/redisync/backend"
+	"github.com/redisync/redisync/internal/lockertest"
+	"github.com/redisync/redisync/locker"
+	"github.com/redisync/redisync/redisynctest"
+	"github.com/redisync/redisync/reentrant"
+)
+
+// scoped is a reentrant lock used by one ownership scope, as a Locker.
+type scoped struct {
+	m     *reentrant.Mutex
+	scope context.Context
+}
+
+// in returns a context with the scope of s, cancelled with ctx.
+func (s scoped) in(ctx context.Context) (context.Context, func()) {
+	sc, cancel := context.WithCancel(s.scope)
+	stop := context.AfterFunc(ctx, cancel)
+	return sc, func() { stop(); cancel() }
+}
+
+func (s scoped) Lock(ctx context.Context) error {
+	sc, done := s.in(ctx)
+	defer done()
+	return s.m.Lock(sc)
+}
+
+func (s scoped) TryLock(ctx context.Context) (bool, error) {
+	sc, done := s.in(ctx)
+	defer done()
+	return s.m.TryLock(sc)
+}
+
+func (s scoped) Unlock(ctx context.Context) error {
+	sc, done := s.in(ctx)
+	defer done()
+	return s.m.Unlock(sc)
+}
+
+// TestLine: the end of a hold wakes the process whose scope has waited
+// longest and no other; a process whose waiting scope gave up leaves the
+// line.
+func TestLine(t *testing.T) {
+	s, err := redisynctest.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	lockertest.RunLine(t, lockertest.LineSetup{
+		Addr: s.Addr(),
+		New: func(b backend.Backend, name string) (locker.Locker, error) {
+			m, err := reentrant.New(b, name, reentrant.WithTTL(time.Minute), reentrant.WithBackoff(locker.ConstantBackoff(time.Hour)))
+			return scoped{m, reentrant.WithOwner(context.Background())}, err
+		},
+	})
+}
