@@ -121,10 +121,14 @@ local function lock_vacate(lock)
     redis.call('DEL', lock)
     return line
   end
+  local hold = {}
   for _, field in ipairs(redis.call('HKEYS', lock)) do
     if field ~= 'qn' and field ~= 'y' and string.sub(field, 1, 2) ~= 'q:' then
-      redis.call('HDEL', lock, field)
+      hold[#hold + 1] = field
     end
+  end
+  if #hold > 0 then
+    redis.call('HDEL', lock, unpack(hold))
   end
   local life = 1
   for _, e in ipairs(line) do
