@@ -122,7 +122,9 @@ local function lock_vacate(lock)
     return line
   end
   local hold = {}
-  for _, field in ipairs(redis.call('HKEYS', lock)) do
+  local flat = redis.call('HGETALL', lock)
+  for i = 1, #flat, 2 do
+    local field = flat[i]
     if field ~= 'qn' and field ~= 'y' and string.sub(field, 1, 2) ~= 'q:' then
       hold[#hold + 1] = field
     end

@@ -152,7 +152,7 @@ type replyRules struct {
 	lose, twice float64 // of script calls and of pipelines of them
 	lateGive    float64 // of single Release calls: undos and give-backs
 	lateTake    float64 // of single Acquire calls
-	alternate   bool    // lose every other reply instead, from the first
+	alternate   bool    // lose the reply of every other grant instead (a reply whose status is 1), from the first
 	only        *backend.Script
 	scripts     []*backend.Script
 
@@ -215,9 +215,29 @@ func (r *replyRules) scriptCalls(cmds []redis.Cmder) bool {
 
 func (r *replyRules) loseRule(cmds []redis.Cmder) bool {
 	if r.alternate {
-		return r.scriptCalls(cmds) && !r.off.Load() && r.calls.Add(1)%2 == 1
+		// Grants only, so that contended attempts (as many as the timing
+		// makes) cannot shift which grants lose their reply: each hold is a
+		// grant whose reply is lost, then the retry's grant, whatever the
+		// machine's speed.
+		return r.scriptCalls(cmds) && !r.off.Load() && granted(cmds) && r.calls.Add(1)%2 == 1
 	}
 	return r.scriptCalls(cmds) && r.chance(r.lose)
+}
+
+// granted reports whether every command of cmds replied with a grant: an
+// array whose first element is 1 (backend.StatusOK).
+func granted(cmds []redis.Cmder) bool {
+	for _, c := range cmds {
+		cmd, ok := c.(*redis.Cmd)
+		if !ok {
+			return false
+		}
+		reply, err := cmd.Slice()
+		if err != nil || len(reply) == 0 || reply[0] != int64(backend.StatusOK) {
+			return false
+		}
+	}
+	return true
 }
 
 func (r *replyRules) twiceRule(cmds []redis.Cmder) bool {
@@ -567,9 +587,9 @@ func TestRepliesNegativeControl(t *testing.T) {
 	script.ReentrantAcquire = backend.NewScript("reentrant.acquire", backend.Acquire, reentrantAcquireB01ed44, script.ReentrantUndo)
 	t.Cleanup(func() { script.ReentrantAcquire = orig })
 
-	// Every other reply of the acquisition is lost, so that each first hold
-	// is a grant whose reply is lost followed by its retry: a run of a few
-	// seconds has dozens of them, whatever the machine's speed.
+	// Every other grant of the acquisition loses its reply, so that each
+	// first hold is a grant whose reply is lost followed by its retry: a run
+	// of a few seconds has dozens of them, whatever the machine's speed.
 	rules := &replyRules{alternate: true, only: script.ReentrantAcquire, scripts: replyScripts(), rng: seed(t)}
 	p := replyPrimitive{"reentrant", FencedMutex, 1, func(b backend.Backend, name string, g int) (Holder, error) {
 		m, err := reentrant.New(b, name, reentrant.WithTTL(replyTTL), reentrant.WithWatchdog(false),
