@@ -14,7 +14,6 @@ import (
 // other; a process whose waiter gave up leaves the line.
 func TestLine(t *testing.T) {
 	lockertest.RunLine(t, lockertest.LineSetup{
-		Addr: startEmbedded(t).Addr(),
 		New: func(b backend.Backend, name string) (locker.Locker, error) {
 			return mutex.New(b, name, mutex.WithTTL(time.Minute), mutex.WithBackoff(locker.ConstantBackoff(time.Hour)))
 		},

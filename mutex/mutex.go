@@ -44,6 +44,7 @@ type Mutex struct {
 	_      lease.NoCopy
 	h      lease.Handle
 	keys   []string // lock hash, fence counter (see keyspace.Mutex)
+	wake   string   // the prefix of the wake channels
 	line   string   // the wake channel of this process's cohort (see internal/script/lock_lib.lua)
 	spec   lease.Spec
 	quorum bool // on a quorum: attempts propose a fencing token (see internal/script/mutex_acquire.lua)
@@ -73,12 +74,12 @@ func New(b backend.Backend, name string, opts ...Option) (*Mutex, error) {
 		return nil, err
 	}
 	keys, cohort := h.Keys().Mutex(), h.Local().Cohort()
-	m := &Mutex{h: h, keys: keys.Keys(), line: keys.Line(cohort)}
+	m := &Mutex{h: h, keys: keys.Keys(), wake: keys.Wake, line: keys.Line(cohort)}
 	m.h.Describe("mutex is not locked", m.holds.Holds)
 	m.gate = h.ExclusiveGate(m.keys[0], cfg, lease.Exclusive{Attempt: m.attempt, Hold: m.hold, Release: m.release})
 	_, m.quorum = b.(backend.Quorum)
 	handoff, class := cfg.Local()
-	m.wakeArg, m.ttlArg = keys.Wake, holdopt.Millis(cfg.TTL)
+	m.wakeArg, m.ttlArg = m.wake, holdopt.Millis(cfg.TTL)
 	m.fenceArg, m.holderArg = holdopt.Millis(holdopt.FenceTTL), holdopt.Holder()
 	m.blockArg, m.cohortArg, m.yieldArg = handoff.Block(), cohort, int64(0)
 	m.staleArg = holdopt.Millis(holdopt.LineStale(cfg.Backoff))
@@ -130,12 +131,7 @@ func (m *Mutex) contend(ctx context.Context, op *telemetry.Op, pass gate.Pass) e
 		if unsure {
 			m.h.Cleanup(ctx, m.release(owner))
 		}
-		m.gate.Leave(pass)
-		if queued && m.gate.Idle() {
-			// The last waiter of the process gives up: leave the line, so
-			// that releases wake the next process instead.
-			m.h.Cleanup(ctx, &backend.Call{Script: script.MutexLeave, Keys: m.keys[:1], Args: []any{m.cohortArg, m.wakeArg}})
-		}
+		m.gate.GiveUp(ctx, pass, queued, script.MutexLeave, m.wake)
 	}
 	return err
 }

@@ -8,7 +8,6 @@ import (
 	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/internal/lockertest"
 	"github.com/redisync/redisync/locker"
-	"github.com/redisync/redisync/redisynctest"
 	"github.com/redisync/redisync/reentrant"
 )
 
@@ -47,13 +46,7 @@ func (s scoped) Unlock(ctx context.Context) error {
 // longest and no other; a process whose waiting scope gave up leaves the
 // line.
 func TestLine(t *testing.T) {
-	s, err := redisynctest.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
 	lockertest.RunLine(t, lockertest.LineSetup{
-		Addr: s.Addr(),
 		New: func(b backend.Backend, name string) (locker.Locker, error) {
 			m, err := reentrant.New(b, name, reentrant.WithTTL(time.Minute), reentrant.WithBackoff(locker.ConstantBackoff(time.Hour)))
 			return scoped{m, reentrant.WithOwner(context.Background())}, err

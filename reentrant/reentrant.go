@@ -32,16 +32,15 @@ const primitive = "reentrant"
 // one of them at a time contends through Redis; a scope that holds the lock
 // never waits in that queue to re-enter it.
 type Mutex struct {
-	_      lease.NoCopy
-	h      lease.Handle
-	keys   []string // lock hash, fence counter (see keyspace.Reentrant)
-	wake   string   // the prefix of the wake channels
-	line   string   // wakes the waiting scopes of this process's cohort (see keyspace.Reentrant.Line)
-	place  string   // a waiting attempt's place in line: "<ms> <cohort>" (see internal/script/reentrant_acquire.lua)
-	cohort string
-	ttlMs  int64
-	spec   lease.Spec
-	gate   lease.Gate // the process's local queue of the lock, where scopes wait for a first hold
+	_     lease.NoCopy
+	h     lease.Handle
+	keys  []string // lock hash, fence counter (see keyspace.Reentrant)
+	wake  string   // the prefix of the wake channels
+	line  string   // wakes the waiting scopes of this process's cohort (see keyspace.Reentrant.Line)
+	place string   // a waiting attempt's place in line: "<ms> <cohort>" (see internal/script/reentrant_acquire.lua)
+	ttlMs int64
+	spec  lease.Spec
+	gate  lease.Gate // the process's local queue of the lock, where scopes wait for a first hold
 
 	// holds has the hold last taken or re-entered through m, whichever
 	// scope it was for, as its current hold, which h describes: it
@@ -65,13 +64,12 @@ func New(b backend.Backend, name string, opts ...Option) (*Mutex, error) {
 	}
 	keys, cohort := h.Keys().Reentrant(), h.Local().Cohort()
 	m := &Mutex{
-		h:      h,
-		keys:   keys.Keys(),
-		wake:   keys.Wake,
-		line:   keys.Line(cohort),
-		place:  fmt.Sprintf("%d %s", holdopt.Millis(holdopt.LineStale(cfg.Backoff)), cohort),
-		cohort: cohort,
-		ttlMs:  holdopt.Millis(cfg.TTL),
+		h:     h,
+		keys:  keys.Keys(),
+		wake:  keys.Wake,
+		line:  keys.Line(cohort),
+		place: fmt.Sprintf("%d %s", holdopt.Millis(holdopt.LineStale(cfg.Backoff)), cohort),
+		ttlMs: holdopt.Millis(cfg.TTL),
 	}
 	m.h.Describe("reentrant mutex is not locked", m.holds.Holds)
 	m.gate = h.Gate(m.keys[0])
@@ -139,12 +137,7 @@ func (m *Mutex) Lock(ctx context.Context) error {
 			if len(unsure) > 0 {
 				m.undo(ctx, m.acquireArgs(s.owner, 1, 0, unsure...))
 			}
-			m.gate.Leave(pass)
-			if queued && m.gate.Idle() {
-				// The last waiting scope of the process gives up: leave
-				// the line, so that releases wake the next process.
-				m.h.Cleanup(ctx, &backend.Call{Script: script.ReentrantLeave, Keys: m.keys[:1], Args: []any{m.cohort, m.wake}})
-			}
+			m.gate.GiveUp(ctx, pass, queued, script.ReentrantLeave, m.wake)
 			return err
 		}
 		op.Token(e.h.l.Token())

@@ -7,7 +7,6 @@ import (
 	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/internal/lockertest"
 	"github.com/redisync/redisync/locker"
-	"github.com/redisync/redisync/redisynctest"
 	"github.com/redisync/redisync/rwmutex"
 )
 
@@ -15,13 +14,7 @@ import (
 // has waited longest and no other; a process whose writer gave up leaves
 // the line.
 func TestWritersLine(t *testing.T) {
-	s, err := redisynctest.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
 	lockertest.RunLine(t, lockertest.LineSetup{
-		Addr: s.Addr(),
 		New: func(b backend.Backend, name string) (locker.Locker, error) {
 			return rwmutex.New(b, name, rwmutex.WithTTL(time.Minute), rwmutex.WithBackoff(locker.ConstantBackoff(time.Hour)))
 		},

@@ -139,12 +139,7 @@ func (m *RWMutex) contend(ctx context.Context, op *telemetry.Op, pass gate.Pass)
 		// Contended attempts registered the writer as waiting, which keeps
 		// readers out: withdraw, and give back a grant whose reply was lost.
 		m.h.Cleanup(ctx, m.unlockCall(owner))
-		m.gate.Leave(pass)
-		if queued && m.gate.Idle() {
-			// The last waiting writer of the process gives up: leave the
-			// writers' line, so that releases wake the next process.
-			m.h.Cleanup(ctx, &backend.Call{Script: script.RWMutexLeave, Keys: m.keys[:1], Args: []any{m.cohort, m.wake}})
-		}
+		m.gate.GiveUp(ctx, pass, queued, script.RWMutexLeave, m.wake)
 	}
 	return err
 }

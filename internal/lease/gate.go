@@ -23,6 +23,7 @@ type Gate struct {
 	b      backend.Backend
 	set    *gate.Set
 	key    string        // the lock's main key: names its queue
+	cohort string        // the process's cohort on b: its place in the lock's line
 	held   gate.Handle   // the handle's own slot; zero for a handle without one
 	class  any           // of the waiters a hold may be handed to; nil: no hand-off
 	within time.Duration // hand-off bound: see holdopt.Handoff
@@ -48,7 +49,7 @@ type Exclusive struct {
 // key is key, without a slot of its own: the reentrant lock, whose scopes
 // queue, has no hand-off.
 func (h *Handle) Gate(key string) Gate {
-	return Gate{b: h.b, set: h.local.Gates(), key: key}
+	return Gate{b: h.b, set: h.local.Gates(), key: key, cohort: h.local.Cohort()}
 }
 
 // ExclusiveGate returns the way through the queue of the lock whose main
@@ -187,6 +188,20 @@ func (g Gate) Leave(pass gate.Pass) {
 
 // Idle reports whether nobody of the process holds or waits for the lock.
 func (g Gate) Idle() bool { return g.set.Idle(g.key) }
+
+// GiveUp gives the turn back after a Lock that failed, as Leave does.
+// queued says that the Lock's attempts put the process in the lock's line
+// of waiting processes (see internal/script/lock_lib.lua): when nobody else
+// of the process waits, the process then leaves the line, with leave (a
+// script of mutex_leave.lua's KEYS and ARGV) run on the lock's main key for
+// the process's cohort and wake, the prefix of the line's wake channels, so
+// that releases wake the next process instead.
+func (g Gate) GiveUp(ctx context.Context, pass gate.Pass, queued bool, leave *backend.Script, wake string) {
+	g.Leave(pass)
+	if queued && g.Idle() {
+		Cleanup(ctx, g.b, &backend.Call{Script: leave, Keys: []string{g.key}, Args: []any{g.cohort, wake}})
+	}
+}
 
 // Unlock ends t, the handle's hold, taken with pass: when a goroutine of
 // the process waits and the hand-off bounds allow, it hands the hold on

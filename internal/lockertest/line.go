@@ -11,14 +11,13 @@ import (
 
 	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/locker"
+	"github.com/redisync/redisync/redisynctest"
 )
 
 // LineSetup describes an exclusive lock whose waiting processes stand in a
 // line, so that a release wakes one process rather than every process that
 // waits (see internal/script/lock_lib.lua).
 type LineSetup struct {
-	// Addr is the Redis server each process connects to.
-	Addr string
 	// New returns one process's handle of the lock called name on b, with a
 	// TTL of a minute or more and waiters that never poll (they try again
 	// only when woken), so that every attempt after the first two follows
@@ -26,12 +25,14 @@ type LineSetup struct {
 	New func(b backend.Backend, name string) (locker.Locker, error)
 }
 
-// RunLine checks the line of waiting processes: each release wakes the
-// process that has waited longest and no other, and a process whose waiter
-// gave up leaves the line, so that a release wakes the next one.
+// RunLine checks the line of waiting processes, on an embedded Redis
+// (redisynctest): each release wakes the process that has waited longest
+// and no other, and a process whose waiter gave up leaves the line, so that
+// a release wakes the next one.
 func RunLine(t *testing.T, s LineSetup) {
-	t.Run("ReleaseWakesOneProcess", func(t *testing.T) { releaseWakesOneProcess(t, s) })
-	t.Run("GaveUpLeavesTheLine", func(t *testing.T) { gaveUpLeavesTheLine(t, s) })
+	addr := redisynctest.NewServer(t).Addr()
+	t.Run("ReleaseWakesOneProcess", func(t *testing.T) { releaseWakesOneProcess(t, s, addr) })
+	t.Run("GaveUpLeavesTheLine", func(t *testing.T) { gaveUpLeavesTheLine(t, s, addr) })
 }
 
 // replied counts the acquisition attempts made through a Backend once their
@@ -58,12 +59,12 @@ type lineProcess struct {
 	locked   chan error
 }
 
-func lineProcesses(t *testing.T, s LineSetup, n int) []*lineProcess {
+func lineProcesses(t *testing.T, s LineSetup, addr string, n int) []*lineProcess {
 	t.Helper()
 	lock := name(t)
 	out := make([]*lineProcess, n)
 	for i := range out {
-		c := redis.NewClient(&redis.Options{Addr: s.Addr})
+		c := redis.NewClient(&redis.Options{Addr: addr})
 		b := &replied{Backend: backend.New(c)}
 		t.Cleanup(func() { _ = b.Close(); _ = c.Close() })
 		l, err := s.New(b, lock)
@@ -115,8 +116,8 @@ func attemptCounts(procs []*lineProcess) []int64 {
 // releaseWakesOneProcess: a release wakes the process that has waited
 // longest, and no other: the processes behind it make no attempt, and each
 // release in turn serves the next one.
-func releaseWakesOneProcess(t *testing.T, s LineSetup) {
-	procs := lineProcesses(t, s, 4)
+func releaseWakesOneProcess(t *testing.T, s LineSetup, addr string) {
+	procs := lineProcesses(t, s, addr, 4)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := procs[0].l.Lock(ctx); err != nil {
@@ -149,8 +150,8 @@ func releaseWakesOneProcess(t *testing.T, s LineSetup) {
 
 // gaveUpLeavesTheLine: a process whose waiter gives up leaves the line, so
 // that the release wakes the next process rather than nobody.
-func gaveUpLeavesTheLine(t *testing.T, s LineSetup) {
-	procs := lineProcesses(t, s, 3)
+func gaveUpLeavesTheLine(t *testing.T, s LineSetup, addr string) {
+	procs := lineProcesses(t, s, addr, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := procs[0].l.Lock(ctx); err != nil {
