@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redisync/redisync/backend"
@@ -22,6 +23,9 @@ import (
 )
 
 const primitive = "multi"
+
+// handles numbers the Locks of the process, for their cohorts.
+var handles atomic.Int64
 
 // A Lock holds several locks as one: all of them, or none. Create one with
 // New; the zero value is not usable. A Lock must not be copied after first
@@ -110,7 +114,11 @@ func New(b backend.Backend, members []Member, opts ...Option) (*Lock, error) {
 		labels[i] = m.String()
 	}
 	l := &Lock{b: b, members: sorted, label: strings.Join(labels, ", "), cfg: cfg, tel: local.Of(b).Telemetry(), gate: make(chan struct{}, 1)}
-	l.cohort = local.Of(b).Cohort()
+	// A cohort of its own: the Lock's calls contend one at a time through
+	// its gate, but not in turn with the process's mutexes of the same
+	// names, which queue in the process's gates (see lock_lib.lua: the
+	// calls of one cohort must come one after the other).
+	l.cohort = fmt.Sprintf("%s/multi%d", local.Of(b).Cohort(), handles.Add(1))
 	l.stale = holdopt.Millis(holdopt.LineStale(cfg.Backoff))
 	allMutex := true
 	for _, m := range sorted {
@@ -239,14 +247,15 @@ func (l *Lock) unlockFirst(ctx context.Context, n int) {
 	}
 }
 
-// args returns the arguments of the atomic scripts for attempt n of owner;
-// wait says that the caller waits for the locks (Lock, not TryLock).
-func (l *Lock) args(owner string, n int, wait bool) []any {
+// args returns the arguments of the atomic scripts for attempt n of owner,
+// of the acquisition call numbered call in the Lock's cohort; wait says
+// that the caller waits for the locks (Lock, not TryLock).
+func (l *Lock) args(owner string, call int64, n int, wait bool) []any {
 	stale := int64(0)
 	if wait {
 		stale = l.stale
 	}
-	args := []any{owner, l.wakes[0], holdopt.Millis(l.cfg.TTL), holdopt.Millis(holdopt.FenceTTL), holdopt.Holder(), n, l.cohort, stale}
+	args := []any{owner, l.wakes[0], holdopt.Millis(l.cfg.TTL), holdopt.Millis(holdopt.FenceTTL), holdopt.Holder(), n, l.cohort, stale, call}
 	for _, w := range l.wakes {
 		args = append(args, w)
 	}
@@ -255,14 +264,14 @@ func (l *Lock) args(owner string, n int, wait bool) []any {
 
 // lockAtomic takes every hold with one script per attempt.
 func (l *Lock) lockAtomic(ctx context.Context, op *telemetry.Op, try bool) (*hold, error) {
-	owner := rand.Text()
+	owner, call := rand.Text(), local.Of(l.b).Call()
 	var h *hold
 	unsure := false
 	attempts := 0
 	attempt := func(ctx context.Context) (bool, time.Duration, error) {
 		sent := time.Now()
 		attempts++
-		args := l.args(owner, attempts, !try)
+		args := l.args(owner, call, attempts, !try)
 		r, err := backend.Run(ctx, l.b, script.MultiAcquire, l.keys, args...)
 		if err != nil {
 			unsure = true
@@ -303,13 +312,33 @@ func (l *Lock) lockAtomic(ctx context.Context, op *telemetry.Op, try bool) (*hol
 		loop := acquire.Loop{Backend: l.b, Channels: l.lines, Backoff: l.cfg.Backoff, Op: op}
 		err = loop.Wait(ctx, attempt)
 	}
-	if err != nil && unsure {
-		l.run(ctx, script.MultiRelease, l.args(owner, attempts, false))
+	if err != nil {
+		l.giveUp(ctx, owner, call, attempts, unsure, !try)
 	}
 	if h != nil {
 		op.Token(h.tokens[0])
 	}
 	return h, err
+}
+
+// giveUp cleans up after a failed acquisition call of owner numbered call
+// that made attempts: when an attempt's outcome is unknown (unsure), it
+// releases whatever the owner may hold; when the call waited, it takes the
+// Lock's cohort out of every member's line it may have joined (see
+// lock_lib.lua), so that releases wake the next process.
+func (l *Lock) giveUp(ctx context.Context, owner string, call int64, attempts int, unsure, waited bool) {
+	var calls []*backend.Call
+	if unsure {
+		calls = append(calls, &backend.Call{Script: script.MultiRelease, Keys: l.keys, Args: l.args(owner, call, attempts, false)})
+	}
+	if waited && attempts > 0 {
+		for i := range l.members {
+			calls = append(calls, &backend.Call{Script: script.MutexLeave, Keys: l.keys[2*i : 2*i+1], Args: []any{l.cohort, l.wakes[i], call, l.stale}})
+		}
+	}
+	if len(calls) > 0 {
+		lease.Cleanup(ctx, l.b, calls...)
+	}
 }
 
 // run runs s, the release or the undo of an acquisition with args (see
@@ -389,7 +418,7 @@ func (l *Lock) Unlock(ctx context.Context) (err error) {
 			limit = e
 		}
 	}
-	call := &backend.Call{Script: script.MultiRelease, Keys: l.keys, Args: l.args(h.owner, 0, false)}
+	call := &backend.Call{Script: script.MultiRelease, Keys: l.keys, Args: l.args(h.owner, 0, 0, false)}
 	lease.Send(ctx, l.b, limit, call)
 	var errs []error
 	for i, x := range h.leases {

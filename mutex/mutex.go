@@ -76,7 +76,7 @@ func New(b backend.Backend, name string, opts ...Option) (*Mutex, error) {
 	keys, cohort := h.Keys().Mutex(), h.Local().Cohort()
 	m := &Mutex{h: h, keys: keys.Keys(), wake: keys.Wake, line: keys.Line(cohort)}
 	m.h.Describe("mutex is not locked", m.holds.Holds)
-	m.gate = h.ExclusiveGate(m.keys[0], cfg, lease.Exclusive{Attempt: m.attempt, Hold: m.hold, Release: m.release})
+	m.gate = h.ExclusiveGate(m.keys[0], m.line, cfg, lease.Exclusive{Attempt: m.attempt, Hold: m.hold, Release: m.release})
 	_, m.quorum = b.(backend.Quorum)
 	handoff, class := cfg.Local()
 	m.wakeArg, m.ttlArg = m.wake, holdopt.Millis(cfg.TTL)
@@ -117,21 +117,20 @@ func (m *Mutex) Lock(ctx context.Context) error { return m.gate.Lock(ctx, &m.h, 
 // contend takes the lock through Redis for Lock, in turn pass of the
 // process's queue, which it gives back when it fails.
 func (m *Mutex) contend(ctx context.Context, op *telemetry.Op, pass gate.Pass) error {
-	owner := rand.Text()
-	unsure, queued := false, false
+	owner, call := rand.Text(), m.h.Local().Call()
+	unsure := false
 	attempts := 0
 	err := m.h.Wait(ctx, op, m.line, func(ctx context.Context) (bool, time.Duration, error) {
 		attempts++
-		ok, retry, err := m.gate.Attempt(ctx, op, owner, attempts, pass, true)
+		ok, retry, err := m.gate.Attempt(ctx, op, owner, call, attempts, pass, true)
 		unsure = unsure || err != nil
-		queued = queued || err == nil && !ok
 		return ok, retry, err
 	})
 	if err != nil {
 		if unsure {
 			m.h.Cleanup(ctx, m.release(owner))
 		}
-		m.gate.GiveUp(ctx, pass, queued, script.MutexLeave, m.wake)
+		m.gate.GiveUp(ctx, pass, attempts > 0, call, script.MutexLeave, m.wake)
 	}
 	return err
 }
@@ -146,18 +145,19 @@ func (m *Mutex) TryLock(ctx context.Context) (bool, error) { return m.gate.TryLo
 
 // attempt makes the n-th acquisition attempt for owner (see
 // lease.Exclusive).
-func (m *Mutex) attempt(ctx context.Context, owner string, n int, wait bool) (*lease.Lease, time.Duration, error) {
+func (m *Mutex) attempt(ctx context.Context, owner string, call int64, n int, wait bool) (*lease.Lease, time.Duration, error) {
 	sent := time.Now()
 	waits := notWaiting
 	if wait {
 		waits = waiting
 	}
-	args := []any{owner, m.wakeArg, m.ttlArg, m.fenceArg, m.holderArg, n, m.blockArg, m.cohortArg, waits, m.staleArg, nil}[:10]
+	var clock int64
 	if m.quorum {
-		args = append(args, sent.UnixMicro())
+		clock = sent.UnixMicro()
 	}
-	call := &backend.Call{Script: script.MutexAcquire, Keys: m.keys, Args: args}
-	l, _, retry, err := lease.Grant(ctx, &m.spec, call, owner, sent, "acquire")
+	args := []any{owner, m.wakeArg, m.ttlArg, m.fenceArg, m.holderArg, n, m.blockArg, m.cohortArg, waits, m.staleArg, clock, call}
+	c := &backend.Call{Script: script.MutexAcquire, Keys: m.keys, Args: args}
+	l, _, retry, err := lease.Grant(ctx, &m.spec, c, owner, sent, "acquire")
 	return l, retry, err
 }
 

@@ -32,15 +32,16 @@ const primitive = "reentrant"
 // one of them at a time contends through Redis; a scope that holds the lock
 // never waits in that queue to re-enter it.
 type Mutex struct {
-	_     lease.NoCopy
-	h     lease.Handle
-	keys  []string // lock hash, fence counter (see keyspace.Reentrant)
-	wake  string   // the prefix of the wake channels
-	line  string   // wakes the waiting scopes of this process's cohort (see keyspace.Reentrant.Line)
-	place string   // a waiting attempt's place in line: "<ms> <cohort>" (see internal/script/reentrant_acquire.lua)
-	ttlMs int64
-	spec  lease.Spec
-	gate  lease.Gate // the process's local queue of the lock, where scopes wait for a first hold
+	_      lease.NoCopy
+	h      lease.Handle
+	keys   []string // lock hash, fence counter (see keyspace.Reentrant)
+	wake   string   // the prefix of the wake channels
+	line   string   // wakes the waiting scopes of this process's cohort (see keyspace.Reentrant.Line)
+	stale  int64    // ms a waiting attempt's place in line lasts (holdopt.LineStale)
+	cohort string   // the process's cohort on the backend (see internal/script/lock_lib.lua)
+	ttlMs  int64
+	spec   lease.Spec
+	gate   lease.Gate // the process's local queue of the lock, where scopes wait for a first hold
 
 	// holds has the hold last taken or re-entered through m, whichever
 	// scope it was for, as its current hold, which h describes: it
@@ -64,12 +65,13 @@ func New(b backend.Backend, name string, opts ...Option) (*Mutex, error) {
 	}
 	keys, cohort := h.Keys().Reentrant(), h.Local().Cohort()
 	m := &Mutex{
-		h:     h,
-		keys:  keys.Keys(),
-		wake:  keys.Wake,
-		line:  keys.Line(cohort),
-		place: fmt.Sprintf("%d %s", holdopt.Millis(holdopt.LineStale(cfg.Backoff)), cohort),
-		ttlMs: holdopt.Millis(cfg.TTL),
+		h:      h,
+		keys:   keys.Keys(),
+		wake:   keys.Wake,
+		line:   keys.Line(cohort),
+		stale:  holdopt.Millis(holdopt.LineStale(cfg.Backoff)),
+		cohort: cohort,
+		ttlMs:  holdopt.Millis(cfg.TTL),
 	}
 	m.h.Describe("reentrant mutex is not locked", m.holds.Holds)
 	m.gate = h.Gate(m.keys[0])
@@ -123,21 +125,21 @@ func (m *Mutex) Lock(ctx context.Context) error {
 			return err
 		}
 		var unsure []int64 // attempts whose outcome is unknown
-		queued := false    // an attempt found the lock taken: the process is in line
+		call, sent := m.h.Local().Call(), false
 		err = m.h.Wait(ctx, op, m.line, func(ctx context.Context) (bool, time.Duration, error) {
 			n := s.attempt()
-			ok, retry, err := m.attempt(ctx, s, e, pass, n, true)
+			sent = true
+			ok, retry, err := m.attempt(ctx, s, e, pass, call, n, true)
 			if err != nil {
 				unsure = append(unsure, n)
 			}
-			queued = queued || err == nil && !ok
 			return ok, retry, err
 		})
 		if err != nil {
 			if len(unsure) > 0 {
 				m.undo(ctx, m.acquireArgs(s.owner, 1, 0, unsure...))
 			}
-			m.gate.GiveUp(ctx, pass, queued, script.ReentrantLeave, m.wake)
+			m.gate.GiveUp(ctx, pass, sent, call, script.ReentrantLeave, m.wake)
 			return err
 		}
 		op.Token(e.h.l.Token())
@@ -178,7 +180,7 @@ func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
 			return false, nil
 		}
 		n := s.attempt()
-		ok, _, err := m.attempt(ctx, s, e, pass, n, false)
+		ok, _, err := m.attempt(ctx, s, e, pass, 0, n, false)
 		op.Attempt(err == nil && !ok)
 		if err != nil {
 			m.undo(ctx, m.acquireArgs(s.owner, 1, 0, n))
@@ -194,15 +196,16 @@ func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
 
 // attempt makes attempt n at a first hold for s; on success the hold, with
 // pass, is recorded in e. wait puts the process in the lock's line when the
-// lock is taken (Lock), so that a release wakes it in its turn.
-func (m *Mutex) attempt(ctx context.Context, s *scope, e *entry, pass gate.Pass, n int64, wait bool) (bool, time.Duration, error) {
+// lock is taken (Lock), so that a release wakes it in its turn: the Lock
+// call numbered call of the process's cohort (local.State.Call).
+func (m *Mutex) attempt(ctx context.Context, s *scope, e *entry, pass gate.Pass, call, n int64, wait bool) (bool, time.Duration, error) {
 	sent := time.Now()
 	args := m.acquireArgs(s.owner, 1, 0, n)
 	if wait {
-		args = append(args, m.place)
+		args = append(args, fmt.Sprintf("%d %d %s", m.stale, call, m.cohort))
 	}
-	call := &backend.Call{Script: script.ReentrantAcquire, Keys: m.keys, Args: args}
-	l, _, retry, err := lease.Grant(ctx, &m.spec, call, s.owner, sent, "acquire")
+	c := &backend.Call{Script: script.ReentrantAcquire, Keys: m.keys, Args: args}
+	l, _, retry, err := lease.Grant(ctx, &m.spec, c, s.owner, sent, "acquire")
 	if l == nil {
 		return false, retry, err
 	}

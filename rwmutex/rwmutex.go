@@ -90,7 +90,7 @@ func New(b backend.Backend, name string, opts ...Option) (*RWMutex, error) {
 	}
 	m.h.Describe("rwmutex is not locked", m.holds)
 	m.rh.Describe("rwmutex is not locked", m.readHolds)
-	m.gate = h.ExclusiveGate(m.keys[0], cfg, lease.Exclusive{Attempt: m.attempt, Hold: m.setWriter, Release: m.unlockCall})
+	m.gate = h.ExclusiveGate(m.keys[0], m.line, cfg, lease.Exclusive{Attempt: m.attempt, Hold: m.setWriter, Release: m.unlockCall})
 	handoff, _ := cfg.Local()
 	m.block = handoff.Block()
 	m.wspec = h.Spec(cfg).RenewedBy(script.RWMutexRenew, m.keys[:1])
@@ -126,20 +126,17 @@ func (m *RWMutex) Lock(ctx context.Context) error { return m.gate.Lock(ctx, &m.h
 // contend takes the write lock through Redis for Lock, in turn pass of the
 // writers' queue, which it gives back when it fails.
 func (m *RWMutex) contend(ctx context.Context, op *telemetry.Op, pass gate.Pass) error {
-	owner := rand.Text()
+	owner, call := rand.Text(), m.h.Local().Call()
 	attempts := 0
-	queued := false
 	err := m.h.Wait(ctx, op, m.line, func(ctx context.Context) (bool, time.Duration, error) {
 		attempts++
-		ok, retry, err := m.gate.Attempt(ctx, op, owner, attempts, pass, true)
-		queued = queued || err == nil && !ok
-		return ok, retry, err
+		return m.gate.Attempt(ctx, op, owner, call, attempts, pass, true)
 	})
 	if err != nil {
 		// Contended attempts registered the writer as waiting, which keeps
 		// readers out: withdraw, and give back a grant whose reply was lost.
 		m.h.Cleanup(ctx, m.unlockCall(owner))
-		m.gate.GiveUp(ctx, pass, queued, script.RWMutexLeave, m.wake)
+		m.gate.GiveUp(ctx, pass, attempts > 0, call, script.RWMutexLeave, m.wake)
 	}
 	return err
 }
@@ -156,9 +153,9 @@ func (m *RWMutex) TryLock(ctx context.Context) (bool, error) { return m.gate.Try
 // attempt makes the n-th write acquisition attempt for owner (see
 // lease.Exclusive). wait registers a contended attempt as a waiting
 // writer.
-func (m *RWMutex) attempt(ctx context.Context, owner string, n int, wait bool) (*lease.Lease, time.Duration, error) {
+func (m *RWMutex) attempt(ctx context.Context, owner string, seq int64, n int, wait bool) (*lease.Lease, time.Duration, error) {
 	sent := time.Now()
-	call := &backend.Call{Script: script.RWMutexLock, Keys: m.keys, Args: m.lockArgs(owner, wait, n)}
+	call := &backend.Call{Script: script.RWMutexLock, Keys: m.keys, Args: m.lockArgs(owner, wait, seq, n)}
 	// A grant that comes back too late is given back keeping the place
 	// among the waiting writers (see lease.Grant).
 	l, _, retry, err := lease.Grant(ctx, &m.wspec, call, owner, sent, "lock")
@@ -176,8 +173,8 @@ func (m *RWMutex) setWriter(t *lease.Tenure, pass gate.Pass) {
 	t.Lease().OnLoss(pass)
 }
 
-func (m *RWMutex) lockArgs(owner string, wait bool, n int) []any {
-	return []any{owner, m.wake, m.rwake, m.turnMs, m.ttlMs, holdopt.Millis(holdopt.FenceTTL), flag(wait), n, m.block, m.cohort, m.staleMs}
+func (m *RWMutex) lockArgs(owner string, wait bool, call int64, n int) []any {
+	return []any{owner, m.wake, m.rwake, m.turnMs, m.ttlMs, holdopt.Millis(holdopt.FenceTTL), flag(wait), n, m.block, m.cohort, m.staleMs, call}
 }
 
 func (m *RWMutex) rlockArgs(owner string, wait bool, n int) []any {

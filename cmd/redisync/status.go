@@ -437,13 +437,14 @@ func lastHold(hs []semHold) (ms int64) {
 
 // inLine returns how many processes stand in the line of waiting processes
 // that the hash h of an exclusive lock keeps (see
-// internal/script/lock_lib.lua): the places whose waiter still tries.
+// internal/script/lock_lib.lua): the places whose waiter still tries (a
+// departure, arrival 0, is not a place).
 func (r *reader) inLine(h map[string]string) int {
 	n := 0
 	for k, v := range h {
 		var arrival, until int64
 		if strings.HasPrefix(k, "q:") {
-			if _, err := fmt.Sscanf(v, "%d %d", &arrival, &until); err == nil && until >= r.now {
+			if _, err := fmt.Sscanf(v, "%d %d", &arrival, &until); err == nil && arrival > 0 && until >= r.now {
 				n++
 			}
 		}

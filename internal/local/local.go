@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/redisync/redisync/internal/gate"
 	"github.com/redisync/redisync/internal/telemetry"
@@ -25,6 +26,7 @@ type State struct {
 	tel    *telemetry.T
 	cohort string
 	gates  *gate.Set
+	calls  atomic.Int64 // the last call number (see Call)
 
 	mu     sync.Mutex
 	values map[any]any
@@ -36,12 +38,25 @@ var ids atomic.Uint64
 // New returns the State of a Backend that records into tel, for a process
 // described by holder ("<host>/<pid>").
 func New(tel *telemetry.T, holder string) *State {
-	return &State{
+	s := &State{
 		tel:    tel,
 		cohort: fmt.Sprintf("%s#%d", holder, ids.Add(1)),
 		gates:  gate.NewSet(),
 	}
+	// Numbers start at the clock, in microseconds: a process that restarts
+	// with the same cohort (the same host name and pid, as a container
+	// restarted in place has) numbers its calls above the last one's.
+	s.calls.Store(time.Now().UnixMicro())
+	return s
 }
+
+// Call returns a new number for an acquisition call of the cohort, larger
+// than every number it returned before. The scripts keep the number of the
+// last call of the cohort in a lock's line, so that a request of an earlier
+// call that arrives late (after its caller gave up, or after a later call
+// of the process took over) changes nothing (see
+// internal/script/lock_lib.lua).
+func (s *State) Call() int64 { return s.calls.Add(1) }
 
 // Telemetry returns the instruments the Backend's primitives record into.
 func (s *State) Telemetry() *telemetry.T { return s.tel }

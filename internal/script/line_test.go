@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -24,6 +25,19 @@ type lineFixture struct {
 	wake string
 	*channelLog
 	attempt int
+	calls   map[string]int64 // the call number of each owner (see lock_lib.lua)
+}
+
+// callOf returns owner's call number: each owner is one acquisition call,
+// numbered in the order of their first attempts.
+func (f *lineFixture) callOf(owner string) int64 {
+	if f.calls == nil {
+		f.calls = make(map[string]int64)
+	}
+	if _, ok := f.calls[owner]; !ok {
+		f.calls[owner] = int64(len(f.calls) + 1)
+	}
+	return f.calls[owner]
 }
 
 func newLineFixture(t *testing.T, rdb *redis.Client) *lineFixture {
@@ -66,7 +80,7 @@ func (f *lineFixture) acquire(owner, cohort string, waits bool, stale int64) int
 	if waits {
 		w = "1"
 	}
-	r, err := backend.Run(f.ctx, f.b, script.MutexAcquire, f.keys, owner, f.wake, 10000, fenceTTL, "host/1", f.attempt, 1, cohort, w, stale)
+	r, err := backend.Run(f.ctx, f.b, script.MutexAcquire, f.keys, owner, f.wake, 10000, fenceTTL, "host/1", f.attempt, 1, cohort, w, stale, 0, f.callOf(owner))
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -86,7 +100,7 @@ func (f *lineFixture) release(owner string, yield int64) []string {
 // undo undoes attempt n of owner.
 func (f *lineFixture) undo(owner, cohort string, n int) {
 	f.t.Helper()
-	if _, err := backend.Run(f.ctx, f.b, script.MutexUndo, f.keys, owner, f.wake, 10000, fenceTTL, "host/1", n, 1, cohort, "1", 3000); err != nil {
+	if _, err := backend.Run(f.ctx, f.b, script.MutexUndo, f.keys, owner, f.wake, 10000, fenceTTL, "host/1", n, 1, cohort, "1", 3000, 0, f.callOf(owner)); err != nil {
 		f.t.Fatal(err)
 	}
 }
@@ -116,6 +130,30 @@ func (l *channelLog) published() []string {
 			rel = rel[1:]
 		}
 		got = append(got, rel)
+	}
+}
+
+// departedOnly checks that the lock hash key holds neither a hold nor a
+// place in line, only the departures of the calls that were granted or
+// gave up (see lock_lib.lua), and expires with them, within stale ms.
+func departedOnly(t *testing.T, rdb *redis.Client, key string, stale int64) {
+	t.Helper()
+	ctx := context.Background()
+	h := rdb.HGetAll(ctx, key).Val()
+	for k, v := range h {
+		var arrival, until, call int64
+		switch {
+		case k == "qn":
+		case strings.HasPrefix(k, "q:"):
+			if _, err := fmt.Sscanf(v, "%d %d %d", &arrival, &until, &call); err != nil || arrival != 0 {
+				t.Errorf("%s = %q is a place in line; want a departure (arrival 0)", k, v)
+			}
+		default:
+			t.Errorf("field %s = %q left after the last hold", k, v)
+		}
+	}
+	if ttl := rdb.PTTL(ctx, key).Val(); len(h) > 0 && (ttl <= 0 || ttl > time.Duration(stale+1)*time.Millisecond) {
+		t.Errorf("the departures expire in %v; want within %dms", ttl, stale)
 	}
 }
 
@@ -164,9 +202,7 @@ func TestMutexLine(t *testing.T) {
 		if got := f.release("wZ", 0); len(got) != 0 {
 			t.Fatalf("release with nobody in line published on %q; want nothing", got)
 		}
-		if n := rdb.Exists(f.ctx, f.keys[0]).Val(); n != 0 {
-			t.Fatalf("the lock hash outlived its last hold and line: %v", rdb.HGetAll(f.ctx, f.keys[0]).Val())
-		}
+		departedOnly(t, rdb, f.keys[0], 3000)
 	})
 }
 
@@ -224,7 +260,7 @@ func TestMutexLeave(t *testing.T) {
 		f := newLineFixture(t, rdb)
 		leave := func(cohort string) []string {
 			t.Helper()
-			if _, err := backend.Run(f.ctx, f.b, script.MutexLeave, f.keys[:1], cohort, f.wake); err != nil {
+			if _, err := backend.Run(f.ctx, f.b, script.MutexLeave, f.keys[:1], cohort, f.wake, f.callOf("w"+cohort), 3000); err != nil {
 				t.Fatal(err)
 			}
 			return f.published()
@@ -249,9 +285,7 @@ func TestMutexLeave(t *testing.T) {
 		if got := leave("Z"); len(got) != 0 {
 			t.Fatalf("the last cohort leaving published on %q; want nothing", got)
 		}
-		if n := rdb.Exists(f.ctx, f.keys[0]).Val(); n != 0 {
-			t.Fatalf("the lock hash outlived its line: %v", rdb.HGetAll(f.ctx, f.keys[0]).Val())
-		}
+		departedOnly(t, rdb, f.keys[0], 3000)
 	})
 }
 
@@ -276,7 +310,7 @@ func TestRWMutexLine(t *testing.T) {
 		wantOK(t, "lock X", r.lock("X", true))
 		// Y's writer gives up: it withdraws, and its process leaves the line.
 		wantOK(t, "withdraw Y", r.unlock("Y"))
-		if _, err := backend.Run(r.ctx, r.b, script.RWMutexLeave, r.keys[:1], "p-Y", r.wake); err != nil {
+		if _, err := backend.Run(r.ctx, r.b, script.RWMutexLeave, r.keys[:1], "p-Y", r.wake, r.callOf("Y"), 3000); err != nil {
 			t.Fatal(err)
 		}
 		wantOK(t, "unlock X", r.unlock("X"))
@@ -332,7 +366,7 @@ func TestReentrantLine(t *testing.T) {
 		first := func(owner string, n int64, waits bool) []any {
 			args := []any{owner, wake, 10000, fenceTTL, 1, 0, n}
 			if waits {
-				args = append(args, "3000 p-"+owner)
+				args = append(args, fmt.Sprintf("3000 %d p-%s", int64(owner[0]), owner))
 			}
 			return args
 		}
@@ -373,8 +407,111 @@ func TestReentrantLine(t *testing.T) {
 		if got := l.published(); len(got) != 0 {
 			t.Fatalf("the end of a hold with nobody in line published on %q; want nothing", got)
 		}
-		if n := rdb.Exists(ctx, keys[0]).Val(); n != 0 {
-			t.Fatalf("the hash outlived its last hold and line: %v", rdb.HGetAll(ctx, keys[0]).Val())
+		departedOnly(t, rdb, keys[0], 3000)
+	})
+}
+
+// TestLineCalls: a cohort's place in line names the acquisition call that
+// last refreshed it, so that what arrives late about an earlier call
+// changes nothing: a leave leaves alone the place of a later call of the
+// cohort (another waiter of the process took over), and an attempt of a
+// call that left, delivered after its leave, neither takes the place back
+// nor takes the lock.
+func TestLineCalls(t *testing.T) {
+	servers(t, func(t *testing.T, rdb *redis.Client) {
+		f := newLineFixture(t, rdb)
+		leave := func(cohort, owner string) {
+			t.Helper()
+			if _, err := backend.Run(f.ctx, f.b, script.MutexLeave, f.keys[:1], cohort, f.wake, f.callOf(owner), 3000); err != nil {
+				t.Fatal(err)
+			}
+		}
+		place := func(cohort string) (arrival, call int64) {
+			t.Helper()
+			var until int64
+			v := rdb.HGet(f.ctx, f.keys[0], "q:"+cohort).Val()
+			if v == "" {
+				return -1, -1
+			}
+			if _, err := fmt.Sscanf(v, "%d %d %d", &arrival, &until, &call); err != nil {
+				t.Fatalf("q:%s = %q: %v", cohort, v, err)
+			}
+			return arrival, call
+		}
+		wantOK(t, "A", backend.Reply{f.acquire("A", "H", true, 3000)})
+		// X1 of cohort X waits, then gives up; X2 of the same process
+		// waits before X1's leave arrives: the leave must not take X2's
+		// place.
+		f.acquire("X1", "X", true, 3000)
+		f.acquire("X2", "X", true, 3000)
+		leave("X", "X1")
+		if arrival, call := place("X"); arrival <= 0 || call != f.callOf("X2") {
+			t.Fatalf("after X1's late leave X's place is arrival %d of call %d; want X2's place (call %d)", arrival, call, f.callOf("X2"))
+		}
+		// Y1 waits and leaves; its attempt delivered after the leave must
+		// not take the place back, nor, once the lock is free, the lock.
+		f.acquire("Y1", "Y", true, 3000)
+		leave("Y", "Y1")
+		if s := f.acquire("Y1", "Y", true, 3000); s != backend.StatusContended {
+			t.Fatalf("Y1's late attempt on a held lock: %d", s)
+		}
+		if arrival, _ := place("Y"); arrival != 0 {
+			t.Fatalf("Y1's late attempt took a place in line (arrival %d) after its leave", arrival)
+		}
+		// X2 is first in line: the release wakes it.
+		if got := f.release("A", 0); !slices.Equal(got, []string{"X"}) {
+			t.Fatalf("release published on %q; want X's channel", got)
+		}
+		// X1's attempt, later still, must not take the free lock from X2.
+		if s := f.acquire("X1", "X", true, 3000); s != backend.StatusContended {
+			t.Fatalf("X1's late attempt on the free lock: %d; want it refused", s)
+		}
+		if s := f.acquire("X2", "X", true, 3000); s != backend.StatusOK {
+			t.Fatalf("X2's attempt after its wake-up: %d", s)
+		}
+		if s := f.release("X2", 0); len(s) != 0 {
+			t.Fatalf("X2's release published on %q; want nothing (Y left)", s)
+		}
+		if s := f.acquire("Y1", "Y", true, 3000); s != backend.StatusContended {
+			t.Fatalf("Y1's late attempt on the free lock: %d; want it refused", s)
+		}
+		// A later call of Y is a new waiter: it is served.
+		if s := f.acquire("Y2", "Y", true, 3000); s != backend.StatusOK {
+			t.Fatalf("Y2 on the free lock: %d", s)
+		}
+	})
+}
+
+// TestGrantNeverShortens: an acquisition of an owner that holds the lock
+// already (a duplicate or a retry that arrives after the hold was
+// extended) leaves the longer expiry alone.
+func TestGrantNeverShortens(t *testing.T) {
+	servers(t, func(t *testing.T, rdb *redis.Client) {
+		f := newLineFixture(t, rdb)
+		for _, waits := range []bool{false, true} {
+			owner := fmt.Sprintf("A-%v", waits)
+			if s := f.acquire(owner, "X", waits, 3000); s != backend.StatusOK {
+				t.Fatalf("acquire: %d", s)
+			}
+			if _, err := backend.Run(f.ctx, f.b, script.MutexRenew, f.keys[:1], owner, 60000); err != nil {
+				t.Fatal(err)
+			}
+			if s := f.acquire(owner, "X", waits, 3000); s != backend.StatusOK {
+				t.Fatalf("acquire again: %d", s)
+			}
+			if ttl := rdb.PTTL(f.ctx, f.keys[0]).Val(); ttl < 50*time.Second {
+				t.Fatalf("after an extension to 60s, the owner's acquisition left %v", ttl)
+			}
+			f.release(owner, 0)
+		}
+		r := newRW(t, rdb, 10000, 1000)
+		wantOK(t, "lock W", r.lock("W", false))
+		if _, err := backend.Run(r.ctx, r.b, script.RWMutexRenew, r.keys[:1], "W", 60000); err != nil {
+			t.Fatal(err)
+		}
+		wantOK(t, "lock W again", r.lock("W", false))
+		if ttl := rdb.PTTL(r.ctx, r.keys[rwWriter]).Val(); ttl < 50*time.Second {
+			t.Fatalf("after an extension to 60s, the writer's acquisition left %v", ttl)
 		}
 	})
 }

@@ -7,16 +7,24 @@
 --   the hold: o = owner token, f = fencing token, a = the attempt that
 --   last granted it, c = the holder's cohort (the goroutines of one process
 --   that queue for the name on one backend: "<host>/<pid>#<backend>");
---   the line of waiting cohorts: q:<cohort> = "<arrival> <until ms>" for
---   each cohort whose waiting attempt found the lock taken, and qn = the
---   last arrival number. A waiter refreshes its cohort's entry at each
+--   the line of waiting cohorts: q:<cohort> = "<arrival> <until ms> <call>"
+--   for each cohort whose waiting attempt found the lock taken, and qn = the
+--   last arrival number. <call> numbers the acquisition calls of a cohort
+--   (they only grow: the goroutines of a cohort contend one at a time, each
+--   call with a new number). A waiter refreshes its cohort's entry at each
 --   attempt and keeps its arrival; an entry whose waiter stopped trying
---   (until passed) is dropped;
+--   (until passed) is dropped. An entry whose arrival is 0 is a departure:
+--   the call it names gave up (a leave) or was granted, and until it passes,
+--   that call's late attempts, and those of earlier calls of the cohort,
+--   neither join the line nor take the lock, so that a request delivered
+--   after its caller moved on leaves nothing behind. A departure is not in
+--   line; qn stays while any entry does, so that the fast path of an
+--   acquisition (no qn) knows there is nothing to look at;
 --   y = "<until ms> <cohort>": a release's yield marker, which refuses the
 --   releasing cohort until it passes.
 --
 -- The key expires with the hold. Without a hold it lives as long as its
--- last line entry or its yield marker.
+-- last line entry, departure or yield marker.
 --
 -- A release wakes the first cohort in line only, on its own channel (the
 -- wake channel followed by ':' and the cohort), so that one process
@@ -45,48 +53,109 @@ local function lock_num(v)
   return string.format('%.0f', v)
 end
 
+-- lock_entry returns the entry of cohort in the line of lock: its arrival
+-- (0: a departure), until ms and call number; nil when it has none.
+local function lock_entry(lock, cohort)
+  local v = redis.call('HGET', lock, 'q:' .. cohort)
+  if not v then
+    return nil
+  end
+  local arrival, untilms, call = string.match(v, '^(%d+) (%d+) (%d+)$')
+  if not arrival then
+    return nil
+  end
+  return tonumber(arrival), tonumber(untilms), tonumber(call)
+end
+
+-- lock_stale reports whether call of cohort has been overtaken: a later call
+-- of the cohort has an entry, or call itself departed. Its requests then
+-- arrive after its caller moved on, and must change nothing.
+local function lock_stale(lock, cohort, call)
+  local arrival, _, last = lock_entry(lock, cohort)
+  return arrival ~= nil and (last > call or (arrival == 0 and last == call))
+end
+
 -- lock_line returns the live entries of the line of lock, oldest first, as
--- {cohort, arrival, until}, and drops the entries whose waiter stopped
--- trying.
+-- {cohort, arrival, until}, and drops the entries and departures that have
+-- passed. The second result is the latest until among what stays (line and
+-- departures), or 0.
 local function lock_line(lock)
   if redis.call('HEXISTS', lock, 'qn') == 0 then
-    return {}
+    return {}, 0
   end
   local now = lock_ms()
-  local line = {}
+  local line, keep = {}, 0
   local flat = redis.call('HGETALL', lock)
   for i = 1, #flat, 2 do
     local field = flat[i]
     if string.sub(field, 1, 2) == 'q:' then
-      local arrival, untilms = string.match(flat[i + 1], '^(%d+) (%d+)$')
-      if arrival and tonumber(untilms) >= now then
-        line[#line + 1] = {string.sub(field, 3), tonumber(arrival), tonumber(untilms)}
+      local arrival, untilms = string.match(flat[i + 1], '^(%d+) (%d+) %d+$')
+      untilms = tonumber(untilms)
+      if arrival and untilms >= now then
+        keep = math.max(keep, untilms)
+        if arrival ~= '0' then
+          line[#line + 1] = {string.sub(field, 3), tonumber(arrival), untilms}
+        end
       else
         redis.call('HDEL', lock, field)
       end
     end
   end
-  if #line == 0 then
+  if keep == 0 then
     redis.call('HDEL', lock, 'qn')
   end
   table.sort(line, function(x, y) return x[2] < y[2] end)
-  return line
+  return line, keep
 end
 
--- lock_wait puts cohort in the line of lock, or keeps its place there, for
--- stale ms from now. held says that the lock is held: the key then expires
--- with the hold; otherwise it is made to outlive the entry.
-local function lock_wait(lock, cohort, stale, held)
-  local field = 'q:' .. cohort
-  local arrival = string.match(redis.call('HGET', lock, field) or '', '^(%d+)')
-  arrival = arrival and tonumber(arrival)
-  if not arrival then
+-- lock_keep makes a lock hash without a hold live until untilms.
+local function lock_keep(lock, untilms)
+  local ms = untilms - lock_ms() + 1
+  if redis.call('PTTL', lock) < ms then
+    redis.call('PEXPIRE', lock, ms)
+  end
+end
+
+-- lock_wait puts call of cohort in the line of lock, or keeps the cohort's
+-- place there, for stale ms from now; it does nothing for a stale call (see
+-- lock_stale). held says that the lock is held: the key then expires with
+-- the hold; otherwise it is made to outlive the entry.
+local function lock_wait(lock, cohort, call, stale, held)
+  if lock_stale(lock, cohort, call) then
+    return
+  end
+  local arrival, untilms = lock_entry(lock, cohort)
+  if not arrival or arrival == 0 or untilms < lock_ms() then
     arrival = redis.call('HINCRBY', lock, 'qn', 1)
   end
-  redis.call('HSET', lock, field, lock_num(arrival) .. ' ' .. lock_num(lock_ms() + stale))
-  if not held and redis.call('PTTL', lock) < stale then
-    redis.call('PEXPIRE', lock, stale)
+  local untilms = lock_ms() + stale
+  redis.call('HSET', lock, 'q:' .. cohort, lock_num(arrival) .. ' ' .. lock_num(untilms) .. ' ' .. lock_num(call))
+  if not held then
+    lock_keep(lock, untilms)
   end
+end
+
+-- lock_depart records that call of cohort left the line of lock (it gave
+-- up, or it was granted): a departure that stands for stale ms, unless a
+-- later call of the cohort has an entry already. held says that the lock is
+-- held: the key then expires with the hold (which must not outlive its
+-- TTL); otherwise it is made to outlive the departure. It returns whether
+-- the cohort was in line.
+local function lock_depart(lock, cohort, call, stale, held)
+  local arrival, untilms, last = lock_entry(lock, cohort)
+  if arrival and last > call then
+    return false
+  end
+  local was = arrival ~= nil and arrival > 0 and untilms >= lock_ms()
+  local departs = lock_ms() + stale
+  redis.call('HSET', lock, 'q:' .. cohort, '0 ' .. lock_num(departs) .. ' ' .. lock_num(call))
+  if redis.call('HEXISTS', lock, 'qn') == 0 then
+    redis.call('HSET', lock, 'qn', '0')
+  end
+  if not held then
+    lock_keep(lock, departs)
+  end
+  return was
 end
 
 -- lock_yielding returns the cohort that a live yield marker refuses and the
@@ -105,19 +174,26 @@ local function lock_yielding(lock)
 end
 
 -- lock_grant makes owner the holder of lock for ttl ms with the fencing
--- token token: its cohort leaves the line, and a yield marker is dropped.
-local function lock_grant(lock, owner, token, attempt, cohort, ttl)
-  redis.call('HDEL', lock, 'y', 'q:' .. cohort)
+-- token token, granted to call of cohort: a yield marker is dropped, and
+-- the cohort's entry in line, if it has one, becomes a departure (see
+-- lock_depart).
+local function lock_grant(lock, owner, token, attempt, cohort, call, stale, ttl)
+  redis.call('HDEL', lock, 'y')
+  if lock_entry(lock, cohort) then
+    lock_depart(lock, cohort, call, stale, true)
+  end
   redis.call('HSET', lock, 'o', owner, 'f', lock_num(token), 'a', attempt, 'c', cohort)
   redis.call('PEXPIRE', lock, ttl)
 end
 
--- lock_vacate ends the hold of lock, keeping the line; it returns the live
--- line, oldest first. Every field but the line's and the yield marker is
--- the hold's (the reentrant lock's hash has a field named after its owner).
+-- lock_vacate ends the hold of lock, keeping the line and the departures;
+-- it returns the live line, oldest first. Every field but the line's and
+-- the yield marker is the hold's (the reentrant lock's hash has a field
+-- named after its owner).
 local function lock_vacate(lock)
-  local line = lock_line(lock)
-  if #line == 0 and not lock_yielding(lock) then
+  local line, keep = lock_line(lock)
+  local _, yield = lock_yielding(lock)
+  if keep == 0 and not yield then
     redis.call('DEL', lock)
     return line
   end
@@ -132,12 +208,7 @@ local function lock_vacate(lock)
   if #hold > 0 then
     redis.call('HDEL', lock, unpack(hold))
   end
-  local life = 1
-  for _, e in ipairs(line) do
-    life = math.max(life, e[3] - lock_ms() + 1)
-  end
-  local _, yield = lock_yielding(lock)
-  redis.call('PEXPIRE', lock, math.max(life, yield or 1))
+  redis.call('PEXPIRE', lock, math.max(keep - lock_ms() + 1, yield or 1, 1))
   return line
 end
 

@@ -8,7 +8,7 @@
 -- KEYS[2i-1] lock hash of member i, KEYS[2i] its fence counter (unused)
 -- ARGV[1] publish command, ARGV[2] owner token, ARGV[7] attempt id (for an
 -- undo: a late undo leaves alone the holds a later attempt of the same
--- owner took or took back), ARGV[10..] wake channels
+-- owner took or took back), ARGV[11..] wake channels
 -- Afterwards the owner holds nothing (after an undo: nothing that attempt
 -- granted), whatever it found: run twice, the second run finds the work
 -- done and reports it done.
@@ -17,7 +17,7 @@ for i = 1, #KEYS / 2 do
   local lock = KEYS[2 * i - 1]
   if redis.call('HGET', lock, 'o') == ARGV[2] and (release or redis.call('HGET', lock, 'a') == ARGV[7]) then
     if release then
-      lock_release(lock, ARGV[1], ARGV[9 + i], 0)
+      lock_release(lock, ARGV[1], ARGV[10 + i], 0)
     else
       lock_vacate(lock)
     end

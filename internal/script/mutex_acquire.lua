@@ -11,15 +11,21 @@
 -- waits for the lock (Lock), '0' when it does not (TryLock), ARGV[11] how
 -- long, in ms, a waiting caller's place in line outlives this attempt
 -- (default 3000): longer than the caller can go without trying again,
--- ARGV[12] the caller's clock in microseconds, on a quorum (default 0).
+-- ARGV[12] the caller's clock in microseconds, on a quorum (0: none),
+-- ARGV[13] the number of the caller's acquisition call in its cohort (see
+-- lock_lib.lua).
 -- A waiting caller that finds the lock taken takes a place in line for its
 -- cohort, or keeps the one it has, so that a release wakes the cohort first
 -- in line only; a release after another cohort waited leaves a yield
--- marker that refuses the releasing cohort for a few milliseconds.
+-- marker that refuses the releasing cohort for a few milliseconds. A call
+-- that has been overtaken (its cohort gave up on it, or a later call of the
+-- cohort has a place in line) neither joins the line nor takes the lock:
+-- its request arrived after its caller moved on.
 -- An owner that holds the lock already (a retried attempt whose first reply
 -- was lost, or the same request run twice) gets its hold back with its
--- token, the expiry of a new grant and ARGV[7] as the attempt that granted
--- it, so that the undo of an earlier attempt leaves it alone. The recorded
+-- token, an expiry at least that of a new grant (never shorter: the hold may
+-- have been extended) and ARGV[7] as the attempt that granted it, so that
+-- the undo of an earlier attempt leaves it alone. The recorded
 -- attempt never goes back: an earlier attempt that arrives late changes it
 -- not.
 -- Returns {1, fencing token, last token of the block} when held, {0, ms
@@ -64,28 +70,34 @@ end
 --@lock_lib
 local waits = ARGV[10] == '1'
 local stale = tonumber(ARGV[11]) or 3000
+local call = tonumber(ARGV[13]) or 0
 local owner = state[1]
 if owner == ARGV[2] then
   if (tonumber(redis.call('HGET', lock, 'a')) or 0) <= tonumber(ARGV[7]) then
     redis.call('HSET', lock, 'a', ARGV[7])
   end
-  redis.call('PEXPIRE', lock, ARGV[4])
+  if redis.call('PTTL', lock) < tonumber(ARGV[4]) then
+    redis.call('PEXPIRE', lock, ARGV[4])
+  end
   local f = tonumber(redis.call('HGET', lock, 'f'))
   return {1, f, f + block - 1}
 end
 if owner then
   if waits then
-    lock_wait(lock, cohort, stale, true)
+    lock_wait(lock, cohort, call, stale, true)
   end
   return {0, redis.call('PTTL', lock)}
+end
+if lock_stale(lock, cohort, call) then
+  return {0, 1}
 end
 local yields, left = lock_yielding(lock)
 if yields == cohort then
   if waits then
-    lock_wait(lock, cohort, stale, false)
+    lock_wait(lock, cohort, call, stale, false)
   end
   return {0, left}
 end
 local token = draw()
-lock_grant(lock, ARGV[2], token, ARGV[7], cohort, ARGV[4])
+lock_grant(lock, ARGV[2], token, ARGV[7], cohort, call, stale, ARGV[4])
 return {1, token, token + block - 1}

@@ -9,12 +9,16 @@
 -- hold count once this acquisition is done, ARGV[7] for a re-entry (count >
 -- 1) the attempt that granted the hold it enters, ARGV[8] attempt number,
 -- ARGV[9] for a first hold that waits for the lock (Lock; absent for
--- TryLock and re-entries) "<ms> <cohort>": the caller's cohort (the
--- goroutines of its process that queue for the name on its backend) and how
--- long its place in line outlives this attempt
+-- TryLock and re-entries) "<ms> <call> <cohort>": how long its place in
+-- line outlives this attempt, the number of its acquisition call in its
+-- cohort, and the caller's cohort (the goroutines of its process that queue
+-- for the name on its backend; see lock_lib.lua)
 -- A waiting caller that finds the lock taken takes a place in line for its
 -- cohort, or keeps the one it has, so that a release wakes the cohort first
--- in line only (see reentrant_release.lua).
+-- in line only (see reentrant_release.lua). A call that has been overtaken
+-- (its cohort gave up on it, or a later call of the cohort has a place in
+-- line) neither joins the line nor takes the lock: its request arrived
+-- after its caller moved on.
 -- The count is set, not incremented, so that a retried attempt whose first
 -- reply was lost does not count twice. Attempt numbers grow with each attempt
 -- of an owner, and the hash records the last one applied: an attempt that
@@ -23,7 +27,7 @@
 -- A first hold (count 1) by a later attempt is a new grant even when the
 -- owner is on the server already (a retried attempt whose first reply was
 -- lost, or a hold whose release never arrived): it gets a new token and the
--- expiry of a new grant, so that the hold the owner now counts on is covered
+-- expiry of at least a new grant's, so that the hold the owner now counts on is covered
 -- for its whole validity and its token is larger than any before it. A
 -- re-entry adds to the hold granted by attempt ARGV[7] only (the attempt
 -- names the hold on every node of a quorum, where each node has a token of
@@ -56,20 +60,26 @@ if target ~= 1 then
   -- be recreated behind the back of whoever got in meanwhile.
   return {0, 0}
 end
-local stale, cohort = string.match(ARGV[9] or '', '^(%d+) (.*)$')
+local stale, call, cohort = string.match(ARGV[9] or '', '^(%d+) (%d+) (.*)$')
+stale, call = tonumber(stale), tonumber(call)
+if cohort and lock_stale(KEYS[1], cohort, call) then
+  return {0, math.max(redis.call('PTTL', KEYS[1]), 1)}
+end
 if redis.call('HEXISTS', KEYS[1], 'f') == 1 and not mine then
   if cohort then
-    lock_wait(KEYS[1], cohort, tonumber(stale), true)
+    lock_wait(KEYS[1], cohort, call, stale, true)
   end
   return {0, redis.call('PTTL', KEYS[1])}
 end
-if cohort then
-  redis.call('HDEL', KEYS[1], 'q:' .. cohort)
+if cohort and lock_entry(KEYS[1], cohort) then
+  lock_depart(KEYS[1], cohort, call, stale, true)
 end
 local t = redis.call('TIME')
 local token = math.max((tonumber(redis.call('GET', KEYS[2])) or 0) + 1, t[1] * 1000000 + t[2])
 local s = string.format('%.0f', token)
 redis.call('SET', KEYS[2], s, 'PX', ARGV[5])
 redis.call('HSET', KEYS[1], owner, 1, 'f', s, 'g', ARGV[8], 'a', ARGV[8])
-redis.call('PEXPIRE', KEYS[1], ARGV[4])
+if not mine or redis.call('PTTL', KEYS[1]) < tonumber(ARGV[4]) then
+  redis.call('PEXPIRE', KEYS[1], ARGV[4])
+end
 return {1, token, 1}

@@ -16,13 +16,18 @@
 -- others are for the writers of its process it is passed to, ARGV[11] the
 -- caller's cohort (the goroutines of its process that queue for the name on
 -- its backend), ARGV[12] how long, in ms, a waiting writer's place in line
--- outlives this attempt (default 3000)
+-- outlives this attempt (default 3000), ARGV[13] the number of the
+-- caller's acquisition call in its cohort (see lock_lib.lua)
 -- A blocked writer that waits (ARGV[8] '1') also takes a place in the
 -- writers' line for its cohort, or keeps the one it has, so that a release,
 -- or the last reader out, wakes the writers of the cohort first in line
 -- only (see rwmutex_unlock.lua).
+-- A call that has been overtaken (its cohort gave up on it, or a later call
+-- of the cohort has a place in line) changes nothing: its request arrived
+-- after its caller moved on, and must neither wait nor take the lock.
 -- An owner that holds the lock already (a retried attempt, or the same
--- request run twice) gets its hold back with the expiry of a new grant and
+-- request run twice) gets its hold back with an expiry at least that of a
+-- new grant (never shorter: the hold may have been extended) and
 -- ARGV[9] as the attempt that granted it (unless a later attempt is
 -- recorded already: an earlier one that arrives late changes nothing).
 -- Returns {1, fencing token, last token of the block} when held, {0, ms
@@ -34,17 +39,22 @@ local owner = ARGV[2]
 local ttl = tonumber(ARGV[6])
 local cohort = ARGV[11] or ''
 local stale = tonumber(ARGV[12]) or 3000
+local call = tonumber(ARGV[13]) or 0
 
 local holder = redis.call('HGET', KEYS[1], 'o')
 if holder == owner then
   if (tonumber(redis.call('HGET', KEYS[1], 'a')) or 0) <= tonumber(ARGV[9]) then
     redis.call('HSET', KEYS[1], 'a', ARGV[9])
   end
-  redis.call('PEXPIRE', KEYS[1], ttl)
+  if redis.call('PTTL', KEYS[1]) < ttl then
+    redis.call('PEXPIRE', KEYS[1], ttl)
+  end
   redis.call('ZREM', KEYS[3], owner)
-  redis.call('HDEL', KEYS[1], 'q:' .. cohort)
   local f = tonumber(redis.call('HGET', KEYS[1], 'f'))
   return {1, f, f + block - 1}
+end
+if lock_stale(KEYS[1], cohort, call) then
+  return {0, math.max(math.floor(ttl / 3), 1)}
 end
 
 -- A blocked writer records that it waits, which keeps new readers out (writer
@@ -58,7 +68,7 @@ local function blocked(ms, notify)
     if redis.call('PTTL', KEYS[3]) < ttl then
       redis.call('PEXPIRE', KEYS[3], ttl)
     end
-    lock_wait(KEYS[1], cohort, stale, holder ~= false)
+    lock_wait(KEYS[1], cohort, call, stale, holder ~= false)
     if notify then
       redis.call(ARGV[1], ARGV[4], 'i')
     end
@@ -90,7 +100,9 @@ end
 local token = math.max((tonumber(redis.call('GET', KEYS[6])) or 0) + 1, t[1] * 1000000 + t[2])
 local s = string.format('%.0f', token)
 redis.call('SET', KEYS[6], string.format('%.0f', token + block - 1), 'PX', ARGV[7])
-redis.call('HDEL', KEYS[1], 'q:' .. cohort)
+if lock_entry(KEYS[1], cohort) then
+  lock_depart(KEYS[1], cohort, call, stale, true)
+end
 redis.call('HSET', KEYS[1], 'o', owner, 'f', s, 'a', ARGV[9], 'c', cohort)
 redis.call('PEXPIRE', KEYS[1], ttl)
 redis.call('ZREM', KEYS[3], owner)

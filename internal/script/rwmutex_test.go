@@ -50,8 +50,12 @@ func (r *rw) run(s *backend.Script, keys []string, args ...any) backend.Reply {
 // process (cohort) "p-<owner>".
 func (r *rw) lock(owner string, wait bool) backend.Reply {
 	r.t.Helper()
-	return r.run(script.RWMutexLock, r.keys, owner, r.wake, r.rwake, r.turnMs, r.ttl, fenceTTL, rwFlag(wait), 1, 1, "p-"+owner, 3000)
+	return r.run(script.RWMutexLock, r.keys, owner, r.wake, r.rwake, r.turnMs, r.ttl, fenceTTL, rwFlag(wait), 1, 1, "p-"+owner, 3000, r.callOf(owner))
 }
+
+// callOf returns owner's call number: each owner is one acquisition call
+// of its cohort, "p-<owner>" (see lock_lib.lua).
+func (r *rw) callOf(owner string) int64 { return int64(len(owner))*1000 + int64(owner[0]) }
 
 // line returns the channel that wakes owner's process (see lock).
 func (r *rw) line(owner string) string { return r.wake + ":p-" + owner }
@@ -283,11 +287,12 @@ func TestRWMutexScripts(t *testing.T) {
 		// The processes whose writers waited leave the writers' line, as
 		// their last writer's Lock does when it gives up.
 		for _, w := range []string{"V", "W", "X", "Y"} {
-			if rep := r.run(script.RWMutexLeave, r.keys[:1], "p-"+w, r.wake); rep.Status() != backend.StatusOK {
+			if rep := r.run(script.RWMutexLeave, r.keys[:1], "p-"+w, r.wake, r.callOf(w), 3000); rep.Status() != backend.StatusOK {
 				t.Errorf("leave of p-%s = %v; want [1]", w, rep)
 			}
 		}
-		for i := range rwTurn + 1 {
+		departedOnly(t, rdb, r.keys[rwWriter], 3000)
+		for i := rwReaders; i <= rwTurn; i++ {
 			if n := rdb.Exists(r.ctx, r.keys[i]).Val(); n != 0 {
 				t.Errorf("key %s left after everyone left", r.keys[i])
 			}

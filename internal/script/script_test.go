@@ -47,7 +47,7 @@ func TestMutexScripts(t *testing.T) {
 		acquire := func(owner string) backend.Reply {
 			t.Helper()
 			attempt++
-			r, err := backend.Run(ctx, b, script.MutexAcquire, keys, owner, wake, 10000, fenceTTL, "host/1", attempt, 1, "host/1#1", "0")
+			r, err := backend.Run(ctx, b, script.MutexAcquire, keys, owner, wake, 10000, fenceTTL, "host/1", attempt, 1, "host/1#1", "0", 3000, 0, int64(attempt))
 			if err != nil {
 				t.Fatalf("acquire: %v", err)
 			}

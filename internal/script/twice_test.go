@@ -58,9 +58,19 @@ func mutexArgs(owner string, attempt int) []any {
 }
 
 // handoffArgs are mutexArgs with a block of 17 tokens, cohort and a
-// waiting caller.
+// waiting caller, whose place in line lasts 3s, of the call callOf(owner).
 func handoffArgs(owner, cohort string, attempt int) []any {
-	return append(mutexArgs(owner, attempt), 17, cohort, "1")
+	return append(mutexArgs(owner, attempt), 17, cohort, "1", 3000, 0, callOf(owner))
+}
+
+// callOf numbers the acquisition call of owner in its cohort (see
+// lock_lib.lua): a longer owner name makes a later call ("A2" after "A").
+func callOf(owner string) int64 {
+	n := int64(1000 * len(owner))
+	for _, c := range owner {
+		n += int64(c)
+	}
+	return n
 }
 
 func rwLockArgs(owner string, attempt int) []any {
@@ -70,7 +80,7 @@ func rwLockArgs(owner string, attempt int) []any {
 // rwLineArgs are rwLockArgs of a writer of cohort, which takes a place in
 // the writers' line when blocked.
 func rwLineArgs(owner, cohort string, attempt int) []any {
-	return append(rwLockArgs(owner, attempt), 1, cohort, 3000)
+	return append(rwLockArgs(owner, attempt), 1, cohort, 3000, callOf(owner))
 }
 
 func rwRLockArgs(owner string, attempt int) []any {
@@ -84,7 +94,7 @@ func reArgs(owner string, count int, token int64, attempt int) []any {
 // reLineArgs are reArgs of a first hold by Lock in cohort, which takes a
 // place in line when the lock is taken.
 func reLineArgs(owner, cohort string, attempt int) []any {
-	return append(reArgs(owner, 1, 0, attempt), "3000 "+cohort)
+	return append(reArgs(owner, 1, 0, attempt), fmt.Sprintf("3000 %d %s", callOf(owner), cohort))
 }
 
 func fifoArgs(owner, waiter string, k, ticket int64, attempt int) []any {
@@ -92,7 +102,7 @@ func fifoArgs(owner, waiter string, k, ticket int64, attempt int) []any {
 }
 
 func multiArgs(owner string, attempt int) []any {
-	return []any{owner, "wake1", 10000, fenceTTL, "host/1", attempt, "X", 3000, "wake1", "wake2"}
+	return []any{owner, "wake1", 10000, fenceTTL, "host/1", attempt, "X", 3000, callOf(owner), "wake1", "wake2"}
 }
 
 func scenarios() []scenario {
@@ -124,11 +134,11 @@ func scenarios() []scenario {
 			step{script.MutexAcquire, mutexKeys, handoffArgs("B", "Y", 2)}},
 		{"mutex.leave of a held lock", []step{{script.MutexAcquire, mutexKeys, handoffArgs("A", "X", 1)},
 			{script.MutexAcquire, mutexKeys, handoffArgs("B", "Y", 1)}, {script.MutexAcquire, mutexKeys, handoffArgs("C", "Z", 1)}},
-			step{script.MutexLeave, mutexKeys[:1], []any{"Y", "wake"}}},
+			step{script.MutexLeave, mutexKeys[:1], []any{"Y", "wake", callOf("B"), 3000}}},
 		{"mutex.leave of a free lock", []step{{script.MutexAcquire, mutexKeys, handoffArgs("A", "X", 1)},
 			{script.MutexAcquire, mutexKeys, handoffArgs("B", "Y", 1)}, {script.MutexAcquire, mutexKeys, handoffArgs("C", "Z", 1)},
 			{script.MutexRelease, mutexKeys, []any{"A", "wake", 0}}},
-			step{script.MutexLeave, mutexKeys[:1], []any{"Y", "wake"}}},
+			step{script.MutexLeave, mutexKeys[:1], []any{"Y", "wake", callOf("B"), 3000}}},
 		{"mutex.undo of a block", []step{{script.MutexAcquire, mutexKeys, handoffArgs("A", "X", 1)}},
 			step{script.MutexUndo, mutexKeys, handoffArgs("A", "X", 1)}},
 		{"rwmutex.lock of a block", nil, step{script.RWMutexLock, rwKeys, append(rwLockArgs("W", 1), 17)}},
@@ -145,7 +155,7 @@ func scenarios() []scenario {
 			step{script.RWMutexRUnlock, rwKeys, []any{"R", "rwake", "wwake", 0, 0, 0, 1}}},
 		{"rwmutex.leave", []step{{script.RWMutexRLock, rwKeys, rwRLockArgs("R", 1)},
 			{script.RWMutexLock, rwKeys, rwLineArgs("V", "Y", 1)}, {script.RWMutexLock, rwKeys, rwLineArgs("V", "Z", 2)}},
-			step{script.RWMutexLeave, rwKeys[:1], []any{"Y", "wwake"}}},
+			step{script.RWMutexLeave, rwKeys[:1], []any{"Y", "wwake", callOf("V"), 3000}}},
 		{"rwmutex.lock behind a reader", []step{{script.RWMutexRLock, rwKeys, rwRLockArgs("R", 1)}},
 			step{script.RWMutexLock, rwKeys, rwLockArgs("W", 1)}},
 		{"rwmutex.unlock", []step{{script.RWMutexLock, rwKeys, rwLockArgs("W", 1)}, {script.RWMutexRLock, rwKeys, rwRLockArgs("R", 1)}},
@@ -176,7 +186,7 @@ func scenarios() []scenario {
 			step{script.ReentrantUndo, reKeys, reLineArgs("B", "Y", 1)}},
 		{"reentrant.leave", []step{{script.ReentrantAcquire, reKeys, reArgs("B", 1, 0, 1)},
 			{script.ReentrantAcquire, reKeys, reLineArgs("A", "X", 1)}, {script.ReentrantAcquire, reKeys, reLineArgs("C", "Z", 1)}},
-			step{script.ReentrantLeave, reKeys[:1], []any{"X", "wake"}}},
+			step{script.ReentrantLeave, reKeys[:1], []any{"X", "wake", callOf("A"), 3000}}},
 		{"reentrant.acquire held by another", []step{{script.ReentrantAcquire, reKeys, reArgs("B", 1, 0, 1)}},
 			step{script.ReentrantAcquire, reKeys, reArgs("A", 1, 0, 1)}},
 		{"reentrant.acquire re-entry", []step{{script.ReentrantAcquire, reKeys, reArgs("A", 1, 0, 1)}},
