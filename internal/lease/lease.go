@@ -104,7 +104,12 @@ type Lease struct {
 	onLoss    hooks
 	onEnd     hooks // the tenures: closed however the hold ends
 	stopping  bool  // Stop was called: the release is under way; renewal results are ignored
-	wd        *watchdog
+	// suspect says that the process heard the hold may have been ended
+	// from outside (see Check): the watchdog verifies it at once, and the
+	// hold is not handed on until a renewal sent after that came back.
+	// checking is such a renewal in flight.
+	suspect, checking bool
+	wd                *watchdog
 }
 
 // Start registers a hold that was acquired by a request sent at sent, and
@@ -254,7 +259,9 @@ func (l *Lease) Expiry() time.Time {
 
 // Extend makes the hold last at least ttl from now. On success the deadline
 // moves forward (never back). A negative reply ends the hold as lost and
-// returns an error matching locker.ErrNotHeld. The caller checks ttl (see
+// returns an error matching locker.ErrNotHeld, unless the hold's release is
+// under way (Stop was called): the release then explains the reply, and
+// the hold ends as released. The caller checks ttl (see
 // holdopt.ValidTTL).
 func (l *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 	l.expire()
@@ -274,6 +281,14 @@ func (l *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 		return call.Err
 	}
 	if err := script.NotHeld(call.Reply.Status()); err != nil {
+		l.mu.Lock()
+		stopping := l.stopping
+		l.mu.Unlock()
+		if stopping {
+			// Unlock got there first: the hold ended by its release, which
+			// is no loss.
+			return fmt.Errorf("%w: the hold is being released", locker.ErrNotHeld)
+		}
 		l.lose(fmt.Errorf("extend: %w", err))
 		return err
 	}
@@ -298,6 +313,32 @@ func (l *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 	l.observe("extend")
 	l.wd.poke()
 	return nil
+}
+
+// Check makes the watchdog verify the hold at once, as it does at a
+// renewal: the process heard that the hold may have been ended from outside
+// (a force unlock publishes on the holder's wake channel). Until a renewal
+// sent after Check comes back, the hold is not handed on (see
+// Tenure.Passable); if the hold is gone, it ends as lost. A fixed lease (no
+// watchdog) is not verified: it is not handed on either.
+func (l *Lease) Check() {
+	l.mu.Lock()
+	if l.ended || l.stopping || !l.spec.Watchdog {
+		l.mu.Unlock()
+		return
+	}
+	l.suspect = true
+	l.nextRenew = time.Now()
+	l.mu.Unlock()
+	l.wd.poke()
+}
+
+// verified reports whether the hold is not under a Check: no verification
+// pending or in flight.
+func (l *Lease) verified() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return !l.suspect && !l.checking
 }
 
 // Reentered reports to the Observer that the hold was entered again (a
@@ -352,12 +393,59 @@ func (l *Lease) Release(ctx context.Context, call *backend.Call) error {
 // Cleanup runs calls on b on a context that keeps ctx's values but not its
 // cancellation, for at most a second: the cleanup of an acquisition that
 // failed or gave up, which must reach Redis even when the caller's context
-// has ended. The calls are left with their results.
+// has ended. The calls are left with their results. Calls that fail with a
+// transient error are sent again in the background (see Persist) until what
+// they clean up would have expired anyway: cleanupWithin.
 func Cleanup(ctx context.Context, b backend.Backend, calls ...*backend.Call) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-	defer cancel()
-	b.Exec(ctx, calls...)
+	Persist(ctx, b, cleanupWithin, calls...)
 }
+
+// cleanupWithin bounds the background repetitions of a Cleanup: longer than
+// a place in line or a waiter's heartbeat lasts by default, which is what
+// a lost cleanup leaves behind besides a hold (which its TTL ends).
+const cleanupWithin = 10 * time.Second
+
+// Persist runs calls on b as Cleanup does, once, and when some failed with
+// a transient error, sends those again in the background, with a short
+// backoff, until each has a reply, within passes or b closes. The calls must
+// be safe to repeat, and to arrive late: each must name what it cleans up
+// (an owner, an attempt, a call number), so that it cannot touch what came
+// after it. The first send is left in the calls; the background ones work
+// on copies.
+func Persist(ctx context.Context, b backend.Backend, within time.Duration, calls ...*backend.Call) {
+	limit := time.Now().Add(within)
+	ctx = context.WithoutCancel(ctx)
+	first, cancel := context.WithTimeout(ctx, time.Second)
+	b.Exec(first, calls...)
+	cancel()
+	var again []*backend.Call
+	for _, c := range calls {
+		if c.Err != nil && (backend.IsTransient(c.Err) || errors.Is(c.Err, context.DeadlineExceeded)) {
+			again = append(again, &backend.Call{Script: c.Script, Keys: c.Keys, Args: c.Args})
+		}
+	}
+	if len(again) == 0 {
+		return
+	}
+	pending.Add(1)
+	go func() {
+		defer pending.Done()
+		// retry.Sleep and Exec end at the backend's Close.
+		ctx, cancel := context.WithDeadline(ctx, limit)
+		defer cancel()
+		if retry.Sleep(ctx, b, releaseBackoff(1)) != nil {
+			return
+		}
+		Send(ctx, b, limit, again...)
+	}()
+}
+
+// pending counts the background repetitions of Persist, for tests.
+var pending sync.WaitGroup
+
+// WaitPersisted waits until no background repetition of Persist is left:
+// each ends with its reply, its bound or its backend's Close.
+func WaitPersisted() { pending.Wait() }
 
 // Undo gives back what the acquire call c granted, and only that (its
 // script's undo, see backend.Script.Undo), as Cleanup does.

@@ -3,6 +3,7 @@ package lease_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -333,6 +334,44 @@ func TestExtend(t *testing.T) {
 	}
 }
 
+// TestExtendDuringRelease: an Extend whose request reaches Redis after the
+// release (the hold gone there, by its release), with its reply back while
+// the release's is still on its way, is no loss: Extend says the hold is not
+// held, Release reports no loss and Err stays nil.
+func TestExtendDuringRelease(t *testing.T) {
+	for _, watchdog := range []bool{false, true} {
+		t.Run(fmt.Sprintf("watchdog=%v", watchdog), func(t *testing.T) {
+			f := newFake(t)
+			ctx := context.Background()
+			l := start(t, f.spec(30*time.Second, watchdog), "a", 1, time.Now())
+			extendReply, releaseReply := make(chan struct{}), make(chan struct{})
+			f.answer("renew", "a", answer{status: backend.StatusGone, block: extendReply})
+			f.answer("release", "a", answer{status: backend.StatusOK, block: releaseReply})
+			extended := make(chan error, 1)
+			go func() { extended <- l.Extend(ctx, time.Minute) }()
+			for f.count("renew", "a") == 0 {
+				time.Sleep(time.Millisecond)
+			}
+			released := make(chan error, 1)
+			go func() { released <- l.Release(ctx, releaseCall("a")) }()
+			for f.count("release", "a") == 0 {
+				time.Sleep(time.Millisecond)
+			}
+			close(extendReply) // the hold is gone: released
+			if err := <-extended; !errors.Is(err, locker.ErrNotHeld) || errors.Is(err, locker.ErrLost) {
+				t.Errorf("Extend racing the release = %v; want locker.ErrNotHeld only", err)
+			}
+			close(releaseReply)
+			if err := <-released; err != nil {
+				t.Errorf("Release = %v; want nil: the hold ended by its release", err)
+			}
+			if err := l.Err(); err != nil {
+				t.Errorf("Err = %v; want nil", err)
+			}
+		})
+	}
+}
+
 // TestBackendClose: Close of the Backend ends every hold as lost, with
 // locker.ErrClosed, and a hold registered after it at once.
 func TestBackendClose(t *testing.T) {
@@ -406,7 +445,7 @@ func TestTenures(t *testing.T) {
 	}
 	got := make(chan gate.Baton, 1)
 	go func() {
-		_, b, _, err := taker.Enter(context.Background(), gates, "k", "x", nil)
+		_, b, _, err := taker.Enter(context.Background(), gates, "k", "x", nil, gate.Watch{})
 		if err != nil {
 			t.Error(err)
 		}
