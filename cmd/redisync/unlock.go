@@ -9,9 +9,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redisync/redisync/admin"
 	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/internal/keyspace"
-	"github.com/redisync/redisync/internal/script"
 )
 
 const unlockUsage = `Usage: redisync unlock --force [flags] NAME
@@ -49,15 +49,15 @@ func unlockCmd(args []string, stdout, stderr io.Writer) error {
 			}
 			return nil
 		},
-		run: func(ctx context.Context, s *session, name string, ks keyspace.Space) error {
-			return endHolds(ctx, s, name, ks, stdout)
+		run: func(ctx context.Context, s *session, name string, _ keyspace.Space) error {
+			return endHolds(ctx, s, name, stdout)
 		},
 	}.main(args, stderr)
 }
 
-// endHolds ends every hold under the name of ks, on each node of s, and
+// endHolds ends every hold under name, on each node of s, and
 // says what it ended.
-func endHolds(ctx context.Context, s *session, name string, ks keyspace.Space, stdout io.Writer) error {
+func endHolds(ctx context.Context, s *session, name string, stdout io.Writer) error {
 	// One Backend per node: on a quorum each node is told, and reports,
 	// on its own.
 	nodes := []backend.Backend{s.b}
@@ -75,20 +75,14 @@ func endHolds(ctx context.Context, s *session, name string, ks keyspace.Space, s
 		if len(nodes) > 1 {
 			prefix = fmt.Sprintf("node %d (%s): ", i+1, s.clients[i].(*redis.Client).Options().Addr)
 		}
-		calls := forceCalls(ks)
-		b.Exec(ctx, calls...)
-		ended := 0
-		for _, call := range calls {
-			if call.Err != nil {
-				failed = append(failed, fmt.Errorf("%s%s: %w", prefix, call.Script.Name(), call.Err))
-				continue
-			}
-			for _, line := range describe(call) {
-				fmt.Fprintf(stdout, "%sended %s\n", prefix, line)
-				ended++
-			}
+		held, err := admin.ForceUnlock(ctx, b, name)
+		for _, h := range held {
+			fmt.Fprintf(stdout, "%sended %s\n", prefix, h)
 		}
-		if ended == 0 && len(failed) == 0 {
+		if err != nil {
+			failed = append(failed, fmt.Errorf("%s%w", prefix, err))
+		}
+		if len(held) == 0 && err == nil {
 			fmt.Fprintf(stdout, "%snothing held under %s\n", prefix, name)
 		}
 	}
@@ -96,53 +90,4 @@ func endHolds(ctx context.Context, s *session, name string, ks keyspace.Space, s
 		return fail(exitUnavailable, "unlock: %v", errors.Join(failed...))
 	}
 	return nil
-}
-
-// forceCalls returns the calls that end every hold of the primitives of the
-// name of ks, one per kind.
-func forceCalls(ks keyspace.Space) []*backend.Call {
-	mu, re, rw, fair, sem := ks.Mutex(), ks.Reentrant(), ks.RWMutex(), ks.Fair(), ks.Semaphore()
-	return []*backend.Call{
-		{Script: script.MutexForce, Keys: []string{mu.Lock}, Args: []any{mu.Wake}},
-		{Script: script.ReentrantForce, Keys: []string{re.Lock}, Args: []any{re.Wake}},
-		{Script: script.RWMutexForce, Keys: []string{rw.Writer, rw.Readers}, Args: []any{rw.Wake, rw.RWake}},
-		{Script: script.Fair.Force, Keys: fair.Keys(), Args: []any{"", fair.Wake}},
-		{Script: script.Semaphore.Force, Keys: sem.Keys(), Args: []any{"", sem.Wake}},
-	}
-}
-
-// describe says which holds a force call ended, one line each.
-func describe(c *backend.Call) []string {
-	r := c.Reply
-	if r.Status() != backend.StatusOK {
-		return nil
-	}
-	switch c.Script {
-	case script.MutexForce:
-		holder := string(c.Data)
-		if holder == "" {
-			holder = "an unknown process"
-		}
-		return []string{fmt.Sprintf("the mutex hold of %s, token %d", holder, r.At(1))}
-	case script.ReentrantForce:
-		return []string{fmt.Sprintf("the reentrant lock's hold, token %d", r.At(1))}
-	case script.RWMutexForce:
-		var out []string
-		if r.At(1) > 0 {
-			out = append(out, fmt.Sprintf("the readers/writer lock's write hold, token %d", r.At(1)))
-		}
-		if r.At(2) > 0 {
-			out = append(out, fmt.Sprintf("%d read hold(s) of the readers/writer lock", r.At(2)))
-		}
-		return out
-	}
-	var out []string
-	for i := 1; i+1 < len(r); i += 2 {
-		if c.Script == script.Fair.Force {
-			out = append(out, fmt.Sprintf("the fair lock's hold, token %d", r[i+1]))
-		} else {
-			out = append(out, fmt.Sprintf("a semaphore hold of %d permit(s), token %d", r[i], r[i+1]))
-		}
-	}
-	return out
 }

@@ -176,12 +176,20 @@ func (p Pass) Release() {
 // (it returns ctx.Err()) or closed is closed (it returns locker.ErrClosed);
 // waited reports whether it had to wait. It never receives a Baton.
 func Enter(ctx context.Context, s *Set, name string, closed <-chan struct{}) (p Pass, waited bool, err error) {
-	p, _, waited, err = enter(ctx, key{s, name}, nil, nil, closed)
+	p, _, waited, err = enter(ctx, key{s, name}, nil, nil, closed, Watch{})
 	return p, waited, err
 }
 
-// enter takes the gate of k (and h, when not nil) as a waiter of class.
-func enter(ctx context.Context, k key, h *handle, class any, closed <-chan struct{}) (Pass, Baton, bool, error) {
+// A Watch is what a waiter does while it waits: Do, each time C delivers.
+// The zero Watch does nothing.
+type Watch struct {
+	C  <-chan struct{}
+	Do func()
+}
+
+// enter takes the gate of k (and h, when not nil) as a waiter of class,
+// doing what w says while it waits.
+func enter(ctx context.Context, k key, h *handle, class any, closed <-chan struct{}, w Watch) (Pass, Baton, bool, error) {
 	k.s.mu.Lock()
 	g := ref(k)
 	if g.free(h) {
@@ -189,28 +197,35 @@ func enter(ctx context.Context, k key, h *handle, class any, closed <-chan struc
 		k.s.mu.Unlock()
 		return newPass(k, g), nil, false, nil
 	}
-	w := &waiter{h: h, class: class, ch: make(chan Baton, 1)}
-	g.queue = append(g.queue, w)
+	me := &waiter{h: h, class: class, ch: make(chan Baton, 1)}
+	g.queue = append(g.queue, me)
 	k.s.mu.Unlock()
 
 	var err error
-	select {
-	case b := <-w.ch:
-		return newPass(k, g), b, true, nil
-	case <-ctx.Done():
-		err = ctx.Err()
-	case <-closed:
-		err = locker.ErrClosed
+wait:
+	for {
+		select {
+		case b := <-me.ch:
+			return newPass(k, g), b, true, nil
+		case <-ctx.Done():
+			err = ctx.Err()
+			break wait
+		case <-closed:
+			err = locker.ErrClosed
+			break wait
+		case <-w.C:
+			w.Do()
+		}
 	}
 	k.s.mu.Lock()
-	if g.remove(w) {
+	if g.remove(me) {
 		unref(k, g)
 		k.s.mu.Unlock()
 		return Pass{}, nil, true, err
 	}
 	k.s.mu.Unlock()
-	// The gate was given to w as it gave up: pass it on.
-	b := <-w.ch
+	// The gate was given to me as it gave up: pass it on.
+	b := <-me.ch
 	p := newPass(k, g)
 	if b != nil && (Handle{h}).HandOff(p, class, b) {
 		return Pass{}, nil, true, err
@@ -278,11 +293,11 @@ func (h Handle) key(s *Set, name string) key {
 // arrival order with the process's other goroutines that want them. It may
 // receive, instead of a free gate, a Baton handed off by the holder (see
 // HandOff) to a waiter of class: the receiver then holds what the baton
-// carries, or drops it. waited reports whether h or the gate was busy. On
-// failure nothing is taken and the error is ctx.Err() or locker.ErrClosed
-// (when closed is closed).
-func (h Handle) Enter(ctx context.Context, s *Set, name string, class any, closed <-chan struct{}) (p Pass, b Baton, waited bool, err error) {
-	return enter(ctx, h.key(s, name), h.h, class, closed)
+// carries, or drops it. waited reports whether h or the gate was busy.
+// While it waits it does what w says. On failure nothing is taken and the
+// error is ctx.Err() or locker.ErrClosed (when closed is closed).
+func (h Handle) Enter(ctx context.Context, s *Set, name string, class any, closed <-chan struct{}, w Watch) (p Pass, b Baton, waited bool, err error) {
+	return enter(ctx, h.key(s, name), h.h, class, closed, w)
 }
 
 // TryEnter takes h and the process-wide gate of name in s if both are

@@ -98,13 +98,13 @@ func TestHandle(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
-	if _, _, waited, err := h.Enter(ctx, owner, "k", nil, nil); !waited || !errors.Is(err, context.DeadlineExceeded) {
+	if _, _, waited, err := h.Enter(ctx, owner, "k", nil, nil, Watch{}); !waited || !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("Enter on a taken handle = (%v, %v); want (true, DeadlineExceeded)", waited, err)
 	}
 	h.Leave()
 	q.Release()
 	other.Leave()
-	if p, _, _, err := h.Enter(context.Background(), owner, "k", nil, nil); err != nil {
+	if p, _, _, err := h.Enter(context.Background(), owner, "k", nil, nil, Watch{}); err != nil {
 		t.Fatalf("Enter after Leave: %v", err)
 	} else {
 		p.Release()
@@ -133,7 +133,7 @@ type entered struct {
 func enterAsync(ctx context.Context, h Handle, owner *Set, class any) <-chan entered {
 	out := make(chan entered, 1)
 	go func() {
-		p, b, _, err := h.Enter(ctx, owner, "k", class, nil)
+		p, b, _, err := h.Enter(ctx, owner, "k", class, nil, Watch{})
 		out <- entered{p, b, err}
 	}()
 	return out

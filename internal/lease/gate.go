@@ -24,18 +24,22 @@ type Gate struct {
 	set    *gate.Set
 	key    string        // the lock's main key: names its queue
 	cohort string        // the process's cohort on b: its place in the lock's line
+	line   string        // the process's wake channel of the lock (keyspace.Mutex.Line)
 	held   gate.Handle   // the handle's own slot; zero for a handle without one
 	class  any           // of the waiters a hold may be handed to; nil: no hand-off
 	within time.Duration // hand-off bound: see holdopt.Handoff
+	stale  time.Duration // how long a waiting attempt's place in line lasts (holdopt.LineStale)
 	x      Exclusive
 }
 
 // Exclusive is what the Gate of an exclusive handle (ExclusiveGate) calls
 // back to take the handle's hold through Redis and keep it.
 type Exclusive struct {
-	// Attempt makes attempt n of owner at the hold, as Grant answers;
-	// wait says that the call waits for the lock (Lock, not TryLock).
-	Attempt func(ctx context.Context, owner string, n int, wait bool) (*Lease, time.Duration, error)
+	// Attempt makes attempt n of owner at the hold, for the acquisition
+	// call numbered call in the process's cohort (local.State.Call), as
+	// Grant answers; wait says that the call waits for the lock (Lock, not
+	// TryLock).
+	Attempt func(ctx context.Context, owner string, call int64, n int, wait bool) (*Lease, time.Duration, error)
 	// Hold makes t the handle's hold, with its pass of the process-wide
 	// gate: a Tenure granted by an Attempt, or handed on by a holder of
 	// the process.
@@ -49,19 +53,21 @@ type Exclusive struct {
 // key is key, without a slot of its own: the reentrant lock, whose scopes
 // queue, has no hand-off.
 func (h *Handle) Gate(key string) Gate {
-	return Gate{b: h.b, set: h.local.Gates(), key: key, cohort: h.local.Cohort()}
+	return Gate{b: h.b, set: h.local.Gates(), key: key, cohort: h.local.Cohort(), stale: holdopt.LineStale(h.backoff)}
 }
 
 // ExclusiveGate returns the way through the queue of the lock whose main
 // key is key for a handle that holds one hold at a time (mutex.Mutex, the
 // writers of rwmutex.RWMutex): with a slot of its own (gate.Handle), so
 // that a second Lock on the handle waits for the first hold's Unlock, and
-// the hand-off bounds of cfg (holdopt.Config.Local).
-func (h *Handle) ExclusiveGate(key string, cfg holdopt.Config, x Exclusive) Gate {
+// the hand-off bounds of cfg (holdopt.Config.Local). line is the process's
+// wake channel of the lock, on which a force unlock tells the holder's
+// process that its hold ended (see Enter).
+func (h *Handle) ExclusiveGate(key, line string, cfg holdopt.Config, x Exclusive) Gate {
 	g := h.Gate(key)
 	g.held = gate.NewHandle()
 	handoff, class := cfg.Local()
-	g.class, g.within, g.x = class, handoff.Within, x
+	g.class, g.within, g.line, g.x = class, handoff.Within, line, x
 	return g
 }
 
@@ -82,7 +88,9 @@ func (g Gate) Enter(ctx context.Context, op *telemetry.Op) (gate.Pass, *Tenure, 
 	if g.held == (gate.Handle{}) {
 		pass, waited, err = gate.Enter(ctx, g.set, g.key, g.b.Done())
 	} else {
-		pass, baton, waited, err = g.held.Enter(ctx, g.set, g.key, g.class, g.b.Done())
+		w, stop := g.watch(ctx)
+		pass, baton, waited, err = g.held.Enter(ctx, g.set, g.key, g.class, g.b.Done(), w)
+		stop()
 	}
 	if waited {
 		op.Waited(time.Since(start))
@@ -101,6 +109,35 @@ func (g Gate) Enter(ctx context.Context, op *telemetry.Op) (gate.Pass, *Tenure, 
 		op.Outcome(telemetry.AcquiredLocal)
 	}
 	return pass, t, nil
+}
+
+// watch returns what a waiter of the queue does while it waits behind a
+// hold of the process that may be handed on to it: it listens on the
+// process's wake channel of the lock, where a force unlock (see
+// internal/script/mutex_force.lua) tells the holder's process that the hold
+// ended, and has the hold verified at once (CheckKey), so that it is not
+// handed on meanwhile. stop ends the listening. Without hand-off, or when
+// nobody of the process holds or waits for the lock, there is nothing to
+// watch: the holder learns of an end from outside at its next renewal.
+func (g Gate) watch(ctx context.Context) (w gate.Watch, stop func()) {
+	if g.class == nil || g.line == "" || g.Idle() {
+		return gate.Watch{}, func() {}
+	}
+	sub, err := g.b.Subscribe(ctx, g.line)
+	if err != nil {
+		// Without the channel nothing is handed on (see Unlock).
+		return gate.Watch{}, func() {}
+	}
+	b, key := g.b, g.key
+	return gate.Watch{C: sub.C(), Do: func() { CheckKey(b, key) }}, sub.Close
+}
+
+// listening reports whether the process listens on its wake channel of the
+// lock, so that a force unlock would reach it (see watch). A backend that
+// cannot tell (not a backend.Listener) is taken at its word.
+func (g Gate) listening() bool {
+	l, ok := g.b.(backend.Listener)
+	return !ok || l.Listening(g.line)
 }
 
 // Lock is the Lock call of h, an exclusive handle (ExclusiveGate), as
@@ -123,12 +160,13 @@ func (g Gate) Lock(ctx context.Context, h *Handle, contend func(context.Context,
 	})
 }
 
-// Attempt makes attempt n of owner at an exclusive handle's hold, in turn
-// pass, for the call of op (see Exclusive.Attempt), and makes a hold it
-// is granted the handle's. It reports whether it was, else how long the
-// lock stays taken, as acquire.Loop wants it.
-func (g Gate) Attempt(ctx context.Context, op *telemetry.Op, owner string, n int, pass gate.Pass, wait bool) (bool, time.Duration, error) {
-	l, retry, err := g.x.Attempt(ctx, owner, n, wait)
+// Attempt makes attempt n of owner, for acquisition call call, at an
+// exclusive handle's hold, in turn pass, for the call of op (see
+// Exclusive.Attempt), and makes a hold it is granted the handle's. It
+// reports whether it was, else how long the lock stays taken, as
+// acquire.Loop wants it.
+func (g Gate) Attempt(ctx context.Context, op *telemetry.Op, owner string, call int64, n int, pass gate.Pass, wait bool) (bool, time.Duration, error) {
+	l, retry, err := g.x.Attempt(ctx, owner, call, n, wait)
 	if l == nil {
 		return false, retry, err
 	}
@@ -156,7 +194,7 @@ func (g Gate) TryLock(ctx context.Context, h *Handle) (bool, error) {
 			return false, nil
 		}
 		owner := rand.Text()
-		ok, _, err := g.Attempt(ctx, op, owner, 1, pass, false)
+		ok, _, err := g.Attempt(ctx, op, owner, h.local.Call(), 1, pass, false)
 		op.Attempt(err == nil && !ok)
 		if err != nil {
 			Cleanup(ctx, g.b, g.x.Release(owner))
@@ -189,17 +227,22 @@ func (g Gate) Leave(pass gate.Pass) {
 // Idle reports whether nobody of the process holds or waits for the lock.
 func (g Gate) Idle() bool { return g.set.Idle(g.key) }
 
-// GiveUp gives the turn back after a Lock that failed, as Leave does.
-// queued says that the Lock's attempts put the process in the lock's line
-// of waiting processes (see internal/script/lock_lib.lua): when nobody else
-// of the process waits, the process then leaves the line, with leave (a
-// script of mutex_leave.lua's KEYS and ARGV) run on the lock's main key for
-// the process's cohort and wake, the prefix of the line's wake channels, so
-// that releases wake the next process instead.
-func (g Gate) GiveUp(ctx context.Context, pass gate.Pass, queued bool, leave *backend.Script, wake string) {
+// GiveUp gives the turn back after a Lock that failed, as Leave does. sent
+// says that the Lock sent attempts, which may have put the process in the
+// lock's line of waiting processes (see internal/script/lock_lib.lua),
+// whatever became of their replies (an attempt cut short by ctx may have
+// reached Redis): when nobody else of the process waits, the call numbered
+// call then leaves the line, with leave (a script of mutex_leave.lua's KEYS
+// and ARGV) run on the lock's main key for the process's cohort and wake,
+// the prefix of the line's wake channels, so that releases wake the next
+// process instead. The leave is sent again after transient errors until
+// the place in line would have lapsed anyway, whatever ctx says; it leaves
+// alone the place of a later call of the process.
+func (g Gate) GiveUp(ctx context.Context, pass gate.Pass, sent bool, call int64, leave *backend.Script, wake string) {
 	g.Leave(pass)
-	if queued && g.Idle() {
-		Cleanup(ctx, g.b, &backend.Call{Script: leave, Keys: []string{g.key}, Args: []any{g.cohort, wake}})
+	if sent && g.Idle() {
+		c := &backend.Call{Script: leave, Keys: []string{g.key}, Args: []any{g.cohort, wake, call, holdopt.Millis(g.stale)}}
+		Persist(ctx, g.b, g.stale, c)
 	}
 }
 
@@ -209,7 +252,9 @@ func (g Gate) GiveUp(ctx context.Context, pass gate.Pass, queued bool, leave *ba
 // Redis (Tenure.Release) and gives the turn back.
 func (g Gate) Unlock(ctx context.Context, op *telemetry.Op, t *Tenure, pass gate.Pass) error {
 	op.Token(t.Token())
-	if t.PassOn(g.within, g.class, pass, g.held) {
+	// A hold is handed on only while the process would hear of its end
+	// from outside: its waiters listen on its wake channel (see watch).
+	if g.class != nil && g.listening() && t.PassOn(g.within, g.class, pass, g.held) {
 		op.Outcome(telemetry.HandedOff)
 		return nil
 	}

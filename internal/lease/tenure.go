@@ -74,10 +74,22 @@ func (t *Tenure) PassOn(within time.Duration, class any, pass gate.Pass, h gate.
 // Passable reports whether t's holder may hand the Lease on: the block has
 // a token left, the Lease's grant came back less than within ago (from its
 // reply, not its request, so that the time the request queued for a
-// connection does not count), and it is valid for at least half its TTL
-// more (a hold whose renewals fall behind goes back through Redis instead).
+// connection does not count), it is valid for at least half its TTL more (a
+// hold whose renewals fall behind goes back through Redis instead), and no
+// verification is pending (see Lease.Check: the process heard the hold may
+// have been ended from outside).
+//
+// The next token must also not run ahead of the server's clock: a token is
+// at most the server's clock in microseconds when it is drawn, unless the
+// fence counter was ahead of it, and a hold hands on at most one token per
+// microsecond since its grant came back. So the counter, which keeps the
+// last token used (see Tenure.Release), does not run ahead of the clock
+// however fast and often the hold passes on, and a copy of it that a
+// failover left behind cannot issue a token below one already issued, as
+// long as the servers' clocks agree.
 func (t *Tenure) Passable(within time.Duration) bool {
-	if !t.HasNext() || time.Since(t.l.granted) >= within {
+	elapsed := time.Since(t.l.granted)
+	if !t.HasNext() || elapsed >= within || t.token+1-t.l.token > elapsed.Microseconds() || !t.l.verified() {
 		return false
 	}
 	until := t.l.Until()

@@ -48,11 +48,16 @@ type watchdog struct {
 // watchdogKey keeps a backend's watchdog in its local state.
 type watchdogKey struct{}
 
-// register adds l to the watchdog of b, starting it if needed.
-func register(b backend.Backend, l *Lease) *watchdog {
-	wd := local.Of(b).Value(watchdogKey{}, func() any {
+// watchdogOf returns the watchdog of b, made on first use.
+func watchdogOf(b backend.Backend) *watchdog {
+	return local.Of(b).Value(watchdogKey{}, func() any {
 		return &watchdog{b: b, holds: make(map[*Lease]struct{}), kick: make(chan struct{}, 1)}
 	}).(*watchdog)
+}
+
+// register adds l to the watchdog of b, starting it if needed.
+func register(b backend.Backend, l *Lease) *watchdog {
+	wd := watchdogOf(b)
 	wd.mu.Lock()
 	wd.holds[l] = struct{}{}
 	start := !wd.running
@@ -157,6 +162,7 @@ func (wd *watchdog) scan() (next time.Time, batch []*Lease, more bool) {
 				// same time share a round trip.
 				if due := l.nextRenew.Add(-l.spec.TTL / 30); !now.Before(due) {
 					l.idle = make(chan struct{})
+					l.checking, l.suspect = l.suspect, false
 					batch = append(batch, l)
 				} else {
 					next = earliest(next, due)
@@ -300,6 +306,11 @@ func (l *Lease) renewed(call *backend.Call, sent time.Time) bool {
 			l.expiry = e
 		}
 		l.nextRenew = sent.Add(l.spec.TTL / 3)
+		if l.suspect {
+			// Heard of again while this renewal was on its way, which may
+			// have been sent before the end it heard of: verify again.
+			l.nextRenew = time.Now()
+		}
 		renewed = true
 	case call.Err == nil:
 		lost = fmt.Errorf("renewal: %w", script.NotHeld(status))
@@ -312,6 +323,11 @@ func (l *Lease) renewed(call *backend.Call, sent time.Time) bool {
 		// retrying cannot help.
 		lost = fmt.Errorf("renewal: %w", call.Err)
 	}
+	if lost == nil && !renewed && l.checking {
+		// The verification failed in transit: try again soon (above).
+		l.suspect = true
+	}
+	l.checking = false
 	if renewed {
 		l.mu.Unlock()
 		return true
@@ -334,6 +350,29 @@ func (l *Lease) settle() {
 	if idle != nil {
 		close(idle)
 	}
+}
+
+// check makes the watchdog verify at once every hold it renews whose main
+// key (the first of its Spec's Keys) is key (see Lease.Check).
+func (wd *watchdog) check(key string) {
+	wd.mu.Lock()
+	var holds []*Lease
+	for l := range wd.holds {
+		if len(l.spec.Keys) > 0 && l.spec.Keys[0] == key {
+			holds = append(holds, l)
+		}
+	}
+	wd.mu.Unlock()
+	for _, l := range holds {
+		l.Check()
+	}
+}
+
+// CheckKey makes the watchdog of b verify at once the holds taken through
+// b whose main key is key: the process heard on its wake channel that a
+// hold of that lock may have been ended from outside (see Lease.Check).
+func CheckKey(b backend.Backend, key string) {
+	watchdogOf(b).check(key)
 }
 
 // closed ends every hold after the backend closed.

@@ -3,7 +3,10 @@
 -- a stuck hold). See lock_lib.lua for the lock hash.
 -- KEYS[1] lock hash
 -- ARGV[1] publish command, ARGV[2] wake channel
--- The fence counter is left alone, so that tokens keep growing; the holder's
+-- The fence counter is left alone, so that tokens keep growing. The
+-- holder's process is told on its own wake channel ('x'): where its
+-- goroutines wait for the lock (and so could be handed the hold), they
+-- listen there and have the hold verified at once; otherwise the holder's
 -- next renewal finds its hold gone and reports it lost. The line of waiting
 -- processes stays; a release's yield marker is not a hold and is left to
 -- expire.
@@ -19,4 +22,7 @@ end
 local token = tonumber(state[2]) or 0
 local holder = string.match(state[3] or '', '^([^#]*)') or ''
 lock_release(KEYS[1], ARGV[1], ARGV[2], 0)
+if state[3] then
+  redis.call(ARGV[1], ARGV[2] .. ':' .. state[3], 'x')
+end
 return {1, token, holder}

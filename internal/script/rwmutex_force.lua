@@ -6,15 +6,16 @@
 -- wake channel
 -- The waiting writers and readers keep their places, and the readers' turn
 -- its expiry: they are not holds. The fence counter is left alone, so that
--- tokens keep growing; each holder's next renewal finds its hold gone and
--- reports it lost. Run twice, the second run finds nothing held and says
+-- tokens keep growing. The write holder's process is told on its own wake
+-- channel ('x', see mutex_force.lua); each holder's next renewal finds its
+-- hold gone and reports it lost. Run twice, the second run finds nothing held and says
 -- so: the effect is the same.
 -- Returns {1, fencing token of the write hold (0: none), read holds ended}
 -- when it ended a hold, {-1} when nothing was held.
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
 local writer = redis.call('HGET', KEYS[1], 'o')
-local token = 0
+local token, cohort = 0, redis.call('HGET', KEYS[1], 'c')
 if writer then
   token = tonumber(redis.call('HGET', KEYS[1], 'f')) or 0
 end
@@ -27,6 +28,9 @@ if not writer and readers == 0 then
 end
 if #line > 0 then
   redis.call(ARGV[1], ARGV[2] .. ':' .. line[1][1], 'w')
+end
+if writer and cohort then
+  redis.call(ARGV[1], ARGV[2] .. ':' .. cohort, 'x')
 end
 redis.call(ARGV[1], ARGV[3], 'w')
 return {1, token, readers}
