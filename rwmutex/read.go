@@ -122,7 +122,10 @@ func (m *RWMutex) rlockRemote(ctx context.Context, op *telemetry.Op) error {
 	attempts := 0
 	err := m.h.Wait(ctx, op, m.rwake, func(ctx context.Context) (bool, time.Duration, error) {
 		attempts++
-		ok, retry, err := m.rattempt(ctx, owner, attempts, true)
+		// The attempt takes over the hold of an earlier one whose reply was
+		// lost: that hold would keep a writer out, and the writer this
+		// owner (see internal/script/rwmutex_rlock.lua).
+		ok, retry, err := m.rattempt(ctx, owner, attempts, true, unsure...)
 		if err != nil {
 			unsure = append(unsure, attempts)
 		}
@@ -190,10 +193,11 @@ func (m *RWMutex) TryRLock(ctx context.Context) (bool, error) {
 
 // rattempt makes the n-th read acquisition attempt for owner; on success it
 // installs the handle's read hold with one reader. wait registers a
-// contended attempt as a waiting reader.
-func (m *RWMutex) rattempt(ctx context.Context, owner string, n int, wait bool) (bool, time.Duration, error) {
+// contended attempt as a waiting reader. unsure are the owner's earlier
+// attempts whose outcome is unknown: a hold of theirs is taken over.
+func (m *RWMutex) rattempt(ctx context.Context, owner string, n int, wait bool, unsure ...int) (bool, time.Duration, error) {
 	sent := time.Now()
-	call := &backend.Call{Script: script.RWMutexRLock, Keys: m.keys, Args: m.rlockArgs(owner, wait, n)}
+	call := &backend.Call{Script: script.RWMutexRLock, Keys: m.keys, Args: m.rlockArgs(owner, wait, n, unsure...)}
 	l, _, retry, err := lease.Grant(ctx, &m.rspec, call, owner+":"+strconv.Itoa(n), sent, "rlock")
 	if l == nil {
 		return false, retry, err

@@ -118,10 +118,12 @@ func (q *Queue) exec(ctx context.Context, c *backend.Call) (backend.Reply, error
 	return c.Reply, nil
 }
 
-// A Hold is a grant of permits: a lease, and the waiter that queued for it.
+// A Hold is a grant of permits: a lease, and the waiter that queued for it
+// (and the wake channel it used, given back with the hold).
 type Hold struct {
 	*lease.Lease
-	waiter string
+	waiter  string
+	channel string
 }
 
 // Try makes one attempt for k permits without joining the queue: they must
@@ -143,24 +145,34 @@ func (q *Queue) Try(ctx context.Context, op *telemetry.Op, k int64) (*Hold, erro
 // locker.ErrNotAcquired and ctx.Err(). On every error the waiter leaves the
 // queue and nothing is left held.
 func (q *Queue) Acquire(ctx context.Context, op *telemetry.Op, k int64) (*Hold, error) {
-	w := &waiter{q: q, op: op, k: k, owner: rand.Text(), id: q.ids.get()}
+	ch := q.ids.get()
+	w := &waiter{q: q, op: op, k: k, owner: rand.Text(), channel: ch, id: ch + "." + rand.Text()}
 	h, err := w.wait(ctx)
-	switch {
-	case err == nil:
-	case !w.joined && !w.unsure:
-		q.ids.put(w.id)
-	case q.cleanup(ctx, w.owner, w.id):
-		q.ids.put(w.id)
+	if err == nil {
+		h.channel = ch
+		return h, nil
 	}
+	if w.joined || w.unsure {
+		// The waiter may be in line, or hold: it leaves, and what it may
+		// hold is given back, with the leave sent again until the place
+		// would have lapsed anyway (see lease.Cleanup).
+		q.cleanup(ctx, w.owner, w.id)
+	}
+	q.ids.put(ch)
 	return h, err
 }
 
-// An idPool keeps the waiter ids of a handle that are known to be out of
-// every line, so that the next waiter of the handle can reuse one: its wake
-// channel is then most likely still subscribed (the backend keeps a channel
-// a few seconds after its last use), which spares a subscription round trip
-// now and an unsubscription later. An id whose waiter may still be queued
-// somewhere (a release or cleanup that failed) is never reused.
+// An idPool keeps the wake channels of a handle's waiters that are not in
+// use, so that the next waiter of the handle can reuse one: it is then most
+// likely still subscribed (the backend keeps a channel a few seconds after
+// its last use), which spares a subscription round trip now and an
+// unsubscription later. Waiter ids are never reused: each Acquire call
+// waits under "<channel>.<id of its own>", so that a late request about an
+// earlier waiter (a heartbeat, a release re-sent in the background) cannot
+// touch a later one. A channel whose waiter may still be queued somewhere
+// (a release or cleanup that failed) is reused all the same: the worst that
+// can come of it is a wake-up meant for that waiter, after which the new
+// one tries once more.
 type idPool struct {
 	mu  sync.Mutex
 	ids []string
@@ -241,12 +253,10 @@ func (noPlace) Error() string   { return "no majority kept the place in line" }
 func (noPlace) Transient() bool { return true }
 
 // cleanup gives back whatever owner may hold and drops waiter, after a
-// failed or doubtful acquisition (see lease.Cleanup). It reports whether
-// the release reached Redis.
-func (q *Queue) cleanup(ctx context.Context, owner, waiter string) bool {
-	c := q.call(q.s.Release, owner, waiter, 0, 0, 0)
-	lease.Cleanup(ctx, q.b, c)
-	return c.Err == nil
+// failed or doubtful acquisition (see lease.Cleanup, which sends it again
+// after transient failures).
+func (q *Queue) cleanup(ctx context.Context, owner, waiter string) {
+	lease.Cleanup(ctx, q.b, q.call(q.s.Release, owner, waiter, 0, 0, 0))
 }
 
 // A Part is what one release leaves of one hold: Keep permits, or nothing
@@ -287,9 +297,7 @@ func (q *Queue) Release(ctx context.Context, parts ...Part) []error {
 			} else {
 				errs[i] = c.Err
 			}
-			if c.Err == nil {
-				q.ids.put(p.Hold.waiter)
-			}
+			q.ids.put(p.Hold.channel)
 		case c.Err != nil:
 			errs[i] = c.Err
 			p.Hold.Finish(fmt.Errorf("release down to %d permits failed: %w", p.Keep, c.Err))

@@ -18,7 +18,8 @@ type waiter struct {
 	op      *telemetry.Op
 	k       int64
 	owner   string
-	id      string
+	channel string // the wake channel's name after the Queue's prefix
+	id      string // "<channel>.<call>": its place in line
 	n       int   // attempts made
 	ticket  int64 // 0 until Enqueue returned one
 	joined  bool  // an Enqueue was sent: the waiter may be in line
@@ -142,7 +143,7 @@ func (w *waiter) wait(ctx context.Context) (*Hold, error) {
 			lastErr, errs = nil, 0
 			w.ticket = ticket
 			if sub == nil {
-				s, serr := q.b.Subscribe(ctx, q.wake+w.id)
+				s, serr := q.b.Subscribe(ctx, q.wake+w.channel)
 				switch {
 				case serr == nil:
 					sub = s

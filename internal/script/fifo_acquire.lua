@@ -8,7 +8,9 @@
 -- lost, or the same request run twice) gets its hold back with its token,
 -- the expiry of a new grant, and ARGV[11] as the attempt that granted it, so
 -- that the undo of an earlier attempt leaves it alone (an earlier attempt
--- that arrives late changes the recorded one not).
+-- that arrives late changes the recorded one not). A waiter that is granted
+-- departs (see fifo_lib.lua); an attempt under a waiter id that departed
+-- takes nothing: it arrived after its call was over.
 -- Returns {1, fencing token} when held, or {0, ms until the earliest
 -- deadline (0: none), the caller's place in the queue from 1, or -1 when it
 -- is not queued}. Fails with "LIMIT <n>" when the name is in use with
@@ -32,6 +34,11 @@ if rec then
   extend(ttl)
   return {1, token}
 end
+if id ~= '' and departed(id) then
+  -- The Acquire call that waited under id is over: this request arrived
+  -- after its caller moved on.
+  return {0, hint(), -1}
+end
 local ok, rank = fits(id, k, n)
 if not ok then
   if freed then
@@ -46,7 +53,9 @@ end
 local ticket = 0
 if rank then
   ticket = tonumber(redis.call('ZSCORE', queue, id))
-  drop_waiter(id)
+end
+if id ~= '' then
+  depart(id, tonumber(ARGV[8]))
 end
 local token = next_number()
 redis.call('HSET', state, owner, record(k, token, ticket, ARGV[11]), 'n', num(n))

@@ -5,7 +5,8 @@
 -- A waiter that is not queued (new, or dropped after missing its
 -- heartbeats) is queued at its ticket, so it keeps its place; a waiter queued
 -- at a lower ticket is moved to it (the nodes of a quorum may have drawn
--- different tickets; the waiter keeps the largest).
+-- different tickets; the waiter keeps the largest). A waiter that departed
+-- (granted, or gave up; see fifo_lib.lua) is not queued again.
 -- Returns {1, ticket, 1 if the permits fit now else 0, place from 1}. Fails
 -- with "LIMIT <n>" when the name is in use with another limit.
 local n = tonumber(ARGV[6])
@@ -16,6 +17,12 @@ end
 local id, k, timeout, ticket = ARGV[2], tonumber(ARGV[5]), tonumber(ARGV[8]), tonumber(ARGV[10])
 local changed = reclaim()
 local score = tonumber(redis.call('ZSCORE', queue, id))
+if not score and departed(id) then
+  -- The waiter was granted or gave up: a heartbeat that arrives after that
+  -- must not put it back. Its reply says "try now", which sends a waiter
+  -- whose grant's reply was lost to take its hold back.
+  return {1, ticket, 1, 1}
+end
 if not score then
   if ticket > 0 then
     score = ticket

@@ -7,13 +7,24 @@
 --         hold (the attempt is the one that last granted it),
 --         w:<waiter> = "<permits wanted>" per waiter
 -- KEYS[2] deadlines zset: h:<owner> -> hold expiry, w:<waiter> -> heartbeat
---         deadline, both in server milliseconds
+--         deadline, x:<waiter> -> the end of a departure, all in server
+--         milliseconds
 -- KEYS[3] queue zset: <waiter> -> ticket; the lowest ticket is served first
 -- KEYS[4] fence counter: fencing tokens and tickets, one growing sequence
 --
+-- A waiter id is "<channel>.<call>": every Acquire call waits under an id of
+-- its own, and a handle reuses its channels (the wake channel of a waiter is
+-- the prefix followed by the channel part of its id). A waiter that leaves
+-- the queue because it was granted or gave up leaves a departure for a
+-- heartbeat timeout: a heartbeat or an enqueue of that id delivered later
+-- (a request that arrived after its caller moved on) does not put it back.
+-- A waiter dropped because its heartbeats stopped leaves none: a live
+-- waiter that could not reach Redis for a while is put back at its ticket
+-- by its next heartbeat.
+--
 -- ARGV[1] publish command, ARGV[2] owner token of a hold (or, for the queue
--- scripts, the waiter id), ARGV[3] wake channel prefix (a waiter's channel is
--- the prefix followed by its id), ARGV[4] waiter id or "", ARGV[5] permits
+-- scripts, the waiter id), ARGV[3] wake channel prefix, ARGV[4] waiter id
+-- or "", ARGV[5] permits
 -- (to take; for a release, those the hold keeps), ARGV[6] limit n, ARGV[7]
 -- hold ttl ms, ARGV[8] heartbeat timeout ms, ARGV[9] fence counter ttl ms,
 -- ARGV[10] ticket (0: none yet), ARGV[11] attempt id of an acquisition
@@ -75,6 +86,24 @@ local function drop_waiter(id)
   return redis.call('ZREM', queue, id) == 1
 end
 
+-- depart removes a waiter that was granted or gave up, and records its
+-- departure for timeout ms (see above); it reports whether the waiter was
+-- queued.
+local function depart(id, timeout)
+  local was = drop_waiter(id)
+  redis.call('ZADD', deadlines, num(now + timeout), 'x:' .. id)
+  if redis.call('PTTL', deadlines) < timeout + 2 then
+    redis.call('PEXPIRE', deadlines, num(timeout + 2))
+  end
+  return was
+end
+
+-- departed reports whether waiter id left the queue for good (see depart).
+local function departed(id)
+  local untilms = tonumber(redis.call('ZSCORE', deadlines, 'x:' .. id))
+  return untilms ~= nil and untilms >= now
+end
+
 -- drop_hold removes a hold of k permits.
 local function drop_hold(member, k)
   redis.call('ZREM', deadlines, member)
@@ -89,13 +118,16 @@ end
 local function reclaim()
   local dead = redis.call('ZRANGEBYSCORE', deadlines, '-inf', '(' .. num(now), 'LIMIT', 0, 128)
   for _, member in ipairs(dead) do
-    if string.sub(member, 1, 2) == 'h:' then
+    local kind = string.sub(member, 1, 2)
+    if kind == 'h:' then
       local rec = redis.call('HGET', state, member)
       if rec then
         drop_hold(member, (parse(rec)))
       else
         redis.call('ZREM', deadlines, member)
       end
+    elseif kind == 'x:' then
+      redis.call('ZREM', deadlines, member)
     else
       drop_waiter(string.sub(member, 3))
     end
@@ -129,8 +161,10 @@ local function fits(id, k, n)
 end
 
 -- wake publishes to every waiter, from the head, that the free permits can
--- serve: the head alone for a lock, as many as fit for a semaphore.
-local function wake()
+-- serve: the head alone for a lock, as many as fit for a semaphore. A waiter
+-- whose id is skip counts, but is not woken: the caller of an undo, which
+-- tries again on its own.
+local function wake(skip)
   local n = limit()
   if not n then
     return
@@ -144,7 +178,9 @@ local function wake()
     if room < 0 then
       return
     end
-    redis.call(pub, prefix .. w, 'w')
+    if w ~= skip then
+      redis.call(pub, prefix .. string.match(w, '^[^.]*'), 'w')
+    end
   end
 end
 
@@ -160,9 +196,9 @@ local function extend(ms)
 end
 
 -- tidy deletes the state once nothing is held or queued, so that the name
--- can be used with another limit.
+-- can be used with another limit; departures stay until they end.
 local function tidy()
-  if redis.call('ZCARD', deadlines) == 0 then
+  if used() == 0 and redis.call('ZCARD', queue) == 0 then
     redis.call('DEL', state, queue)
   end
 end
@@ -186,9 +222,11 @@ end
 -- hint returns the milliseconds until the earliest deadline has passed, when
 -- a hold may expire or a silent waiter be dropped (0: none).
 local function hint()
-  local first = redis.call('ZRANGE', deadlines, 0, 0, 'WITHSCORES')
-  if first[2] then
-    return math.max(tonumber(first[2]) + 1 - now, 1)
+  local first = redis.call('ZRANGE', deadlines, 0, 15, 'WITHSCORES')
+  for i = 1, #first, 2 do
+    if string.sub(first[i], 1, 2) ~= 'x:' then
+      return math.max(tonumber(first[i + 1]) + 1 - now, 1)
+    end
   end
   return 0
 end

@@ -1,6 +1,7 @@
 -- fifo_release.lua: make hold ARGV[2] keep ARGV[5] permits (none: end it;
 -- a hold that has that many or fewer is left as it is), drop waiter ARGV[4]
--- if it is queued, and wake the waiters that the freed permits can serve.
+-- if it is queued (it departs: see fifo_lib.lua), and wake the waiters that
+-- the freed permits can serve.
 -- The call states what remains rather than what to give back, so that run
 -- twice it gives back no more than once, and a late partial release never
 -- gives back what a later one kept.
@@ -9,7 +10,7 @@
 -- keep permits but is gone.
 local owner, id, keep = 'h:' .. ARGV[2], ARGV[4], tonumber(ARGV[5])
 local changed = reclaim()
-if id ~= '' and drop_waiter(id) then
+if id ~= '' and depart(id, tonumber(ARGV[8])) then
   changed = true
 end
 local left = 0

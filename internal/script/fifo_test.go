@@ -158,8 +158,17 @@ func TestFIFOScripts(t *testing.T) {
 		if w, _ := r.stat(); w != 1 {
 			t.Errorf("waiting after C left = %d; want 1", w)
 		}
-		if back := r.run(script.Semaphore.Beat, "wC", "wC", 1, jc.At(1)); back.At(1) != jc.At(1) || back.At(3) != 1 {
-			t.Errorf("heartbeat of the dropped C = %v; want back at ticket %d, place 1", back, jc.At(1))
+		// C left: a heartbeat of it that arrives later (a request delivered
+		// after its caller moved on) does not put it back, and tells a
+		// caller that is still there to try (see fifo_lib.lua).
+		if back := r.run(script.Semaphore.Beat, "wC", "wC", 1, jc.At(1)); back.Status() != backend.StatusOK || back.At(2) != 1 {
+			t.Errorf("late heartbeat of C, which left = %v; want [1 ticket 1 ...]: try now", back)
+		}
+		if w, _ := r.stat(); w != 1 {
+			t.Errorf("waiting after C's late heartbeat = %d; want 1: C stays out", w)
+		}
+		if a := r.run(script.Semaphore.Acquire, "hC", "wC", 1, 0); a.Status() != backend.StatusContended || a.At(2) != -1 {
+			t.Errorf("late attempt of C, which left = %v; want [0 _ -1]: nothing taken, not queued", a)
 		}
 		// Every key has a TTL.
 		for _, k := range r.keys {
@@ -172,8 +181,18 @@ func TestFIFOScripts(t *testing.T) {
 		r.run(script.Semaphore.Release, "hA", "", 0, 0)
 		r.run(script.Semaphore.Release, "x", "wB", 0, 0)
 		r.run(script.Semaphore.Release, "x", "wC", 0, 0)
-		if n := rdb.Exists(r.ctx, r.keys[0], r.keys[1], r.keys[2]).Val(); n != 0 {
-			t.Errorf("%d keys left after everything was released; want 0 (the fence counter aside)", n)
+		if n := rdb.Exists(r.ctx, r.keys[0], r.keys[2]).Val(); n != 0 {
+			t.Errorf("%d of state and queue left after everything was released; want 0", n)
+		}
+		// The deadlines keep the departures of the waiters that left, for a
+		// heartbeat timeout.
+		for _, m := range rdb.ZRangeWithScores(r.ctx, r.keys[1], 0, -1).Val() {
+			if id := m.Member.(string); !strings.HasPrefix(id, "x:") {
+				t.Errorf("deadline %s left after everything was released; want departures only", id)
+			}
+		}
+		if ttl := rdb.PTTL(r.ctx, r.keys[1]).Val(); ttl > time.Duration(r.timeout+2)*time.Millisecond {
+			t.Errorf("the departures expire in %v; want within the heartbeat timeout", ttl)
 		}
 	})
 }
@@ -227,6 +246,35 @@ func TestFIFOLimit(t *testing.T) {
 		}
 		if other := errors.New("boom"); script.Limit(other, 5) != other {
 			t.Errorf("Limit of an unrelated error changed it")
+		}
+	})
+}
+
+// TestFIFOUndoWakesNotItsCaller: the undo of a grant (a quorum's minority)
+// puts the waiter back at its ticket and wakes the waiters the freed
+// permits can serve, but not the waiter itself, which tries again on its
+// own: waking it would set it trying in a loop while the majority's holder
+// keeps the permits. Wake channels are the channel part of waiter ids
+// ("<channel>.<call>").
+func TestFIFOUndoWakesNotItsCaller(t *testing.T) {
+	servers(t, func(t *testing.T, rdb *redis.Client) {
+		r := newFIFORig(t, rdb, 2)
+		l := newChannelLog(t, rdb, strings.TrimSuffix(r.wake, ":"))
+		r.run(script.Semaphore.Enqueue, "cw.1", "cw.1", 1, 0)
+		r.run(script.Semaphore.Enqueue, "cv.1", "cv.1", 1, 0)
+		if a := r.acquire("hW", "cw.1", 1); a.Status() != backend.StatusOK {
+			t.Fatalf("W's attempt = %v; want a grant", a)
+		}
+		l.published()
+		r.run(script.Semaphore.Undo, "hW", "cw.1", 1, 0)
+		if got := l.published(); len(got) != 1 || got[0] != "cv" {
+			t.Fatalf("the undo of W's grant published on %q; want V's channel only (cv), not W's own", got)
+		}
+		if w, _ := r.stat(); w != 2 {
+			t.Fatalf("waiting after the undo = %d; want 2: W back in line", w)
+		}
+		if b := r.run(script.Semaphore.Beat, "cw.1", "cw.1", 1, 0); b.Status() != backend.StatusOK || b.At(3) != 1 {
+			t.Fatalf("W's heartbeat after the undo = %v; want it first in line", b)
 		}
 	})
 }

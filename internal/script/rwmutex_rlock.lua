@@ -3,12 +3,19 @@
 -- ARGV[1] publish command (unused), ARGV[2] owner token, ARGV[3] readers' wake
 -- channel (unused), ARGV[4] writers' wake channel (unused), ARGV[5] ttl ms,
 -- ARGV[6] fence counter ttl ms, ARGV[7] '1' to register as a waiting reader
--- when blocked (RLock), '0' not to (TryRLock), ARGV[8] attempt number
+-- when blocked (RLock), '0' not to (TryRLock), ARGV[8] attempt number,
+-- ARGV[9...] the earlier attempts of the owner whose outcome is unknown
+-- (their replies were lost)
 -- The owner (one RLock call) waits, and gets its turn, under its own name;
 -- each attempt holds under its own member, '<owner>:<attempt>', so that the
 -- undo or cleanup of one attempt, however late it comes, never ends the hold
 -- of another. The same attempt run twice finds its hold and gets it back
--- with the expiry of a new grant (and a new, larger token).
+-- with the expiry of a new grant (and a new, larger token). So does an
+-- attempt that finds the hold of an earlier attempt of the owner, whose
+-- reply was lost: it takes that hold over under its own member, even while
+-- a writer waits, since the writer waits for that hold anyway (without
+-- this, the orphan hold would keep the writer out, and the writer the
+-- owner's retries, until the orphan expired).
 -- Returns {1, fencing token} when held, {0, ms until a retry may succeed}
 -- otherwise.
 local t = redis.call('TIME')
@@ -35,6 +42,16 @@ local mine = tonumber(redis.call('ZSCORE', KEYS[2], member))
 if mine and mine > now then
   hold(math.max(mine, now + ttl))
   return {1, token()}
+end
+for i = 9, #ARGV do
+  local earlier = owner .. ':' .. ARGV[i]
+  local score = tonumber(redis.call('ZSCORE', KEYS[2], earlier))
+  if score and score > now then
+    redis.call('ZREM', KEYS[2], earlier)
+    hold(math.max(score, now + ttl))
+    redis.call('ZREM', KEYS[4], owner)
+    return {1, token()}
+  end
 end
 
 -- A blocked reader records that it waits, so that the writer's release gives

@@ -9,7 +9,7 @@
 -- the channel followed by ':' and the cohort; see rwmutex_lock.lua), ARGV[8...]
 -- the attempts whose holds (members '<owner>:<attempt>', see
 -- rwmutex_rlock.lua) end; an undo takes the ARGV of rwmutex_rlock.lua,
--- whose ARGV[8] is the one attempt it undoes.
+-- whose ARGV[8] is the one attempt it undoes (the rest are not its to end).
 -- A release also withdraws the owner from the waiting readers and from the
 -- readers' turn, as after an RLock that gave up (on a quorum, a node that did
 -- not grant the hold may still have it waiting); an undo leaves them as they
@@ -24,7 +24,11 @@ if release then
   redis.call('ZREM', KEYS[4], owner)
   left = redis.call('ZREM', KEYS[5], owner) == 1
 end
-for i = 8, #ARGV do
+local last = #ARGV
+if not release then
+  last = 8
+end
+for i = 8, last do
   local member = owner .. ':' .. ARGV[i]
   local score = tonumber(redis.call('ZSCORE', KEYS[2], member))
   if score then

@@ -331,3 +331,31 @@ func TestRWMutexExpiry(t *testing.T) {
 		wantOK(t, "runlock E", r.runlock("E"))
 	})
 }
+
+// TestRWMutexReadTakeOver: a read attempt whose reply was lost left a hold;
+// a writer then waits for it, which keeps new readers out. The owner's next
+// attempt, naming the lost one, takes that hold over (under its own
+// member) instead of waiting behind the writer for the orphan to expire.
+func TestRWMutexReadTakeOver(t *testing.T) {
+	servers(t, func(t *testing.T, rdb *redis.Client) {
+		r := newRW(t, rdb, 10000, 1000)
+		wantOK(t, "rlock R, attempt 1 (its reply lost)", r.run(script.RWMutexRLock, r.keys, "R", r.rwake, r.wake, r.ttl, fenceTTL, 1, 1))
+		wantContended(t, "lock W behind the orphan", r.lock("W", true), r.ttl)
+		wantOK(t, "rlock R, attempt 2 naming attempt 1", r.run(script.RWMutexRLock, r.keys, "R", r.rwake, r.wake, r.ttl, fenceTTL, 1, 2, 1))
+		if got := r.members(rwReaders); got != "R:2" {
+			t.Fatalf("readers %q after the take-over; want R:2 alone", got)
+		}
+		// The undo of attempt 2 names it alone, not the attempts it lists.
+		wantOK(t, "rlock_undo of attempt 2", r.run(script.RWMutexRLockUndo, r.keys, "R", r.rwake, r.wake, r.ttl, fenceTTL, 1, 2, 1))
+		if got := r.members(rwReaders); got != "" {
+			t.Fatalf("readers %q after the undo of attempt 2; want none", got)
+		}
+		wantOK(t, "W gives up", r.unlock("W"))
+		wantOK(t, "rlock S, attempt 1", r.run(script.RWMutexRLock, r.keys, "S", r.rwake, r.wake, r.ttl, fenceTTL, 1, 1))
+		wantOK(t, "rlock S, attempt 2 naming attempt 1", r.run(script.RWMutexRLock, r.keys, "S", r.rwake, r.wake, r.ttl, fenceTTL, 1, 2, 1))
+		wantOK(t, "rlock_undo of S's attempt 1, late", r.run(script.RWMutexRLockUndo, r.keys, "S", r.rwake, r.wake, r.ttl, fenceTTL, 1, 1))
+		if got := r.members(rwReaders); got != "S:2" {
+			t.Fatalf("readers %q after a late undo of the taken-over attempt; want S:2", got)
+		}
+	})
+}

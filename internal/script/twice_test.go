@@ -165,6 +165,8 @@ func scenarios() []scenario {
 		{"rwmutex.rlock free", nil, step{script.RWMutexRLock, rwKeys, rwRLockArgs("R", 1)}},
 		{"rwmutex.rlock behind a waiting writer", []step{{script.RWMutexRLock, rwKeys, rwRLockArgs("R", 1)}, {script.RWMutexLock, rwKeys, rwLockArgs("W", 1)}},
 			step{script.RWMutexRLock, rwKeys, rwRLockArgs("S", 1)}},
+		{"rwmutex.rlock taking over a lost attempt", []step{{script.RWMutexRLock, rwKeys, rwRLockArgs("R", 1)}, {script.RWMutexLock, rwKeys, rwLockArgs("W", 1)}},
+			step{script.RWMutexRLock, rwKeys, append(rwRLockArgs("R", 2), 1)}},
 		{"rwmutex.rrenew", []step{{script.RWMutexRLock, rwKeys, rwRLockArgs("R", 1)}},
 			step{script.RWMutexRRenew, []string{"readers"}, []any{"R:1", 20000}}},
 		{"rwmutex.runlock", []step{{script.RWMutexRLock, rwKeys, rwRLockArgs("R", 1)}, {script.RWMutexLock, rwKeys, rwLockArgs("W", 1)}},
