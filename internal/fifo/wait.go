@@ -20,11 +20,11 @@ type waiter struct {
 	owner   string
 	channel string // the wake channel's name after the Queue's prefix
 	id      string // "<channel>.<call>": its place in line
-	n       int   // attempts made
-	ticket  int64 // 0 until Enqueue returned one
-	joined  bool  // an Enqueue was sent: the waiter may be in line
-	unsure  bool  // an attempt's outcome is unknown: a hold may exist
-	aligned bool  // a heartbeat with the ticket was sent after Enqueue
+	n       int    // attempts made
+	ticket  int64  // 0 until Enqueue returned one
+	joined  bool   // an Enqueue was sent: the waiter may be in line
+	unsure  bool   // an attempt's outcome is unknown: a hold may exist
+	aligned bool   // a heartbeat with the ticket was sent after Enqueue
 }
 
 // Steps of the wait.
