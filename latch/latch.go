@@ -24,9 +24,10 @@ import (
 const primitive = "latch"
 
 // MaxCount is the largest count a latch accepts. A latch remembers each
-// count-down until it opens (so that a retried CountDown is not counted
-// twice), which costs Redis memory per count-down: a latch counts the
-// participants of a task, not events.
+// count-down call for its TTL, across Resets (so that a retried CountDown is
+// not counted twice, nor again in the round after a Reset), which costs
+// Redis memory per count-down: a latch counts the participants of a task,
+// not events.
 const MaxCount = 1 << 20
 
 // ErrCountMismatch is matched, together with locker.ErrInvalid, by the error
@@ -139,7 +140,7 @@ func (l *CountDown) CountDown(ctx context.Context) (err error) {
 	switch {
 	case r.At(2) == 0:
 		outcome = outcomeOpen
-	case left == 0:
+	case r.At(3) == 1:
 		outcome = outcomeOpened
 	}
 	op.Span().SetAttributes(attribute.Int64(keyCount, left))
@@ -221,7 +222,9 @@ func (l *CountDown) Await(ctx context.Context) (err error) {
 // latch of the CountDown's count (an open one for a count of 0), which lasts the
 // TTL. It is the explicit way to reuse a name or to change its count: create
 // a CountDown with the new count and Reset it. Count-downs made before the reset
-// are forgotten; Await calls in progress go on waiting, now for the new
+// do not count in the new round, even when one of them is sent again after
+// it (a retry after a lost reply): the latch remembers each count-down call
+// for its TTL. Await calls in progress go on waiting, now for the new
 // latch. Transient Redis errors are retried with backoff for as long as ctx
 // allows; a retry of a reset that was applied (its reply lost) is recognised
 // and not applied twice. On failure Reset returns an error (matching

@@ -4,16 +4,34 @@
 -- ARGV[4] ttl ms, ARGV[5] reset id (upper-case base32)
 -- Discards the existing latch, whatever its size and count, and creates one
 -- of ARGV[3] that lives ARGV[4] ms; a latch of size 0 is open and publishes
--- 'open'. A reset id that was applied already and is still the latest reset
+-- 'open'. The count-down calls seen within the last ARGV[4] ms stay (see
+-- latch_count_down.lua): one of them sent again counts not in the new
+-- round. A reset id that was applied already and is still the latest reset
 -- changes nothing (a retried call).
 -- Returns {1, count left}.
-if redis.call('HGET', KEYS[1], 'r') == ARGV[5] then
-  return {1, tonumber(redis.call('HGET', KEYS[1], 'c'))}
+local latch, pub, wake, size, ttl, id = KEYS[1], ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]), ARGV[5]
+if redis.call('HGET', latch, 'r') == id then
+  return {1, tonumber(redis.call('HGET', latch, 'c'))}
 end
-redis.call('DEL', KEYS[1])
-redis.call('HSET', KEYS[1], 'n', ARGV[3], 'c', ARGV[3], 'r', ARGV[5])
-redis.call('PEXPIRE', KEYS[1], ARGV[4])
-if ARGV[3] == '0' then
-  redis.call(ARGV[1], ARGV[2], 'open')
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local old = {}
+local flat = redis.call('HGETALL', latch)
+for i = 1, #flat, 2 do
+  local field = flat[i]
+  local seen = string.match(flat[i + 1], '^(%d+) [co]$')
+  seen = seen and tonumber(seen)
+  if #field > 1 and (not seen or seen < now - ttl) then
+    old[#old + 1] = field
+  end
 end
-return {1, tonumber(ARGV[3])}
+for i = 1, #old, 256 do
+  redis.call('HDEL', latch, unpack(old, i, math.min(i + 255, #old)))
+end
+redis.call('HDEL', latch, 'z')
+redis.call('HSET', latch, 'n', size, 'c', size, 'r', id)
+redis.call('PEXPIRE', latch, ttl)
+if size == '0' then
+  redis.call(pub, wake, 'open')
+end
+return {1, tonumber(size)}
