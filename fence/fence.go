@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -266,6 +267,19 @@ func open(b backend.Backend, name string, opts []Option) (*resource, error) {
 	return &resource{b: b, name: name, keys: ks.Fenced().Keys(), cfg: cfg, tel: local.Of(b).Telemetry()}, nil
 }
 
+// writes numbers the fenced writes of the process, from the clock in
+// microseconds, so that they only grow, also across a restart.
+var writes atomic.Int64
+
+func init() { writes.Store(time.Now().UnixMicro()) }
+
+// writeID returns the id of a new fenced write: "<number>.<random>". The
+// number orders the writes of the process: of two writes with the same
+// token, the one that arrives with a lower number than the last applied is
+// a late copy of an earlier write, and is not applied over the later one
+// (see internal/script/fence_write.lua).
+func writeID() string { return strconv.FormatInt(writes.Add(1), 10) + "." + rand.Text() }
+
 // write makes a fenced write.
 func write(ctx context.Context, b backend.Backend, name, method string, token int64, operation string, operands []any, opts []Option) (err error) {
 	r, err := open(b, name, opts)
@@ -282,7 +296,7 @@ func write(ctx context.Context, b backend.Backend, name, method string, token in
 	if err := ctx.Err(); err != nil {
 		return r.errorf(operation, err)
 	}
-	args := append([]any{operation, strconv.FormatInt(token, 10), rand.Text(), r.ttlMs(), holdopt.Millis(r.cfg.retention)}, operands...)
+	args := append([]any{operation, strconv.FormatInt(token, 10), writeID(), r.ttlMs(), holdopt.Millis(r.cfg.retention)}, operands...)
 	var reply backend.Reply
 	err = retry.Do(ctx, r.b, r.cfg.backoff, func(ctx context.Context) error {
 		var err error

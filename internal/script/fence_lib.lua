@@ -3,7 +3,11 @@
 --
 -- KEYS[1] value: the caller's data, a string (set) or a hash (hset)
 -- KEYS[2] guard hash: t = highest fencing token seen, v = version of the
---         value, w = id of the last write (t and v in decimal)
+--         value, w = id of the last write, s = the number of the last
+--         write made with token t (t, v and s in decimal)
+--
+-- A write id is "<number>.<random>": the number orders the writes of one
+-- process (see fence.writeID).
 --
 -- Tokens are compared as decimal strings, which is exact for every int64;
 -- Lua's numbers are not above 2^53.
@@ -24,6 +28,12 @@ local function split(s)
   return tonumber(string.sub(s, 1, -10)) or 0, tonumber(string.sub(s, -9))
 end
 
+-- number returns the number of write id, or nil for an id without one.
+local function number(id)
+  local n = string.match(id, '^(%d+)%.')
+  return n and tonumber(n)
+end
+
 -- last returns the version of the last write when its id is id (the write
 -- is being retried), or nil.
 local function last(id)
@@ -39,13 +49,18 @@ end
 -- highest seen, and the guard lives as long as the value plus retention ms:
 -- without expiry while the value has none, and retention ms from now when
 -- the value is gone. It returns the new version.
-local function commit(token, id, retention)
+local function commit(token, id, retention, seq)
   local clock = redis.call('TIME')
   local now = tonumber(clock[1]) * 1000000 + tonumber(clock[2])
   local v = math.max((tonumber(redis.call('HGET', guard, 'v')) or 0) + 1, now)
   local vs = string.format('%.0f', v)
   if token then
     redis.call('HSET', guard, 't', token, 'v', vs, 'w', id)
+    if seq then
+      redis.call('HSET', guard, 's', string.format('%.0f', seq))
+    else
+      redis.call('HDEL', guard, 's')
+    end
   else
     redis.call('HSET', guard, 'v', vs, 'w', id)
   end

@@ -1,7 +1,12 @@
 package script_test
 
 import (
+	"context"
+	"fmt"
 	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/internal/script"
@@ -21,4 +26,43 @@ func TestDecodeFenceGet(t *testing.T) {
 			t.Errorf("DecodeFenceGet(%v) = nil error; want an error for a malformed reply", r)
 		}
 	}
+}
+
+// TestFenceLateCopy: a late copy of an applied write (a request delivered
+// again after a later write of the same holder, with the same token) does
+// not overwrite the later write: writes of one token are made in the order
+// of their numbers.
+func TestFenceLateCopy(t *testing.T) {
+	servers(t, func(t *testing.T, rdb *redis.Client) {
+		ctx := context.Background()
+		b := backend.New(rdb)
+		defer b.Close()
+		base := fmt.Sprintf("redisync:{%s-%d}:", t.Name(), time.Now().UnixNano())
+		keys := []string{base + "value", base + "guard"}
+		write := func(token, id, v string) backend.Reply {
+			t.Helper()
+			r, err := backend.Run(ctx, b, script.FenceWrite, keys, "set", token, id, 0, 60000, v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return r
+		}
+		write("42", "100.A", "v1")
+		v2 := write("42", "101.B", "v2")
+		if r := write("42", "100.A", "v1"); r.Status() != backend.StatusOK || r.At(1) != v2.At(1) {
+			t.Errorf("a late copy of the first write = %v; want [1 %d]: done, the later version standing", r, v2.At(1))
+		}
+		if r := write("42", "99.C", "v0"); r.Status() != backend.StatusOK || r.At(1) != v2.At(1) {
+			t.Errorf("an earlier write of the same token arriving last = %v; want [1 %d]", r, v2.At(1))
+		}
+		if got := rdb.Get(ctx, keys[0]).Val(); got != "v2" {
+			t.Errorf("value %q after late copies; want v2, the last write's", got)
+		}
+		if r := write("43", "1.D", "v3"); r.Status() != backend.StatusOK {
+			t.Errorf("a write with a higher token and a lower number (another process) = %v; want it made", r)
+		}
+		if r := write("43", "2.E", "v4"); r.Status() != backend.StatusOK || rdb.Get(ctx, keys[0]).Val() != "v4" {
+			t.Errorf("the next write of that token = %v, value %q; want it made", r, rdb.Get(ctx, keys[0]).Val())
+		}
+	})
 }

@@ -6,7 +6,11 @@
 -- ARGV[7...] operands: set: the value; hset: field, value, ...; hdel: field,
 -- ...; del: none.
 -- The write is made when the token is at least the highest seen; the same
--- token may write any number of times.
+-- token may write any number of times, in the order of their numbers (see
+-- fence_lib.lua): a write with the highest token whose number is below the
+-- last one made with it is a late copy of an earlier write, which a later
+-- write has replaced: it is not made again, and reports the version that
+-- stands.
 -- Returns {1, new version}, also when ARGV[4] is the last write made (a
 -- retried call, not made twice), or {-2, highest token seen / 1e9, highest
 -- token seen % 1e9} when the token is lower than that (nothing changes).
@@ -19,6 +23,13 @@ local token = ARGV[3]
 if lower(token, seen) then
   local hi, lo = split(seen)
   return {-2, hi, lo}
+end
+local seq = number(ARGV[4])
+if token == seen and seq then
+  local last = tonumber(redis.call('HGET', guard, 's'))
+  if last and seq < last then
+    return {1, tonumber(redis.call('HGET', guard, 'v'))}
+  end
 end
 local op, ttl = ARGV[2], tonumber(ARGV[5])
 -- Fields go to HSET and HDEL in chunks: unpack has a stack limit.
@@ -45,4 +56,4 @@ elseif op == 'hset' or op == 'hdel' then
 else
   return redis.error_reply('ERR fence: unknown operation ' .. op)
 end
-return {1, commit(token, ARGV[4], ARGV[6])}
+return {1, commit(token, ARGV[4], ARGV[6], seq)}
