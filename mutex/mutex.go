@@ -87,7 +87,7 @@ func New(b backend.Backend, name string, opts ...Option) (*Mutex, error) {
 		m.yieldArg = holdopt.Millis(holdopt.HandoffYield)
 	}
 	m.spec = h.Spec(cfg).RenewedBy(script.MutexRenew, m.keys[:1])
-	m.spec.Release = m.release
+	m.spec.Release = m.releaseUsed
 	return m, nil
 }
 
@@ -174,11 +174,17 @@ func (m *Mutex) hold(t *lease.Tenure, pass gate.Pass) {
 // The last arguments of an attempt, boxed once.
 var waiting, notWaiting any = "1", "0"
 
-// release builds the call that ends the hold of owner. With hand-off on, a
-// release lets the waiters of other processes in before this process's
-// own (see holdopt.HandoffYield).
-func (m *Mutex) release(owner string) *backend.Call {
-	return &backend.Call{Script: script.MutexRelease, Keys: m.keys, Args: []any{owner, m.wakeArg, m.yieldArg}}
+// release builds the call that ends the hold of owner, if it has one: the
+// cleanup after a doubtful attempt (see lease.Exclusive).
+func (m *Mutex) release(owner string) *backend.Call { return m.releaseUsed(owner, 0, 0) }
+
+// releaseUsed builds the call that ends the hold of owner, whose holders
+// used the tokens up to used of the block that ends at last: the rest of
+// the block is given back (see internal/script/mutex_release.lua). With
+// hand-off on, a release lets the waiters of other processes in before
+// this process's own (see holdopt.HandoffYield).
+func (m *Mutex) releaseUsed(owner string, used, last int64) *backend.Call {
+	return &backend.Call{Script: script.MutexRelease, Keys: m.keys, Args: []any{owner, m.wakeArg, m.yieldArg, used, last}}
 }
 
 // Unlock unlocks m and wakes a waiter. When a goroutine of this process

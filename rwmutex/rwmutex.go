@@ -94,7 +94,7 @@ func New(b backend.Backend, name string, opts ...Option) (*RWMutex, error) {
 	handoff, _ := cfg.Local()
 	m.block = handoff.Block()
 	m.wspec = h.Spec(cfg).RenewedBy(script.RWMutexRenew, m.keys[:1])
-	m.wspec.Release = m.unlockCall
+	m.wspec.Release = m.unlockUsed
 	// A read hold's owner is its member in the readers' sorted set.
 	m.rspec = h.Spec(cfg).RenewedBy(script.RWMutexRRenew, m.keys[1:2])
 	m.rspec.Member = func(member string) string { return member }
@@ -188,8 +188,13 @@ func (m *RWMutex) rlockArgs(owner string, wait bool, n int, unsure ...int) []any
 
 // unlockCall returns the call that ends owner's write hold and withdraws
 // owner from the waiting writers.
-func (m *RWMutex) unlockCall(owner string) *backend.Call {
-	return &backend.Call{Script: script.RWMutexUnlock, Keys: m.keys, Args: []any{owner, m.wake, m.rwake, m.turnMs}}
+func (m *RWMutex) unlockCall(owner string) *backend.Call { return m.unlockUsed(owner, 0, 0) }
+
+// unlockUsed is unlockCall for a hold whose holders used the tokens up to
+// used of the block that ends at last: the rest is given back (see
+// internal/script/rwmutex_unlock.lua).
+func (m *RWMutex) unlockUsed(owner string, used, last int64) *backend.Call {
+	return &backend.Call{Script: script.RWMutexUnlock, Keys: m.keys, Args: []any{owner, m.wake, m.rwake, m.turnMs, used, last}}
 }
 
 // runlockCall returns the call that ends the read holds of owner's attempts

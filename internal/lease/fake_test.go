@@ -186,7 +186,7 @@ func (f *fake) spec(ttl time.Duration, watchdog bool) *lease.Spec {
 		Renew: func(owner string, ttl time.Duration) *backend.Call {
 			return &backend.Call{Args: []any{"renew", owner, ttl}}
 		},
-		Release: releaseCall,
+		Release: func(owner string, _, _ int64) *backend.Call { return releaseCall(owner) },
 	}
 }
 

@@ -62,8 +62,11 @@ type Spec struct {
 	// gone.
 	Renew func(owner string, ttl time.Duration) *backend.Call
 	// Release, for the primitives with local hand-off, builds the call that
-	// ends the hold of owner (see Tenure.Drop).
-	Release func(owner string) *backend.Call
+	// ends the hold of owner (see Tenure.Release), whose holders used the
+	// tokens up to used of the block that ends at last (see
+	// Lease.Reserved): the release gives the rest of the block back, so
+	// that the fence counter does not run ahead of what was issued.
+	Release func(owner string, used, last int64) *backend.Call
 	// Keys are the keys whose expiry bounds the hold on the server, and
 	// Member, when not nil, names the hold of owner in those of them that
 	// are sorted sets scored by expiry. They describe the hold to an

@@ -134,10 +134,11 @@ func (t *Tenure) close() {
 }
 
 // Release ends the Lease through Redis with the Spec's Release call (see
-// Lease.Release), then ends t. It returns the Lease's loss if it was lost,
-// else the release's error.
+// Lease.Release), then ends t. t's is the last token the Lease's holders
+// used: the release gives back the rest of the block. It returns the
+// Lease's loss if it was lost, else the release's error.
 func (t *Tenure) Release(ctx context.Context) error {
-	err := t.l.Release(ctx, t.l.spec.Release(t.l.owner))
+	err := t.l.Release(ctx, t.l.spec.Release(t.l.owner, t.token, t.l.last))
 	t.End()
 	return err
 }

@@ -2,13 +2,16 @@
 -- grant (rwmutex.lock_undo, the undo of rwmutex_lock.lua). The two scripts
 -- are this source after a first line that sets release: true for the
 -- former, false for the latter.
--- KEYS as rwmutex_lock.lua (KEYS[6] unused)
+-- KEYS as rwmutex_lock.lua (KEYS[6], the fence counter, for a release)
 -- ARGV[1] publish command, ARGV[2] owner token, ARGV[3] writers' wake channel
 -- (a release wakes the writers of the cohort first in line, on the channel
 -- followed by ':' and the cohort; with nobody in line it wakes no writer),
 -- ARGV[4] readers' wake channel, ARGV[5] turn ms: how long the readers that
--- were waiting keep writers out while they come in; for an undo, the ARGV
--- of rwmutex_lock.lua, whose ARGV[9] is the attempt to undo
+-- were waiting keep writers out while they come in, ARGV[6] the last token
+-- the hold's holders used (0: unknown) and ARGV[7] the last token of the
+-- block its grant reserved (see mutex_release.lua: the rest of the block is
+-- given back); for an undo, the ARGV of rwmutex_lock.lua, whose ARGV[9] is
+-- the attempt to undo
 -- A release also withdraws the owner from the waiting writers, as after a
 -- Lock that gave up (on a quorum, a node that did not grant the hold may
 -- still have it waiting); an undo leaves the waiting as it is, and acts
@@ -39,6 +42,12 @@ if holder ~= owner then
     end
   end
   return {1}
+end
+if release then
+  local used, last = tonumber(ARGV[6]) or 0, ARGV[7]
+  if used > 0 and last and last ~= ARGV[6] and redis.call('GET', KEYS[6]) == last then
+    redis.call('SET', KEYS[6], ARGV[6], 'KEEPTTL')
+  end
 end
 -- The hold ends; the writers' line stays (see lock_lib.lua).
 local line = lock_vacate(KEYS[1])
