@@ -479,11 +479,16 @@ func (q *quorum) acquire(ctx context.Context, call *Call, per []*Call) bool {
 	return false
 }
 
-// raiseFence sets a fence counter to a token if it is lower.
+// raiseFence sets a fence counter to a token if it is lower. The counter
+// expires ARGV[3] ms after the server's clock passes it, as the
+// acquisitions set it (see internal/script/mutex_acquire.lua).
 var raiseFence = NewScript("quorum.raise_fence", Write, `
 local cur = tonumber(redis.call('GET', KEYS[1])) or 0
-if cur < tonumber(ARGV[2]) then
-  redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+local v = tonumber(ARGV[2])
+if cur < v then
+  local t = redis.call('TIME')
+  local ahead = math.ceil((v - (t[1] * 1000000 + t[2])) / 1000)
+  redis.call('SET', KEYS[1], ARGV[2], 'PX', math.max(ahead, 0) + tonumber(ARGV[3]))
 end
 return {1}
 `, nil)
@@ -517,7 +522,7 @@ func (q *quorum) raise(ctx context.Context, call *Call, per []*Call, ok []int, t
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, err := Run(rctx, q.nodes[n], raiseFence, fence, fmt.Sprint(token), holdopt.Millis(holdopt.FenceTTL))
+			_, err := Run(rctx, q.nodes[n], raiseFence, fence, fmt.Sprint(token), holdopt.Millis(holdopt.FenceMargin))
 			if err != nil && rctx.Err() != nil && ctx.Err() == nil {
 				err = errNodeTimeout // cut by the per-node timeout: worth a retry
 			}

@@ -60,7 +60,7 @@
 //	redisync:{jobs}:fair            hash: the limit (1), permits out, one field per hold and per waiter
 //	redisync:{jobs}:fair:deadlines  sorted set: hold expiries and heartbeat deadlines, server milliseconds
 //	redisync:{jobs}:fair:queue      sorted set: waiters by ticket
-//	redisync:{jobs}:fence           the name's fencing token counter, expires 24h after its last use
+//	redisync:{jobs}:fence           the name's fencing token counter, expires 10s after the server's clock passes it
 //	redisync:{jobs}:fair:wake:<id>  pub/sub channel of one waiter (sharded on Cluster)
 //
 // A hold's field records its permits, token, ticket and the acquisition

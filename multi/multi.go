@@ -255,7 +255,7 @@ func (l *Lock) args(owner string, call int64, n int, wait bool) []any {
 	if wait {
 		stale = l.stale
 	}
-	args := []any{owner, l.wakes[0], holdopt.Millis(l.cfg.TTL), holdopt.Millis(holdopt.FenceTTL), holdopt.Holder(), n, l.cohort, stale, call}
+	args := []any{owner, l.wakes[0], holdopt.Millis(l.cfg.TTL), holdopt.Millis(holdopt.FenceMargin), holdopt.Holder(), n, l.cohort, stale, call}
 	for _, w := range l.wakes {
 		args = append(args, w)
 	}

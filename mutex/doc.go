@@ -99,7 +99,7 @@
 //	                                   "<host>/<pid>#<backend>"}, the line {q:<cohort>: "<arrival> <until ms>", qn: last
 //	                                   arrival}, and a release's yield marker {y: "<until ms> <cohort>"}; expires with
 //	                                   the hold, or without one with the last place in line or the marker
-//	redisync:{orders:42}:fence         the last fencing token reserved, expires 24h after the last acquisition
+//	redisync:{orders:42}:fence         the last fencing token reserved, expires 10s after the server's clock passes it
 //	redisync:{orders:42}:wake:<cohort> pub/sub channel (sharded on Cluster) of one waiting process: a release
 //	                                   publishes on the channel of the first process in line, and a release
 //	                                   with nobody in line publishes nothing

@@ -80,7 +80,7 @@ func New(b backend.Backend, name string, opts ...Option) (*Mutex, error) {
 	_, m.quorum = b.(backend.Quorum)
 	handoff, class := cfg.Local()
 	m.wakeArg, m.ttlArg = m.wake, holdopt.Millis(cfg.TTL)
-	m.fenceArg, m.holderArg = holdopt.Millis(holdopt.FenceTTL), holdopt.Holder()
+	m.fenceArg, m.holderArg = holdopt.Millis(holdopt.FenceMargin), holdopt.Holder()
 	m.blockArg, m.cohortArg, m.yieldArg = handoff.Block(), cohort, int64(0)
 	m.staleArg = holdopt.Millis(holdopt.LineStale(cfg.Backoff))
 	if class != nil {

@@ -73,7 +73,7 @@
 //	redisync:{tree:7}:reentrant      hash: the hold {<owner token>: hold count, f: fencing token, g: grant, a: attempt}
 //	                                 and the line of waiting processes {q:<cohort>: "<arrival> <until ms>", qn: last
 //	                                 arrival}; expires with the hold, or without one with the last place in line
-//	redisync:{tree:7}:fence          the last fencing token, expires 24h after the last acquisition
+//	redisync:{tree:7}:fence          the last fencing token, expires 10s after the server's clock passes it
 //	redisync:{tree:7}:wake:<cohort>  pub/sub channel (sharded on Cluster) of one waiting process
 //
 // The processes whose scopes wait for a first hold stand in a line, in order

@@ -283,7 +283,7 @@ func (m *Mutex) reenter(ctx context.Context, op *telemetry.Op, s *scope, e *entr
 // attempt it gives back.
 func (m *Mutex) acquireArgs(owner string, count int, grant int64, attempts ...int64) []any {
 	args := make([]any, 0, 7+len(attempts))
-	args = append(args, owner, m.wake, m.ttlMs, holdopt.Millis(holdopt.FenceTTL), count, grant)
+	args = append(args, owner, m.wake, m.ttlMs, holdopt.Millis(holdopt.FenceMargin), count, grant)
 	for _, n := range attempts {
 		args = append(args, n)
 	}

@@ -99,7 +99,7 @@
 //	redisync:{cache:users}:wwait    sorted set: waiting writers, scored by the expiry of their claim
 //	redisync:{cache:users}:rwait    sorted set: waiting readers, scored likewise
 //	redisync:{cache:users}:rturn    sorted set: readers whose turn it is, until they come in or it expires
-//	redisync:{cache:users}:fence    the last fencing token, expires 24h after the last acquisition
+//	redisync:{cache:users}:fence    the last fencing token, expires 10s after the server's clock passes it
 //	redisync:{cache:users}:wake:<cohort>  pub/sub channel that wakes the waiting writers of one process
 //	redisync:{cache:users}:rwake    pub/sub channel that wakes waiting readers and tells read holds a writer waits
 //

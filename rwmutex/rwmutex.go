@@ -174,12 +174,12 @@ func (m *RWMutex) setWriter(t *lease.Tenure, pass gate.Pass) {
 }
 
 func (m *RWMutex) lockArgs(owner string, wait bool, call int64, n int) []any {
-	return []any{owner, m.wake, m.rwake, m.turnMs, m.ttlMs, holdopt.Millis(holdopt.FenceTTL), flag(wait), n, m.block, m.cohort, m.staleMs, call}
+	return []any{owner, m.wake, m.rwake, m.turnMs, m.ttlMs, holdopt.Millis(holdopt.FenceMargin), flag(wait), n, m.block, m.cohort, m.staleMs, call}
 }
 
 func (m *RWMutex) rlockArgs(owner string, wait bool, n int, unsure ...int) []any {
 	args := make([]any, 0, 7+len(unsure))
-	args = append(args, owner, m.rwake, m.wake, m.ttlMs, holdopt.Millis(holdopt.FenceTTL), flag(wait), n)
+	args = append(args, owner, m.rwake, m.wake, m.ttlMs, holdopt.Millis(holdopt.FenceMargin), flag(wait), n)
 	for _, k := range unsure {
 		args = append(args, k)
 	}

@@ -85,7 +85,7 @@
 //	redisync:{gpu}:semaphore            hash: the limit, permits out, one field per hold and per waiter
 //	redisync:{gpu}:semaphore:deadlines  sorted set: hold expiries and heartbeat deadlines, server milliseconds
 //	redisync:{gpu}:semaphore:queue      sorted set: waiters by ticket
-//	redisync:{gpu}:fence                the name's fencing token counter, expires 24h after its last use
+//	redisync:{gpu}:fence                the name's fencing token counter, expires 10s after the server's clock passes it
 //	redisync:{gpu}:semaphore:wake:<id>  pub/sub channel of one waiter (sharded on Cluster)
 //
 // A hold's field records its permits, token, ticket and the acquisition

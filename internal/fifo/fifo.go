@@ -80,7 +80,7 @@ func New(c Config) *Queue {
 		limit:     c.Limit,
 		timeout:   c.Hold.QueueTimeout,
 		timeoutMs: holdopt.Millis(c.Hold.QueueTimeout),
-		fenceMs:   holdopt.Millis(holdopt.FenceTTL),
+		fenceMs:   holdopt.Millis(holdopt.FenceMargin),
 		backoff:   c.Hold.Backoff,
 		spec:      c.Spec,
 	}

@@ -31,9 +31,16 @@ const (
 	// It also keeps every expiry well inside what Redis and Lua count
 	// exactly.
 	MaxTTL = 24 * time.Hour
-	// FenceTTL is how long a name's fence counter outlives its last
-	// acquisition.
-	FenceTTL = 24 * time.Hour
+	// FenceMargin is how long a name's fence counter outlives the moment
+	// the server's clock passes it. A token is the larger of the counter
+	// plus one and the server's clock in microseconds, so the counter
+	// matters only while it is ahead of the clock (tokens drawn within a
+	// microsecond, a block reserved for local hand-off), and for this
+	// margin after, against a clock that goes back a little: a name used
+	// once costs no memory a few seconds later. Tokens keep growing as long
+	// as the clocks of the servers that issue them agree to within this
+	// margin, across failovers included.
+	FenceMargin = 10 * time.Second
 
 	// DefaultHandoffTurns and DefaultHandoffWithin bound local hand-off:
 	// a hold taken through Redis passes from goroutine to goroutine of the

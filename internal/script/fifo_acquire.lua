@@ -2,7 +2,7 @@
 -- waiters ahead of the caller want (see fifo_lib.lua for KEYS and ARGV).
 -- ARGV[2] owner token of the new hold, ARGV[4] the caller's waiter id (its
 -- place in the queue, if it has one), ARGV[5] k, ARGV[6] n, ARGV[7] ttl ms,
--- ARGV[9] fence counter ttl ms, ARGV[11] attempt number (they grow with each
+-- ARGV[9] fence counter margin ms, ARGV[11] attempt number (they grow with each
 -- attempt of an owner).
 -- An owner that holds already (a retried attempt whose first reply was
 -- lost, or the same request run twice) gets its hold back with its token,

@@ -1,7 +1,7 @@
 -- fifo_join.lua: put waiter ARGV[2] in the queue, or keep it there: its
 -- heartbeat. KEYS and ARGV as in fifo_lib.lua; ARGV[4] the same waiter id,
 -- ARGV[5] permits wanted, ARGV[6] n, ARGV[8] heartbeat timeout ms, ARGV[9]
--- fence counter ttl ms, ARGV[10] the waiter's ticket, or 0 to draw one.
+-- fence counter margin ms, ARGV[10] the waiter's ticket, or 0 to draw one.
 -- A waiter that is not queued (new, or dropped after missing its
 -- heartbeats) is queued at its ticket, so it keeps its place; a waiter queued
 -- at a lower ticket is moved to it (the nodes of a quorum may have drawn

@@ -26,7 +26,7 @@
 -- scripts, the waiter id), ARGV[3] wake channel prefix, ARGV[4] waiter id
 -- or "", ARGV[5] permits
 -- (to take; for a release, those the hold keeps), ARGV[6] limit n, ARGV[7]
--- hold ttl ms, ARGV[8] heartbeat timeout ms, ARGV[9] fence counter ttl ms,
+-- hold ttl ms, ARGV[8] heartbeat timeout ms, ARGV[9] fence counter margin ms (see mutex_acquire.lua),
 -- ARGV[10] ticket (0: none yet), ARGV[11] attempt id of an acquisition
 -- (distinct for each attempt of an owner).
 --
@@ -206,16 +206,18 @@ end
 -- next_number draws the next number of the fence sequence: the larger of
 -- the counter plus one and the server clock in microseconds, so that it
 -- still grows when the counter expired or a failover lost its last writes.
+-- The counter expires ARGV[9] ms after the clock passes it (see
+-- mutex_acquire.lua).
 local function next_number()
   local v = math.max((tonumber(redis.call('GET', fence)) or 0) + 1, nowus)
-  redis.call('SET', fence, num(v), 'PX', ARGV[9])
+  redis.call('SET', fence, num(v), 'PX', num(math.max(math.ceil((v - nowus) / 1000), 0) + tonumber(ARGV[9])))
   return v
 end
 
 -- raise_fence makes the counter at least v.
 local function raise_fence(v)
   if (tonumber(redis.call('GET', fence)) or 0) < v then
-    redis.call('SET', fence, num(v), 'PX', ARGV[9])
+    redis.call('SET', fence, num(v), 'PX', num(math.max(math.ceil((v - nowus) / 1000), 0) + tonumber(ARGV[9])))
   end
 end
 

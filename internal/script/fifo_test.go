@@ -47,7 +47,7 @@ func (r *fifoRig) run(s *backend.Script, owner, waiter string, k, ticket int64) 
 // runAttempt runs s as attempt n of owner.
 func (r *fifoRig) runAttempt(s *backend.Script, owner, waiter string, k, ticket int64, n int) backend.Reply {
 	r.t.Helper()
-	reply, err := backend.Run(r.ctx, r.b, s, r.keys, owner, r.wake, waiter, k, r.limit, 10000, r.timeout, fenceTTL, ticket, n)
+	reply, err := backend.Run(r.ctx, r.b, s, r.keys, owner, r.wake, waiter, k, r.limit, 10000, r.timeout, fenceMargin, ticket, n)
 	if err != nil {
 		r.t.Fatalf("%s(%s, %s, %d): %v", s.Name(), owner, waiter, k, err)
 	}
@@ -231,7 +231,7 @@ func TestFIFOLimit(t *testing.T) {
 		r := newFIFORig(t, rdb, 2)
 		r.acquire("hA", "", 1)
 		r.limit = 5
-		_, err := backend.Run(r.ctx, r.b, script.Semaphore.Acquire, r.keys, "hB", r.wake, "", 1, 5, 10000, 10000, fenceTTL, 0, 1)
+		_, err := backend.Run(r.ctx, r.b, script.Semaphore.Acquire, r.keys, "hB", r.wake, "", 1, 5, 10000, 10000, fenceMargin, 0, 1)
 		if err == nil || !strings.Contains(err.Error(), "LIMIT 2") {
 			t.Fatalf("acquire with another limit = %v; want the error reply LIMIT 2", err)
 		}

@@ -102,10 +102,10 @@ func TestForceScripts(t *testing.T) {
 			if c := r.run(script.MutexForce, keys[:1], wake); c.Reply.Status() != backend.StatusGone {
 				t.Errorf("force on a free lock = %v; want [-1]", c.Reply)
 			}
-			tok := wantOK(t, "acquire", r.run(script.MutexAcquire, keys, "A", wake, 10000, fenceTTL, "host/7", 1, 1, "host/7#1", "0", 3000, 0, 1).Reply)
+			tok := wantOK(t, "acquire", r.run(script.MutexAcquire, keys, "A", wake, 10000, fenceMargin, "host/7", 1, 1, "host/7#1", "0", 3000, 0, 1).Reply)
 			// B's process waits in line: the force wakes it, on its own
 			// channel (see lock_lib.lua).
-			if rep := r.run(script.MutexAcquire, keys, "B", wake, 10000, fenceTTL, "host/8", 1, 1, "host/8#2", "1", 3000, 0, 1).Reply; rep.Status() != backend.StatusContended {
+			if rep := r.run(script.MutexAcquire, keys, "B", wake, 10000, fenceMargin, "host/8", 1, 1, "host/8#2", "1", 3000, 0, 1).Reply; rep.Status() != backend.StatusContended {
 				t.Fatalf("waiting attempt on a held lock = %v; want contended", rep)
 			}
 			woken := r.listen(wake + ":host/8#2")
@@ -119,17 +119,17 @@ func TestForceScripts(t *testing.T) {
 			if rep := r.run(script.MutexRenew, keys[:1], "A", 10000).Reply; rep.Status() != backend.StatusGone {
 				t.Errorf("holder's renewal after the force = %v; want [-1]", rep)
 			}
-			if next := wantOK(t, "acquire by another", r.run(script.MutexAcquire, keys, "B", wake, 10000, fenceTTL, "host/8", 2, 1, "host/8#2", "1", 3000, 0, 1).Reply); next <= tok {
+			if next := wantOK(t, "acquire by another", r.run(script.MutexAcquire, keys, "B", wake, 10000, fenceMargin, "host/8", 2, 1, "host/8#2", "1", 3000, 0, 1).Reply); next <= tok {
 				t.Errorf("token after the force %d; want more than %d", next, tok)
 			}
 		})
 		t.Run("reentrant", func(t *testing.T) {
 			r := newForceRig(t, rdb)
 			keys, wake := []string{r.key("reentrant"), r.key("fence")}, r.key("wake")
-			tok := wantOK(t, "acquire", r.run(script.ReentrantAcquire, keys, "A", wake, 10000, fenceTTL, 1, 0, 1).Reply)
-			wantOK(t, "re-entry", r.run(script.ReentrantAcquire, keys, "A", wake, 10000, fenceTTL, 2, 1, 2).Reply)
+			tok := wantOK(t, "acquire", r.run(script.ReentrantAcquire, keys, "A", wake, 10000, fenceMargin, 1, 0, 1).Reply)
+			wantOK(t, "re-entry", r.run(script.ReentrantAcquire, keys, "A", wake, 10000, fenceMargin, 2, 1, 2).Reply)
 			// B's process waits in line: the force wakes it.
-			if rep := r.run(script.ReentrantAcquire, keys, "B", wake, 10000, fenceTTL, 1, 0, 1, "3000 1 host/8#2").Reply; rep.Status() != backend.StatusContended {
+			if rep := r.run(script.ReentrantAcquire, keys, "B", wake, 10000, fenceMargin, 1, 0, 1, "3000 1 host/8#2").Reply; rep.Status() != backend.StatusContended {
 				t.Fatalf("waiting attempt on a held lock = %v; want contended", rep)
 			}
 			woken := r.listen(wake + ":host/8#2")
@@ -142,7 +142,7 @@ func TestForceScripts(t *testing.T) {
 			if rep := r.run(script.ReentrantRenew, keys[:1], "A", 10000).Reply; rep.Status() != backend.StatusGone {
 				t.Errorf("owner's renewal after the force = %v; want [-1]", rep)
 			}
-			if next := wantOK(t, "acquire by another", r.run(script.ReentrantAcquire, keys, "B", wake, 10000, fenceTTL, 1, 0, 1).Reply); next <= tok {
+			if next := wantOK(t, "acquire by another", r.run(script.ReentrantAcquire, keys, "B", wake, 10000, fenceMargin, 1, 0, 1).Reply); next <= tok {
 				t.Errorf("token after the force %d; want more than %d", next, tok)
 			}
 		})

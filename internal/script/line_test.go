@@ -80,7 +80,7 @@ func (f *lineFixture) acquire(owner, cohort string, waits bool, stale int64) int
 	if waits {
 		w = "1"
 	}
-	r, err := backend.Run(f.ctx, f.b, script.MutexAcquire, f.keys, owner, f.wake, 10000, fenceTTL, "host/1", f.attempt, 1, cohort, w, stale, 0, f.callOf(owner))
+	r, err := backend.Run(f.ctx, f.b, script.MutexAcquire, f.keys, owner, f.wake, 10000, fenceMargin, "host/1", f.attempt, 1, cohort, w, stale, 0, f.callOf(owner))
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -100,7 +100,7 @@ func (f *lineFixture) release(owner string, yield int64) []string {
 // undo undoes attempt n of owner.
 func (f *lineFixture) undo(owner, cohort string, n int) {
 	f.t.Helper()
-	if _, err := backend.Run(f.ctx, f.b, script.MutexUndo, f.keys, owner, f.wake, 10000, fenceTTL, "host/1", n, 1, cohort, "1", 3000, 0, f.callOf(owner)); err != nil {
+	if _, err := backend.Run(f.ctx, f.b, script.MutexUndo, f.keys, owner, f.wake, 10000, fenceMargin, "host/1", n, 1, cohort, "1", 3000, 0, f.callOf(owner)); err != nil {
 		f.t.Fatal(err)
 	}
 }
@@ -364,14 +364,14 @@ func TestReentrantLine(t *testing.T) {
 		// first makes a first-hold attempt n of owner; a waiting one (Lock)
 		// carries the place of its process, "p-<owner>".
 		first := func(owner string, n int64, waits bool) []any {
-			args := []any{owner, wake, 10000, fenceTTL, 1, 0, n}
+			args := []any{owner, wake, 10000, fenceMargin, 1, 0, n}
 			if waits {
 				args = append(args, fmt.Sprintf("3000 %d p-%s", int64(owner[0]), owner))
 			}
 			return args
 		}
 		wantOK(t, "A's first hold", run(script.ReentrantAcquire, keys, first("A", 1, false)...))
-		wantOK(t, "A's re-entry", run(script.ReentrantAcquire, keys, "A", wake, 10000, fenceTTL, 2, 1, 2))
+		wantOK(t, "A's re-entry", run(script.ReentrantAcquire, keys, "A", wake, 10000, fenceMargin, 2, 1, 2))
 		for _, w := range []string{"B", "C", "B"} { // B again: keeps its place
 			if r := run(script.ReentrantAcquire, keys, first(w, 1, true)...); r.Status() != backend.StatusContended {
 				t.Fatalf("waiting attempt of %s = %v; want contended", w, r)

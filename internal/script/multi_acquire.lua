@@ -2,7 +2,7 @@
 -- all or none. The holds are ordinary mutex holds (see lock_lib.lua).
 -- KEYS[2i-1] lock hash of member i, KEYS[2i] its fence counter
 -- ARGV[1] publish command (unused), ARGV[2] owner token, ARGV[3] wake channel
--- of the first member (unused), ARGV[4] ttl ms, ARGV[5] fence counter ttl ms,
+-- of the first member (unused), ARGV[4] ttl ms, ARGV[5] fence counter margin ms (see mutex_acquire.lua),
 -- ARGV[6] holder description (unused: the cohort starts with it), ARGV[7] attempt number (they grow with each
 -- attempt of an owner), ARGV[8] the caller's cohort, ARGV[9] how long, in
 -- ms, a waiting caller's place in line outlives this attempt (0 when the
@@ -51,7 +51,9 @@ for i = 1, n do
     out[i + 1] = tonumber(redis.call('HGET', lock, 'f'))
   else
     local token = math.max((tonumber(redis.call('GET', fence)) or 0) + 1, lock_us())
-    redis.call('SET', fence, lock_num(token), 'PX', ARGV[5])
+    -- The counter expires ARGV[5] ms after the clock passes it (see
+    -- mutex_acquire.lua).
+    redis.call('SET', fence, lock_num(token), 'PX', math.max(math.ceil((token - lock_us()) / 1000), 0) + tonumber(ARGV[5]))
     -- A release's yield marker does not refuse a multi-lock.
     lock_grant(lock, ARGV[2], token, ARGV[7], cohort, call, math.max(stale, 1), ARGV[4])
     out[i + 1] = token

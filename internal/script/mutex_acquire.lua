@@ -2,7 +2,8 @@
 -- hash).
 -- KEYS[1] lock hash, KEYS[2] fence counter
 -- ARGV[1] publish command (unused), ARGV[2] owner token, ARGV[3] wake channel (unused),
--- ARGV[4] ttl ms, ARGV[5] fence counter ttl ms, ARGV[6] holder description (unused: the cohort starts with it),
+-- ARGV[4] ttl ms, ARGV[5] fence counter margin ms (how long the counter
+-- outlives the moment the clock passes it: see below), ARGV[6] holder description (unused: the cohort starts with it),
 -- ARGV[7] attempt number (they grow with each attempt of an owner),
 -- ARGV[8] how many fencing tokens to reserve for the hold (default 1): the
 -- first is its own, the others are for the holders it is passed to inside
@@ -47,16 +48,23 @@ local function clock()
   local t = redis.call('TIME')
   return t[1] * 1000000 + t[2]
 end
+-- The counter matters only while it is ahead of the clock: it expires ARGV[5]
+-- ms (a margin for clocks that go back) after the clock passes it, so that a
+-- name used once costs no memory for long.
+local function counter_ms(v, now)
+  return math.max(math.ceil((v - now) / 1000), 0) + tonumber(ARGV[5])
+end
 -- draw takes the token and the block after it from the fence counter: one
 -- call when the counter is behind the clock, as it is but for tokens drawn
 -- within one microsecond or a clock that went back.
 local function draw()
   local now = clock()
-  local old = tonumber(redis.call('SET', KEYS[2], string.format('%.0f', now + block - 1), 'PX', ARGV[5], 'GET')) or 0
+  local last = now + block - 1
+  local old = tonumber(redis.call('SET', KEYS[2], string.format('%.0f', last), 'PX', counter_ms(last, now), 'GET')) or 0
   if old < now then
     return now
   end
-  redis.call('SET', KEYS[2], string.format('%.0f', old + block), 'PX', ARGV[5])
+  redis.call('SET', KEYS[2], string.format('%.0f', old + block), 'PX', counter_ms(old + block, now))
   return old + 1
 end
 -- The fast path: a free lock, with nobody in line and no yield marker.

@@ -5,7 +5,7 @@
 --         scopes wait for a first hold (see lock_lib.lua)
 -- KEYS[2] fence counter
 -- ARGV[1] publish command (unused), ARGV[2] owner token, ARGV[3] wake channel
--- (unused), ARGV[4] ttl ms, ARGV[5] fence counter ttl ms, ARGV[6] the owner's
+-- (unused), ARGV[4] ttl ms, ARGV[5] fence counter margin ms (see mutex_acquire.lua), ARGV[6] the owner's
 -- hold count once this acquisition is done, ARGV[7] for a re-entry (count >
 -- 1) the attempt that granted the hold it enters, ARGV[8] attempt number,
 -- ARGV[9] for a first hold that waits for the lock (Lock; absent for
@@ -75,9 +75,12 @@ if cohort and lock_entry(KEYS[1], cohort) then
   lock_depart(KEYS[1], cohort, call, stale, true)
 end
 local t = redis.call('TIME')
-local token = math.max((tonumber(redis.call('GET', KEYS[2])) or 0) + 1, t[1] * 1000000 + t[2])
+local nowus = t[1] * 1000000 + t[2]
+local token = math.max((tonumber(redis.call('GET', KEYS[2])) or 0) + 1, nowus)
 local s = string.format('%.0f', token)
-redis.call('SET', KEYS[2], s, 'PX', ARGV[5])
+-- The counter expires ARGV[5] ms after the clock passes it (see
+-- mutex_acquire.lua).
+redis.call('SET', KEYS[2], s, 'PX', math.max(math.ceil((token - nowus) / 1000), 0) + tonumber(ARGV[5]))
 redis.call('HSET', KEYS[1], owner, 1, 'f', s, 'g', ARGV[8], 'a', ARGV[8])
 if not mine or redis.call('PTTL', KEYS[1]) < tonumber(ARGV[4]) then
   redis.call('PEXPIRE', KEYS[1], ARGV[4])

@@ -37,11 +37,11 @@ func TestReentrantScripts(t *testing.T) {
 		acquire := func(owner string, count int, grant int64) backend.Reply {
 			t.Helper()
 			attempt++
-			return run(script.ReentrantAcquire, owner, wake, 10000, fenceTTL, count, grant, attempt)
+			return run(script.ReentrantAcquire, owner, wake, 10000, fenceMargin, count, grant, attempt)
 		}
 		undo := func(owner string, count int, attempts ...int64) backend.Reply {
 			t.Helper()
-			args := []any{owner, wake, 10000, fenceTTL, count, 0}
+			args := []any{owner, wake, 10000, fenceMargin, count, 0}
 			for _, a := range attempts {
 				args = append(args, a)
 			}
@@ -86,13 +86,13 @@ func TestReentrantScripts(t *testing.T) {
 		reentry := attempt
 		// An earlier attempt delivered late changes nothing: not a first
 		// hold (which would reset the count and the grant), not a re-entry.
-		if r := run(script.ReentrantAcquire, "A", wake, 10000, fenceTTL, 1, 0, grant-1); r.Status() != backend.StatusContended || count("A") != 2 {
+		if r := run(script.ReentrantAcquire, "A", wake, 10000, fenceMargin, 1, 0, grant-1); r.Status() != backend.StatusContended || count("A") != 2 {
 			t.Errorf("late first acquire of an earlier attempt = %v, count %d; want [0 ms], count 2", r, count("A"))
 		}
-		if r := run(script.ReentrantAcquire, "A", wake, 10000, fenceTTL, 3, grant, grant-1); r.Status() != backend.StatusContended || count("A") != 2 {
+		if r := run(script.ReentrantAcquire, "A", wake, 10000, fenceMargin, 3, grant, grant-1); r.Status() != backend.StatusContended || count("A") != 2 {
 			t.Errorf("late re-entry of an earlier attempt = %v, count %d; want [0 0], count 2", r, count("A"))
 		}
-		if r := run(script.ReentrantAcquire, "A", wake, 10000, fenceTTL, 2, grant, reentry); r.Status() != backend.StatusOK || r.At(2) != 2 || count("A") != 2 {
+		if r := run(script.ReentrantAcquire, "A", wake, 10000, fenceMargin, 2, grant, reentry); r.Status() != backend.StatusOK || r.At(2) != 2 || count("A") != 2 {
 			t.Errorf("the re-entry run again = %v, count %d; want [1 token 2], count 2", r, count("A"))
 		}
 		if r := acquire("A", 3, grant-1); r.Status() != backend.StatusContended || count("A") != 2 {

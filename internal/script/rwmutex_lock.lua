@@ -9,7 +9,7 @@
 -- KEYS[6] fence counter
 -- ARGV[1] publish command, ARGV[2] owner token, ARGV[3] writers' wake channel
 -- (unused), ARGV[4] readers' wake channel, ARGV[5] turn ms (unused), ARGV[6]
--- ttl ms, ARGV[7] fence counter ttl ms, ARGV[8] '1' to register as a waiting
+-- ttl ms, ARGV[7] fence counter margin ms (see mutex_acquire.lua), ARGV[8] '1' to register as a waiting
 -- writer when blocked (Lock), '0' not to (TryLock), ARGV[9] attempt number
 -- (they grow with each attempt of an owner), ARGV[10] how many fencing
 -- tokens to reserve for the hold (default 1): the first is its own, the
@@ -99,7 +99,10 @@ end
 -- microseconds, as for every other primitive.
 local token = math.max((tonumber(redis.call('GET', KEYS[6])) or 0) + 1, t[1] * 1000000 + t[2])
 local s = string.format('%.0f', token)
-redis.call('SET', KEYS[6], string.format('%.0f', token + block - 1), 'PX', ARGV[7])
+-- The counter expires ARGV[7] ms after the clock passes it (see
+-- mutex_acquire.lua).
+local nowus = t[1] * 1000000 + t[2]
+redis.call('SET', KEYS[6], string.format('%.0f', token + block - 1), 'PX', math.max(math.ceil((token + block - 1 - nowus) / 1000), 0) + tonumber(ARGV[7]))
 if lock_entry(KEYS[1], cohort) then
   lock_depart(KEYS[1], cohort, call, stale, true)
 end

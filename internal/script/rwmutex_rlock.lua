@@ -2,7 +2,7 @@
 -- KEYS as rwmutex_lock.lua
 -- ARGV[1] publish command (unused), ARGV[2] owner token, ARGV[3] readers' wake
 -- channel (unused), ARGV[4] writers' wake channel (unused), ARGV[5] ttl ms,
--- ARGV[6] fence counter ttl ms, ARGV[7] '1' to register as a waiting reader
+-- ARGV[6] fence counter margin ms (see mutex_acquire.lua), ARGV[7] '1' to register as a waiting reader
 -- when blocked (RLock), '0' not to (TryRLock), ARGV[8] attempt number,
 -- ARGV[9...] the earlier attempts of the owner whose outcome is unknown
 -- (their replies were lost)
@@ -25,8 +25,11 @@ local member = owner .. ':' .. ARGV[8]
 local ttl = tonumber(ARGV[5])
 
 local function token()
-  local tk = math.max((tonumber(redis.call('GET', KEYS[6])) or 0) + 1, t[1] * 1000000 + t[2])
-  redis.call('SET', KEYS[6], string.format('%.0f', tk), 'PX', ARGV[6])
+  local nowus = t[1] * 1000000 + t[2]
+  local tk = math.max((tonumber(redis.call('GET', KEYS[6])) or 0) + 1, nowus)
+  -- The counter expires ARGV[6] ms after the clock passes it (see
+  -- mutex_acquire.lua).
+  redis.call('SET', KEYS[6], string.format('%.0f', tk), 'PX', math.max(math.ceil((tk - nowus) / 1000), 0) + tonumber(ARGV[6]))
   return tk
 end
 

@@ -50,7 +50,7 @@ func (r *rw) run(s *backend.Script, keys []string, args ...any) backend.Reply {
 // process (cohort) "p-<owner>".
 func (r *rw) lock(owner string, wait bool) backend.Reply {
 	r.t.Helper()
-	return r.run(script.RWMutexLock, r.keys, owner, r.wake, r.rwake, r.turnMs, r.ttl, fenceTTL, rwFlag(wait), 1, 1, "p-"+owner, 3000, r.callOf(owner))
+	return r.run(script.RWMutexLock, r.keys, owner, r.wake, r.rwake, r.turnMs, r.ttl, fenceMargin, rwFlag(wait), 1, 1, "p-"+owner, 3000, r.callOf(owner))
 }
 
 // callOf returns owner's call number: each owner is one acquisition call
@@ -67,7 +67,7 @@ func (r *rw) unlock(owner string) backend.Reply {
 
 func (r *rw) rlock(owner string, wait bool) backend.Reply {
 	r.t.Helper()
-	return r.run(script.RWMutexRLock, r.keys, owner, r.rwake, r.wake, r.ttl, fenceTTL, rwFlag(wait), 1)
+	return r.run(script.RWMutexRLock, r.keys, owner, r.rwake, r.wake, r.ttl, fenceMargin, rwFlag(wait), 1)
 }
 
 func (r *rw) runlock(owner string) backend.Reply {
@@ -145,7 +145,7 @@ func TestRWMutexScripts(t *testing.T) {
 		if again := wantOK(t, "retried rlock A", r.rlock("A", true)); again <= a {
 			t.Errorf("token of a retried rlock = %d; want > %d", again, a)
 		}
-		if rep := r.run(script.RWMutexRLockUndo, r.keys, "A", r.rwake, r.wake, r.ttl, fenceTTL, 1, 2); rep.Status() != backend.StatusOK || r.members(rwReaders) != "A:1" {
+		if rep := r.run(script.RWMutexRLockUndo, r.keys, "A", r.rwake, r.wake, r.ttl, fenceMargin, 1, 2); rep.Status() != backend.StatusOK || r.members(rwReaders) != "A:1" {
 			t.Errorf("undo of another attempt of A = %v, readers %q; want [1], A:1 left alone", rep, r.members(rwReaders))
 		}
 		b := wantOK(t, "rlock B", r.rlock("B", true))
@@ -240,7 +240,7 @@ func TestRWMutexScripts(t *testing.T) {
 		// lets readers in.
 		wantOK(t, "rlock E", r.rlock("E", true))
 		wantContended(t, "lock X", r.lock("X", true), ttl)
-		if rep := r.run(script.RWMutexLockUndo, r.keys, "X", r.wake, r.rwake, r.turnMs, r.ttl, fenceTTL, 1, 1); rep.Status() != backend.StatusOK || r.members(rwWWait) != "X" {
+		if rep := r.run(script.RWMutexLockUndo, r.keys, "X", r.wake, r.rwake, r.turnMs, r.ttl, fenceMargin, 1, 1); rep.Status() != backend.StatusOK || r.members(rwWWait) != "X" {
 			t.Errorf("undo of a contended lock = %v, waiting writers %q; want [1], X still waiting", rep, r.members(rwWWait))
 		}
 		wantContended(t, "tryrlock F while X waits", r.rlock("F", false), ttl)
@@ -255,10 +255,10 @@ func TestRWMutexScripts(t *testing.T) {
 		// turn; a reader that gives up its turn lets the writers go.
 		wantOK(t, "lock Y", r.lock("Y", true))
 		wantContended(t, "rlock G under Y", r.rlock("G", true), ttl)
-		if rep := r.run(script.RWMutexLockUndo, r.keys, "Y", r.wake, r.rwake, r.turnMs, r.ttl, fenceTTL, 1, 2); rep.Status() != backend.StatusOK || rdb.HGet(r.ctx, r.keys[rwWriter], "o").Val() != "Y" {
+		if rep := r.run(script.RWMutexLockUndo, r.keys, "Y", r.wake, r.rwake, r.turnMs, r.ttl, fenceMargin, 1, 2); rep.Status() != backend.StatusOK || rdb.HGet(r.ctx, r.keys[rwWriter], "o").Val() != "Y" {
 			t.Errorf("late undo of another attempt of Y = %v; want [1], Y's hold left alone", rep)
 		}
-		if rep := r.run(script.RWMutexLockUndo, r.keys, "Y", r.wake, r.rwake, r.turnMs, r.ttl, fenceTTL, 1, 1); rep.Status() != backend.StatusOK {
+		if rep := r.run(script.RWMutexLockUndo, r.keys, "Y", r.wake, r.rwake, r.turnMs, r.ttl, fenceMargin, 1, 1); rep.Status() != backend.StatusOK {
 			t.Errorf("undo of a write grant = %v; want [1]", rep)
 		}
 		if got := r.members(rwTurn); got != "" {
@@ -339,21 +339,21 @@ func TestRWMutexExpiry(t *testing.T) {
 func TestRWMutexReadTakeOver(t *testing.T) {
 	servers(t, func(t *testing.T, rdb *redis.Client) {
 		r := newRW(t, rdb, 10000, 1000)
-		wantOK(t, "rlock R, attempt 1 (its reply lost)", r.run(script.RWMutexRLock, r.keys, "R", r.rwake, r.wake, r.ttl, fenceTTL, 1, 1))
+		wantOK(t, "rlock R, attempt 1 (its reply lost)", r.run(script.RWMutexRLock, r.keys, "R", r.rwake, r.wake, r.ttl, fenceMargin, 1, 1))
 		wantContended(t, "lock W behind the orphan", r.lock("W", true), r.ttl)
-		wantOK(t, "rlock R, attempt 2 naming attempt 1", r.run(script.RWMutexRLock, r.keys, "R", r.rwake, r.wake, r.ttl, fenceTTL, 1, 2, 1))
+		wantOK(t, "rlock R, attempt 2 naming attempt 1", r.run(script.RWMutexRLock, r.keys, "R", r.rwake, r.wake, r.ttl, fenceMargin, 1, 2, 1))
 		if got := r.members(rwReaders); got != "R:2" {
 			t.Fatalf("readers %q after the take-over; want R:2 alone", got)
 		}
 		// The undo of attempt 2 names it alone, not the attempts it lists.
-		wantOK(t, "rlock_undo of attempt 2", r.run(script.RWMutexRLockUndo, r.keys, "R", r.rwake, r.wake, r.ttl, fenceTTL, 1, 2, 1))
+		wantOK(t, "rlock_undo of attempt 2", r.run(script.RWMutexRLockUndo, r.keys, "R", r.rwake, r.wake, r.ttl, fenceMargin, 1, 2, 1))
 		if got := r.members(rwReaders); got != "" {
 			t.Fatalf("readers %q after the undo of attempt 2; want none", got)
 		}
 		wantOK(t, "W gives up", r.unlock("W"))
-		wantOK(t, "rlock S, attempt 1", r.run(script.RWMutexRLock, r.keys, "S", r.rwake, r.wake, r.ttl, fenceTTL, 1, 1))
-		wantOK(t, "rlock S, attempt 2 naming attempt 1", r.run(script.RWMutexRLock, r.keys, "S", r.rwake, r.wake, r.ttl, fenceTTL, 1, 2, 1))
-		wantOK(t, "rlock_undo of S's attempt 1, late", r.run(script.RWMutexRLockUndo, r.keys, "S", r.rwake, r.wake, r.ttl, fenceTTL, 1, 1))
+		wantOK(t, "rlock S, attempt 1", r.run(script.RWMutexRLock, r.keys, "S", r.rwake, r.wake, r.ttl, fenceMargin, 1, 1))
+		wantOK(t, "rlock S, attempt 2 naming attempt 1", r.run(script.RWMutexRLock, r.keys, "S", r.rwake, r.wake, r.ttl, fenceMargin, 1, 2, 1))
+		wantOK(t, "rlock_undo of S's attempt 1, late", r.run(script.RWMutexRLockUndo, r.keys, "S", r.rwake, r.wake, r.ttl, fenceMargin, 1, 1))
 		if got := r.members(rwReaders); got != "S:2" {
 			t.Fatalf("readers %q after a late undo of the taken-over attempt; want S:2", got)
 		}

@@ -33,7 +33,8 @@ func servers(t *testing.T, f func(t *testing.T, rdb *redis.Client)) {
 	})
 }
 
-const fenceTTL = int64(24 * time.Hour / time.Millisecond)
+// fenceMargin is the fence counter margin the scripts are given (holdopt.FenceMargin).
+const fenceMargin = int64(10 * time.Second / time.Millisecond)
 
 func TestMutexScripts(t *testing.T) {
 	servers(t, func(t *testing.T, rdb *redis.Client) {
@@ -47,7 +48,7 @@ func TestMutexScripts(t *testing.T) {
 		acquire := func(owner string) backend.Reply {
 			t.Helper()
 			attempt++
-			r, err := backend.Run(ctx, b, script.MutexAcquire, keys, owner, wake, 10000, fenceTTL, "host/1", attempt, 1, "host/1#1", "0", 3000, 0, int64(attempt))
+			r, err := backend.Run(ctx, b, script.MutexAcquire, keys, owner, wake, 10000, fenceMargin, "host/1", attempt, 1, "host/1#1", "0", 3000, 0, int64(attempt))
 			if err != nil {
 				t.Fatalf("acquire: %v", err)
 			}
@@ -82,13 +83,13 @@ func TestMutexScripts(t *testing.T) {
 		}
 		// The undo of the first attempt, arriving after the retry granted
 		// the hold again, leaves it alone; the retry's own undo ends it.
-		if r := run(script.MutexUndo, "A", wake, 10000, fenceTTL, "host/1", 1); r.Status() != backend.StatusOK {
+		if r := run(script.MutexUndo, "A", wake, 10000, fenceMargin, "host/1", 1); r.Status() != backend.StatusOK {
 			t.Errorf("late undo of an earlier attempt = %v; want [1] (nothing of that attempt remains)", r)
 		}
 		if o := rdb.HGet(ctx, keys[0], "o").Val(); o != "A" {
 			t.Fatalf("holder after a late undo = %q; want A", o)
 		}
-		if r := run(script.MutexUndo, "A", wake, 10000, fenceTTL, "host/1", attempt); r.Status() != backend.StatusOK {
+		if r := run(script.MutexUndo, "A", wake, 10000, fenceMargin, "host/1", attempt); r.Status() != backend.StatusOK {
 			t.Errorf("undo of the attempt that granted the hold = %v; want [1]", r)
 		}
 		r = acquire("A")
@@ -96,7 +97,7 @@ func TestMutexScripts(t *testing.T) {
 		// An earlier attempt delivered late keeps the hold, but leaves the
 		// later attempt recorded: that one's undo still ends it, the
 		// earlier one's does not.
-		if r := run(script.MutexAcquire, "A", wake, 10000, fenceTTL, "host/1", 1); r.Status() != backend.StatusOK || r.At(1) != tok {
+		if r := run(script.MutexAcquire, "A", wake, 10000, fenceMargin, "host/1", 1); r.Status() != backend.StatusOK || r.At(1) != tok {
 			t.Errorf("late acquire of an earlier attempt = %v; want [1 %d]", r, tok)
 		}
 		if a := rdb.HGet(ctx, keys[0], "a").Val(); a != fmt.Sprint(attempt) {

@@ -54,7 +54,7 @@ var (
 
 // Arguments of the scenarios (after ARGV[1], the publish command).
 func mutexArgs(owner string, attempt int) []any {
-	return []any{owner, "wake", 10000, fenceTTL, "host/1", attempt}
+	return []any{owner, "wake", 10000, fenceMargin, "host/1", attempt}
 }
 
 // handoffArgs are mutexArgs with a block of 17 tokens, cohort and a
@@ -74,7 +74,7 @@ func callOf(owner string) int64 {
 }
 
 func rwLockArgs(owner string, attempt int) []any {
-	return []any{owner, "wwake", "rwake", 3000, 10000, fenceTTL, 1, attempt}
+	return []any{owner, "wwake", "rwake", 3000, 10000, fenceMargin, 1, attempt}
 }
 
 // rwLineArgs are rwLockArgs of a writer of cohort, which takes a place in
@@ -84,11 +84,11 @@ func rwLineArgs(owner, cohort string, attempt int) []any {
 }
 
 func rwRLockArgs(owner string, attempt int) []any {
-	return []any{owner, "rwake", "wwake", 10000, fenceTTL, 1, attempt}
+	return []any{owner, "rwake", "wwake", 10000, fenceMargin, 1, attempt}
 }
 
 func reArgs(owner string, count int, token int64, attempt int) []any {
-	return []any{owner, "wake", 10000, fenceTTL, count, token, attempt}
+	return []any{owner, "wake", 10000, fenceMargin, count, token, attempt}
 }
 
 // reLineArgs are reArgs of a first hold by Lock in cohort, which takes a
@@ -98,11 +98,11 @@ func reLineArgs(owner, cohort string, attempt int) []any {
 }
 
 func fifoArgs(owner, waiter string, k, ticket int64, attempt int) []any {
-	return []any{owner, "wake:", waiter, k, 3, 10000, 5000, fenceTTL, ticket, attempt}
+	return []any{owner, "wake:", waiter, k, 3, 10000, 5000, fenceMargin, ticket, attempt}
 }
 
 func multiArgs(owner string, attempt int) []any {
-	return []any{owner, "wake1", 10000, fenceTTL, "host/1", attempt, "X", 3000, callOf(owner), "wake1", "wake2"}
+	return []any{owner, "wake1", 10000, fenceMargin, "host/1", attempt, "X", 3000, callOf(owner), "wake1", "wake2"}
 }
 
 func scenarios() []scenario {

@@ -37,7 +37,7 @@ func TestMutexYield(t *testing.T) {
 				acquire := func(owner, cohort, waits string) backend.Reply {
 					t.Helper()
 					attempt++
-					r, err := backend.Run(ctx, b, script.MutexAcquire, keys, owner, "wake", 10000, fenceTTL, "host/1", attempt, 1, cohort, waits, 3000, 0, callOf(owner))
+					r, err := backend.Run(ctx, b, script.MutexAcquire, keys, owner, "wake", 10000, fenceMargin, "host/1", attempt, 1, cohort, waits, 3000, 0, callOf(owner))
 					if err != nil {
 						t.Fatal(err)
 					}
