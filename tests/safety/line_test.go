@@ -18,6 +18,7 @@ import (
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/internal/script"
 	"github.com/redisync/redisync/locker"
+	"github.com/redisync/redisync/multi"
 	"github.com/redisync/redisync/mutex"
 	"github.com/redisync/redisync/reentrant"
 	"github.com/redisync/redisync/rwmutex"
@@ -137,6 +138,89 @@ func giveUpInFlight(t *testing.T, ctx context.Context, b locker.Locker, cut *cut
 		t.Errorf("B: Lock() = %v; want an error matching locker.ErrNotAcquired and context.DeadlineExceeded", err)
 	}
 	t.Logf("B: attempt answered %v by the server, reply cut; Lock() = %v", cut.reply, err)
+}
+
+// TestMultiGiveUpLeavesLine covers finding 2: a multi.Lock on its atomic
+// path (every member a mutex, one slot) that gives up must take its cohort
+// out of the members' lines, whether its context ends while it waits or
+// while an attempt is in flight (cutReply). Process A holds the multi-lock,
+// B's multi-lock gives up, then C (a mutex of the first member, or a
+// multi-lock over the same members) waits; when A unlocks, C must get the
+// lock within half its poll interval.
+func TestMultiGiveUpLeavesLine(t *testing.T) {
+	t.Parallel()
+	node := redistest.SharedNode(t)
+	newMulti := func(b backend.Backend, name string) (locker.Locker, error) {
+		l, err := multi.New(b, []multi.Member{multi.Mutex(name + ":a"), multi.Mutex(name + ":b")},
+			multi.WithTTL(lineTTL), multi.WithBackoff(lineBackoff))
+		if err != nil {
+			return nil, err
+		}
+		if !l.Atomic() {
+			return nil, errors.New("the multi-lock is not on its atomic path")
+		}
+		return l, nil
+	}
+	waiters := []struct {
+		name    string
+		acquire *backend.Script
+		make    func(b backend.Backend, name string) (locker.Locker, error)
+	}{
+		{"mutex", script.MutexAcquire, func(b backend.Backend, name string) (locker.Locker, error) {
+			// The first member in lock order, where B stood in line.
+			return nilIfErr(mutex.New(b, name+":a", mutex.WithTTL(lineTTL), mutex.WithBackoff(lineBackoff)))
+		}},
+		{"multi", script.MultiAcquire, newMulti},
+	}
+	for _, inFlight := range []bool{false, true} {
+		for _, w := range waiters {
+			sub := "waiting/" + w.name
+			if inFlight {
+				sub = "in-flight/" + w.name
+			}
+			t.Run(sub, func(t *testing.T) {
+				t.Parallel()
+				ctx := newContext(t)
+				name := newName(t)
+				cut := newCutReply(script.MultiAcquire)
+				bAttempts := &attempts{scripts: []*backend.Script{script.MultiAcquire}}
+				bHook := redis.Hook(bAttempts)
+				if inFlight {
+					bHook = cut
+				}
+				counted := &attempts{scripts: []*backend.Script{w.acquire}}
+				a := newProcess(t, node.Addr, name, newMulti)
+				b := newProcess(t, node.Addr, name, newMulti, bHook)
+				c := newProcess(t, node.Addr, name, w.make, counted)
+
+				if err := a.Lock(ctx); err != nil {
+					t.Fatalf("A: Lock() = %v; want nil", err)
+				}
+				if inFlight {
+					giveUpInFlight(t, ctx, b, cut)
+				} else {
+					giveUpWaiting(t, ctx, b, bAttempts)
+				}
+				checkWoken(t, ctx, node.Addr, lockKey(name+":a"), a, startWaiting(t, ctx, c, counted), c)
+			})
+		}
+	}
+}
+
+// giveUpWaiting runs b.Lock with a deadline of lineGiveUp while the lock is
+// held, and checks that it waited (two attempts, the first and the one
+// after it subscribed, have their replies in) before the deadline ended it.
+func giveUpWaiting(t *testing.T, ctx context.Context, b locker.Locker, n *attempts) {
+	t.Helper()
+	bctx, cancel := context.WithTimeout(ctx, lineGiveUp)
+	defer cancel()
+	err := b.Lock(bctx)
+	if got := n.replies.Load(); got < 2 {
+		t.Fatalf("B made %d attempts before its deadline; the test meant it to wait (2 attempts) first: the machine was too slow for the test's deadline", got)
+	}
+	if !errors.Is(err, locker.ErrNotAcquired) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("B: Lock() = %v; want an error matching locker.ErrNotAcquired and context.DeadlineExceeded", err)
+	}
 }
 
 // lockResult is what a Lock started by startWaiting returned, and when.
