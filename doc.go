@@ -15,6 +15,7 @@
 //	latch      latch.CountDown, released when a count reaches zero
 //	multi      multi.Lock, several locks held as one, all or nothing
 //	fence      writes guarded by fencing tokens; compare-and-set by version
+//	admin      what an operator does to other processes' holds: ForceUnlock
 //	tracing    OpenTelemetry options: span and metric schema
 //
 // # Getting started

@@ -58,17 +58,24 @@
 // For a Mutex named "jobs" on a backend with the default prefix:
 //
 //	redisync:{jobs}:fair            hash: the limit (1), permits out, one field per hold and per waiter
-//	redisync:{jobs}:fair:deadlines  sorted set: hold expiries and heartbeat deadlines, server milliseconds
+//	redisync:{jobs}:fair:deadlines  sorted set: hold expiries, heartbeat deadlines and departures, server ms
 //	redisync:{jobs}:fair:queue      sorted set: waiters by ticket
 //	redisync:{jobs}:fence           the name's fencing token counter, expires 10s after the server's clock passes it
-//	redisync:{jobs}:fair:wake:<id>  pub/sub channel of one waiter (sharded on Cluster)
+//	redisync:{jobs}:fair:wake:<ch>  pub/sub channel of one waiter (sharded on Cluster)
 //
 // A hold's field records its permits, token, ticket and the acquisition
 // attempt that granted it; a release says how many permits the hold keeps
 // (not how many it gives back), and an undo names its attempt, so that a
-// request run twice or delivered late changes nothing more. The first three
-// expire with the last deadline they hold and are deleted when nothing is
-// held or awaited. All keys share the hash tag of the name,
+// request run twice or delivered late changes nothing more. Every Acquire
+// call waits under a waiter id of its own, "<ch>.<call>", where <ch> names
+// its wake channel (a handle reuses its channels, not its ids); a waiter
+// that was granted or gave up leaves a departure in the deadlines for a
+// queue timeout, so that a heartbeat, attempt or release of it that arrives
+// late does not put it back in line or take a later waiter's place. A
+// waiter that gives up leaves the line with a release that is sent again
+// after transient failures. The first three expire with the last deadline
+// they hold; the hash and the queue are deleted when nothing is held or
+// awaited. All keys share the hash tag of the name,
 // so they live in one Cluster slot.
 //
 // # Errors

@@ -74,7 +74,14 @@
 // default prefix:
 //
 //	redisync:{orders:42}:value  the value: a string (Set, CompareAndSwap) or a hash (HSet)
-//	redisync:{orders:42}:guard  hash {t: highest fencing token seen, v: version, w: id of the last write}
+//	redisync:{orders:42}:guard  hash {t: highest fencing token seen, v: version, w: id of the last write,
+//	                            s: number of the last write made with token t}
+//
+// A write's id is "<number>.<random>", the number growing with the writes of
+// the process: of the writes made with the highest token, one that arrives
+// with a lower number than the last made (a late copy of an earlier write,
+// delivered after a later one) is not applied again over the later one, and
+// reports the version that stands.
 //
 // Both share the hash tag of the name, so they live in one Cluster slot and
 // one script can check and write them together. The value is the caller's

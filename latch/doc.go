@@ -72,12 +72,17 @@
 //
 // For a latch named "deploy:42" on a backend with the default prefix:
 //
-//	redisync:{deploy:42}:latch  hash {n: count, c: count left, r: id of the last Reset,
-//	                            <count-down id>: 1 per count-down while closed};
+//	redisync:{deploy:42}:latch  hash {n: count, c: count left, r: id of the last Reset, z: id of the
+//	                            count-down that opened it, <count-down id>: "<server ms> <c|o>" per
+//	                            count-down call (c: counted, o: found the latch open)};
 //	                            expires TTL after the last CountDown or Reset
 //	redisync:{deploy:42}:wake   pub/sub channel (sharded on Cluster), one message when the latch opens
 //
-// Both share the hash tag of the name, so they live in one Cluster slot.
+// Both share the hash tag of the name, so they live in one Cluster slot. A
+// count-down call is remembered for the TTL, across Resets (a Reset drops
+// the calls seen longer ago), so that a call sent again after its reply was
+// lost counts once: not twice in its round, and not in the round after a
+// Reset.
 //
 // # Errors
 //

@@ -25,7 +25,10 @@
 // token, Done and Err. Each acquisition through Redis reserves a block of
 // tokens (its own and one per hand-off), so a token handed on locally is
 // still greater than every token issued before it and smaller than every
-// later one. A hold passes on locally at most 64 times and not once 20ms have
+// later one; the release gives back the part of the block its holders did
+// not use, and a hold hands on at most one token per microsecond since its
+// grant, so that the name's fence counter keeps to the server's clock
+// however the bounds are set. A hold passes on locally at most 64 times and not once 20ms have
 // passed since its grant came back from Redis ([WithLocalHandoff]); then Unlock
 // releases it through Redis, and the waiters of other processes get their
 // turn. [WithLocalHandoff](0, 0) turns hand-off off, for arrival order across
@@ -33,6 +36,26 @@
 // local holder that has it, and is never handed on: the next local waiter
 // contends through Redis. Hand-off passes holds only between handles with
 // the watchdog on and the same TTL.
+//
+// A hold can also end on the server without its holder: a force unlock
+// (admin.ForceUnlock, redisync unlock --force), a DEL of its key, eviction
+// under maxmemory, a failover that lost the key. While goroutines of the
+// holder's process wait for the lock (so that the hold could be handed on
+// to them), they listen on the process's wake channel, where a force unlock
+// tells the process at once: the hold is verified with Redis right away,
+// and is handed on only once that verification is back. Without that
+// message (the other ends, or a process whose goroutines do not wait), the
+// holder learns of the end at its next renewal, within a third of the TTL
+// plus a round trip; Done then closes for the holder of the moment, and
+// nothing is handed on after. A hold is handed on only within the hand-off
+// time bound of its grant (20ms by default), so the window in which a
+// goroutine can be handed a hold that already ended on the server is the
+// shorter of that bound and the time to the next renewal (a force unlock
+// when goroutines wait: the time its message takes). A goroutine handed the
+// hold in that window gets a token of the block reserved before the end,
+// smaller than the token of any acquisition through Redis after it: a
+// resource that checks fencing tokens and has seen the later holder's token
+// refuses its writes (see package fence).
 //
 // Processes wait for a lock in line: a waiting attempt that finds the lock
 // taken puts its process (its cohort: the goroutines of the process that
@@ -43,7 +66,12 @@
 // its place until it is granted the lock, so one that lost a race for it
 // (to a TryLock, or to the releaser's own goroutine) is woken first again;
 // when its last waiter gives up, it leaves the line and the next process is
-// woken. The place of a process that stops trying without leaving (it
+// woken: whether the Lock gives up between attempts or with an attempt in
+// flight (its context ends during the round trip, its reply is lost), and
+// the leave is sent again after transient failures. A place in line names
+// the Lock call that holds it, so that a request that arrives late (a leave
+// after a later Lock of the same process took the place over, an attempt
+// after its Lock gave up) changes nothing. The place of a process that stops trying without leaving (it
 // crashed) lapses after twice the longest poll interval of its backoff plus
 // a second (3s by default); until then releases wake it in vain, and the
 // other waiters find the lock free at their next poll.
@@ -96,9 +124,10 @@
 // For a Mutex named "orders:42" on a backend with the default prefix:
 //
 //	redisync:{orders:42}:lock          hash: the hold {o: owner token, f: fencing token, a: attempt, c: cohort
-//	                                   "<host>/<pid>#<backend>"}, the line {q:<cohort>: "<arrival> <until ms>", qn: last
-//	                                   arrival}, and a release's yield marker {y: "<until ms> <cohort>"}; expires with
-//	                                   the hold, or without one with the last place in line or the marker
+//	                                   "<host>/<pid>#<backend>"}, the line {q:<cohort>: "<arrival> <until ms> <call>",
+//	                                   qn: last arrival}, and a release's yield marker {y: "<until ms> <cohort>"};
+//	                                   expires with the hold, or without one with the last place in line, departure
+//	                                   or marker
 //	redisync:{orders:42}:fence         the last fencing token reserved, expires 10s after the server's clock passes it
 //	redisync:{orders:42}:wake:<cohort> pub/sub channel (sharded on Cluster) of one waiting process: a release
 //	                                   publishes on the channel of the first process in line, and a release
@@ -110,7 +139,12 @@
 // acts only while that attempt's grant stands. The f field is the token of
 // the acquisition through Redis; the holders of the same process it was
 // handed to carry the next tokens of its block, which the fence counter
-// already counts. A cohort is "<host>/<pid>#<backend id>".
+// already counts. A cohort is "<host>/<pid>#<backend id>". A place in line
+// names the cohort's Lock call that holds it (calls are numbered in the
+// process, from its clock); an arrival of 0 is a departure: the call it
+// names gave up or was granted, and until it ends (the place's stale time
+// later), that call's late requests, and those of earlier calls of the
+// process, neither take a place nor the lock.
 //
 // # Errors
 //

@@ -71,8 +71,9 @@
 // For a Mutex named "tree:7" on a backend with the default prefix:
 //
 //	redisync:{tree:7}:reentrant      hash: the hold {<owner token>: hold count, f: fencing token, g: grant, a: attempt}
-//	                                 and the line of waiting processes {q:<cohort>: "<arrival> <until ms>", qn: last
-//	                                 arrival}; expires with the hold, or without one with the last place in line
+//	                                 and the line of waiting processes {q:<cohort>: "<arrival> <until ms> <call>",
+//	                                 qn: last arrival}; expires with the hold, or without one with the last place in
+//	                                 line or departure (see package mutex)
 //	redisync:{tree:7}:fence          the last fencing token, expires 10s after the server's clock passes it
 //	redisync:{tree:7}:wake:<cohort>  pub/sub channel (sharded on Cluster) of one waiting process
 //

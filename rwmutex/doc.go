@@ -93,9 +93,12 @@
 // For an RWMutex named "cache:users" on a backend with the default prefix:
 //
 //	redisync:{cache:users}:writer   hash: the write hold {o: owner token, f: fencing token, a: attempt, c: cohort} and
-//	                                the writers' line {q:<cohort>: "<arrival> <until ms>", qn: last arrival}; expires
-//	                                with the write hold, or without one with the last place in line
-//	redisync:{cache:users}:readers  sorted set: a member per read hold, "<owner>:<attempt>", scored by its expiry (server ms)
+//	                                the writers' line {q:<cohort>: "<arrival> <until ms> <call>", qn: last arrival};
+//	                                expires with the write hold, or without one with the last place in line or
+//	                                departure (see package mutex)
+//	redisync:{cache:users}:readers  sorted set: a member per read hold, "<owner>:<attempt>", scored by its expiry (server
+//	                                ms); an attempt takes over the hold of an earlier attempt of its RLock whose
+//	                                reply was lost
 //	redisync:{cache:users}:wwait    sorted set: waiting writers, scored by the expiry of their claim
 //	redisync:{cache:users}:rwait    sorted set: waiting readers, scored likewise
 //	redisync:{cache:users}:rturn    sorted set: readers whose turn it is, until they come in or it expires

@@ -24,7 +24,8 @@ it; a crashed holder's hold ends by itself when its TTL runs out.
 Each kind of primitive is ended in one atomic step on the server, on every node of a
 --quorum. The waiters are woken and take the lock at once. A holder whose hold is renewed
 (the default; redisync run's) finds it gone at its next renewal, within a third of its TTL,
-and reports it lost; run then terminates its command. Fencing tokens are not reset: the
+and reports it lost; run then terminates its command. A mutex's or writer's process whose
+goroutines wait for the lock is told at once and stops handing the hold on to them. Fencing tokens are not reset: the
 next holder gets a larger one, so a resource that checks them rejects the old holder's late
 writes. For each hold it ended, unlock prints its kind, its fencing token and, for a mutex,
 the holding process (host/pid), as status shows them.
