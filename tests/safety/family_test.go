@@ -2,6 +2,9 @@ package safety_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -9,11 +12,13 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/backend"
+	"github.com/redisync/redisync/fair"
 	"github.com/redisync/redisync/internal/deploytest"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/internal/script"
 	"github.com/redisync/redisync/locker"
 	"github.com/redisync/redisync/rwmutex"
+	"github.com/redisync/redisync/semaphore"
 )
 
 // The tests of this file cover the findings of a review of the lock family
@@ -129,6 +134,143 @@ func TestLostReadGrant(t *testing.T) {
 	t.Logf("the writer got the lock %v after the reader's RUnlock began", wWait.Round(time.Millisecond))
 	if wWait >= ttl/2 {
 		t.Errorf("the writer got the lock %v after the reader's RUnlock began; want less than %v (half the TTL)", wWait.Round(time.Millisecond), ttl/2)
+	}
+}
+
+// queueOptions configures a handle of a primitive that keeps a line
+// (internal/fifo).
+type queueOptions struct {
+	queueTimeout time.Duration  // 0 keeps the default
+	backoff      locker.Backoff // nil keeps the default
+}
+
+// queueKinds lists the primitives that keep a line: the fair lock and a
+// semaphore of one permit.
+var queueKinds = []struct {
+	name    string
+	scripts script.FIFO
+	keys    func(name string) []string // the keys of its holds and line
+	make    func(b backend.Backend, name string, o queueOptions) (locker.Locker, error)
+}{
+	{"fair", script.Fair, fifoKeys("fair"), func(b backend.Backend, name string, o queueOptions) (locker.Locker, error) {
+		var opts []fair.Option
+		if o.queueTimeout != 0 {
+			opts = append(opts, fair.WithQueueTimeout(o.queueTimeout))
+		}
+		if o.backoff != nil {
+			opts = append(opts, fair.WithBackoff(o.backoff))
+		}
+		return nilIfErr(fair.New(b, name, opts...))
+	}},
+	{"semaphore", script.Semaphore, fifoKeys("semaphore"), func(b backend.Backend, name string, o queueOptions) (locker.Locker, error) {
+		var opts []semaphore.Option
+		if o.queueTimeout != 0 {
+			opts = append(opts, semaphore.WithQueueTimeout(o.queueTimeout))
+		}
+		if o.backoff != nil {
+			opts = append(opts, semaphore.WithBackoff(o.backoff))
+		}
+		s, err := semaphore.NewWeighted(b, name, 1, opts...)
+		if err != nil {
+			return nil, err
+		}
+		return permit{s}, nil
+	}},
+}
+
+// fifoKeys returns the keys of a line's state, deadlines and queue for the
+// primitive kind (see internal/keyspace), with the default prefix.
+func fifoKeys(kind string) func(name string) []string {
+	return func(name string) []string {
+		base := backend.DefaultPrefix + ":{" + name + "}:" + kind
+		return []string{base, base + ":deadlines", base + ":queue"}
+	}
+}
+
+// queueOf returns the line of a fair lock as node c holds it: its waiters
+// by ticket.
+func queueOf(ctx context.Context, c *redis.Client, name string) string {
+	q, err := c.ZRangeWithScores(ctx, fifoKeys("fair")(name)[2], 0, -1).Result()
+	if err != nil {
+		return err.Error()
+	}
+	var ws []string
+	for _, z := range q {
+		ws = append(ws, fmt.Sprintf("%v@%.0f", z.Member, z.Score))
+	}
+	return "[" + strings.Join(ws, " ") + "]"
+}
+
+// TestUndoWakesNotItsCaller covers finding 2: on a quorum of three nodes,
+// a holder's hold is on two nodes only (node 3 lost the keys of the holds
+// and of the line). A waiter's attempts are then granted on node 3 and
+// undone there (the undo is counted on node 3, to prove it); the undo must
+// not wake the waiter itself, which would try again at once, in a loop. In
+// a wait of 2s that ends with its context, the waiter makes at most one
+// attempt per poll interval of its backoff, one after each heartbeat, and
+// the few of its start (the first, one after joining, one after aligning
+// its place on the nodes): the test allows twice that.
+func TestUndoWakesNotItsCaller(t *testing.T) {
+	t.Parallel()
+	const (
+		wait         = 2 * time.Second
+		poll         = 200 * time.Millisecond
+		queueTimeout = 6 * time.Second
+	)
+	limit := 2 * (int(wait/poll) + int(wait/(queueTimeout/3)) + 3)
+	nodes := redistest.StartNodes(t, 3)
+	o := queueOptions{queueTimeout: queueTimeout, backoff: locker.ConstantBackoff(poll)}
+	for _, k := range queueKinds {
+		t.Run(k.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := newContext(t)
+			name := newName(t)
+			holder, err := k.make(newQuorum(t, nodes, nil), name, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := holder.Lock(ctx); err != nil {
+				t.Fatalf("holder: Lock() = %v; want nil", err)
+			}
+			defer func() {
+				if err := holder.Unlock(context.WithoutCancel(ctx)); err != nil {
+					t.Errorf("holder: Unlock() = %v; want nil", err)
+				}
+			}()
+			if err := newClient(t, nodes[2].Addr).Del(ctx, k.keys(name)...).Err(); err != nil {
+				t.Fatal(err)
+			}
+
+			tries := &counted{match: runs(k.scripts.Acquire)}
+			undone := &counted{match: runs(k.scripts.Undo)}
+			waiter, err := k.make(newQuorum(t, nodes, []redis.Hook{tries, nil, undone}), name, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wctx, cancel := context.WithTimeout(ctx, wait)
+			err = waiter.Lock(wctx)
+			cancel()
+			if err == nil {
+				_ = waiter.Unlock(ctx)
+				t.Fatal("waiter: Lock() = nil while the holder holds two nodes of three")
+			}
+			if !errors.Is(err, locker.ErrNotAcquired) || !errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("waiter: Lock() = %v; want an error matching locker.ErrNotAcquired and context.DeadlineExceeded", err)
+			}
+			n, undos := tries.replies.Load(), undone.replies.Load()
+			t.Logf("the waiter made %d attempts in %v (poll %v, limit %d); %d undone on node 3", n, wait, poll, limit, undos)
+			if undos == 0 {
+				t.Fatal("no attempt of the waiter was granted and undone on node 3: the test did not set up a minority grant")
+			}
+			if n >= int64(limit) {
+				t.Errorf("the waiter made %d attempts in %v; want fewer than %d (its poll interval is %v): the undo of its minority grant woke the waiter itself", n, wait, limit, poll)
+			}
+			select {
+			case <-holder.(interface{ Done() <-chan struct{} }).Done():
+				t.Error("the holder's hold ended while the waiter waited")
+			default:
+			}
+		})
 	}
 }
 
