@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -274,6 +276,95 @@ func TestUndoWakesNotItsCaller(t *testing.T) {
 	}
 }
 
+// TestLateHeartbeat covers finding 3: a heartbeat of A's waiter (fair.beat)
+// reaches the server only after A was granted the lock and released it
+// (holdBack sends it then). It must not put A's waiter back in line, at its
+// old, lowest ticket: a newcomer B must get the free lock at once, not after
+// that ghost's heartbeat deadline (the queue timeout), and when A locks
+// again once B is there (300ms after B's first attempt), B must be served
+// first.
+func TestLateHeartbeat(t *testing.T) {
+	t.Parallel()
+	const queueTimeout = 3 * time.Second // A heartbeats every second
+	node := redistest.SharedNode(t)
+	newFair := func(b backend.Backend, name string) (locker.Locker, error) {
+		return nilIfErr(fair.New(b, name, fair.WithQueueTimeout(queueTimeout)))
+	}
+	cases := []struct {
+		name   string
+		relock bool // A locks again after B
+	}{
+		{"newcomer", false},
+		{"relock", true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := newContext(t)
+			name := newName(t)
+			loadScripts(t, ctx, newClient(t, node.Addr), script.Fair.Beat)
+			late := newHoldBack(beatOf(script.Fair))
+			bAttempts := &counted{match: runs(script.Fair.Acquire)}
+			h := newProcess(t, node.Addr, name, newFair)
+			a := newProcess(t, node.Addr, name, newFair, late)
+			b := newProcess(t, node.Addr, name, newFair, bAttempts)
+
+			if err := h.Lock(ctx); err != nil {
+				t.Fatalf("H: Lock() = %v; want nil", err)
+			}
+			aDone := lockAsync(ctx, a)
+			select {
+			case <-late.held:
+			case r := <-aDone:
+				t.Fatalf("A: Lock() = %v while H holds the lock", r.err)
+			case <-ctx.Done():
+				t.Fatal("A sent no heartbeat")
+			}
+			if err := h.Unlock(ctx); err != nil {
+				t.Fatalf("H: Unlock() = %v; want nil", err)
+			}
+			if r := <-aDone; r.err != nil {
+				t.Fatalf("A: Lock() = %v after H's release; want nil", r.err)
+			}
+			if err := a.Unlock(ctx); err != nil {
+				t.Fatalf("A: Unlock() = %v; want nil", err)
+			}
+			reply, err := late.deliver(ctx)
+			if err != nil {
+				t.Fatalf("A's late heartbeat failed on the server: %v", err)
+			}
+			t.Logf("A's heartbeat delivered after its release: %v; the line: %s", reply, queueOf(ctx, newClient(t, node.Addr), name))
+
+			var order turns
+			start := time.Now()
+			bDone := order.lock(ctx, "B", b)
+			var aAgain <-chan lockResult
+			if tc.relock {
+				await(t, ctx, "B's first attempt", func() bool { return bAttempts.replies.Load() >= 1 })
+				time.Sleep(300 * time.Millisecond)
+				aAgain = order.lock(ctx, "A", a)
+			}
+			br := <-bDone
+			if br.err != nil {
+				t.Fatalf("B: %v", br.err)
+			}
+			bWait := br.at.Sub(start)
+			t.Logf("B got the free lock %v after its Lock began (queue timeout %v)", bWait.Round(time.Millisecond), queueTimeout)
+			if bWait >= queueTimeout/2 {
+				t.Errorf("B got the free lock %v after its Lock began; want less than %v (half the queue timeout): it waited behind A's waiter, put back by the late heartbeat", bWait.Round(time.Millisecond), queueTimeout/2)
+			}
+			if tc.relock {
+				if ar := <-aAgain; ar.err != nil {
+					t.Fatalf("A: %v", ar.err)
+				}
+				if got, want := order.get(), []string{"B", "A"}; !slices.Equal(got, want) {
+					t.Errorf("served in the order %v; want %v (B was in line first; A locked again 300ms later)", got, want)
+				}
+			}
+		})
+	}
+}
+
 // lockAsync starts l.Lock(ctx) and returns its result, once it returned.
 func lockAsync(ctx context.Context, l locker.Locker) <-chan lockResult {
 	done := make(chan lockResult, 1)
@@ -282,6 +373,43 @@ func lockAsync(ctx context.Context, l locker.Locker) <-chan lockResult {
 		done <- lockResult{err, time.Now()}
 	}()
 	return done
+}
+
+// turns records the order in which processes get a lock.
+type turns struct {
+	mu    sync.Mutex
+	order []string
+}
+
+// lock starts l.Lock(ctx) for the process called who, and returns its
+// result once it returned and, if it got the lock, recorded its turn and
+// unlocked.
+func (tr *turns) lock(ctx context.Context, who string, l locker.Locker) <-chan lockResult {
+	done := make(chan lockResult, 1)
+	go func() {
+		err := l.Lock(ctx)
+		at := time.Now()
+		if err != nil {
+			done <- lockResult{fmt.Errorf("%s: Lock() = %w", who, err), at}
+			return
+		}
+		tr.mu.Lock()
+		tr.order = append(tr.order, who)
+		tr.mu.Unlock()
+		if err := l.Unlock(context.WithoutCancel(ctx)); err != nil {
+			done <- lockResult{fmt.Errorf("%s: Unlock() = %w", who, err), at}
+			return
+		}
+		done <- lockResult{nil, at}
+	}()
+	return done
+}
+
+// get returns the processes in the order they got the lock.
+func (tr *turns) get() []string {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return slices.Clone(tr.order)
 }
 
 // await polls cond every millisecond until it holds, and fails the test,
@@ -295,6 +423,61 @@ func await(t *testing.T, ctx context.Context, what string, cond func() bool) {
 		case <-time.After(time.Millisecond):
 		}
 	}
+}
+
+// holdBack is a go-redis hook that holds back the first command for which
+// match holds: the command is not sent, and its caller gets
+// deploytest.ErrLostReply at once (a transient network error, as a read
+// deadline gives). It reaches the server when deliver is called, as a
+// request that arrives after its sender gave up on it
+// (deploytest.Replies.Late, delivered at a point of the test rather than
+// after a delay), or never, as a request the network dropped. Other
+// commands pass through. The script of a held EVALSHA must be loaded on the
+// server before it is delivered.
+type holdBack struct {
+	match func(redis.Cmder) bool
+	first once
+	held  chan struct{}                         // closed once the command is held back
+	send  func(ctx context.Context) redis.Cmder // sends the held command; set before held closes
+}
+
+func newHoldBack(match func(redis.Cmder) bool) *holdBack {
+	return &holdBack{match: match, held: make(chan struct{})}
+}
+
+func (h *holdBack) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *holdBack) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if !h.match(cmd) || !h.first.take() {
+			return next(ctx, cmd)
+		}
+		args := cmd.Args()
+		h.send = func(ctx context.Context) redis.Cmder {
+			c := redis.NewCmd(ctx, args...)
+			_ = next(ctx, c)
+			return c
+		}
+		close(h.held)
+		cmd.SetErr(deploytest.ErrLostReply)
+		return deploytest.ErrLostReply
+	}
+}
+
+func (h *holdBack) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// deliver sends the held command and returns its reply. The command must be
+// held.
+func (h *holdBack) deliver(ctx context.Context) (any, error) {
+	select {
+	case <-h.held:
+	default:
+		return nil, errors.New("no command is held back")
+	}
+	c := h.send(ctx).(*redis.Cmd)
+	return c.Val(), c.Err()
 }
 
 // counted is a go-redis hook that counts the commands for which match holds
@@ -323,4 +506,14 @@ func (c *counted) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 // runs returns a match for the commands that run one of scripts.
 func runs(scripts ...*backend.Script) func(redis.Cmder) bool {
 	return func(cmd redis.Cmder) bool { return deploytest.ScriptOf(cmd, scripts...) != nil }
+}
+
+// beatOf returns a match for the heartbeats of a line's waiters (s.Beat
+// with a ticket). Enqueue runs the same script, with ticket 0, its last
+// argument (see internal/fifo).
+func beatOf(s script.FIFO) func(redis.Cmder) bool {
+	return func(cmd redis.Cmder) bool {
+		args := cmd.Args()
+		return deploytest.ScriptOf(cmd, s.Beat) != nil && fmt.Sprint(args[len(args)-1]) != "0"
+	}
 }
