@@ -365,6 +365,90 @@ func TestLateHeartbeat(t *testing.T) {
 	}
 }
 
+// TestLateQuorumRelease covers finding 4: on a quorum of three nodes, A's
+// release of its hold fails on nodes 2 and 3 (holdBack holds the first
+// fair.release on each back; the quorum sends it again there in the
+// background) while B waits, and reaches them only after A's next Lock has
+// joined the line behind B there, and aligned its place. That late release
+// of A's earlier hold must leave A's next place alone: when B unlocks, A
+// must be served before C, who joined the line after A. (On one node only,
+// A would keep a majority of its places, and be served first anyway.)
+func TestLateQuorumRelease(t *testing.T) {
+	t.Parallel()
+	// Waiters heartbeat every 10s: none in the test's time, so that a lost
+	// place stays lost.
+	const queueTimeout = 30 * time.Second
+	ctx := newContext(t)
+	nodes := redistest.StartNodes(t, 3)
+	raws := make([]*redis.Client, len(nodes))
+	for i, n := range nodes {
+		raws[i] = newClient(t, n.Addr)
+		loadScripts(t, ctx, raws[i], script.Fair.Release)
+	}
+	name := newName(t)
+	newFair := func(b backend.Backend) locker.Locker {
+		f, err := fair.New(b, name, fair.WithQueueTimeout(queueTimeout))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	beat, release := beatOf(script.Fair), runs(script.Fair.Release)
+	late := []*holdBack{newHoldBack(release), newHoldBack(release)}
+	aBeats := []*counted{{match: beat}, {match: beat}}
+	bBeats, cBeats := &counted{match: beat}, &counted{match: beat}
+	a := newFair(newQuorumHooks(t, nodes, [][]redis.Hook{nil, {late[0], aBeats[0]}, {late[1], aBeats[1]}}))
+	b := newFair(newQuorumHooks(t, nodes, [][]redis.Hook{{bBeats}}))
+	c := newFair(newQuorumHooks(t, nodes, [][]redis.Hook{{cBeats}}))
+
+	if err := a.Lock(ctx); err != nil {
+		t.Fatalf("A: Lock() = %v; want nil", err)
+	}
+	bDone := lockAsync(ctx, b)
+	await(t, ctx, "B's place in line", func() bool { return bBeats.replies.Load() >= 1 })
+	if err := a.Unlock(ctx); err != nil {
+		t.Fatalf("A: Unlock() = %v; want nil (the release reached node 1)", err)
+	}
+	for i, l := range late {
+		select {
+		case <-l.held:
+		default:
+			t.Fatalf("A's release was not sent to node %d", i+2)
+		}
+	}
+	if r := <-bDone; r.err != nil {
+		t.Fatalf("B: Lock() = %v after A's release; want nil", r.err)
+	}
+
+	var order turns
+	aDone := order.lock(ctx, "A", a)
+	await(t, ctx, "A's next place in line on nodes 2 and 3", func() bool {
+		return aBeats[0].replies.Load() >= 1 && aBeats[1].replies.Load() >= 1
+	})
+	for i, l := range late {
+		if _, err := l.deliver(ctx); err != nil {
+			t.Fatalf("A's late release failed on node %d: %v", i+2, err)
+		}
+	}
+	cDone := order.lock(ctx, "C", c)
+	await(t, ctx, "C's place in line", func() bool { return cBeats.replies.Load() >= 1 })
+	lines := make([]string, len(raws))
+	for i, raw := range raws {
+		lines[i] = fmt.Sprintf("node %d %s", i+1, queueOf(ctx, raw, name))
+	}
+	if err := b.Unlock(ctx); err != nil {
+		t.Fatalf("B: Unlock() = %v; want nil", err)
+	}
+	for _, done := range []<-chan lockResult{aDone, cDone} {
+		if r := <-done; r.err != nil {
+			t.Fatal(r.err)
+		}
+	}
+	if got, want := order.get(), []string{"A", "C"}; !slices.Equal(got, want) {
+		t.Errorf("after B, served in the order %v; want %v, the order of arrival (the lines before B's release: %s)", got, want, strings.Join(lines, "; "))
+	}
+}
+
 // lockAsync starts l.Lock(ctx) and returns its result, once it returned.
 func lockAsync(ctx context.Context, l locker.Locker) <-chan lockResult {
 	done := make(chan lockResult, 1)
@@ -423,6 +507,27 @@ func await(t *testing.T, ctx context.Context, what string, cond func() bool) {
 		case <-time.After(time.Millisecond):
 		}
 	}
+}
+
+// newQuorumHooks returns a quorum Backend over a client of each node,
+// closed when the test ends; hooks[i], when given, are added to node i's
+// client.
+func newQuorumHooks(t *testing.T, nodes []*redistest.Node, hooks [][]redis.Hook) backend.Backend {
+	t.Helper()
+	clients := make([]redis.UniversalClient, len(nodes))
+	for i, n := range nodes {
+		var hs []redis.Hook
+		if i < len(hooks) {
+			hs = hooks[i]
+		}
+		clients[i] = newClient(t, n.Addr, hs...)
+	}
+	q, err := backend.NewQuorum(clients)
+	if err != nil {
+		t.Fatalf("NewQuorum: %v", err)
+	}
+	t.Cleanup(func() { _ = q.Close() })
+	return q
 }
 
 // holdBack is a go-redis hook that holds back the first command for which
