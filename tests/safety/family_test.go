@@ -449,6 +449,74 @@ func TestLateQuorumRelease(t *testing.T) {
 	}
 }
 
+// TestDroppedLeave covers finding 5: G waits behind the holder H, L behind
+// G; G gives up (its context is cancelled) and its request to leave the line
+// (fair.release, semaphore.release) is dropped: holdBack fails it with a
+// transient network error without sending it. When H releases, L must get
+// the lock within half the queue timeout: G's leave is sent again, and the
+// release wakes L; otherwise G stays at the head of the line until its
+// heartbeat deadline, the queue timeout after it joined.
+func TestDroppedLeave(t *testing.T) {
+	t.Parallel()
+	const queueTimeout = 4 * time.Second
+	node := redistest.SharedNode(t)
+	for _, k := range queueKinds {
+		t.Run(k.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := newContext(t)
+			name := newName(t)
+			newLock := func(b backend.Backend, name string) (locker.Locker, error) {
+				return k.make(b, name, queueOptions{queueTimeout: queueTimeout})
+			}
+			drop := newHoldBack(runs(k.scripts.Release))
+			gAttempts := &counted{match: runs(k.scripts.Acquire)}
+			lAttempts := &counted{match: runs(k.scripts.Acquire)}
+			h := newProcess(t, node.Addr, name, newLock)
+			g := newProcess(t, node.Addr, name, newLock, drop, gAttempts)
+			l := newProcess(t, node.Addr, name, newLock, lAttempts)
+
+			if err := h.Lock(ctx); err != nil {
+				t.Fatalf("H: Lock() = %v; want nil", err)
+			}
+			gctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			gDone := lockAsync(gctx, g)
+			// Two attempts, the first and the one after joining the line.
+			await(t, ctx, "G's place in line", func() bool { return gAttempts.replies.Load() >= 2 })
+			lDone := lockAsync(ctx, l)
+			await(t, ctx, "L's place in line", func() bool { return lAttempts.replies.Load() >= 2 })
+			cancel()
+			if r := <-gDone; !errors.Is(r.err, locker.ErrNotAcquired) || !errors.Is(r.err, context.Canceled) {
+				t.Fatalf("G: Lock() = %v; want an error matching locker.ErrNotAcquired and context.Canceled", r.err)
+			}
+			select {
+			case <-drop.held:
+			default:
+				t.Fatal("G sent no request to leave the line")
+			}
+
+			released := time.Now()
+			if err := h.Unlock(ctx); err != nil {
+				t.Fatalf("H: Unlock() = %v; want nil", err)
+			}
+			r := <-lDone
+			if r.err != nil {
+				t.Fatalf("L: Lock() = %v after H's release; want nil", r.err)
+			}
+			defer func() {
+				if err := l.Unlock(context.WithoutCancel(ctx)); err != nil {
+					t.Errorf("L: Unlock() = %v; want nil", err)
+				}
+			}()
+			wait := r.at.Sub(released)
+			t.Logf("L got the lock %v after H's release (queue timeout %v)", wait.Round(time.Millisecond), queueTimeout)
+			if wait >= queueTimeout/2 {
+				t.Errorf("L got the lock %v after H's release; want less than %v (half the queue timeout): G, whose leave was dropped, stayed at the head of the line", wait.Round(time.Millisecond), queueTimeout/2)
+			}
+		})
+	}
+}
+
 // lockAsync starts l.Lock(ctx) and returns its result, once it returned.
 func lockAsync(ctx context.Context, l locker.Locker) <-chan lockResult {
 	done := make(chan lockResult, 1)
