@@ -19,6 +19,7 @@ import (
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/internal/script"
 	"github.com/redisync/redisync/locker"
+	"github.com/redisync/redisync/mutex"
 	"github.com/redisync/redisync/rwmutex"
 	"github.com/redisync/redisync/semaphore"
 )
@@ -514,6 +515,83 @@ func TestDroppedLeave(t *testing.T) {
 				t.Errorf("L got the lock %v after H's release; want less than %v (half the queue timeout): G, whose leave was dropped, stayed at the head of the line", wait.Round(time.Millisecond), queueTimeout/2)
 			}
 		})
+	}
+}
+
+// TestStaleFenceCounter covers finding 6: one goroutine locks and unlocks a
+// mutex with local hand-off of up to 1024 turns within 20ms for a second,
+// the fence counter is copied, the goroutine goes on for another second,
+// and the counter is set back to the copy (a replica that lagged a second
+// behind, promoted by a failover). The next acquisition, by another
+// process, must get a token above every token issued before.
+func TestStaleFenceCounter(t *testing.T) {
+	t.Parallel()
+	ctx := newContext(t)
+	node := redistest.SharedNode(t)
+	name := newName(t)
+	raw := newClient(t, node.Addr)
+	fence := backend.DefaultPrefix + ":{" + name + "}:fence"
+	m, err := mutex.New(newBackend(t, newClient(t, node.Addr)), name, mutex.WithLocalHandoff(1024, 20*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var highest int64
+	acquisitions := 0
+	run := func(d time.Duration) {
+		t.Helper()
+		for end := time.Now().Add(d); time.Now().Before(end); acquisitions++ {
+			if err := m.Lock(ctx); err != nil {
+				t.Fatalf("Lock() = %v; want nil", err)
+			}
+			if tok := m.Token(); tok <= highest {
+				t.Errorf("Token() = %d after %d; want a larger token", tok, highest)
+			} else {
+				highest = tok
+			}
+			if err := m.Unlock(ctx); err != nil {
+				t.Fatalf("Unlock() = %v; want nil", err)
+			}
+		}
+	}
+	// ahead returns how far the counter c is ahead of the server's clock.
+	ahead := func(c int64) time.Duration {
+		now, err := raw.Time(ctx).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return time.Duration(c-now.UnixMicro()) * time.Microsecond
+	}
+
+	run(time.Second)
+	stale, err := raw.Get(ctx, fence).Int64()
+	if err != nil {
+		t.Fatalf("GET %s: %v", fence, err)
+	}
+	staleAhead := ahead(stale)
+	run(time.Second)
+	last, err := raw.Get(ctx, fence).Int64()
+	if err != nil {
+		t.Fatalf("GET %s: %v", fence, err)
+	}
+	t.Logf("%d acquisitions; the counter was %v ahead of the server's clock when copied, %v at the end", acquisitions, staleAhead, ahead(last))
+	if err := raw.Set(ctx, fence, stale, redis.KeepTTL).Err(); err != nil {
+		t.Fatal(err)
+	}
+
+	other, err := mutex.New(newBackend(t, newClient(t, node.Addr)), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Lock(ctx); err != nil {
+		t.Fatalf("other: Lock() = %v; want nil", err)
+	}
+	tok := other.Token()
+	if err := other.Unlock(ctx); err != nil {
+		t.Errorf("other: Unlock() = %v; want nil", err)
+	}
+	if tok <= highest {
+		t.Errorf("after the counter went back to its copy of a second before (%d), a new hold got token %d; want above %d, the highest token issued (%v below it)",
+			stale, tok, highest, time.Duration(highest-tok)*time.Microsecond)
 	}
 }
 
