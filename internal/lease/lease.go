@@ -325,15 +325,22 @@ func (l *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 // Tenure.Passable); if the hold is gone, it ends as lost. A fixed lease (no
 // watchdog) is not verified: it is not handed on either.
 func (l *Lease) Check() {
+	if l.suspected() {
+		l.wd.poke()
+	}
+}
+
+// suspected marks the hold for a verification at once (see Check), and
+// reports whether it did: the watchdog must then be woken.
+func (l *Lease) suspected() bool {
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	if l.ended || l.stopping || !l.spec.Watchdog {
-		l.mu.Unlock()
-		return
+		return false
 	}
 	l.suspect = true
 	l.nextRenew = time.Now()
-	l.mu.Unlock()
-	l.wd.poke()
+	return true
 }
 
 // verified reports whether the hold is not under a Check: no verification

@@ -363,8 +363,13 @@ func (wd *watchdog) check(key string) {
 		}
 	}
 	wd.mu.Unlock()
+	// A hold's own wd field may not be set yet (register adds it first).
+	poke := false
 	for _, l := range holds {
-		l.Check()
+		poke = l.suspected() || poke
+	}
+	if poke {
+		wd.poke()
 	}
 }
 

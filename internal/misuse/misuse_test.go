@@ -299,12 +299,41 @@ func held(ctx context.Context, raw *redis.Client, name string) ([]string, error)
 	keys, err := raw.Keys(ctx, "redisync:{"+name+"}:*").Result()
 	var out []string
 	for _, k := range keys {
-		if !strings.HasSuffix(k, ":fence") && !strings.HasSuffix(k, ":guard") && !strings.HasSuffix(k, ":value") &&
-			!strings.HasSuffix(k, ":latch") {
-			out = append(out, k)
+		if strings.HasSuffix(k, ":fence") || strings.HasSuffix(k, ":guard") || strings.HasSuffix(k, ":value") ||
+			strings.HasSuffix(k, ":latch") || departuresOnly(ctx, raw, k) {
+			continue
 		}
+		out = append(out, k)
 	}
 	return out, err
+}
+
+// departuresOnly reports whether key holds nothing but the departures of
+// callers that were granted or gave up (see internal/script/lock_lib.lua and
+// fifo_lib.lua): a lock hash with only a departed line, or a fifo's
+// deadlines with only departures. They are not holds, and expire with
+// their stale time or queue timeout.
+func departuresOnly(ctx context.Context, raw *redis.Client, key string) bool {
+	switch raw.Type(ctx, key).Val() {
+	case "hash":
+		for f, v := range raw.HGetAll(ctx, key).Val() {
+			if f != "qn" && !(strings.HasPrefix(f, "q:") && strings.HasPrefix(v, "0 ")) {
+				return false
+			}
+		}
+		return true
+	case "zset":
+		if !strings.HasSuffix(key, ":deadlines") {
+			return false
+		}
+		for _, m := range raw.ZRange(ctx, key, 0, -1).Val() {
+			if !strings.HasPrefix(m, "x:") {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }
 
 func TestMisuseMatrix(t *testing.T) {
