@@ -1,0 +1,122 @@
+package external
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redisync/redisync/backend"
+	"github.com/redisync/redisync/internal/keyspace"
+	"github.com/redisync/redisync/internal/redistest"
+)
+
+// endsPerPrimitive is how many ends each primitive gets from each kind of
+// end, in turn in each mode for the primitives with hand-off (see modes).
+const endsPerPrimitive = 6
+
+// A site is where a run's workload holds its locks and how an end is
+// injected there.
+type site struct {
+	// client returns a new client of a process of the workload.
+	client func() redis.UniversalClient
+	// end ends the holds of r's lock from outside. It returns when the end
+	// was done, if that came before it returned (zero: when it returned).
+	end func(ctx context.Context, r *run) (time.Time, error)
+	// tells says that the end is a force unlock, which tells the holder's
+	// process at once when it listens on its wake channel.
+	tells bool
+}
+
+// endEach runs every primitive's workload at once, each on the site open
+// returns for it (open is called in the test's goroutine), and injects endsPerPrimitive ends of kind how into each,
+// one after the other; the fenced resources are on res. The checks of each
+// primitive are a subtest of their own.
+func endEach(t *testing.T, how string, res backend.Backend, open func(t *testing.T, p primitive) site) {
+	runs := make([]*run, len(primitives))
+	sites := make([]site, len(primitives))
+	for i, p := range primitives {
+		sites[i] = open(t, p)
+		runs[i] = newRun(t, p, 2, sites[i].client, res)
+		runs[i].start()
+		defer runs[i].stop()
+	}
+	var wg sync.WaitGroup
+	for i, r := range runs {
+		wg.Go(func() {
+			for n := range endsPerPrimitive {
+				if !inject(t, r, sites[i], how, modes(r.p, n)) {
+					break
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			r.stop()
+		})
+	}
+	wg.Wait()
+	var ta tally
+	for _, r := range runs {
+		t.Run(r.p.name, func(t *testing.T) {
+			r.t = t
+			ta.add(r.check())
+		})
+	}
+	ta.report(t, how)
+}
+
+// inject injects one end of kind how into r at s, in mode, and waits for
+// its holds to stop. It reports whether the run may go on.
+func inject(t *testing.T, r *run, s site, how, mode string) bool {
+	in, err := r.arm(how, mode, nil)
+	if err != nil {
+		t.Error(err)
+		return false
+	}
+	in.told = s.tells && r.p.told && r.listening(in, time.Second)
+	r.begin(in, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	done, err := s.end(ctx, r)
+	e := time.Now()
+	cancel()
+	if !done.IsZero() {
+		e = done
+	}
+	if err != nil {
+		t.Errorf("%s: %v", how, err)
+	}
+	bound := renewalBound
+	if in.told {
+		bound = toldBound
+	}
+	r.finish(in, e, bound, err)
+	return err == nil
+}
+
+// resource returns the backend of the fenced resources: a node of its
+// own, which no end touches.
+func resource(t *testing.T) backend.Backend {
+	b := backend.New(redistest.StartNode(t).Client(t))
+	t.Cleanup(func() { _ = b.Close() })
+	return b
+}
+
+// TestRawDel ends holds by deleting their keys.
+func TestRawDel(t *testing.T) {
+	node := redistest.StartNode(t)
+	res := resource(t)
+	raw := node.Client(t)
+	endEach(t, "del", res, func(t *testing.T, p primitive) site {
+		return site{client: func() redis.UniversalClient { return node.Client(t) },
+			end: func(ctx context.Context, r *run) (time.Time, error) {
+				keys := r.p.keys(keyspace.New(backend.DefaultPrefix, r.lockName))
+				n, err := raw.Del(ctx, keys...).Result()
+				if err == nil && n == 0 {
+					err = fmt.Errorf("DEL %v deleted nothing", keys)
+				}
+				return time.Time{}, err
+			}}
+	})
+}
