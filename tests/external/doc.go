@@ -1,7 +1,8 @@
 // Package external holds the tests of holds that end from outside while
 // their holders run: the fault class "external end". A hold ends without
-// its holder when someone deletes the hold's keys, for one. The library
-// promises (DESIGN.md, "Holds ended from outside") that the
+// its holder when an operator runs redisync unlock --force (the command-line
+// tool, which the test builds) or admin.ForceUnlock, and when someone
+// deletes the hold's keys. The library promises (DESIGN.md, "Holds ended from outside") that the
 // holder's process learns of such an end within a bound, stops handing the
 // hold on to its other goroutines, and closes Done.
 //
@@ -67,8 +68,14 @@
 //
 // # Ends
 //
-// TestRawDel deletes the keys of the holds (for the fair lock and the
-// semaphore, all their keys but the fence counter).
+// TestForceUnlockCLI builds cmd/redisync (with -race when the tests run
+// with it, so that the build reuses the compiled packages, and with
+// GORACE=atexit_sleep_ms=0 when it runs) and runs redisync unlock --force
+// --url; each start of the tool takes a few hundred milliseconds on a
+// loaded machine, so each primitive gets three ends there, six elsewhere.
+// TestForceUnlockLibrary calls admin.ForceUnlock. TestRawDel deletes the
+// keys of the holds (for the fair lock and the semaphore, all their keys
+// but the fence counter).
 //
 // It is a package of the nested module github.com/redisync/redisync/tests
 // (directory tests/external), run by the README's test command, and on its

@@ -1,21 +1,29 @@
 package external
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redisync/redisync/admin"
 	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/internal/keyspace"
 	"github.com/redisync/redisync/internal/redistest"
 )
 
 // endsPerPrimitive is how many ends each primitive gets from each kind of
-// end, in turn in each mode for the primitives with hand-off (see modes).
+// end but the command-line tool and the failover, in turn in each mode for
+// the primitives with hand-off (see modes). The command-line tool, a
+// process started for each end, gets one in each mode.
 const endsPerPrimitive = 6
 
 // A site is where a run's workload holds its locks and how an end is
@@ -29,6 +37,8 @@ type site struct {
 	// tells says that the end is a force unlock, which tells the holder's
 	// process at once when it listens on its wake channel.
 	tells bool
+	// ends is how many ends each primitive gets (0: endsPerPrimitive).
+	ends int
 }
 
 // endEach runs every primitive's workload at once, each on the site open
@@ -47,7 +57,8 @@ func endEach(t *testing.T, how string, res backend.Backend, open func(t *testing
 	var wg sync.WaitGroup
 	for i, r := range runs {
 		wg.Go(func() {
-			for n := range endsPerPrimitive {
+			ends := cmp.Or(sites[i].ends, endsPerPrimitive)
+			for n := range ends {
 				if !inject(t, r, sites[i], how, modes(r.p, n)) {
 					break
 				}
@@ -101,6 +112,73 @@ func resource(t *testing.T) backend.Backend {
 	b := backend.New(redistest.StartNode(t).Client(t))
 	t.Cleanup(func() { _ = b.Close() })
 	return b
+}
+
+// buildCLI builds cmd/redisync into a temporary directory, with -race when
+// the tests run with it, and returns the binary.
+func buildCLI(t *testing.T) string {
+	t.Helper()
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("the go command is not on PATH: %v", err)
+	}
+	bin := filepath.Join(t.TempDir(), "redisync")
+	args := []string{"build", "-o", bin}
+	if raceEnabled {
+		args = append(args, "-race")
+	}
+	cmd := exec.Command(goTool, append(args, "./cmd/redisync")...)
+	cmd.Dir = filepath.Join("..", "..") // the repository's root
+	began := time.Now()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/redisync: %v\n%s", err, out)
+	}
+	t.Logf("built redisync in %v", time.Since(began).Round(time.Millisecond))
+	return bin
+}
+
+// TestForceUnlockCLI ends holds with redisync unlock --force, run as the
+// operator runs it.
+func TestForceUnlockCLI(t *testing.T) {
+	node := redistest.StartNode(t)
+	res := resource(t)
+	bin := buildCLI(t)
+	url := "redis://" + node.Addr + "/0"
+	endEach(t, "cli", res, func(t *testing.T, p primitive) site {
+		return site{client: func() redis.UniversalClient { return node.Client(t) }, tells: true, ends: 3,
+			end: func(ctx context.Context, r *run) (time.Time, error) {
+				cmd := exec.CommandContext(ctx, bin, "unlock", "--force", "--url", url, r.lockName)
+				// A binary built with -race sleeps a second at exit, to let
+				// other goroutines report races, unless told not to.
+				cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0")
+				out, err := cmd.CombinedOutput()
+				if err != nil {
+					return time.Time{}, fmt.Errorf("redisync unlock --force: %v: %s", err, out)
+				}
+				if !bytes.Contains(out, []byte("ended ")) {
+					return time.Time{}, fmt.Errorf("redisync unlock --force ended nothing: %s", out)
+				}
+				return time.Time{}, nil
+			}}
+	})
+}
+
+// TestForceUnlockLibrary ends holds with admin.ForceUnlock.
+func TestForceUnlockLibrary(t *testing.T) {
+	node := redistest.StartNode(t)
+	res := resource(t)
+	op := backend.New(node.Client(t))
+	t.Cleanup(func() { _ = op.Close() })
+	endEach(t, "library", res, func(t *testing.T, p primitive) site {
+		return site{client: func() redis.UniversalClient { return node.Client(t) }, tells: true,
+			end: func(ctx context.Context, r *run) (time.Time, error) {
+				held, err := admin.ForceUnlock(ctx, op, r.lockName)
+				if err == nil && len(held) == 0 {
+					err = fmt.Errorf("admin.ForceUnlock(%q) ended nothing", r.lockName)
+				}
+				return time.Time{}, err
+			}}
+	})
 }
 
 // TestRawDel ends holds by deleting their keys.
