@@ -1,8 +1,9 @@
 // Package external holds the tests of holds that end from outside while
 // their holders run: the fault class "external end". A hold ends without
 // its holder when an operator runs redisync unlock --force (the command-line
-// tool, which the test builds) or admin.ForceUnlock, and when someone
-// deletes the hold's keys. The library promises (DESIGN.md, "Holds ended from outside") that the
+// tool, which the test builds) or admin.ForceUnlock, when someone deletes
+// the hold's keys, and when Redis evicts them under memory pressure. The
+// library promises (DESIGN.md, "Holds ended from outside") that the
 // holder's process learns of such an end within a bound, stops handing the
 // hold on to its other goroutines, and closes Done.
 //
@@ -75,7 +76,11 @@
 // loaded machine, so each primitive gets three ends there, six elsewhere.
 // TestForceUnlockLibrary calls admin.ForceUnlock. TestRawDel deletes the
 // keys of the holds (for the fair lock and the semaphore, all their keys
-// but the fence counter).
+// but the fence counter). TestEviction gives each primitive a node of its
+// own with maxmemory 4mb and allkeys-lru, and fills its database 1 with
+// junk values of 64 KiB until the node's keyspace notifications report the
+// hold's key evicted; the junk is then flushed, so that nothing else is
+// evicted until the next end.
 //
 // It is a package of the nested module github.com/redisync/redisync/tests
 // (directory tests/external), run by the README's test command, and on its

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -195,6 +196,74 @@ func TestRawDel(t *testing.T) {
 					err = fmt.Errorf("DEL %v deleted nothing", keys)
 				}
 				return time.Time{}, err
+			}}
+	})
+}
+
+// junkSize is the size of each junk value that fills an evicting node.
+const junkSize = 64 << 10
+
+// TestEviction ends holds by filling a node that evicts (maxmemory 4mb,
+// allkeys-lru) with junk keys, in another database, until the hold's key
+// is evicted, as the node's keyspace notifications tell. The junk is then
+// flushed, so that nothing more is evicted until the next end. Each
+// primitive has a node of its own: eviction picks its keys at random among
+// the least recently used.
+func TestEviction(t *testing.T) {
+	res := resource(t)
+	endEach(t, "eviction", res, func(t *testing.T, p primitive) site {
+		node := redistest.StartNode(t, redistest.WithConfig("maxmemory 4mb", "maxmemory-policy allkeys-lru", "notify-keyspace-events Ee"))
+		ctx := context.Background()
+		sub := node.Client(t).Subscribe(ctx, "__keyevent@0__:evicted")
+		if _, err := sub.Receive(ctx); err != nil {
+			t.Fatal(err)
+		}
+		evicted := sub.Channel()
+		junk := redis.NewClient(&redis.Options{Addr: node.Addr, DB: 1})
+		t.Cleanup(func() { _ = junk.Close() })
+		value := bytes.Repeat([]byte("j"), junkSize)
+		var ends, junkKeys, others int // of the primitive's ends, for the log
+		t.Cleanup(func() {
+			if ends > 0 {
+				t.Logf("eviction of %s: %d ends, %.0f junk keys per end, %d other keys of the lock evicted along", p.name, ends, float64(junkKeys)/float64(ends), others)
+			}
+		})
+		return site{client: func() redis.UniversalClient { return node.Client(t) },
+			end: func(ctx context.Context, r *run) (time.Time, error) {
+				target := r.p.keys(keyspace.New(backend.DefaultPrefix, r.lockName))[0]
+				for len(evicted) > 0 {
+					<-evicted
+				}
+				var done time.Time
+				n := 0
+				for ; n < 4000 && done.IsZero() && ctx.Err() == nil; n += 4 {
+					pipe := junk.Pipeline()
+					for i := range 4 {
+						pipe.Set(ctx, "junk:"+strconv.Itoa(n+i), value, 0)
+					}
+					_, _ = pipe.Exec(ctx) // a write may be refused while the node evicts
+					for drained := false; !drained; {
+						select {
+						case m := <-evicted:
+							if m.Payload == target {
+								done = time.Now()
+							} else {
+								others++
+							}
+						default:
+							drained = true
+						}
+					}
+				}
+				if err := junk.FlushDB(ctx).Err(); err != nil {
+					return done, err
+				}
+				if done.IsZero() {
+					return done, fmt.Errorf("%s not evicted after %d junk keys of %d KiB", target, n, junkSize>>10)
+				}
+				ends++
+				junkKeys += n
+				return done, nil
 			}}
 	})
 }
