@@ -25,12 +25,15 @@ type outcome struct {
 	// took whose holder saw Done close: after ends the holder's process was
 	// told of at once, and after the others.
 	toldLat, renewLat []time.Duration
-	injecting         []time.Duration // the times the injections took (e - e0)
-	knewUnlocks       int             // unlocks by a holder that had seen Done closed: check (a) looked at each
-	afterEnd          int             // tokens handed on after an end (the documented window)
-	refused           int             // stale tokens the fenced resource refused
-	crowded           int             // ends followed by two live holders (within the bound)
-	longest           time.Duration   // the longest time after an end that they lasted
+	// sincePromotion are, for a failover, the times from the promotion of
+	// the replica to Done (the end is the demotion of the old master).
+	sincePromotion []time.Duration
+	injecting      []time.Duration // the times the injections took (e - e0)
+	knewUnlocks    int             // unlocks by a holder that had seen Done closed: check (a) looked at each
+	afterEnd       int             // tokens handed on after an end (the documented window)
+	refused        int             // stale tokens the fenced resource refused
+	crowded        int             // ends followed by two live holders (within the bound)
+	longest        time.Duration   // the longest time after an end that they lasted
 	// violations, described
 	knew     []string // (a) hand-offs by a holder whose Done was closed
 	past     []string // (b) windows of two live holders outside an end's bound
@@ -215,6 +218,9 @@ func (r *run) checkEnd(o *outcome, in *injection) {
 			} else {
 				o.renewLat = append(o.renewLat, d)
 			}
+			if !in.promoted.IsZero() {
+				o.sincePromotion = append(o.sincePromotion, max(0, x.end.Sub(in.promoted)))
+			}
 		}
 		switch {
 		case kept && !x.knew:
@@ -285,6 +291,7 @@ func (ta *tally) report(t *testing.T, how string) {
 		all.noNewer += o.noNewer
 		all.toldLat = append(all.toldLat, o.toldLat...)
 		all.renewLat = append(all.renewLat, o.renewLat...)
+		all.sincePromotion = append(all.sincePromotion, o.sincePromotion...)
 		all.injecting = append(all.injecting, o.injecting...)
 		all.knewUnlocks += o.knewUnlocks
 		all.afterEnd += o.afterEnd
@@ -300,6 +307,9 @@ func (ta *tally) report(t *testing.T, how string) {
 	t.Logf("%s over %s:", how, strings.Join(prims, ", "))
 	t.Logf("  %d ends injected (%d told to the holder's process at once); injecting one took %s", all.ends, all.told, describe(all.injecting))
 	t.Logf("  end→Done: told at once %s; at the next renewal %s", describe(all.toldLat), describe(all.renewLat))
+	if len(all.sincePromotion) > 0 {
+		t.Logf("  promotion→Done (the end is the old master's demotion): %s", describe(all.sincePromotion))
+	}
 	t.Logf("  %d holds, %d handed on; hand-offs after the process knew: %d (of %d unlocks after Done closed)", all.holds, all.handoffs, len(all.knew), all.knewUnlocks)
 	t.Logf("  tokens handed on after an end: %d, not below a later grant's: %d; stale tokens refused by the fence: %d, accepted: %d",
 		all.afterEnd, len(all.order), all.refused, all.accepted)

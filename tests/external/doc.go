@@ -2,7 +2,8 @@
 // their holders run: the fault class "external end". A hold ends without
 // its holder when an operator runs redisync unlock --force (the command-line
 // tool, which the test builds) or admin.ForceUnlock, when someone deletes
-// the hold's keys, and when Redis evicts them under memory pressure. The
+// the hold's keys, when Redis evicts them under memory pressure, and when a
+// Sentinel failover promotes a replica that never received the grant. The
 // library promises (DESIGN.md, "Holds ended from outside") that the
 // holder's process learns of such an end within a bound, stops handing the
 // hold on to its other goroutines, and closes Done.
@@ -81,6 +82,28 @@
 // junk values of 64 KiB until the node's keyspace notifications report the
 // hold's key evicted; the junk is then flushed, so that nothing else is
 // evicted until the next end.
+//
+// TestFailover runs every primitive on one Sentinel topology
+// (internal/redistest) and fails it over twice, each time ending a pinned
+// hold of each primitive. Cutting the replica off with a proxy in its
+// replication link does not work there (Sentinel "fixes" a replica that
+// replicates from an address it does not know), and freezing it does not
+// stop replication (the bytes wait in its socket). So the replica to be
+// promoted is pointed at a user the master does not have (CONFIG SET
+// masteruser and masterauth) and its link is killed: its reconnections
+// fail authentication, while Sentinel still sees a replica of the right
+// master; the other replica gets replica-priority 0, so that SENTINEL
+// FAILOVER has one candidate. The pinned holds are granted after the cut,
+// and the test checks that the replica's replication offset did not move
+// before the failover. The end is taken when the old master has been
+// demoted, not when the replica was promoted: in between (about a second
+// with the harness's Sentinel settings) the old master still serves the
+// holds to clients that have not switched yet (go-redis learns of the new
+// master from its sentinel's +switch-master message, or when it dials
+// again), and their renewals succeed there. The time from the promotion
+// to Done is logged too. The holds pinned for a failover are older than
+// the hand-off window when it completes, so the failover ends them in
+// mode held only.
 //
 // It is a package of the nested module github.com/redisync/redisync/tests
 // (directory tests/external), run by the README's test command, and on its

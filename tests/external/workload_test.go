@@ -107,15 +107,18 @@ type pinRequest struct {
 
 // An injection is one end injected from outside.
 type injection struct {
-	how     string // del, ...
+	how     string // cli, library, del, eviction, failover
 	mode    string // held, passing or chain
 	pinned  *hold
 	release chan struct{}
-	told    bool          // the pinned holder's process listened on its wake channel
-	e0, e   time.Time     // just before the injecting command, right after it returned
-	bound   time.Duration // from e, for Done and for two live holders
-	marked  map[*leaseInfo]bool
-	err     error // the injection failed
+	told    bool      // the pinned holder's process listened on its wake channel
+	e0, e   time.Time // just before the injecting command, right after it returned
+	// promoted is, for a failover, when the replica was promoted; e is
+	// when the old master was demoted (see TestFailover)
+	promoted time.Time
+	bound    time.Duration // from e, for Done and for two live holders
+	marked   map[*leaseInfo]bool
+	err      error // the injection failed
 	// overlap is the time after e until which more weight was live than
 	// the lock admits (see checkWindows); zero when it never was
 	overlap time.Duration
