@@ -100,3 +100,27 @@ func ExampleHold() {
 	// Output:
 	// lost: true
 }
+
+// A drop-in sync.Locker for code written against the standard interface,
+// with an error handler: a Redis outage or a lost hold is reported (logged,
+// counted) instead of crashing the service.
+func ExampleSync_onError() {
+	srv, err := redisynctest.Start() // an embedded Redis, for the example
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer srv.Close()
+
+	mu, _ := mutex.New(srv.Backend(), "orders:42", mutex.WithTTL(300*time.Millisecond))
+	l := locker.Sync(mu, locker.OnError(func(method string, err error) {
+		fmt.Printf("%s: lost: %v\n", method, errors.Is(err, locker.ErrLost))
+	}))
+
+	l.Lock()
+	srv.Client().FlushAll(context.Background()) // the hold vanishes from the server (an operator, an eviction)
+	<-mu.Done()                                 // the watchdog finds out within a third of the TTL
+	l.Unlock()                                  // reported, not a panic
+	// Output:
+	// Unlock: lost: true
+}

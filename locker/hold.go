@@ -10,8 +10,8 @@ import (
 // A LeaseLocker is a lock whose hold is a [Lease]: what [Hold] and [Do] need
 // to know that the hold has ended. Every lock of redisync is one:
 // mutex.Mutex, fair.Mutex, rwmutex.RWMutex (Lock takes the write side),
-// the read side of an RWMutex (the value its RLocker method returns, as a
-// Locker, is also a LeaseLocker), and reentrant.Mutex, whose Lock and Unlock
+// the read side of an RWMutex (the value its RLocker method returns), and
+// reentrant.Mutex, whose Lock and Unlock
 // need an ownership scope in the context (reentrant.WithOwner). A
 // semaphore, which takes a number of permits, is not a Locker.
 type LeaseLocker interface {

@@ -54,14 +54,15 @@ type Lease interface {
 
 // An RWLocker is a distributed readers/writer lock. Lock, TryLock and Unlock
 // take the write side; RLock, TryRLock and RUnlock the read side, with the
-// same contracts as [Locker]. RLocker returns a Locker whose methods take the
-// read side.
+// same contracts as [Locker]. RLocker returns a [LeaseLocker] whose methods
+// take the read side, and whose Lease describes the read hold: it works with
+// [Hold], [Do] and [Sync].
 type RWLocker interface {
 	Locker
 	RLock(ctx context.Context) error
 	TryRLock(ctx context.Context) (bool, error)
 	RUnlock(ctx context.Context) error
-	RLocker() Locker
+	RLocker() LeaseLocker
 }
 
 // A Reentrant is a lock that its owner may take again while holding it. The

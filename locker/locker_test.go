@@ -36,8 +36,9 @@ func TestExponentialBackoff(t *testing.T) {
 
 // fake is a Locker that fails when told to.
 type fake struct {
-	locked  bool
-	lockErr error
+	locked    bool
+	lockErr   error
+	unlockErr error // returned by the next Unlock, which unlocks
 }
 
 func (f *fake) Lock(context.Context) error {
@@ -55,7 +56,7 @@ func (f *fake) Unlock(context.Context) error {
 		return locker.ErrNotHeld
 	}
 	f.locked = false
-	return nil
+	return f.unlockErr
 }
 
 func panics(f func()) (p any) {
@@ -81,5 +82,40 @@ func TestSync(t *testing.T) {
 	f.lockErr = errors.New("boom")
 	if p := panics(l.Lock); p == nil {
 		t.Error("Lock that fails did not panic")
+	}
+}
+
+// TestSyncOnError: with an error handler, a failing Lock is reported and
+// retried until it succeeds, a lost hold at Unlock is reported without a
+// panic, and what cannot be cured (a closed backend, an Unlock of a lock not
+// held) still panics.
+func TestSyncOnError(t *testing.T) {
+	f := &fake{}
+	var reported []string
+	l := locker.Sync(f, locker.OnError(func(method string, err error) {
+		reported = append(reported, method+": "+err.Error())
+		if method == "Lock" && len(reported) == 2 {
+			f.lockErr = nil // Redis is back
+		}
+	}))
+	f.lockErr = errors.New("connection refused")
+	l.Lock()
+	if !f.locked || len(reported) != 2 {
+		t.Fatalf("Lock with failures: locked %v, reported %q; want locked after 2 reports", f.locked, reported)
+	}
+	f.unlockErr = locker.ErrLost
+	if p := panics(l.Unlock); p != nil {
+		t.Fatalf("Unlock of a lost hold panicked: %v", p)
+	}
+	if last := reported[len(reported)-1]; last != "Unlock: "+locker.ErrLost.Error() {
+		t.Errorf("last report %q; want the loss", last)
+	}
+	f.unlockErr = nil
+	if p := panics(l.Unlock); p == nil {
+		t.Error("Unlock of an unlocked Sync locker did not panic")
+	}
+	f.lockErr = locker.ErrClosed
+	if p := panics(l.Lock); p == nil {
+		t.Error("Lock on a closed backend did not panic")
 	}
 }

@@ -143,6 +143,28 @@ func ExampleRWMutex_RLocker() {
 	// read-locked, token > 0: true
 }
 
+// A read-locked section with locker.Do: the work gets a context that is
+// cancelled if the read hold is lost, and the read lock is released after.
+func ExampleRWMutex_RLocker_do() {
+	srv, err := redisynctest.Start() // an embedded Redis, for the example
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer srv.Close()
+	b := srv.Backend() // a real program: backend.New(rdb), on its own Redis
+
+	rw, _ := rwmutex.New(b, "cache:users")
+	err = locker.Do(context.Background(), rw.RLocker(), func(ctx context.Context) error {
+		fmt.Println("reading under the read lock, token > 0:", rw.RLocker().Token() > 0)
+		return nil
+	})
+	fmt.Println("done:", err)
+	// Output:
+	// reading under the read lock, token > 0: true
+	// done: <nil>
+}
+
 // A Lock bounded by a deadline fails with an error that matches both
 // ErrNotAcquired and the context's error, and leaves the readers free to
 // come in.

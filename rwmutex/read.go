@@ -297,12 +297,12 @@ func (m *RWMutex) readToken() int64 {
 	return 0
 }
 
-// RLocker returns a locker.Locker whose Lock, TryLock and Unlock call m's
-// RLock, TryRLock and RUnlock, for code that takes a lock it only reads
-// under. The value also implements locker.Lease, describing the read hold
-// that the handle's readers share (its Extend extends that hold), and can be
-// passed to locker.Sync.
-func (m *RWMutex) RLocker() locker.Locker {
+// RLocker returns a locker.LeaseLocker whose Lock, TryLock and Unlock call
+// m's RLock, TryRLock and RUnlock, for code that takes a lock it only reads
+// under, and whose Lease describes the read hold that the handle's readers
+// share (its Extend extends that hold). It can be passed to locker.Do,
+// locker.Hold and locker.Sync.
+func (m *RWMutex) RLocker() locker.LeaseLocker {
 	return rlocker{m}
 }
 
