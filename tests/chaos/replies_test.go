@@ -18,6 +18,7 @@ import (
 	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/fair"
 	"github.com/redisync/redisync/internal/deploytest"
+	"github.com/redisync/redisync/internal/lease"
 	"github.com/redisync/redisync/internal/lockertest"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/internal/script"
@@ -402,6 +403,39 @@ func (c counted) Release(ctx context.Context) error {
 	return err
 }
 
+// watched is a Holder whose acquisition calls the line check sees.
+type watched struct {
+	Holder
+	b     backend.Backend
+	name  string
+	lines *lockertest.Lines
+}
+
+func (w watched) Mode() (Mode, int) {
+	if m, ok := w.Holder.(Moded); ok {
+		return m.Mode()
+	}
+	return Exclusive, 1
+}
+
+// op names the holder's acquisition call.
+func (w watched) op() string {
+	switch m, k := w.Mode(); m {
+	case Shared:
+		return "RLock"
+	case Weighted:
+		return fmt.Sprintf("Acquire(%d)", k)
+	}
+	return "Lock"
+}
+
+func (w watched) Acquire(ctx context.Context) error {
+	end := w.lines.Begin(w.b, w.name)
+	err := w.Holder.Acquire(ctx)
+	end(w.op(), err)
+	return err
+}
+
 // drive runs w for d, then stops it and waits for its holders.
 func drive(t *testing.T, w *Workload, d time.Duration) {
 	t.Helper()
@@ -437,19 +471,25 @@ func (top replyTopology) run(t *testing.T, p replyPrimitive, rules *replyRules, 
 	for _, b := range bs {
 		cov.Watch(b)
 	}
+	lines := lockertest.NewLines(raw)
 	stats := &holdStats{}
 	name := "replies-" + p.name
 	w := newWorkload(name, 2*replyClients, func(g int) (Holder, error) {
-		h, err := p.mk(bs[g%replyClients], name, g)
+		b := bs[g%replyClients]
+		h, err := p.mk(b, name, g)
 		if err != nil {
 			return nil, err
 		}
-		return counted{h, stats}, nil
+		return counted{watched{h, b, name, lines}, stats}, nil
 	})
 	stopCov := cov.Start()
 	drive(t, w, repliesDuration())
 	stopCov()
 	rules.stop()
+	// Every late request has landed; the cleanups that failed are sent
+	// again in the background until they get a reply, which they now do.
+	lease.WaitPersisted()
+	left := lines.Check(bs[0].Prefix(), name, "after the run")
 
 	model, capacity := p.model, p.capacity
 	if top.quorum && p.name == "semaphore" {
@@ -479,6 +519,21 @@ func (top replyTopology) run(t *testing.T, p replyPrimitive, rules *replyRules, 
 	for _, e := range stats.examples {
 		t.Logf("error: %s", e)
 	}
+	calls, checked, idle, leftBehind, unread := lines.Counts()
+	untouched, withdrawn, expired, _ := lines.Fates()
+	t.Logf("%s: calls checked for line hygiene: %d, entries left behind: %d (%d acquisition calls, %d checks with the name idle, %d unreadable; %d found by the check after the run; read again later: %d untouched, %d withdrawn late, %d expired)",
+		label, checked, leftBehind, calls, idle, unread, len(left), untouched, withdrawn, expired)
+	for i, v := range lines.Violations() {
+		if i == 10 {
+			t.Logf("... %d more", leftBehind-i)
+			break
+		}
+		if control {
+			t.Logf("left behind (not required of the control): %s", v)
+		} else {
+			t.Errorf("left behind: %s", v)
+		}
+	}
 	if control {
 		if violations == 0 {
 			t.Errorf("negative control: the coverage check found no hold expiring on the server before its Until (%d events checked, %d lost replies)", checks, lost)
@@ -490,6 +545,9 @@ func (top replyTopology) run(t *testing.T, p replyPrimitive, rules *replyRules, 
 	}
 	if checks < minCoverage {
 		t.Errorf("the coverage check saw %d events; want at least %d for a meaningful verdict", checks, minCoverage)
+	}
+	if checked == 0 {
+		t.Errorf("the line check read the server after none of the %d acquisition calls: it did not run", calls)
 	}
 	if r.conflicts != 0 {
 		t.Errorf("%d holds overlapped", r.conflicts)
