@@ -54,6 +54,21 @@ var replyTTL = max(ttl, lockertest.QuorumMinTTL)
 // drives two goroutines.
 const replyClients = 4
 
+// replyPoll is the backoff of the waiters of the reply scenarios: after
+// their first poll, a waiter that is not woken tries again only every 5s, so
+// that a wake-up that goes astray shows as a long wait (see Wakeups). (A
+// Backoff paces both the polls and the retries after an error: the first of
+// each is short, so that a lost reply costs what it costs with the default,
+// unless a second one follows it. An attempt that finds the lock held still
+// tries again when the holder's TTL would run out, which the script tells
+// it: that bounds the poll to replyTTL.)
+func replyPoll(n int) time.Duration {
+	if n <= 1 {
+		return 50 * time.Millisecond
+	}
+	return 5 * time.Second
+}
+
 // TestRepliesSingleNode runs every primitive on one node under lost, doubled
 // and late replies.
 func TestRepliesSingleNode(t *testing.T) {
@@ -90,21 +105,21 @@ func replyPrimitives() []replyPrimitive {
 	const permits = 3
 	return []replyPrimitive{
 		{"mutex", FencedMutex, 1, func(b backend.Backend, name string, g int) (Holder, error) {
-			m, err := mutex.New(b, name, mutex.WithTTL(replyTTL), mutex.WithLocalHandoff(16, replyTTL))
+			m, err := mutex.New(b, name, mutex.WithTTL(replyTTL), mutex.WithLocalHandoff(16, replyTTL), mutex.WithBackoff(replyPoll))
 			if err != nil {
 				return nil, err
 			}
 			return mutexHolder{m}, nil
 		}},
 		{"fair", FencedMutex, 1, func(b backend.Backend, name string, g int) (Holder, error) {
-			m, err := fair.New(b, name, fair.WithTTL(replyTTL), fair.WithQueueTimeout(time.Second))
+			m, err := fair.New(b, name, fair.WithTTL(replyTTL), fair.WithQueueTimeout(time.Second), fair.WithBackoff(replyPoll))
 			if err != nil {
 				return nil, err
 			}
 			return lockHolder{m, Exclusive}, nil
 		}},
 		{"reentrant", FencedMutex, 1, func(b backend.Backend, name string, g int) (Holder, error) {
-			m, err := reentrant.New(b, name, reentrant.WithTTL(replyTTL))
+			m, err := reentrant.New(b, name, reentrant.WithTTL(replyTTL), reentrant.WithBackoff(replyPoll))
 			if err != nil {
 				return nil, err
 			}
@@ -112,12 +127,12 @@ func replyPrimitives() []replyPrimitive {
 		}},
 		// A quarter of the goroutines write, the others read.
 		{"rwmutex", RWLock, 1, func(b backend.Backend, name string, g int) (Holder, error) {
-			m, err := rwmutex.New(b, name, rwmutex.WithTTL(replyTTL), rwmutex.WithLocalHandoff(16, replyTTL))
+			m, err := rwmutex.New(b, name, rwmutex.WithTTL(replyTTL), rwmutex.WithLocalHandoff(16, replyTTL), rwmutex.WithBackoff(replyPoll))
 			return rwHolder(m, g), err
 		}},
 		// Requests of 1 and 2 of 3 permits.
 		{"semaphore", Semaphore(permits), permits, func(b backend.Backend, name string, g int) (Holder, error) {
-			s, err := semaphore.NewWeighted(b, name, permits, semaphore.WithTTL(replyTTL), semaphore.WithQueueTimeout(time.Second))
+			s, err := semaphore.NewWeighted(b, name, permits, semaphore.WithTTL(replyTTL), semaphore.WithQueueTimeout(time.Second), semaphore.WithBackoff(replyPoll))
 			if err != nil {
 				return nil, err
 			}
@@ -268,6 +283,18 @@ func (r *replyRules) lateRule(cmds []redis.Cmder) (time.Duration, bool) {
 	return 0, false
 }
 
+// acquisitionScripts returns the scripts of replyScripts that take a hold
+// or a place in line: an AttemptHook counts their calls as attempts.
+func acquisitionScripts() []*backend.Script {
+	var out []*backend.Script
+	for _, s := range replyScripts() {
+		if s.Kind() == backend.Acquire {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 // hook returns a new Replies hook with r's rules, for one client.
 func (r *replyRules) hook() *deploytest.Replies {
 	h := &deploytest.Replies{Lose: r.loseRule, Twice: r.twiceRule, Late: r.lateRule}
@@ -292,13 +319,15 @@ func (r *replyRules) counts() (seen, lost, twice, late int64) {
 	return
 }
 
-// replyClient returns a client to addr with h added, that honours context
-// deadlines and never re-sends on its own (the hook does that), closed at
-// the end of the test.
-func replyClient(t *testing.T, addr string, h redis.Hook) *redis.Client {
+// replyClient returns a client to addr with hooks added, in order, that
+// honours context deadlines and never re-sends on its own (the hook does
+// that), closed at the end of the test.
+func replyClient(t *testing.T, addr string, hooks ...redis.Hook) *redis.Client {
 	c := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, MaxRetries: -1,
 		DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second})
-	c.AddHook(h)
+	for _, h := range hooks {
+		c.AddHook(h)
+	}
 	t.Cleanup(func() { _ = c.Close() })
 	return c
 }
@@ -311,16 +340,18 @@ type replyTopology struct {
 }
 
 // backends returns replyClients backends whose every client carries a hook
-// of rules, closed at the end of the test after the late deliveries landed.
+// of rules, below an AttemptHook that sees what the backend sees, closed at
+// the end of the test after the late deliveries landed.
 func (top replyTopology) backends(t *testing.T, rules *replyRules) []backend.Backend {
+	attempts := AttemptHook{Scripts: acquisitionScripts()}
 	bs := make([]backend.Backend, replyClients)
 	for i := range bs {
 		if !top.quorum {
-			bs[i] = backend.New(replyClient(t, top.addrs[0], rules.hook()))
+			bs[i] = backend.New(replyClient(t, top.addrs[0], attempts, rules.hook()))
 		} else {
 			cs := make([]redis.UniversalClient, len(top.addrs))
 			for n, addr := range top.addrs {
-				cs[n] = replyClient(t, addr, rules.hook())
+				cs[n] = replyClient(t, addr, attempts, rules.hook())
 			}
 			q, err := backend.NewQuorum(cs, backend.WithNodeTimeout(lockertest.QuorumNodeTimeout))
 			if err != nil {
@@ -403,12 +434,15 @@ func (c counted) Release(ctx context.Context) error {
 	return err
 }
 
-// watched is a Holder whose acquisition calls the line check sees.
+// watched is a Holder of process proc whose acquisition calls the line
+// check sees, and whose calls and releases Wakeups records.
 type watched struct {
 	Holder
+	proc  int
 	b     backend.Backend
 	name  string
 	lines *lockertest.Lines
+	wake  *Wakeups
 }
 
 func (w watched) Mode() (Mode, int) {
@@ -430,9 +464,19 @@ func (w watched) op() string {
 }
 
 func (w watched) Acquire(ctx context.Context) error {
+	ctx, call := w.wake.Begin(ctx, w.proc)
 	end := w.lines.Begin(w.b, w.name)
 	err := w.Holder.Acquire(ctx)
+	w.wake.End(call, time.Now(), err == nil)
 	end(w.op(), err)
+	return err
+}
+
+func (w watched) Release(ctx context.Context) error {
+	err := w.Holder.Release(ctx)
+	if err == nil {
+		w.wake.Released(w.proc, time.Now())
+	}
 	return err
 }
 
@@ -472,6 +516,9 @@ func (top replyTopology) run(t *testing.T, p replyPrimitive, rules *replyRules, 
 		cov.Watch(b)
 	}
 	lines := lockertest.NewLines(raw)
+	var wake Wakeups
+	stopWake := wake.Watch(bs)
+	defer stopWake()
 	stats := &holdStats{}
 	name := "replies-" + p.name
 	w := newWorkload(name, 2*replyClients, func(g int) (Holder, error) {
@@ -480,7 +527,7 @@ func (top replyTopology) run(t *testing.T, p replyPrimitive, rules *replyRules, 
 		if err != nil {
 			return nil, err
 		}
-		return counted{watched{h, b, name, lines}, stats}, nil
+		return counted{watched{h, g % replyClients, b, name, lines, &wake}, stats}, nil
 	})
 	stopCov := cov.Start()
 	drive(t, w, repliesDuration())
@@ -523,6 +570,8 @@ func (top replyTopology) run(t *testing.T, p replyPrimitive, rules *replyRules, 
 	untouched, withdrawn, expired, _ := lines.Fates()
 	t.Logf("%s: calls checked for line hygiene: %d, entries left behind: %d (%d acquisition calls, %d checks with the name idle, %d unreadable; %d found by the check after the run; read again later: %d untouched, %d withdrawn late, %d expired)",
 		label, checked, leftBehind, calls, idle, unread, len(left), untouched, withdrawn, expired)
+	ws := wake.Stats()
+	t.Logf("%s: wake-up latency (waiters poll every %v after their first poll): %v", label, replyPoll(2), ws)
 	for i, v := range lines.Violations() {
 		if i == 10 {
 			t.Logf("... %d more", leftBehind-i)
