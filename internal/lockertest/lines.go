@@ -57,7 +57,8 @@ type Lines struct {
 	unread     int                   // checks that no node answered
 	violations []*lineViolation      // one per live entry found, at the first check that found it
 	found      map[lineEntry]bool    // the entries found so far
-	rechecks   sync.WaitGroup
+	rechecks   int                   // second reads under way
+	settled    *sync.Cond            // on mu: signalled when rechecks drops to 0
 }
 
 // lineScope is the in-flight acquisition calls of one name.
@@ -99,7 +100,9 @@ func (v *lineViolation) String() string {
 // NewLines returns a Lines that reads the servers through nodes: one client
 // for a single node, Sentinel or Cluster, one per node for a quorum.
 func NewLines(nodes []redis.UniversalClient) *Lines {
-	return &Lines{nodes: nodes, names: make(map[string]*lineScope), found: make(map[lineEntry]bool)}
+	c := &Lines{nodes: nodes, names: make(map[string]*lineScope), found: make(map[lineEntry]bool)}
+	c.settled = sync.NewCond(&c.mu)
+	return c
 }
 
 // Begin records the start of an acquisition call through b on the primitive
@@ -183,10 +186,14 @@ func (c *Lines) record(found []lineFinding, when string) []*lineViolation {
 		fresh = append(fresh, v)
 	}
 	if len(fresh) > 0 {
-		c.rechecks.Add(1)
+		c.rechecks++
 		go func() {
-			defer c.rechecks.Done()
 			c.recheck(fresh)
+			c.mu.Lock()
+			if c.rechecks--; c.rechecks == 0 {
+				c.settled.Broadcast()
+			}
+			c.mu.Unlock()
 		}()
 	}
 	return fresh
@@ -220,9 +227,9 @@ func (c *Lines) Check(prefix, name, when string) []string {
 // the checks that no node answered (unread). It waits for the second reads
 // of the entries found.
 func (c *Lines) Counts() (calls, checked, idle, violations, unread int) {
-	c.rechecks.Wait()
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.settle()
 	return c.calls, c.checked, c.idle, len(c.violations), c.unread
 }
 
@@ -231,9 +238,9 @@ func (c *Lines) Counts() (calls, checked, idle, violations, unread int) {
 // have expired (withdrawn), gone once it had expired (expired), or not read
 // again (unread). It waits for the second reads.
 func (c *Lines) Fates() (untouched, withdrawn, expired, unread int) {
-	c.rechecks.Wait()
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.settle()
 	for _, v := range c.violations {
 		switch v.fate {
 		case fateUntouched:
@@ -252,14 +259,21 @@ func (c *Lines) Fates() (untouched, withdrawn, expired, unread int) {
 // Violations describes the violations found. It waits for the second reads
 // of the entries found.
 func (c *Lines) Violations() []string {
-	c.rechecks.Wait()
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.settle()
 	out := make([]string, len(c.violations))
 	for i, v := range c.violations {
 		out[i] = v.String()
 	}
 	return out
+}
+
+// settle waits until no second read is under way. c.mu is held.
+func (c *Lines) settle() {
+	for c.rechecks > 0 {
+		c.settled.Wait()
+	}
 }
 
 func describe(outcome any) string {
