@@ -51,7 +51,11 @@ type Replies struct {
 	Slow  func(cmds []redis.Cmder) (delay time.Duration, ok bool)
 
 	lost, twice, late, slow, seen atomic.Int64
-	wg                            sync.WaitGroup
+	// wg counts the late deliveries pending. mu orders its Add calls
+	// with Wait: a command decided late while Wait runs is registered
+	// once Wait returns, never during it.
+	mu sync.Mutex
+	wg sync.WaitGroup
 }
 
 var _ redis.Hook = (*Replies)(nil)
@@ -68,7 +72,9 @@ func (r *Replies) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 			if d, ok := r.Late(cmds); ok {
 				r.late.Add(1)
 				clone := redis.NewCmd(context.WithoutCancel(ctx), cmd.Args()...)
+				r.mu.Lock()
 				r.wg.Add(1)
+				r.mu.Unlock()
 				go func() {
 					defer r.wg.Done()
 					time.Sleep(d)
@@ -123,7 +129,11 @@ func (r *Replies) Counts() (seen, lost, twice, late int64) {
 func (r *Replies) Slowed() int64 { return r.slow.Load() }
 
 // Wait waits until every late delivery has been made.
-func (r *Replies) Wait() { r.wg.Wait() }
+func (r *Replies) Wait() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.wg.Wait()
+}
 
 // ScriptOf returns the script that cmd runs, among scripts, or nil when cmd
 // is not an EVALSHA or EVAL of one of them.

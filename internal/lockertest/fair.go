@@ -42,6 +42,8 @@ type FairSetup struct {
 	// one node may not show yet a change that timed out there and is
 	// being sent again in the background.
 	Quorum bool
+
+	lines *Lines // checks the acquisition calls of the locks of lock
 }
 
 // RunFair runs the FIFO suite: arrival order, a dead waiter at the head,
@@ -51,6 +53,7 @@ func RunFair(t *testing.T, s FairSetup) {
 		s.Waiters = 20
 	}
 	cover(t, s.Raw, &s.NewBackend)
+	s.lines = lines(t, s.Raw, &s.NewBackend)
 	tests := []struct {
 		name string
 		run  func(*testing.T, *FairSetup)
@@ -79,7 +82,7 @@ func (s *FairSetup) lock(t *testing.T, b backend.Backend, name string, o FairOpt
 	if err != nil {
 		t.Fatalf("New(%q): %v", name, err)
 	}
-	return l
+	return s.lines.linedFair(l, b, name)
 }
 
 // queueLen polls QueueLen until it reports want.

@@ -61,6 +61,8 @@ type Setup struct {
 	// stretch their waits to match. A quorum needs one above twice its node
 	// timeout.
 	MinTTL time.Duration
+
+	lines *Lines // checks the acquisition calls of the locks of lock and contender
 }
 
 // ttl returns d, or MinTTL when that is longer.
@@ -78,6 +80,7 @@ func Run(t *testing.T, s Setup) {
 		s.Acquisitions = 2000
 	}
 	cover(t, s.Raw, &s.NewBackend)
+	s.lines = lines(t, s.Raw, &s.NewBackend)
 	tests := []struct {
 		name string
 		run  func(*testing.T, *Setup)
@@ -119,7 +122,7 @@ func (s *Setup) lock(t *testing.T, b backend.Backend, name string, o Options) Lo
 	if err != nil {
 		t.Fatalf("New(%q): %v", name, err)
 	}
-	return steady{l}
+	return steady{s.lines.lined(l, b, name)}
 }
 
 // contender returns the lock that competes with the lock under test.
@@ -132,7 +135,7 @@ func (s *Setup) contender(t *testing.T, b backend.Backend, name string, o Option
 	if err != nil {
 		t.Fatalf("Contender(%q): %v", name, err)
 	}
-	return steady{l}
+	return steady{s.lines.lined(l, b, name)}
 }
 
 func ctxFor(t *testing.T, d time.Duration) context.Context {

@@ -38,6 +38,8 @@ type ReentrantSetup struct {
 	Clients, Goroutines, Holds int
 	// MinTTL: as in Setup.
 	MinTTL time.Duration
+
+	lines *Lines // checks the acquisition calls of the locks of lock
 }
 
 // RunReentrant runs the re-entrant suite: the lock suite (Run), with a new
@@ -54,6 +56,7 @@ func RunReentrant(t *testing.T, s ReentrantSetup) {
 		s.Holds = 600
 	}
 	cover(t, s.Raw, &s.NewBackend)
+	s.lines = lines(t, s.Raw, &s.NewBackend)
 	t.Run("Lock", func(t *testing.T) {
 		Run(t, Setup{
 			NewBackend: s.NewBackend,
@@ -155,7 +158,7 @@ func (s *ReentrantSetup) lock(t *testing.T, b backend.Backend, name string, o Op
 	if err != nil {
 		t.Fatalf("New(%q): %v", name, err)
 	}
-	return l
+	return s.lines.linedReentrant(l, b, name)
 }
 
 func isInvalid(err error) bool { return errors.Is(err, locker.ErrInvalid) }

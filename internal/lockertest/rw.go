@@ -40,6 +40,8 @@ type RWSetup struct {
 	Readers int
 	// MinTTL: as in Setup.
 	MinTTL time.Duration
+
+	lines *Lines // checks the acquisition calls of the locks of lock
 }
 
 // RunRW runs the read/write suite: the lock suite (Run) on the write side,
@@ -59,6 +61,7 @@ func RunRW(t *testing.T, s RWSetup) {
 		s.Readers = 16
 	}
 	cover(t, s.Raw, &s.NewBackend)
+	s.lines = lines(t, s.Raw, &s.NewBackend)
 	t.Run("Write", func(t *testing.T) {
 		Run(t, Setup{
 			NewBackend: s.NewBackend,
@@ -123,7 +126,7 @@ func (s *RWSetup) lock(t *testing.T, b backend.Backend, name string, o Options) 
 	if err != nil {
 		t.Fatalf("New(%q): %v", name, err)
 	}
-	return steadyRW{l}
+	return steadyRW{s.lines.linedRW(l, b, name)}
 }
 
 // RWResource is a resource guarded by a readers/writer lock and fencing

@@ -58,6 +58,8 @@ type WeightedSetup struct {
 	// n*Quorum/(Quorum/2+1): the bound test allows that, and reports what
 	// it saw.
 	Quorum int
+
+	lines *Lines // checks the acquisition calls of the semaphores of sem
 }
 
 // bound returns the most permits of n that may be out at once.
@@ -80,6 +82,7 @@ func RunWeighted(t *testing.T, s WeightedSetup) {
 		s.Acquisitions = 1000
 	}
 	cover(t, s.Raw, &s.NewBackend)
+	s.lines = lines(t, s.Raw, &s.NewBackend)
 	tests := []struct {
 		name string
 		run  func(*testing.T, *WeightedSetup)
@@ -112,7 +115,7 @@ func (s *WeightedSetup) sem(t *testing.T, b backend.Backend, name string, n int6
 	if err != nil {
 		t.Fatalf("New(%q, %d): %v", name, n, err)
 	}
-	return steadyWeighted{w}
+	return steadyWeighted{s.lines.linedWeighted(w, b, name)}
 }
 
 var semHold = WeightedOptions{Options: Options{TTL: 10 * time.Second, Watchdog: true}}

@@ -50,12 +50,23 @@ type scopedHolder struct {
 	scope context.Context
 }
 
-// in returns a context carrying the holder's scope and ctx's deadline.
+// in returns a context carrying the holder's scope, and ctx's deadline and
+// other values.
 func (h scopedHolder) in(ctx context.Context) (context.Context, context.CancelFunc) {
-	if dl, ok := ctx.Deadline(); ok {
-		return context.WithDeadline(h.scope, dl)
+	return context.WithCancel(inScope{ctx, h.scope})
+}
+
+// inScope is a context with the values of scope, then those of its own.
+type inScope struct {
+	context.Context
+	scope context.Context
+}
+
+func (c inScope) Value(key any) any {
+	if v := c.scope.Value(key); v != nil {
+		return v
 	}
-	return context.WithCancel(h.scope)
+	return c.Context.Value(key)
 }
 
 func (h scopedHolder) Acquire(ctx context.Context) error {

@@ -18,6 +18,7 @@ import (
 	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/fair"
 	"github.com/redisync/redisync/internal/deploytest"
+	"github.com/redisync/redisync/internal/lease"
 	"github.com/redisync/redisync/internal/lockertest"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/internal/script"
@@ -52,6 +53,21 @@ var replyTTL = max(ttl, lockertest.QuorumMinTTL)
 // replyClients is the number of backends (processes) of a scenario; each
 // drives two goroutines.
 const replyClients = 4
+
+// replyPoll is the backoff of the waiters of the reply scenarios: after
+// their first poll, a waiter that is not woken tries again only every 5s, so
+// that a wake-up that goes astray shows as a long wait (see Wakeups). (A
+// Backoff paces both the polls and the retries after an error: the first of
+// each is short, so that a lost reply costs what it costs with the default,
+// unless a second one follows it. An attempt that finds the lock held still
+// tries again when the holder's TTL would run out, which the script tells
+// it: that bounds the poll to replyTTL.)
+func replyPoll(n int) time.Duration {
+	if n <= 1 {
+		return 50 * time.Millisecond
+	}
+	return 5 * time.Second
+}
 
 // TestRepliesSingleNode runs every primitive on one node under lost, doubled
 // and late replies.
@@ -89,21 +105,21 @@ func replyPrimitives() []replyPrimitive {
 	const permits = 3
 	return []replyPrimitive{
 		{"mutex", FencedMutex, 1, func(b backend.Backend, name string, g int) (Holder, error) {
-			m, err := mutex.New(b, name, mutex.WithTTL(replyTTL), mutex.WithLocalHandoff(16, replyTTL))
+			m, err := mutex.New(b, name, mutex.WithTTL(replyTTL), mutex.WithLocalHandoff(16, replyTTL), mutex.WithBackoff(replyPoll))
 			if err != nil {
 				return nil, err
 			}
 			return mutexHolder{m}, nil
 		}},
 		{"fair", FencedMutex, 1, func(b backend.Backend, name string, g int) (Holder, error) {
-			m, err := fair.New(b, name, fair.WithTTL(replyTTL), fair.WithQueueTimeout(time.Second))
+			m, err := fair.New(b, name, fair.WithTTL(replyTTL), fair.WithQueueTimeout(time.Second), fair.WithBackoff(replyPoll))
 			if err != nil {
 				return nil, err
 			}
 			return lockHolder{m, Exclusive}, nil
 		}},
 		{"reentrant", FencedMutex, 1, func(b backend.Backend, name string, g int) (Holder, error) {
-			m, err := reentrant.New(b, name, reentrant.WithTTL(replyTTL))
+			m, err := reentrant.New(b, name, reentrant.WithTTL(replyTTL), reentrant.WithBackoff(replyPoll))
 			if err != nil {
 				return nil, err
 			}
@@ -111,12 +127,12 @@ func replyPrimitives() []replyPrimitive {
 		}},
 		// A quarter of the goroutines write, the others read.
 		{"rwmutex", RWLock, 1, func(b backend.Backend, name string, g int) (Holder, error) {
-			m, err := rwmutex.New(b, name, rwmutex.WithTTL(replyTTL), rwmutex.WithLocalHandoff(16, replyTTL))
+			m, err := rwmutex.New(b, name, rwmutex.WithTTL(replyTTL), rwmutex.WithLocalHandoff(16, replyTTL), rwmutex.WithBackoff(replyPoll))
 			return rwHolder(m, g), err
 		}},
 		// Requests of 1 and 2 of 3 permits.
 		{"semaphore", Semaphore(permits), permits, func(b backend.Backend, name string, g int) (Holder, error) {
-			s, err := semaphore.NewWeighted(b, name, permits, semaphore.WithTTL(replyTTL), semaphore.WithQueueTimeout(time.Second))
+			s, err := semaphore.NewWeighted(b, name, permits, semaphore.WithTTL(replyTTL), semaphore.WithQueueTimeout(time.Second), semaphore.WithBackoff(replyPoll))
 			if err != nil {
 				return nil, err
 			}
@@ -267,6 +283,18 @@ func (r *replyRules) lateRule(cmds []redis.Cmder) (time.Duration, bool) {
 	return 0, false
 }
 
+// acquisitionScripts returns the scripts of replyScripts that take a hold
+// or a place in line: an AttemptHook counts their calls as attempts.
+func acquisitionScripts() []*backend.Script {
+	var out []*backend.Script
+	for _, s := range replyScripts() {
+		if s.Kind() == backend.Acquire {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 // hook returns a new Replies hook with r's rules, for one client.
 func (r *replyRules) hook() *deploytest.Replies {
 	h := &deploytest.Replies{Lose: r.loseRule, Twice: r.twiceRule, Late: r.lateRule}
@@ -291,13 +319,15 @@ func (r *replyRules) counts() (seen, lost, twice, late int64) {
 	return
 }
 
-// replyClient returns a client to addr with h added, that honours context
-// deadlines and never re-sends on its own (the hook does that), closed at
-// the end of the test.
-func replyClient(t *testing.T, addr string, h redis.Hook) *redis.Client {
+// replyClient returns a client to addr with hooks added, in order, that
+// honours context deadlines and never re-sends on its own (the hook does
+// that), closed at the end of the test.
+func replyClient(t *testing.T, addr string, hooks ...redis.Hook) *redis.Client {
 	c := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, MaxRetries: -1,
 		DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second})
-	c.AddHook(h)
+	for _, h := range hooks {
+		c.AddHook(h)
+	}
 	t.Cleanup(func() { _ = c.Close() })
 	return c
 }
@@ -310,16 +340,18 @@ type replyTopology struct {
 }
 
 // backends returns replyClients backends whose every client carries a hook
-// of rules, closed at the end of the test after the late deliveries landed.
+// of rules, below an AttemptHook that sees what the backend sees, closed at
+// the end of the test after the late deliveries landed.
 func (top replyTopology) backends(t *testing.T, rules *replyRules) []backend.Backend {
+	attempts := AttemptHook{Scripts: acquisitionScripts()}
 	bs := make([]backend.Backend, replyClients)
 	for i := range bs {
 		if !top.quorum {
-			bs[i] = backend.New(replyClient(t, top.addrs[0], rules.hook()))
+			bs[i] = backend.New(replyClient(t, top.addrs[0], attempts, rules.hook()))
 		} else {
 			cs := make([]redis.UniversalClient, len(top.addrs))
 			for n, addr := range top.addrs {
-				cs[n] = replyClient(t, addr, rules.hook())
+				cs[n] = replyClient(t, addr, attempts, rules.hook())
 			}
 			q, err := backend.NewQuorum(cs, backend.WithNodeTimeout(lockertest.QuorumNodeTimeout))
 			if err != nil {
@@ -402,6 +434,52 @@ func (c counted) Release(ctx context.Context) error {
 	return err
 }
 
+// watched is a Holder of process proc whose acquisition calls the line
+// check sees, and whose calls and releases Wakeups records.
+type watched struct {
+	Holder
+	proc  int
+	b     backend.Backend
+	name  string
+	lines *lockertest.Lines
+	wake  *Wakeups
+}
+
+func (w watched) Mode() (Mode, int) {
+	if m, ok := w.Holder.(Moded); ok {
+		return m.Mode()
+	}
+	return Exclusive, 1
+}
+
+// op names the holder's acquisition call.
+func (w watched) op() string {
+	switch m, k := w.Mode(); m {
+	case Shared:
+		return "RLock"
+	case Weighted:
+		return fmt.Sprintf("Acquire(%d)", k)
+	}
+	return "Lock"
+}
+
+func (w watched) Acquire(ctx context.Context) error {
+	ctx, call := w.wake.Begin(ctx, w.proc)
+	end := w.lines.Begin(w.b, w.name)
+	err := w.Holder.Acquire(ctx)
+	w.wake.End(call, time.Now(), err == nil)
+	end(w.op(), err)
+	return err
+}
+
+func (w watched) Release(ctx context.Context) error {
+	err := w.Holder.Release(ctx)
+	if err == nil {
+		w.wake.Released(w.proc, time.Now())
+	}
+	return err
+}
+
 // drive runs w for d, then stops it and waits for its holders.
 func drive(t *testing.T, w *Workload, d time.Duration) {
 	t.Helper()
@@ -437,19 +515,28 @@ func (top replyTopology) run(t *testing.T, p replyPrimitive, rules *replyRules, 
 	for _, b := range bs {
 		cov.Watch(b)
 	}
+	lines := lockertest.NewLines(raw)
+	var wake Wakeups
+	stopWake := wake.Watch(bs)
+	defer stopWake()
 	stats := &holdStats{}
 	name := "replies-" + p.name
 	w := newWorkload(name, 2*replyClients, func(g int) (Holder, error) {
-		h, err := p.mk(bs[g%replyClients], name, g)
+		b := bs[g%replyClients]
+		h, err := p.mk(b, name, g)
 		if err != nil {
 			return nil, err
 		}
-		return counted{h, stats}, nil
+		return counted{watched{h, g % replyClients, b, name, lines, &wake}, stats}, nil
 	})
 	stopCov := cov.Start()
 	drive(t, w, repliesDuration())
 	stopCov()
 	rules.stop()
+	// Every late request has landed; the cleanups that failed are sent
+	// again in the background until they get a reply, which they now do.
+	lease.WaitPersisted()
+	left := lines.Check(bs[0].Prefix(), name, "after the run")
 
 	model, capacity := p.model, p.capacity
 	if top.quorum && p.name == "semaphore" {
@@ -479,6 +566,23 @@ func (top replyTopology) run(t *testing.T, p replyPrimitive, rules *replyRules, 
 	for _, e := range stats.examples {
 		t.Logf("error: %s", e)
 	}
+	calls, checked, idle, leftBehind, unread := lines.Counts()
+	untouched, withdrawn, expired, _ := lines.Fates()
+	t.Logf("%s: calls checked for line hygiene: %d, entries left behind: %d (%d acquisition calls, %d checks with the name idle, %d unreadable; %d found by the check after the run; read again later: %d untouched, %d withdrawn late, %d expired)",
+		label, checked, leftBehind, calls, idle, unread, len(left), untouched, withdrawn, expired)
+	ws := wake.Stats()
+	t.Logf("%s: wake-up latency (waiters poll every %v after their first poll): %v", label, replyPoll(2), ws)
+	for i, v := range lines.Violations() {
+		if i == 10 {
+			t.Logf("... %d more", leftBehind-i)
+			break
+		}
+		if control {
+			t.Logf("left behind (not required of the control): %s", v)
+		} else {
+			t.Errorf("left behind: %s", v)
+		}
+	}
 	if control {
 		if violations == 0 {
 			t.Errorf("negative control: the coverage check found no hold expiring on the server before its Until (%d events checked, %d lost replies)", checks, lost)
@@ -490,6 +594,9 @@ func (top replyTopology) run(t *testing.T, p replyPrimitive, rules *replyRules, 
 	}
 	if checks < minCoverage {
 		t.Errorf("the coverage check saw %d events; want at least %d for a meaningful verdict", checks, minCoverage)
+	}
+	if checked == 0 {
+		t.Errorf("the line check read the server after none of the %d acquisition calls: it did not run", calls)
 	}
 	if r.conflicts != 0 {
 		t.Errorf("%d holds overlapped", r.conflicts)
