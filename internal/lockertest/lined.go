@@ -148,12 +148,8 @@ func (l linedRW) TryRLock(ctx context.Context) (bool, error) {
 
 // RLocker returns the read side, its Lock and TryLock checked as RLock and
 // TryRLock.
-func (l linedRW) RLocker() locker.Locker {
-	r := l.RWLock.RLocker()
-	if rl, ok := r.(Lock); ok {
-		return linedRead{rl, l.n}
-	}
-	return r
+func (l linedRW) RLocker() locker.LeaseLocker {
+	return linedRead{l.RWLock.RLocker(), l.n}
 }
 
 // linedRead is the read side of a linedRW.
