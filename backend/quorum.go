@@ -291,7 +291,15 @@ func (q *quorum) Exec(ctx context.Context, calls ...*Call) {
 	// node that answered "held by another" took nothing and is left alone.
 	// again[n] lists the releases to send to node n again.
 	// Both are made when first needed; per is the replies of one call.
+	// A granted acquisition is settled on the nodes that did not grant it
+	// (settle works like undo): the caller's place in line there.
 	var undo, again [][]*Call
+	add := func(n int, s *Script, call *Call) {
+		if undo == nil {
+			undo = make([][]*Call, len(q.nodes))
+		}
+		undo[n] = append(undo[n], &Call{Script: s, Keys: call.Keys, Args: call.Args})
+	}
 	per := make([]*Call, len(q.nodes))
 	for i, call := range calls {
 		for n := range q.nodes {
@@ -299,14 +307,13 @@ func (q *quorum) Exec(ctx context.Context, calls ...*Call) {
 		}
 		switch call.Script.kind {
 		case Acquire:
-			if !q.acquire(ctx, call, per) && call.Script.undo != nil {
-				for n, r := range per {
-					if r.Err != nil || r.Reply.Status() == StatusOK {
-						if undo == nil {
-							undo = make([][]*Call, len(q.nodes))
-						}
-						undo[n] = append(undo[n], &Call{Script: call.Script.undo, Keys: call.Keys, Args: call.Args})
-					}
+			granted := q.acquire(ctx, call, per)
+			for n, r := range per {
+				switch ok := r.Err == nil && r.Reply.Status() == StatusOK; {
+				case !granted && call.Script.undo != nil && (ok || r.Err != nil):
+					add(n, call.Script.undo, call)
+				case granted && call.Script.settle != nil && !ok:
+					add(n, call.Script.settle, call)
 				}
 			}
 		case Renew, Write:
@@ -375,7 +382,8 @@ func (q *quorum) resend(n int, calls []*Call) {
 	}()
 }
 
-// undo gives back, on each node, what a failed acquisition took there, and
+// undo gives back, on each node, what a failed acquisition took there (or
+// settles, on the nodes that did not grant it, a granted one), and
 // returns when every node has answered or timed out. An undo that failed
 // there with a transient error is sent again in the background: a node left
 // holding keeps the others from a majority until the hold expires. An undo

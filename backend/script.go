@@ -35,7 +35,10 @@ const (
 	// StatusOK, sets the token to the largest the nodes returned, raises the
 	// fence counter of every granting node to it, and runs Undo on every node
 	// when the majority is not reached. A backend with replica
-	// acknowledgements runs Undo when the acknowledgements do not come.
+	// acknowledgements runs Undo when the acknowledgements do not come. An
+	// Acquire script may also have a Settle script (see Script.Settle), which
+	// a quorum runs, with the same KEYS and Args, on the nodes that did not
+	// grant an acquisition that a majority granted.
 	Acquire
 
 	// Renew scripts extend a hold. They reply {StatusOK, ...}, or a negative
@@ -63,12 +66,13 @@ const (
 // A Script is a Lua script with its name and role. Scripts are defined once,
 // at package initialisation, and are safe for concurrent use.
 type Script struct {
-	name  string
-	kind  Kind
-	src   string
-	undo  *Script
-	block bool
-	rs    *redis.Script
+	name   string
+	kind   Kind
+	src    string
+	undo   *Script
+	settle *Script
+	block  bool
+	rs     *redis.Script
 }
 
 // NewScript returns the script src called name. undo, which may be nil, is the
@@ -102,6 +106,20 @@ func (s *Script) Kind() Kind { return s.kind }
 
 // Undo returns the script that reverses s, or nil.
 func (s *Script) Undo() *Script { return s.undo }
+
+// Settle returns the Release script that ends, on a node that did not grant
+// it, what an acquisition of s that was granted elsewhere left there (its
+// caller's place in a line of waiters), or nil. It takes the KEYS and Args
+// of s, leaves a hold of the owner alone, and, like an undo, is harmless
+// when the acquisition left nothing there.
+func (s *Script) Settle() *Script { return s.settle }
+
+// SettledBy makes settle the Settle script of s, and returns s. It is for
+// the definitions of scripts, at package initialisation.
+func (s *Script) SettledBy(settle *Script) *Script {
+	s.settle = settle
+	return s
+}
 
 // Source returns the Lua source.
 func (s *Script) Source() string { return s.src }

@@ -100,7 +100,8 @@
 //	                                ms); an attempt takes over the hold of an earlier attempt of its RLock whose
 //	                                reply was lost
 //	redisync:{cache:users}:wwait    sorted set: waiting writers, scored by the expiry of their claim
-//	redisync:{cache:users}:rwait    sorted set: waiting readers, scored likewise
+//	redisync:{cache:users}:rwait    sorted set: waiting readers, scored likewise, and "x:<owner>", the departure of
+//	                                an RLock call whose late attempts are refused (some of its replies were lost)
 //	redisync:{cache:users}:rturn    sorted set: readers whose turn it is, until they come in or it expires
 //	redisync:{cache:users}:fence    the last fencing token, expires 10s after the server's clock passes it
 //	redisync:{cache:users}:wake:<cohort>  pub/sub channel that wakes the waiting writers of one process

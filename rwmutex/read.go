@@ -22,6 +22,7 @@ type readHold struct {
 	m       *RWMutex
 	owner   string        // the RLock call that took it
 	attempt int           // the attempt that took it, the last of the call
+	unsure  bool          // earlier attempts of the call had their replies lost: they may still arrive
 	readers int           // readers of the handle inside
 	closed  bool          // admits no more readers: a writer waits, or the last reader is leaving
 	drained chan struct{} // closed once the hold is released and the handle has none
@@ -134,13 +135,18 @@ func (m *RWMutex) rlockRemote(ctx context.Context, op *telemetry.Op) error {
 	if err != nil {
 		// Withdraw from the waiting readers, and end what the attempts
 		// whose replies were lost may hold.
-		m.h.Cleanup(ctx, m.runlockCall(owner, unsure...))
+		m.h.Cleanup(ctx, m.runlockCall(owner, len(unsure) > 0, unsure...))
 		return err
 	}
 	if len(unsure) > 0 {
 		// Each attempt holds under a member of its own: those whose
 		// replies were lost would keep writers out until they expire.
-		m.h.Cleanup(ctx, m.runlockCall(owner, unsure...))
+		m.h.Cleanup(ctx, m.runlockCall(owner, true, unsure...))
+		m.mu.Lock()
+		if m.r != nil && m.r.owner == owner {
+			m.r.unsure = true
+		}
+		m.mu.Unlock()
 	}
 	op.Token(m.readToken())
 	return nil
@@ -181,7 +187,7 @@ func (m *RWMutex) TryRLock(ctx context.Context) (bool, error) {
 		ok, _, err := m.rattempt(ctx, owner, 1, false)
 		op.Attempt(err == nil && !ok)
 		if err != nil {
-			m.h.Cleanup(ctx, m.runlockCall(owner, 1))
+			m.h.Cleanup(ctx, m.runlockCall(owner, true, 1))
 			return false, err
 		}
 		if ok {
@@ -275,7 +281,7 @@ func (m *RWMutex) RUnlock(ctx context.Context) error {
 		for i := range attempts {
 			attempts[i] = i + 1
 		}
-		err := h.Release(ctx, m.runlockCall(h.owner, attempts...))
+		err := h.Release(ctx, m.runlockCall(h.owner, h.unsure, attempts...))
 		m.mu.Lock()
 		if m.r == h {
 			m.r = nil

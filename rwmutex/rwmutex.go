@@ -198,10 +198,12 @@ func (m *RWMutex) unlockUsed(owner string, used, last int64) *backend.Call {
 }
 
 // runlockCall returns the call that ends the read holds of owner's attempts
-// and withdraws owner from the waiting readers.
-func (m *RWMutex) runlockCall(owner string, attempts ...int) *backend.Call {
+// and withdraws owner from the waiting readers. depart says that some of
+// owner's attempts may still arrive (their replies were lost): they are
+// refused for a TTL (see internal/script/rwmutex_runlock.lua).
+func (m *RWMutex) runlockCall(owner string, depart bool, attempts ...int) *backend.Call {
 	args := make([]any, 0, 6+len(attempts))
-	args = append(args, owner, m.rwake, m.wake, 0, 0, 0)
+	args = append(args, owner, m.rwake, m.wake, m.ttlMs, flag(depart), 0)
 	for _, n := range attempts {
 		args = append(args, n)
 	}

@@ -270,7 +270,12 @@ func readNode(ctx context.Context, cl redis.UniversalClient, ks keyspace.Space) 
 		}
 		readers := r.live(rw.Readers)
 		rs.Read = readStatus{Holds: len(readers), TTL: lastOf(readers)}
-		rs.WaitingWriters, rs.WaitingReaders = len(r.live(rw.WWait)), len(r.live(rw.RWait))
+		rs.WaitingWriters = len(r.live(rw.WWait))
+		for _, z := range r.live(rw.RWait) {
+			if m, _ := z.Member.(string); !strings.HasPrefix(m, "x:") { // x:<owner>: a departure, not a reader
+				rs.WaitingReaders++
+			}
+		}
 		st.RWMutex = rs
 	}
 	for _, kind := range []string{"fair", "semaphore"} {

@@ -357,7 +357,10 @@ if cohort == '' then
   for i = 4, 6 do
     local flat = redis.call('ZRANGEBYSCORE', KEYS[i], '(' .. string.format('%.0f', now), '+inf')
     for _, member in ipairs(flat) do
-      found('z', KEYS[i], member, '')
+      -- 'x:<owner>' among the waiting readers is a departure, not a reader.
+      if string.sub(member, 1, 2) ~= 'x:' then
+        found('z', KEYS[i], member, '')
+      end
     end
   end
   for i = 7, 9, 2 do

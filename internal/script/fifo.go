@@ -29,6 +29,8 @@ var (
 	fifoStatSrc string
 	//go:embed fifo_force.lua
 	fifoForceSrc string
+	//go:embed fifo_settle.lua
+	fifoSettleSrc string
 )
 
 // FIFO is the script family of a primitive that hands out a limited number
@@ -37,8 +39,11 @@ var (
 // counter) and the same ARGV layout, described in fifo_lib.lua.
 type FIFO struct {
 	// Acquire takes permits for a new hold when they are free on top of
-	// what the waiters ahead want. Its undo is Undo.
+	// what the waiters ahead want. Its undo is Undo, its settle Settle.
 	Acquire *backend.Script
+	// Settle ends, on a quorum node that did not grant it, the place in the
+	// queue of a waiter that a majority granted.
+	Settle *backend.Script
 	// Undo gives back what one Acquire call took: the hold, and the
 	// caller's place in the queue at its old ticket.
 	Undo *backend.Script
@@ -68,9 +73,11 @@ func newFIFO(kind string) FIFO {
 	src := func(body string) string { return lib + stripComments(body) }
 	release := backend.NewScript(kind+".release", backend.Release, src(fifoReleaseSrc), nil)
 	undo := backend.NewScript(kind+".undo", backend.Release, src(fifoUndoSrc), nil)
+	settle := backend.NewScript(kind+".settle", backend.Release, src(fifoSettleSrc), nil)
 	return FIFO{
-		Acquire: backend.NewScript(kind+".acquire", backend.Acquire, src(fifoAcquireSrc), undo),
+		Acquire: backend.NewScript(kind+".acquire", backend.Acquire, src(fifoAcquireSrc), undo).SettledBy(settle),
 		Undo:    undo,
+		Settle:  settle,
 		Enqueue: backend.NewScript(kind+".enqueue", backend.Acquire, src(fifoJoinSrc), release),
 		Beat:    backend.NewScript(kind+".beat", backend.Write, src(fifoJoinSrc), nil),
 		Renew:   backend.NewScript(kind+".renew", backend.Renew, src(fifoRenewSrc), nil),

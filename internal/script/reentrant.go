@@ -17,6 +17,8 @@ var (
 	reentrantRenewSrc string
 	//go:embed reentrant_force.lua
 	reentrantForceSrc string
+	//go:embed reentrant_settle.lua
+	reentrantSettleSrc string
 )
 
 // Scripts of package reentrant. The acquisition and its undo take the same
@@ -24,7 +26,8 @@ var (
 // acquisition took it.
 var (
 	ReentrantUndo    = backend.NewScript("reentrant.undo", backend.Release, withLockLib(reentrantUndoSrc), nil)
-	ReentrantAcquire = backend.NewScript("reentrant.acquire", backend.Acquire, withLockLib(reentrantAcquireSrc), ReentrantUndo)
+	ReentrantSettle  = backend.NewScript("reentrant.settle", backend.Release, withLockLib(reentrantSettleSrc), nil)
+	ReentrantAcquire = backend.NewScript("reentrant.acquire", backend.Acquire, withLockLib(reentrantAcquireSrc), ReentrantUndo).SettledBy(ReentrantSettle)
 	ReentrantRelease = backend.NewScript("reentrant.release", backend.Release, withLockLib(reentrantReleaseSrc), nil)
 	ReentrantRenew   = backend.NewScript("reentrant.renew", backend.Renew, reentrantRenewSrc, nil)
 	// ReentrantLeave takes a cohort out of the line when its last waiting

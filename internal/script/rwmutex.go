@@ -19,6 +19,10 @@ var (
 	rwmutexRRenewSrc string
 	//go:embed rwmutex_force.lua
 	rwmutexForceSrc string
+	//go:embed rwmutex_settle.lua
+	rwmutexSettleSrc string
+	//go:embed rwmutex_rsettle.lua
+	rwmutexRSettleSrc string
 )
 
 // release and undo set the variable that rwmutex_unlock.lua and
@@ -39,7 +43,8 @@ const (
 var (
 	RWMutexUnlock   = backend.NewScript("rwmutex.unlock", backend.Release, release+withLockLib(rwmutexUnlockSrc), nil)
 	RWMutexLockUndo = backend.NewScript("rwmutex.lock_undo", backend.Release, undo+withLockLib(rwmutexUnlockSrc), nil)
-	RWMutexLock     = backend.NewBlockScript("rwmutex.lock", withLockLib(rwmutexLockSrc), RWMutexLockUndo)
+	RWMutexSettle   = backend.NewScript("rwmutex.settle", backend.Release, withLockLib(rwmutexSettleSrc), nil)
+	RWMutexLock     = backend.NewBlockScript("rwmutex.lock", withLockLib(rwmutexLockSrc), RWMutexLockUndo).SettledBy(RWMutexSettle)
 	// RWMutexLeave takes a cohort out of the writers' line when its last
 	// waiting writer gave up: the writer hash keeps its line as a mutex's
 	// lock hash does, so the mutex's script serves it. Its KEYS are the
@@ -50,7 +55,8 @@ var (
 	RWMutexRenew     = backend.NewScript("rwmutex.renew", backend.Renew, mutexRenewSrc, nil)
 	RWMutexRUnlock   = backend.NewScript("rwmutex.runlock", backend.Release, release+withLockLib(rwmutexRUnlockSrc), nil)
 	RWMutexRLockUndo = backend.NewScript("rwmutex.rlock_undo", backend.Release, undo+withLockLib(rwmutexRUnlockSrc), nil)
-	RWMutexRLock     = backend.NewScript("rwmutex.rlock", backend.Acquire, rwmutexRLockSrc, RWMutexRLockUndo)
+	RWMutexRSettle   = backend.NewScript("rwmutex.rsettle", backend.Release, rwmutexRSettleSrc, nil)
+	RWMutexRLock     = backend.NewScript("rwmutex.rlock", backend.Acquire, rwmutexRLockSrc, RWMutexRLockUndo).SettledBy(RWMutexRSettle)
 	RWMutexRRenew    = backend.NewScript("rwmutex.rrenew", backend.Renew, rwmutexRRenewSrc, nil)
 	// RWMutexForce ends the write hold and every read hold, for redisync
 	// unlock --force. Its KEYS are the writer hash and the readers.

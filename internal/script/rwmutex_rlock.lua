@@ -41,6 +41,13 @@ local function hold(expiry)
   end
 end
 
+-- An owner that departed (its RLock gave up, or was released, with attempts
+-- whose replies were lost; see rwmutex_runlock.lua): this attempt arrived
+-- late, and must neither wait nor hold.
+local departed = tonumber(redis.call('ZSCORE', KEYS[4], 'x:' .. owner))
+if departed and departed > now then
+  return {0, math.max(math.floor(ttl / 3), 1)}
+end
 local mine = tonumber(redis.call('ZSCORE', KEYS[2], member))
 if mine and mine > now then
   hold(math.max(mine, now + ttl))

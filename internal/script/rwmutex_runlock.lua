@@ -13,7 +13,10 @@
 -- A release also withdraws the owner from the waiting readers and from the
 -- readers' turn, as after an RLock that gave up (on a quorum, a node that did
 -- not grant the hold may still have it waiting); an undo leaves them as they
--- are. Afterwards none of those attempts holds anything, whatever the call
+-- are. A release with ARGV[6] '1' (some attempts of the RLock had their
+-- replies lost, and may still arrive) also records the owner's departure,
+-- 'x:<owner>' among the waiting readers for ARGV[5] ms: an attempt of the
+-- owner that arrives later neither waits nor takes a hold. Afterwards none of those attempts holds anything, whatever the call
 -- found: run twice, the second run finds the work done and reports it done.
 -- Returns {1}.
 local t = redis.call('TIME')
@@ -23,6 +26,13 @@ local left = false -- this call took something that may have kept writers out
 if release then
   redis.call('ZREM', KEYS[4], owner)
   left = redis.call('ZREM', KEYS[5], owner) == 1
+  if ARGV[6] == '1' then
+    local ttl = tonumber(ARGV[5])
+    redis.call('ZADD', KEYS[4], now + ttl, 'x:' .. owner)
+    if redis.call('PTTL', KEYS[4]) < ttl then
+      redis.call('PEXPIRE', KEYS[4], ttl)
+    end
+  end
 end
 local last = #ARGV
 if not release then

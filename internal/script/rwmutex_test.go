@@ -359,3 +359,32 @@ func TestRWMutexReadTakeOver(t *testing.T) {
 		}
 	})
 }
+
+// TestRWMutexLateReadAttempt: an RLock that gave up with an attempt whose
+// reply was lost records its departure; that attempt, arriving after, does
+// not wait (a waiting reader that never comes would get a readers' turn at
+// the writer's release and keep the next writer out) nor hold.
+func TestRWMutexLateReadAttempt(t *testing.T) {
+	servers(t, func(t *testing.T, rdb *redis.Client) {
+		r := newRW(t, rdb, 10000, 1000)
+		wantOK(t, "lock W", r.lock("W", false))
+		wantContended(t, "rlock R while W holds", r.rlock("R", true), r.ttl)
+		// R gives up: its attempt 2 was sent, its reply lost.
+		wantOK(t, "R withdraws, departing", r.run(script.RWMutexRUnlock, r.keys, "R", r.rwake, r.wake, r.ttl, 1, 0, 1, 2))
+		if rep := r.run(script.RWMutexRLock, r.keys, "R", r.rwake, r.wake, r.ttl, fenceMargin, 1, 2); rep.Status() != backend.StatusContended {
+			t.Fatalf("R's late attempt = %v; want it refused", rep)
+		}
+		if got := r.members(rwRWait); got != "x:R" {
+			t.Fatalf("waiting readers %q after R's late attempt; want only R's departure", got)
+		}
+		wantOK(t, "unlock W", r.unlock("W"))
+		if got := r.members(rwTurn); got != "" {
+			t.Fatalf("readers' turn %q after W's release; want none: R is gone", got)
+		}
+		wantOK(t, "lock V right after", r.lock("V", false))
+		wantOK(t, "unlock V", r.unlock("V"))
+		if rep := r.run(script.RWMutexRLock, r.keys, "R", r.rwake, r.wake, r.ttl, fenceMargin, 1, 3); rep.Status() != backend.StatusContended || r.members(rwReaders) != "" {
+			t.Fatalf("R's late attempt on a free lock = %v, readers %q; want refused, no hold", rep, r.members(rwReaders))
+		}
+	})
+}

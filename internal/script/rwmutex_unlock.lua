@@ -57,13 +57,19 @@ local line = lock_vacate(KEYS[1])
 local turn = false
 if release then
   redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now)
-  local waiting = redis.call('ZRANGE', KEYS[4], 0, -1)
+  local waiting = {}
+  for _, r in ipairs(redis.call('ZRANGE', KEYS[4], 0, -1)) do
+    -- 'x:<owner>' is a reader's departure (see rwmutex_runlock.lua).
+    if string.sub(r, 1, 2) ~= 'x:' then
+      waiting[#waiting + 1] = r
+    end
+  end
   if #waiting > 0 then
     local expiry = now + tonumber(ARGV[5])
     for _, r in ipairs(waiting) do
       redis.call('ZADD', KEYS[5], expiry, r)
+      redis.call('ZREM', KEYS[4], r)
     end
-    redis.call('DEL', KEYS[4])
     if redis.call('PTTL', KEYS[5]) < tonumber(ARGV[5]) then
       redis.call('PEXPIRE', KEYS[5], ARGV[5])
     end

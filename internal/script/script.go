@@ -31,6 +31,8 @@ var (
 	lockLibSrc string
 	//go:embed mutex_force.lua
 	mutexForceSrc string
+	//go:embed mutex_settle.lua
+	mutexSettleSrc string
 )
 
 // withLockLib returns the source of a script of the exclusive lock hash
@@ -50,7 +52,8 @@ func withLockLib(src string) string {
 var (
 	MutexRelease = backend.NewScript("mutex.release", backend.Release, withLockLib(mutexReleaseSrc), nil)
 	MutexUndo    = backend.NewScript("mutex.undo", backend.Release, withLockLib(mutexUndoSrc), nil)
-	MutexAcquire = backend.NewBlockScript("mutex.acquire", withLockLib(mutexAcquireSrc), MutexUndo)
+	MutexSettle  = backend.NewScript("mutex.settle", backend.Release, withLockLib(mutexSettleSrc), nil)
+	MutexAcquire = backend.NewBlockScript("mutex.acquire", withLockLib(mutexAcquireSrc), MutexUndo).SettledBy(MutexSettle)
 	MutexRenew   = backend.NewScript("mutex.renew", backend.Renew, mutexRenewSrc, nil)
 	MutexLeave   = backend.NewScript("mutex.leave", backend.Release, withLockLib(mutexLeaveSrc), nil)
 	// MutexForce ends whatever hold the lock has, for redisync unlock

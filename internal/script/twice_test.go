@@ -169,6 +169,8 @@ func scenarios() []scenario {
 			step{script.RWMutexRLock, rwKeys, append(rwRLockArgs("R", 2), 1)}},
 		{"rwmutex.rrenew", []step{{script.RWMutexRLock, rwKeys, rwRLockArgs("R", 1)}},
 			step{script.RWMutexRRenew, []string{"readers"}, []any{"R:1", 20000}}},
+		{"rwmutex.runlock recording a departure", []step{{script.RWMutexLock, rwKeys, rwLockArgs("W", 1)}, {script.RWMutexRLock, rwKeys, rwRLockArgs("R", 1)}},
+			step{script.RWMutexRUnlock, rwKeys, []any{"R", "rwake", "wwake", 10000, "1", 0, 1}}},
 		{"rwmutex.runlock", []step{{script.RWMutexRLock, rwKeys, rwRLockArgs("R", 1)}, {script.RWMutexLock, rwKeys, rwLockArgs("W", 1)}},
 			step{script.RWMutexRUnlock, rwKeys, []any{"R", "rwake", "wwake", 0, 0, 0, 1}}},
 		{"rwmutex.rlock_undo", []step{{script.RWMutexRLock, rwKeys, rwRLockArgs("R", 1)}},
