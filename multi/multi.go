@@ -419,7 +419,7 @@ func (l *Lock) Unlock(ctx context.Context) (err error) {
 		}
 	}
 	call := &backend.Call{Script: script.MultiRelease, Keys: l.keys, Args: l.args(h.owner, 0, 0, false)}
-	lease.Send(ctx, l.b, limit, call)
+	lease.SendRelease(ctx, l.b, limit, call)
 	var errs []error
 	for i, x := range h.leases {
 		if lost := x.Finish(nil); lost != nil {

@@ -199,7 +199,10 @@ func (m *Mutex) releaseUsed(owner string, used, last int64) *backend.Call {
 // finds its own work done) or by its expiry, and a lock held by another
 // owner is left alone. Unlock sends the release again after transient
 // errors, until ctx ends or the hold would have expired anyway; Done closes
-// by the validity deadline whatever becomes of the release. In every case m
+// by the validity deadline whatever becomes of the release. A ctx that is
+// done already does not keep the release from Redis: it is then sent in
+// the background, again until the hold would have expired, and Unlock
+// returns at once. In every case m
 // is unlocked when Unlock returns, even when the release could not reach
 // Redis: the hold then expires with its TTL, and Unlock returns the error.
 func (m *Mutex) Unlock(ctx context.Context) error {

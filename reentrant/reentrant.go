@@ -311,9 +311,11 @@ func (m *Mutex) use(h *hold) { m.holds.Set(h.l) }
 // counts once and a late one cannot touch a later hold of the scope; the
 // last release behaves as mutex.Mutex.Unlock's. In every case the scope holds
 // one hold less when Unlock returns, even when the release could not reach
-// Redis: the hold then expires with its TTL. Unlock waits for other
-// goroutines of the scope that are entering or leaving the lock; if ctx ends
-// first, it returns ctx.Err() and changes nothing.
+// Redis: the hold then expires with its TTL. A context that is done already
+// does not keep Unlock from unlocking: the release is then sent in the
+// background (see mutex.Mutex.Unlock). Unlock waits for other goroutines of
+// the scope that are entering or leaving the lock; if ctx ends while it
+// waits, it returns ctx.Err() and changes nothing.
 func (m *Mutex) Unlock(ctx context.Context) error {
 	return m.h.Release(ctx, "Unlock", func(ctx context.Context, op *telemetry.Op) error {
 		s := scopeOf(ctx)
@@ -342,8 +344,12 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 			err := h.l.Err()
 			if err == nil {
 				c := &backend.Call{Script: script.ReentrantRelease, Keys: m.keys, Args: []any{s.owner, m.wake, left, h.grant}}
-				lease.Send(ctx, m.h.Backend(), h.l.Expiry(), c)
+				lease.SendRelease(ctx, m.h.Backend(), h.l.Expiry(), c)
 				switch {
+				case c.Err == nil && c.Reply == nil:
+					// Sent in the background, ctx being done (see
+					// lease.SendRelease): the count is set, so the last
+					// release ends the hold whatever becomes of this one.
 				case c.Err != nil:
 					err = c.Err
 				case c.Reply.Status() != backend.StatusOK:

@@ -81,9 +81,11 @@ var (
 )
 
 // enter returns the scope's entry for key with its sem held. It waits for the
-// sem until ctx is done; with try, it does not wait unless the scope holds
-// the lock (only short re-entries and releases are then in progress). busy
-// reports that try found the sem taken. The caller must call leave.
+// sem until ctx is done (a free sem is taken even when ctx is done, so that
+// an Unlock on an ended context still unlocks); with try, it does not wait
+// unless the scope holds the lock (only short re-entries and releases are
+// then in progress). busy reports that try found the sem taken. The caller
+// must call leave.
 func (s *scope) enter(ctx context.Context, key string, try bool) (e *entry, busy bool, err error) {
 	s.mu.Lock()
 	e = s.locks[key]
@@ -102,6 +104,11 @@ func (s *scope) enter(ctx context.Context, key string, try bool) (e *entry, busy
 			s.drop(key, e)
 			return nil, true, nil
 		}
+	}
+	select {
+	case e.sem <- struct{}{}:
+		return e, false, nil
+	default:
 	}
 	select {
 	case e.sem <- struct{}{}:

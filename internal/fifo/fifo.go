@@ -277,7 +277,9 @@ type Part struct {
 func (q *Queue) Release(ctx context.Context, parts ...Part) []error {
 	calls := make([]*backend.Call, len(parts))
 	var limit time.Time
+	full := true // every part ends its hold: see lease.SendRelease
 	for i, p := range parts {
+		full = full && p.Keep == 0
 		if p.Keep == 0 {
 			p.Hold.Stop()
 		}
@@ -286,7 +288,11 @@ func (q *Queue) Release(ctx context.Context, parts ...Part) []error {
 		}
 		calls[i] = q.call(q.s.Release, p.Hold.Owner(), p.Hold.waiter, p.Keep, 0, 0)
 	}
-	lease.Send(ctx, q.b, limit, calls...)
+	if full {
+		lease.SendRelease(ctx, q.b, limit, calls...)
+	} else {
+		lease.Send(ctx, q.b, limit, calls...)
+	}
 	errs := make([]error, len(parts))
 	for i, p := range parts {
 		c := calls[i]

@@ -391,13 +391,39 @@ func (l *Lease) Finish(cause error) error {
 // short backoff, until ctx ends or the hold's expiry passes (past it there
 // is nothing left to release), then closes Done. It returns the hold's
 // loss if it had been lost before, else the release's error, or nil.
+//
+// A ctx that is done already does not keep the hold on the server until it
+// expires: the release is then sent in the background, on a context without
+// ctx's cancellation, until the hold's expiry, and Release returns at once,
+// as if it had succeeded (or with the hold's loss).
 func (l *Lease) Release(ctx context.Context, call *backend.Call) error {
 	l.Stop()
-	Send(ctx, l.spec.Backend, l.Expiry(), call)
+	SendRelease(ctx, l.spec.Backend, l.Expiry(), call)
 	if lost := l.Finish(nil); lost != nil {
 		return lost
 	}
 	return call.Err
+}
+
+// SendRelease sends releases as Send does, unless ctx is done already: a
+// release must not be kept from the server by the context of an Unlock
+// that ended (the hold would stay until it expires), so it is then sent in
+// the background, on a context without ctx's cancellation, until limit,
+// and the calls are left without a result (nil Err).
+func SendRelease(ctx context.Context, b backend.Backend, limit time.Time, calls ...*backend.Call) {
+	if ctx.Err() == nil {
+		Send(ctx, b, limit, calls...)
+		return
+	}
+	copies := make([]*backend.Call, len(calls))
+	for i, c := range calls {
+		copies[i] = &backend.Call{Script: c.Script, Keys: c.Keys, Args: c.Args}
+	}
+	pending.Add(1)
+	go func() {
+		defer pending.Done()
+		Send(context.WithoutCancel(ctx), b, limit, copies...)
+	}()
 }
 
 // Cleanup runs calls on b on a context that keeps ctx's values but not its
