@@ -277,6 +277,10 @@ func (m *Mutex) reenter(ctx context.Context, op *telemetry.Op, s *scope, e *entr
 	return nil
 }
 
+// yieldMs is how long a last release refuses the releasing process the lock
+// when other processes waited (see internal/script/reentrant_release.lua).
+var yieldMs = holdopt.Millis(holdopt.HandoffYield)
+
 // acquireArgs returns the arguments of an acquisition by owner that sets
 // its count (a re-entry names the attempt that granted the hold it enters, a
 // first hold 0), made by the given attempts: one, or for an undo, every
@@ -360,7 +364,7 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 			s.set(e, m.h.Backend(), h, left)
 			return err
 		}
-		err = h.l.Release(ctx, &backend.Call{Script: script.ReentrantRelease, Keys: m.keys, Args: []any{s.owner, m.wake, 0, h.grant}})
+		err = h.l.Release(ctx, &backend.Call{Script: script.ReentrantRelease, Keys: m.keys, Args: []any{s.owner, m.wake, 0, h.grant, m.cohort, yieldMs}})
 		s.set(e, m.h.Backend(), h, 0)
 		m.gate.Leave(h.pass)
 		return err

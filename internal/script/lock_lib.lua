@@ -215,9 +215,10 @@ end
 -- lock_release ends the hold of lock and wakes the first cohort in line
 -- (other than the holder's) on its own channel. When yield is positive and
 -- another cohort waited, the holder's cohort is refused for yield ms, so
--- that the cohorts that waited get the lock first.
-local function lock_release(lock, pub, channel, yield)
-  local cohort = redis.call('HGET', lock, 'c') or ''
+-- that the cohorts that waited get the lock first. holder is the holder's
+-- cohort, or nil to read it from the hold (field c).
+local function lock_release(lock, pub, channel, yield, holder)
+  local cohort = holder or redis.call('HGET', lock, 'c') or ''
   local line = lock_line(lock)
   local first, other
   for _, e in ipairs(line) do

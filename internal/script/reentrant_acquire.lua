@@ -71,6 +71,15 @@ if redis.call('HEXISTS', KEYS[1], 'f') == 1 and not mine then
   end
   return {0, redis.call('PTTL', KEYS[1])}
 end
+if cohort and not mine then
+  -- A release refuses the releasing process a moment, when another
+  -- process waited (see reentrant_release.lua).
+  local yields, wait = lock_yielding(KEYS[1])
+  if yields == cohort then
+    lock_wait(KEYS[1], cohort, call, stale, false)
+    return {0, wait}
+  end
+end
 if cohort and lock_entry(KEYS[1], cohort) then
   lock_depart(KEYS[1], cohort, call, stale, true)
 end
@@ -81,6 +90,7 @@ local s = string.format('%.0f', token)
 -- The counter expires ARGV[5] ms after the clock passes it (see
 -- mutex_acquire.lua).
 redis.call('SET', KEYS[2], s, 'PX', math.max(math.ceil((token - nowus) / 1000), 0) + tonumber(ARGV[5]))
+redis.call('HDEL', KEYS[1], 'y')
 redis.call('HSET', KEYS[1], owner, 1, 'f', s, 'g', ARGV[8], 'a', ARGV[8])
 if not mine or redis.call('PTTL', KEYS[1]) < tonumber(ARGV[4]) then
   redis.call('PEXPIRE', KEYS[1], ARGV[4])

@@ -5,7 +5,11 @@
 -- end of a hold wakes the cohort first in line, on this channel followed by
 -- ':' and the cohort; nobody when nobody is in line), ARGV[4]
 -- the owner's hold count after this release (0 ends the hold), ARGV[5] the
--- attempt that granted the hold (see reentrant_acquire.lua)
+-- attempt that granted the hold (see reentrant_acquire.lua), ARGV[6] for
+-- the last release, the owner's cohort and ARGV[7] yield ms (default 0):
+-- when another cohort waited, the owner's cohort is refused the lock that
+-- long, so that the process the release wakes gets it first rather than
+-- another scope of the releasing process (see lock_lib.lua)
 -- The count is set, not decremented, and the release acts only on the hold
 -- that attempt ARGV[5] granted, so that a retried release is harmless and a
 -- late one never touches a later hold of the same owner.
@@ -24,10 +28,7 @@ if redis.call('HEXISTS', KEYS[1], ARGV[2]) == 0 or redis.call('HGET', KEYS[1], '
 end
 if left <= 0 then
   -- The hold ends, the line stays: wake the cohort first in line, if any.
-  local line = lock_vacate(KEYS[1])
-  if #line > 0 then
-    redis.call(ARGV[1], ARGV[3] .. ':' .. line[1][1], 'u')
-  end
+  lock_release(KEYS[1], ARGV[1], ARGV[3], tonumber(ARGV[7]) or 0, ARGV[6] or '')
   return {1, 0}
 end
 redis.call('HSET', KEYS[1], ARGV[2], left)
