@@ -80,7 +80,10 @@
 // The processes whose scopes wait for a first hold stand in a line, in order
 // of arrival, as a mutex's waiting processes do (see package mutex): the end
 // of a hold wakes the process first in line only, and a process leaves the
-// line when its last waiting scope gives up.
+// line when its last waiting scope gives up. When another process waited,
+// the end of a hold refuses the releasing process the lock for 5ms (a
+// marker y: "<until ms> <cohort>" in the hash), so that the process it woke
+// gets it before the releaser's next scope.
 //
 // Acquisition attempts are numbered per scope: g names the attempt that
 // granted the hold, a the one that last changed the count, and an undo acts
