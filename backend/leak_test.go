@@ -6,9 +6,9 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"go.uber.org/goleak"
 
 	"github.com/redisync/redisync/backend"
+	"github.com/redisync/redisync/internal/leakcheck"
 	"github.com/redisync/redisync/internal/redistest"
 )
 
@@ -17,7 +17,7 @@ import (
 // checks that every goroutine they started is gone.
 func TestCloseLeavesNoGoroutine(t *testing.T) {
 	nodes := redistest.StartNodes(t, 3)
-	ignore := goleak.IgnoreCurrent()
+	ignore := leakcheck.Current()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var clients []*redis.Client
@@ -49,5 +49,5 @@ func TestCloseLeavesNoGoroutine(t *testing.T) {
 	for _, c := range clients {
 		_ = c.Close()
 	}
-	goleak.VerifyNone(t, ignore)
+	leakcheck.Verify(t, ignore)
 }

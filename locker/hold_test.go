@@ -7,10 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/fair"
+	"github.com/redisync/redisync/internal/leakcheck"
 	"github.com/redisync/redisync/locker"
 	"github.com/redisync/redisync/mutex"
 	"github.com/redisync/redisync/redisynctest"
@@ -63,7 +62,7 @@ var kinds = []struct {
 // hold's context is cancelled with a cause matching ErrLost, and release
 // reports the loss. No goroutine is left once the servers are closed.
 func TestHoldLost(t *testing.T) {
-	ignore := goleak.IgnoreCurrent()
+	ignore := leakcheck.Current()
 	t.Run("kinds", func(t *testing.T) {
 		for _, k := range kinds {
 			t.Run(k.name, func(t *testing.T) {
@@ -105,7 +104,7 @@ func TestHoldLost(t *testing.T) {
 			})
 		}
 	})
-	goleak.VerifyNone(t, ignore)
+	leakcheck.Verify(t, ignore)
 }
 
 // pair returns two mutexes of one name on two backends (two processes).
@@ -301,7 +300,7 @@ func TestDoPanics(t *testing.T) {
 // TestReleaseStopsWatcher uses a lock whose Done stays open after Unlock
 // (as a slow one could): release alone must stop Hold's goroutine.
 func TestReleaseStopsWatcher(t *testing.T) {
-	ignore := goleak.IgnoreCurrent()
+	ignore := leakcheck.Current()
 	f := &fakeLease{}
 	_, release, err := locker.Hold(context.Background(), f)
 	if err != nil {
@@ -310,7 +309,7 @@ func TestReleaseStopsWatcher(t *testing.T) {
 	if err := release(); err != nil {
 		t.Fatal(err)
 	}
-	goleak.VerifyNone(t, ignore)
+	leakcheck.Verify(t, ignore)
 }
 
 // TestHoldUnlockedElsewhere: a hold ended by an Unlock other than release

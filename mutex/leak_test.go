@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"go.uber.org/goleak"
 
 	"github.com/redisync/redisync/backend"
+	"github.com/redisync/redisync/internal/leakcheck"
 	"github.com/redisync/redisync/locker"
 	"github.com/redisync/redisync/mutex"
 	"github.com/redisync/redisync/redisynctest"
@@ -19,7 +19,7 @@ import (
 // (a pub/sub connection runs), closes the backend, and checks that the hold
 // is reported lost, the waiter returns, and no goroutine is left.
 func TestCloseStopsEverything(t *testing.T) {
-	ignore := goleak.IgnoreCurrent()
+	ignore := leakcheck.Current()
 	s, err := redisynctest.Start()
 	if err != nil {
 		t.Fatal(err)
@@ -60,5 +60,5 @@ func TestCloseStopsEverything(t *testing.T) {
 	_ = c1.Close()
 	_ = c2.Close()
 	s.Close()
-	goleak.VerifyNone(t, ignore)
+	leakcheck.Verify(t, ignore)
 }

@@ -9,11 +9,11 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"go.uber.org/goleak"
 
 	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/fair"
 	"github.com/redisync/redisync/fence"
+	"github.com/redisync/redisync/internal/leakcheck"
 	"github.com/redisync/redisync/latch"
 	"github.com/redisync/redisync/locker"
 	"github.com/redisync/redisync/multi"
@@ -191,7 +191,7 @@ func TestOtherPrimitives(t *testing.T) {
 // waiter on it (a pub/sub connection runs) in a subtest, and checks that
 // nothing is left running once the subtest's cleanup has closed the server.
 func TestCleanupStopsEverything(t *testing.T) {
-	ignore := goleak.IgnoreCurrent()
+	ignore := leakcheck.Current()
 	var held *mutex.Mutex
 	waited := make(chan error, 1)
 	t.Run("test", func(t *testing.T) {
@@ -228,7 +228,7 @@ func TestCleanupStopsEverything(t *testing.T) {
 	if err := held.Err(); !errors.Is(err, locker.ErrLost) {
 		t.Errorf("Err of a hold after cleanup = %v; want locker.ErrLost", err)
 	}
-	goleak.VerifyNone(t, ignore)
+	leakcheck.Verify(t, ignore)
 }
 
 // TestNewRejectsBadOption: New fails the test that gives it a bad option,

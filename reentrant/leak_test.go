@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"go.uber.org/goleak"
 
 	"github.com/redisync/redisync/backend"
+	"github.com/redisync/redisync/internal/leakcheck"
 	"github.com/redisync/redisync/locker"
 	"github.com/redisync/redisync/redisynctest"
 	"github.com/redisync/redisync/reentrant"
@@ -20,7 +20,7 @@ import (
 // and the local queue), closes the backends, and checks that the hold is
 // reported lost, the waiters return, and no goroutine is left.
 func TestCloseStopsEverything(t *testing.T) {
-	ignore := goleak.IgnoreCurrent()
+	ignore := leakcheck.Current()
 	s, err := redisynctest.Start()
 	if err != nil {
 		t.Fatal(err)
@@ -73,5 +73,5 @@ func TestCloseStopsEverything(t *testing.T) {
 	_ = c1.Close()
 	_ = c2.Close()
 	s.Close()
-	goleak.VerifyNone(t, ignore)
+	leakcheck.Verify(t, ignore)
 }

@@ -12,9 +12,9 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
-	"go.uber.org/goleak"
 
 	"github.com/redisync/redisync/backend"
+	"github.com/redisync/redisync/internal/leakcheck"
 	"github.com/redisync/redisync/locker"
 	"github.com/redisync/redisync/redisynctest"
 	"github.com/redisync/redisync/semaphore"
@@ -101,7 +101,7 @@ func TestSpans(t *testing.T) {
 // the permits are reported lost, the waiter returns, and no goroutine is
 // left.
 func TestCloseStopsEverything(t *testing.T) {
-	ignore := goleak.IgnoreCurrent()
+	ignore := leakcheck.Current()
 	s, err := redisynctest.Start()
 	if err != nil {
 		t.Fatal(err)
@@ -146,5 +146,5 @@ func TestCloseStopsEverything(t *testing.T) {
 	_ = c1.Close()
 	_ = c2.Close()
 	s.Close()
-	goleak.VerifyNone(t, ignore)
+	leakcheck.Verify(t, ignore)
 }

@@ -10,10 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/internal/acquire"
+	"github.com/redisync/redisync/internal/leakcheck"
 	"github.com/redisync/redisync/internal/telemetry"
 	"github.com/redisync/redisync/locker"
 )
@@ -351,7 +350,7 @@ func TestWait(t *testing.T) {
 		// A wait on several channels subscribes to each, and a wake-up on
 		// any of them ends the wait. A failed subscription closes the
 		// others.
-		ignore := goleak.IgnoreCurrent()
+		ignore := leakcheck.Current()
 		f := newFake(t)
 		f.subErr["c"] = errTransient
 		loop := acquire.Loop{Channels: []string{"a", "b", "c"}}
@@ -371,7 +370,7 @@ func TestWait(t *testing.T) {
 		}
 		expect(t, f, "try", "subscribe a", "subscribe b", "subscribe c", "try", "backoff 1", "wait", "try", "close a", "close b", "close c")
 		// The forwarding goroutines of the merged subscription are gone.
-		goleak.VerifyNone(t, ignore)
+		leakcheck.Verify(t, ignore)
 	})
 }
 

@@ -10,11 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/internal/gate"
 	"github.com/redisync/redisync/internal/holdopt"
+	"github.com/redisync/redisync/internal/leakcheck"
 	"github.com/redisync/redisync/internal/lease"
 	"github.com/redisync/redisync/locker"
 )
@@ -395,10 +394,10 @@ func TestBackendClose(t *testing.T) {
 // TestWatchdogRetires: the watchdog's goroutine exits once it has been
 // without holds for Idle, and a new hold starts it again.
 func TestWatchdogRetires(t *testing.T) {
-	ignore := goleak.IgnoreCurrent()
+	ignore := leakcheck.Current()
 	f := newFake(t)
 	l := start(t, f.spec(30*time.Second, true), "a", 1, time.Now())
-	if err := goleak.Find(ignore); err == nil || !strings.Contains(err.Error(), "lease.(*watchdog).run") {
+	if err := leakcheck.Find(ignore); err == nil || !strings.Contains(err.Error(), "lease.(*watchdog).run") {
 		t.Fatalf("no watchdog goroutine while a hold is live: %v", err)
 	}
 	if err := l.Finish(nil); err != nil {
@@ -410,14 +409,14 @@ func TestWatchdogRetires(t *testing.T) {
 	if err := l.Finish(nil); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "retired", func() bool { return goleak.Find(ignore) == nil })
+	eventually(t, "retired", func() bool { return leakcheck.Find(ignore) == nil })
 	// A hold after the retirement is renewed.
 	l = start(t, f.spec(3*time.Second, true), "c", 3, time.Now().Add(-time.Second))
 	eventually(t, "renewed", func() bool { return f.answered("renew", "c") > 0 })
 	if err := l.Finish(nil); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "retired", func() bool { return goleak.Find(ignore) == nil })
+	eventually(t, "retired", func() bool { return leakcheck.Find(ignore) == nil })
 }
 
 // TestTenures: the tenures of a Lease take the tokens of its reserved

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"go.uber.org/goleak"
 
+	"github.com/redisync/redisync/internal/leakcheck"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/internal/wake"
 	"github.com/redisync/redisync/locker"
@@ -441,7 +441,7 @@ func TestClose(t *testing.T) {
 	set(t, &wake.Linger, time.Hour)
 	node := redistest.StartNode(t)
 	r := newRouter(t, node.Addr)
-	ignore := goleak.IgnoreCurrent()
+	ignore := leakcheck.Current()
 	h := wake.New(r)
 	s := subscribe(t, h, "c")
 	lingering := subscribe(t, h, "d")
@@ -467,5 +467,5 @@ func TestClose(t *testing.T) {
 	if err := r.rdb.Close(); err != nil {
 		t.Fatal(err)
 	}
-	goleak.VerifyNone(t, ignore)
+	leakcheck.Verify(t, ignore)
 }
