@@ -16,7 +16,6 @@ import (
 	"github.com/redisync/redisync/internal/deploytest"
 	"github.com/redisync/redisync/internal/lockertest"
 	"github.com/redisync/redisync/internal/redistest"
-	"github.com/redisync/redisync/internal/teltest"
 	"github.com/redisync/redisync/locker"
 	"github.com/redisync/redisync/multi"
 	"github.com/redisync/redisync/mutex"
@@ -277,29 +276,4 @@ func TestNewRejectsBadInput(t *testing.T) {
 	if got != "[fair b mutex m mutex z]" {
 		t.Errorf("Members() = %s; want the lock order [fair b mutex m mutex z]", got)
 	}
-}
-
-func TestSpans(t *testing.T) {
-	rec := teltest.New()
-	deploytest.Each(t, func(t *testing.T, d deploytest.Deployment) {
-		if d.Name != "single" {
-			t.Skip("spans are checked once")
-		}
-		ctx := context.Background()
-		n := names(t, 2)
-		l, _ := multi.New(d.NewBackend(t, backend.WithTracing(rec.Options()...)), []multi.Member{multi.Mutex(n[0]), multi.Mutex(n[1])})
-		if err := l.Lock(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if err := l.Unlock(ctx); err != nil {
-			t.Fatal(err)
-		}
-		lock := rec.Spans("multi.Lock")
-		if len(lock) != 1 || teltest.Attrs(lock[0])["redisync.outcome"].AsString() != "acquired" {
-			t.Fatalf("multi.Lock spans: %v", lock)
-		}
-		if len(rec.Spans("EVALSHA multi.acquire")) != 1 || len(rec.Spans("EVALSHA multi.release")) != 1 {
-			t.Errorf("want one EVALSHA multi.acquire and one EVALSHA multi.release span")
-		}
-	})
 }

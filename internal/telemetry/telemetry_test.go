@@ -2,75 +2,13 @@ package telemetry
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"sync"
 	"testing"
 
-	"go.opentelemetry.io/otel"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
-	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
-
-	"github.com/redisync/redisync/locker"
 )
 
-// installed is the SDK provider the tests install as OpenTelemetry's
-// global one, with the recorder of its spans. The global provider hands
-// its tracers to the first provider installed, for good, so a test process
-// installs one only, whatever -count says.
-var installed struct {
-	once sync.Once
-	rec  *tracetest.SpanRecorder
-}
-
-func installGlobal() *tracetest.SpanRecorder {
-	installed.once.Do(func() {
-		installed.rec = tracetest.NewSpanRecorder()
-		otel.SetTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(installed.rec)))
-	})
-	return installed.rec
-}
-
-// TestGlobalProvider: a T on the global provider starts no span while no
-// provider is installed (the context keeps its parent, and a call costs
-// only its Op), and records spans once one is installed, also when the T
-// was made before.
-func TestGlobalProvider(t *testing.T) {
-	tel := New(Config{})
-	parent := trace.ContextWithSpanContext(context.Background(), trace.NewSpanContext(trace.SpanContextConfig{
-		TraceID: trace.TraceID{1}, SpanID: trace.SpanID{2}, TraceFlags: trace.FlagsSampled,
-	}))
-	if isNoop(otel.GetTracerProvider()) {
-		ctx, op := tel.Start(parent, "mutex", "Lock", "n")
-		if ctx != parent {
-			t.Error("a span was started without a provider installed")
-		}
-		op.End(Acquired, nil, true)
-		srv := NewServer("127.0.0.1:6379")
-		allocs := testing.AllocsPerRun(100, func() {
-			_, op := tel.Start(parent, "mutex", "Lock", "n")
-			op.End(Acquired, nil, true)
-			_, span := tel.ClientSpan(parent, srv, "EVALSHA", "mutex.acquire", 1)
-			EndClient(span, nil)
-		})
-		if allocs > 1 {
-			t.Errorf("a call and its round trip without a provider installed: %v allocations; want 1 (the Op)", allocs)
-		}
-	} else {
-		t.Log("a provider is installed already (a repeated run): the half without one is skipped")
-	}
-
-	rec := installGlobal()
-	before := len(rec.Ended())
-	_, op := tel.Start(parent, "mutex", "Lock", "n")
-	op.End(Acquired, nil, true)
-	spans := rec.Ended()[before:]
-	if len(spans) != 1 || spans[0].Name() != "mutex.Lock" || spans[0].Parent().SpanID() != (trace.SpanID{2}) {
-		t.Fatalf("spans after a provider was installed: %v; want mutex.Lock under the parent", spans)
-	}
-}
+// The tests that record spans, with the OpenTelemetry SDK, are in the
+// tests module: tests/telemetry/internal/telemetry.
 
 // TestNoopProvider: a T configured with a no-op provider starts no span.
 func TestNoopProvider(t *testing.T) {
@@ -78,46 +16,5 @@ func TestNoopProvider(t *testing.T) {
 	ctx := context.Background()
 	if got, _ := tel.Start(ctx, "mutex", "Lock", "n"); got != ctx {
 		t.Error("a span was started on a no-op provider")
-	}
-}
-
-// TestOutcomes: the outcome each kind of call records, by its result.
-func TestOutcomes(t *testing.T) {
-	rec := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	defer tp.Shutdown(context.Background())
-	tel := New(Config{TracerProvider: tp})
-	lost := fmt.Errorf("renewal: %w", locker.ErrLost)
-	failed := errors.New("connection refused")
-	cases := []struct {
-		end  func(*Op)
-		want string
-	}{
-		{func(op *Op) { op.EndAcquire(nil) }, Acquired},
-		{func(op *Op) { op.Outcome(AcquiredLocal); op.EndAcquire(nil) }, AcquiredLocal},
-		{func(op *Op) { op.Outcome(AcquiredLocal); op.EndAcquire(failed) }, NotAcquired},
-		{func(op *Op) { op.EndTry(true, nil) }, Acquired},
-		{func(op *Op) { op.EndTry(false, nil) }, Contended},
-		{func(op *Op) { op.EndTry(false, failed) }, NotAcquired},
-		{func(op *Op) { op.EndRelease(nil) }, Released},
-		{func(op *Op) { op.Outcome(HandedOff); op.EndRelease(nil) }, HandedOff},
-		{func(op *Op) { op.EndRelease(lost) }, Lost},
-		{func(op *Op) { op.EndRelease(failed) }, Failed},
-		{func(op *Op) { op.EndExtend(nil) }, Extended},
-		{func(op *Op) { op.EndExtend(failed) }, NotHeld},
-	}
-	for i, tc := range cases {
-		_, op := tel.Start(context.Background(), "mutex", "Call", "n")
-		tc.end(op)
-		spans := rec.Ended()
-		var got string
-		for _, a := range spans[len(spans)-1].Attributes() {
-			if a.Key == KeyOutcome {
-				got = a.Value.AsString()
-			}
-		}
-		if got != tc.want {
-			t.Errorf("case %d: outcome %q; want %q", i, got, tc.want)
-		}
 	}
 }

@@ -18,10 +18,10 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/redisync/redisync/backend"
-	"github.com/redisync/redisync/internal/teltest"
 	"github.com/redisync/redisync/locker"
 	"github.com/redisync/redisync/mutex"
 	"github.com/redisync/redisync/redisynctest"
+	"github.com/redisync/redisync/tests/telemetry/teltest"
 	"github.com/redisync/redisync/tracing"
 )
 

@@ -10,9 +10,9 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/redisync/redisync/backend"
-	"github.com/redisync/redisync/internal/teltest"
 	"github.com/redisync/redisync/latch"
 	"github.com/redisync/redisync/redisynctest"
+	"github.com/redisync/redisync/tests/telemetry/teltest"
 )
 
 func TestSpansAndMetrics(t *testing.T) {

@@ -3,6 +3,7 @@ package fence_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -11,9 +12,22 @@ import (
 
 	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/fence"
-	"github.com/redisync/redisync/internal/teltest"
 	"github.com/redisync/redisync/redisynctest"
+	"github.com/redisync/redisync/tests/telemetry/teltest"
 )
+
+// increment adds one to a decimal counter (nil: none yet), as in the fence
+// package's own tests.
+func increment(old []byte) ([]byte, error) {
+	n := 0
+	if old != nil {
+		var err error
+		if n, err = strconv.Atoi(string(old)); err != nil {
+			return nil, err
+		}
+	}
+	return strconv.AppendInt(nil, int64(n+1), 10), nil
+}
 
 func TestSpansAndMetrics(t *testing.T) {
 	s, err := redisynctest.Start()
