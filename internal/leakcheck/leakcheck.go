@@ -3,9 +3,9 @@
 // already, and Find reports the others, ignoring those of the testing
 // package and of the runtime, and looks again for a bounded time so that a
 // goroutine on its way out is not reported. It does what the tests asked of
-// go.uber.org/goleak (IgnoreCurrent, Find, VerifyNone) with the standard
-// library alone, so that the library's go.mod does not name a test-only
-// module.
+// Uber's goleak (IgnoreCurrent, Find, VerifyNone), with its default filters
+// and retries, with the standard library alone, so that the library's go.mod
+// does not name a test-only module.
 package leakcheck
 
 import (
