@@ -178,11 +178,12 @@ func (o *Order) Details(inv Inversion) string {
 	defer o.mu.Unlock()
 	a, b := inv.Earlier, inv.Later
 	var sb strings.Builder
+	sb.WriteString("(\"backend\": the reply the waiter got; \"node n answered\": the reply its client for node n got, " +
+		"\"node n ran\": a run on node n. A lost reply ran, then was answered with the injected timeout; a call run twice ran twice; " +
+		"a late one was answered with the injected timeout at once and ran later. The quorum's re-sends of failed undos carry no call, and are not shown.)")
 	names := o.names()
-	for i, c := range []*OrderCall{a, b} {
-		if i > 0 {
-			sb.WriteString("\n")
-		}
+	for _, c := range []*OrderCall{a, b} {
+		sb.WriteString("\n")
 		fmt.Fprintf(&sb, "#%d (process %d, waiter %s) began at %s, returned at %s:", c.id, c.proc, c.waiter, o.at(c.start), o.at(c.end))
 		events := slices.Clone(c.events)
 		slices.SortStableFunc(events, func(x, y orderEvent) int { return x.at.Compare(y.at) })
