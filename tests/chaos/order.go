@@ -28,15 +28,23 @@ import (
 // go-redis hooks on each node's client (see Hook), on both sides of the hook
 // that injects faults, so that an inversion comes with what the callers and
 // the servers saw of both calls: a lost, doubled or late reply shows as
-// such. When a call is granted while a call of another process that was in
+// such. A call whose grant ran on a majority of the nodes and was never
+// undone, although its reply never reached the caller (lost, or delivered
+// after the caller gave up on it), had its turn: the server served it in
+// order, and when the hold then expired before the caller took it back
+// (its retries lost too), the calls after it are not counted as overtaking
+// it (see OrderStats.TurnsMissed). A grant that was undone (a quorum's
+// minority, a grant that came back after its validity) gave the turn back:
+// the call keeps its place in line. When a call is granted while a call of another process that was in
 // line before it still waits, Order reads the queue on every node at once,
 // for the report.
 //
 // Its methods are safe for concurrent use.
 type Order struct {
-	nodes []redis.UniversalClient // without hooks: they read the queue as it is
-	keys  keyspace.FIFO
-	t0    time.Time
+	nodes    []redis.UniversalClient // without hooks: they read the queue as it is
+	majority int
+	keys     keyspace.FIFO
+	t0       time.Time
 
 	mu    sync.Mutex
 	calls []*OrderCall
@@ -45,7 +53,7 @@ type Order struct {
 // NewOrder returns an Order for the fair lock called name under prefix,
 // which reads the queue through nodes: one client per node, without faults.
 func NewOrder(nodes []redis.UniversalClient, prefix, name string) *Order {
-	return &Order{nodes: nodes, keys: keyspace.New(prefix, name).Fair(), t0: time.Now()}
+	return &Order{nodes: nodes, majority: len(nodes)/2 + 1, keys: keyspace.New(prefix, name).Fair(), t0: time.Now()}
 }
 
 // An OrderCall is one Lock call of the fair lock, as Order sees it.
@@ -62,6 +70,8 @@ type OrderCall struct {
 	end     time.Time // when Lock returned; zero before
 	granted bool
 	token   int64
+	grants  map[any]map[int]time.Time // by attempt, the nodes whose grant of it ran, and when
+	undone  map[any]bool              // the attempts whose undo ran on a node
 	events  []orderEvent
 	queue   []nodeQueue // read right after its grant, when a call in line before it still waited
 }
@@ -109,6 +119,52 @@ func (a *OrderCall) inLineBefore(b *OrderCall) bool {
 		(a.end.IsZero() || a.end.After(b.start))
 }
 
+// granted records that node n ran, at at, a grant of attempt of c.
+func (o *Order) granted(c *OrderCall, attempt any, n int, at time.Time) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if c.grants == nil {
+		c.grants = make(map[any]map[int]time.Time)
+	}
+	if c.grants[attempt] == nil {
+		c.grants[attempt] = make(map[int]time.Time)
+	}
+	if _, ok := c.grants[attempt][n]; !ok {
+		c.grants[attempt][n] = at
+	}
+}
+
+// undone records that a node ran the undo of attempt of c.
+func (o *Order) undone(c *OrderCall, attempt any) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if c.undone == nil {
+		c.undone = make(map[any]bool)
+	}
+	c.undone[attempt] = true
+}
+
+// turn returns when c's turn came on the server: when a grant of one of its
+// attempts that was never undone had run on a majority of the nodes; zero
+// when it did not. Order.mu is held.
+func (o *Order) turn(c *OrderCall) time.Time {
+	var first time.Time
+	for attempt, nodes := range c.grants {
+		if c.undone[attempt] || len(nodes) < o.majority || o.majority == 0 {
+			continue
+		}
+		times := make([]time.Time, 0, len(nodes))
+		for _, at := range nodes {
+			times = append(times, at)
+		}
+		slices.SortFunc(times, time.Time.Compare)
+		if at := times[o.majority-1]; first.IsZero() || at.Before(first) {
+			first = at
+		}
+	}
+	return first
+}
+
 // OrderStats is what Order found in the calls.
 type OrderStats struct {
 	Grants     int         // Lock calls granted
@@ -116,6 +172,10 @@ type OrderStats struct {
 	Pairs      int         // pairs of granted calls, the first in line before the second began
 	Inversions []Inversion // of those pairs, the ones granted in the wrong order
 	GaveUp     int         // calls in line that gave up after a call that began after them was granted
+	// TurnsMissed counts the pairs not checked because the earlier call's
+	// grant had run on the server before the later one was granted: its
+	// turn came, and its caller did not learn of it in time.
+	TurnsMissed int
 }
 
 // An Inversion is a pair of Lock calls of which Earlier was in line before
@@ -145,6 +205,8 @@ func (o *Order) Check() OrderStats {
 			}
 			overtaken := b.end.Before(a.end)
 			switch {
+			case overtaken && !o.turn(a).IsZero() && o.turn(a).Before(b.end):
+				s.TurnsMissed++
 			case !a.granted:
 				if overtaken {
 					gaveUp[a] = true
@@ -408,7 +470,7 @@ func (h orderHook) record(c *OrderCall, sent time.Time, cmd redis.Cmder, err err
 		return nil
 	}
 	var what string
-	if s := deploytest.ScriptOf(cmd, script.Fair.Acquire, script.Fair.Settle, script.Fair.Undo, script.Fair.Enqueue,
+	if s := deploytest.ScriptOf(cmd, script.Fair.Acquire, script.Fair.Settle, script.Fair.Undo, script.Fair.Unjoin, script.Fair.Enqueue,
 		script.Fair.Renew, script.Fair.Release, script.Fair.Stat); s != nil {
 		what = describeFair(s, argv)
 	} else if keys == 1 && args[3] == h.o.keys.Fence {
@@ -423,6 +485,12 @@ func (h orderHook) record(c *OrderCall, sent time.Time, cmd redis.Cmder, err err
 		reply = v.Val()
 	}
 	if h.ran {
+		if r, ok := reply.([]any); ok && len(r) > 0 && r[0] == int64(1) && deploytest.ScriptOf(cmd, script.Fair.Acquire) != nil {
+			h.o.granted(c, argv(11), h.n, at)
+		}
+		if err == nil && deploytest.ScriptOf(cmd, script.Fair.Undo) != nil {
+			h.o.undone(c, argv(11))
+		}
 		h.o.record(c, at, "node %d ran %s: %v", h.n, what, reply)
 	} else {
 		h.o.record(c, at, "node %d answered %s (sent at %s): %v", h.n, what, h.o.at(sent), reply)

@@ -660,7 +660,7 @@ func (top replyTopology) run(t *testing.T, p replyPrimitive, rules *replyRules, 
 func checkOrder(t *testing.T, label string, o *Order) {
 	t.Helper()
 	s := o.Check()
-	t.Logf("fair: %d grants, %d pairs in line checked, %d FIFO inversions", s.Grants, s.Pairs, len(s.Inversions))
+	t.Logf("fair: %d grants, %d pairs in line checked, %d FIFO inversions (%d pairs passed over: the earlier call's grant ran on the server first, its caller never learned of it in time)", s.Grants, s.Pairs, len(s.Inversions), s.TurnsMissed)
 	t.Logf("%s: %d Lock calls waited in line; %d of them gave up after a call that began after their place was confirmed had been granted (not inversions: they were not granted)",
 		label, s.Placed, s.GaveUp)
 	for i, inv := range s.Inversions {
