@@ -52,12 +52,23 @@ type result struct {
 	stdout, stderr string
 }
 
+// cliLimit bounds a run of runCLI: a redisync that waits for a lock it
+// should not wait for is killed rather than left to hang the tests.
+var cliLimit = 2 * time.Minute
+
 func runCLI(t *testing.T, url string, args ...string) result {
 	t.Helper()
 	cmd := cli(url, args...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("run %v: %v", args, err)
+	}
+	timer := time.AfterFunc(cliLimit, func() { _ = cmd.Process.Kill() })
+	err := cmd.Wait()
+	if !timer.Stop() {
+		t.Errorf("redisync %q still running after %v: killed", args, cliLimit)
+	}
 	code := 0
 	if err != nil {
 		ee, ok := err.(*exec.ExitError)
@@ -603,4 +614,53 @@ func TestStatusJSONDocumented(t *testing.T) {
 		}
 	}
 	walk(reflect.TypeFor[nameStatus]())
+}
+
+// TestFlagsAnywhere gives every command its flags after NAME, and run its
+// flags between NAME and "--": they take effect. What follows "--" is the
+// command's, flags included.
+func TestFlagsAnywhere(t *testing.T) {
+	url, name := nodeURL(t), uniq(t)
+	b := backend.New(redistest.SharedNode(t).Client(t))
+	defer b.Close()
+	ctx := context.Background()
+	m, err := mutex.New(b, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer m.Unlock(ctx)
+	s, err := semaphore.NewWeighted(b, name, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Acquire(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Release(ctx, 1)
+
+	// In order: unlock --force ends the holds the others find.
+	cases := []struct {
+		args   []string
+		code   int
+		stdout string // a part of stdout
+	}{
+		{[]string{"run", name, "--try", "--", "true"}, exitNotAcquired, ""},
+		{[]string{"run", "--ttl", "5s", name, "--try", "--", "true"}, exitNotAcquired, ""},
+		{[]string{"run", name, "--wait", "50ms", "--", "true"}, exitNotAcquired, ""},
+		{[]string{"run", name, "--try", "true"}, exitNotAcquired, ""},
+		{[]string{"sem", "run", name, "--permits", "1", "--try", "--", "true"}, exitNotAcquired, ""},
+		{[]string{"status", name, "--json"}, 0, `{"name":"` + name + `"`},
+		{[]string{"run", name + "-free", "--try", "--", "echo", "--try", "--wait", "1s"}, 0, "--try --wait 1s\n"},
+		{[]string{"run", name + "-free", "--try", "echo", "--try", "-x"}, 0, "--try -x\n"},
+		{[]string{"unlock", name, "--force"}, 0, "ended the mutex hold"},
+	}
+	for _, tc := range cases {
+		r := runCLI(t, url, tc.args...)
+		if r.code != tc.code || !strings.Contains(r.stdout, tc.stdout) {
+			t.Errorf("redisync %q: exit %d, stdout %q, stderr %q; want exit %d, stdout containing %q", tc.args, r.code, r.stdout, r.stderr, tc.code, tc.stdout)
+		}
+	}
 }

@@ -10,6 +10,11 @@
 //	redisync unlock --force NAME
 //	redisync help [COMMAND]
 //
+// Flags may stand anywhere before "--", before or after NAME. Everything
+// after "--" is the command and its arguments, flags included, passed on
+// untouched; without "--", the first argument after NAME starts the
+// command.
+//
 // Connection flags, accepted by every command (default: $REDIS_URL, else
 // redis://127.0.0.1:6379/0):
 //
@@ -79,8 +84,9 @@ const (
 
 // exitError carries an exit status and, unless empty, a message for stderr.
 type exitError struct {
-	code int
-	msg  string
+	code    int
+	msg     string
+	printed bool // msg is on stderr already
 }
 
 func (e *exitError) Error() string { return e.msg }
@@ -103,7 +109,7 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 	case err == nil:
 		return 0
 	case errors.As(err, &ee):
-		if ee.msg != "" {
+		if ee.msg != "" && !ee.printed {
 			fmt.Fprintln(stderr, "redisync: "+ee.msg)
 		}
 		return ee.code
@@ -121,6 +127,8 @@ Usage:
   redisync status [--json] NAME                        show who holds NAME, tokens, TTL left, waiters
   redisync unlock --force NAME                         end whatever hold NAME has, whoever holds it
   redisync help [COMMAND]                              show help
+
+Flags may stand anywhere before --, before or after NAME; what follows -- is the command's.
 
 Connection (every command; default $REDIS_URL, else redis://127.0.0.1:6379/0):
   --url URL                      redis:// or rediss:// URL of one node

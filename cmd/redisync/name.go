@@ -12,7 +12,8 @@ import (
 )
 
 // A nameCmd is a command that acts on the primitives of one NAME: status
-// and unlock. Its arguments are its flags, the connection's, then NAME.
+// and unlock. Its arguments are NAME and, before or after it, its flags and
+// the connection's.
 type nameCmd struct {
 	name  string                 // "status", ...
 	usage string                 // printed before the flags' defaults
@@ -24,31 +25,31 @@ type nameCmd struct {
 // main parses args; -help prints the usage. Then it connects as the flags
 // say, for at most 10s, and runs the command on the keys of NAME. Bad usage
 // and a bad NAME exit with exitUsage.
-func (n nameCmd) main(args []string, stderr io.Writer) error {
+func (n nameCmd) main(args []string, stdout, stderr io.Writer) error {
 	var c conn
 	fs := flag.NewFlagSet("redisync "+n.name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	c.register(fs)
 	n.flags(fs)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), n.usage)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return &exitError{code: exitUsage}
+	before, after, err := parseArgs(fs, args, false, stdout, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	} else if err != nil {
+		return err
 	}
 	if n.check != nil {
 		if err := n.check(); err != nil {
 			return err
 		}
 	}
-	if fs.NArg() != 1 {
+	names := append(before, after...)
+	if len(names) != 1 {
 		return fail(exitUsage, "%s: want one NAME; see redisync help %s", n.name, n.name)
 	}
-	name := fs.Arg(0)
+	name := names[0]
 	if err := keyspace.Validate(n.name, name); err != nil {
 		return fail(exitUsage, "%v", err)
 	}

@@ -96,30 +96,28 @@ func runCmd(args []string, name string, stdout, stderr io.Writer) error {
 		fs.BoolVar(&f.fair, "fair", false, "take the lock in order of arrival (a fair lock)")
 	}
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: redisync %s [flags] NAME -- COMMAND [ARGS...]\n\n", name)
+		fmt.Fprintf(fs.Output(), "Usage: %s\n\n", runSynopsis(name))
 		if name == "sem run" {
 			fmt.Fprint(fs.Output(), "Runs COMMAND while holding --weight of the --permits permits of semaphore NAME:\n"+
 				"at most N such commands run at once, across machines.\n\n")
 		} else {
 			fmt.Fprint(fs.Output(), "Runs COMMAND while holding the lock NAME, as flock(1) does across machines.\n\n")
 		}
+		fmt.Fprint(fs.Output(), "The flags may stand before or after NAME. Everything after -- is COMMAND and its\n"+
+			"arguments, flags included; without --, the first argument after NAME starts COMMAND.\n\n")
 		fmt.Fprint(fs.Output(), "The command gets its fencing token in REDISYNC_TOKEN. Signals to redisync are forwarded to it;\n"+
 			"if the hold is lost it gets SIGTERM, then SIGKILL after --grace.\n"+
 			"Exit status: the command's, or 2 bad usage, 69 Redis unreachable, 75 not acquired, 76 hold lost.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return &exitError{code: exitUsage}
-	}
-	rest := fs.Args()
-	if len(rest) > 1 && rest[1] == "--" {
-		rest = append(rest[:1:1], rest[2:]...)
+	before, command, err := parseArgs(fs, args, true, stdout, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	} else if err != nil {
+		return err
 	}
 	switch {
-	case len(rest) < 2:
+	case len(before) == 0 || len(command) == 0:
 		return fail(exitUsage, "%s: want NAME -- COMMAND [ARGS...]; see redisync help %s", name, name)
 	case f.try && f.wait != 0:
 		return fail(exitUsage, "%s: --try and --wait exclude each other", name)
@@ -132,7 +130,7 @@ func runCmd(args []string, name string, stdout, stderr io.Writer) error {
 	case name == "sem run" && (f.weight < 1 || f.weight > f.permits):
 		return fail(exitUsage, "sem run: --weight %d: must be between 1 and --permits %d", f.weight, f.permits)
 	}
-	lockName, command := rest[0], rest[1:]
+	lockName := before[0]
 
 	ctx := context.Background()
 	s, err := f.conn.open(ctx)
@@ -149,6 +147,14 @@ func runCmd(args []string, name string, stdout, stderr io.Writer) error {
 		return err
 	}
 	return supervise(ctx, h, f, lockName, command, stderr)
+}
+
+// runSynopsis returns the usage line of run or sem run.
+func runSynopsis(name string) string {
+	if name == "sem run" {
+		return "redisync sem run --permits N [flags] NAME -- COMMAND [ARGS...]"
+	}
+	return "redisync run [flags] NAME -- COMMAND [ARGS...]"
 }
 
 func (f *runFlags) newHolder(s *session, cmd, name string) (holder, error) {

@@ -58,7 +58,7 @@ func statusCmd(args []string, stdout, stderr io.Writer) error {
 		run: func(ctx context.Context, s *session, name string, ks keyspace.Space) error {
 			return showStatus(ctx, s, name, ks, asJSON, stdout)
 		},
-	}.main(args, stderr)
+	}.main(args, stdout, stderr)
 }
 
 // showStatus prints the status of every primitive of the name of ks, on

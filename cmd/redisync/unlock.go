@@ -53,7 +53,7 @@ func unlockCmd(args []string, stdout, stderr io.Writer) error {
 		run: func(ctx context.Context, s *session, name string, _ keyspace.Space) error {
 			return endHolds(ctx, s, name, stdout)
 		},
-	}.main(args, stderr)
+	}.main(args, stdout, stderr)
 }
 
 // endHolds ends every hold under name, on each node of s, and
