@@ -97,14 +97,15 @@ func TestExitCodes(t *testing.T) {
 		{"command status", []string{"run", name, "--", "sh", "-c", "exit 3"}, url, 3, ""},
 		{"command success", []string{"run", name, "--", "true"}, url, 0, ""},
 		{"without --", []string{"run", name, "true"}, url, 0, ""},
-		{"missing command", []string{"run", name}, url, exitUsage, "want NAME -- COMMAND"},
+		{"missing command", []string{"run", name}, url, exitUsage, "COMMAND is missing"},
 		{"unknown flag", []string{"run", "--bogus", name, "--", "true"}, url, exitUsage, "bogus"},
 		{"try and wait", []string{"run", "--try", "--wait", "1s", name, "--", "true"}, url, exitUsage, "exclude"},
 		{"bad ttl", []string{"run", "--ttl", "1ms", name, "--", "true"}, url, exitUsage, "ttl 1ms"},
 		{"bad name", []string{"run", "a{b}", "--", "true"}, url, exitUsage, "invalid name"},
 		{"unknown command", []string{"frobnicate"}, url, exitUsage, "unknown command"},
 		{"unlock without --force", []string{"unlock", name}, url, exitUsage, "--force"},
-		{"unlock --force without a name", []string{"unlock", "--force"}, url, exitUsage, "want one NAME"},
+		{"unlock --force without a name", []string{"unlock", "--force"}, url, exitUsage, "NAME is missing"},
+		{"status of two names", []string{"status", name, name}, url, exitUsage, "want one NAME, not 2"},
 		{"unlock --force of a bad name", []string{"unlock", "--force", "a{b}"}, url, exitUsage, "invalid name"},
 		{"unlock --force of a free name", []string{"unlock", "--force", name + "-free"}, url, 0, ""},
 		{"unreachable", []string{"run", name, "--", "true"}, "redis://127.0.0.1:1/0", exitUnavailable, "cannot reach Redis"},
@@ -661,6 +662,30 @@ func TestFlagsAnywhere(t *testing.T) {
 		r := runCLI(t, url, tc.args...)
 		if r.code != tc.code || !strings.Contains(r.stdout, tc.stdout) {
 			t.Errorf("redisync %q: exit %d, stdout %q, stderr %q; want exit %d, stdout containing %q", tc.args, r.code, r.stdout, r.stderr, tc.code, tc.stdout)
+		}
+	}
+}
+
+// TestMissingName leaves NAME out: a usage error that says so and shows
+// the usage line, before any connection (nothing listens at the URL, so a
+// connection attempt would exit with exitUnavailable).
+func TestMissingName(t *testing.T) {
+	const closed = "redis://127.0.0.1:1/0"
+	cases := []struct {
+		args  []string
+		usage string
+	}{
+		{[]string{"run", "--", "echo", "hi"}, "redisync run [flags] NAME -- COMMAND [ARGS...]"},
+		{[]string{"run", "--try", "--", "echo", "hi"}, "redisync run [flags] NAME -- COMMAND [ARGS...]"},
+		{[]string{"run", "--", "--try", "echo"}, "redisync run [flags] NAME -- COMMAND [ARGS...]"},
+		{[]string{"sem", "run", "--permits", "2", "--", "echo", "hi"}, "redisync sem run --permits N [flags] NAME -- COMMAND [ARGS...]"},
+		{[]string{"status"}, "redisync status [--json] [flags] NAME"},
+		{[]string{"unlock", "--force"}, "redisync unlock --force [flags] NAME"},
+	}
+	for _, tc := range cases {
+		r := runCLI(t, closed, tc.args...)
+		if r.code != exitUsage || !strings.Contains(r.stderr, "NAME is missing") || !strings.Contains(r.stderr, tc.usage) {
+			t.Errorf("redisync %q: exit %d, stderr %q; want exit %d, \"NAME is missing\" and the usage line %q", tc.args, r.code, r.stderr, exitUsage, tc.usage)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/redisync/redisync/internal/keyspace"
@@ -15,11 +16,12 @@ import (
 // and unlock. Its arguments are NAME and, before or after it, its flags and
 // the connection's.
 type nameCmd struct {
-	name  string                 // "status", ...
-	usage string                 // printed before the flags' defaults
-	flags func(fs *flag.FlagSet) // adds the command's own flags
-	check func() error           // after the flags are parsed, before NAME is looked at; may be nil
-	run   func(ctx context.Context, s *session, name string, ks keyspace.Space) error
+	name     string                 // "status", ...
+	synopsis string                 // the usage line: "redisync status [--json] [flags] NAME"
+	usage    string                 // printed after the usage line, before the flags' defaults
+	flags    func(fs *flag.FlagSet) // adds the command's own flags
+	check    func() error           // after the flags are parsed, before NAME is looked at; may be nil
+	run      func(ctx context.Context, s *session, name string, ks keyspace.Space) error
 }
 
 // main parses args; -help prints the usage. Then it connects as the flags
@@ -31,7 +33,7 @@ func (n nameCmd) main(args []string, stdout, stderr io.Writer) error {
 	c.register(fs)
 	n.flags(fs)
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), n.usage)
+		fmt.Fprintf(fs.Output(), "Usage: %s\n\n%s", n.synopsis, n.usage)
 		fs.PrintDefaults()
 	}
 	before, after, err := parseArgs(fs, args, false, stdout, stderr)
@@ -46,8 +48,11 @@ func (n nameCmd) main(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	names := append(before, after...)
-	if len(names) != 1 {
-		return fail(exitUsage, "%s: want one NAME; see redisync help %s", n.name, n.name)
+	switch {
+	case len(names) == 0:
+		return fail(exitUsage, "%s: NAME is missing\nusage: %s", n.name, n.synopsis)
+	case len(names) > 1:
+		return fail(exitUsage, "%s: want one NAME, not %d (%s)\nusage: %s", n.name, len(names), strings.Join(names, " "), n.synopsis)
 	}
 	name := names[0]
 	if err := keyspace.Validate(n.name, name); err != nil {

@@ -117,8 +117,10 @@ func runCmd(args []string, name string, stdout, stderr io.Writer) error {
 		return err
 	}
 	switch {
-	case len(before) == 0 || len(command) == 0:
-		return fail(exitUsage, "%s: want NAME -- COMMAND [ARGS...]; see redisync help %s", name, name)
+	case len(before) == 0:
+		return fail(exitUsage, "%s: NAME is missing (what follows -- is the command)\nusage: %s", name, runSynopsis(name))
+	case len(command) == 0:
+		return fail(exitUsage, "%s: COMMAND is missing\nusage: %s", name, runSynopsis(name))
 	case f.try && f.wait != 0:
 		return fail(exitUsage, "%s: --try and --wait exclude each other", name)
 	case f.wait < 0:

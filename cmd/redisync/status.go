@@ -16,9 +16,7 @@ import (
 	"github.com/redisync/redisync/internal/keyspace"
 )
 
-const statusUsage = `Usage: redisync status [--json] [flags] NAME
-
-Shows every primitive named NAME (mutex, fair lock, readers/writer lock, reentrant lock,
+const statusUsage = `Shows every primitive named NAME (mutex, fair lock, readers/writer lock, reentrant lock,
 semaphore): whether it is held and by whom, the holds' fencing tokens and how long they have
 left, how many wait, and the last fencing token issued. Owner tokens, which are credentials,
 are never shown.
@@ -50,8 +48,9 @@ Flags:
 func statusCmd(args []string, stdout, stderr io.Writer) error {
 	var asJSON bool
 	return nameCmd{
-		name:  "status",
-		usage: statusUsage,
+		name:     "status",
+		synopsis: "redisync status [--json] [flags] NAME",
+		usage:    statusUsage,
 		flags: func(fs *flag.FlagSet) {
 			fs.BoolVar(&asJSON, "json", false, "print one JSON object on one line (fields above)")
 		},

@@ -14,9 +14,7 @@ import (
 	"github.com/redisync/redisync/internal/keyspace"
 )
 
-const unlockUsage = `Usage: redisync unlock --force [flags] NAME
-
-Ends whatever hold NAME has, whoever holds it: the mutex, the write hold and the read holds
+const unlockUsage = `Ends whatever hold NAME has, whoever holds it: the mutex, the write hold and the read holds
 of the readers/writer lock, the reentrant lock, the fair lock and every semaphore permit
 under NAME. It is the way out of a hold whose holder is stuck but alive, and keeps renewing
 it; a crashed holder's hold ends by itself when its TTL runs out.
@@ -39,8 +37,9 @@ Flags:
 func unlockCmd(args []string, stdout, stderr io.Writer) error {
 	var force bool
 	return nameCmd{
-		name:  "unlock",
-		usage: unlockUsage,
+		name:     "unlock",
+		synopsis: "redisync unlock --force [flags] NAME",
+		usage:    unlockUsage,
 		flags: func(fs *flag.FlagSet) {
 			fs.BoolVar(&force, "force", false, "end the holds of another process (required)")
 		},
