@@ -689,3 +689,16 @@ func TestMissingName(t *testing.T) {
 		}
 	}
 }
+
+// TestPermitsRequired runs sem run without --permits.
+func TestPermitsRequired(t *testing.T) {
+	for _, args := range [][]string{
+		{"sem", "run", "x", "--", "true"},
+		{"sem", "run", "--weight", "2", "x", "--", "true"},
+	} {
+		r := runCLI(t, "redis://127.0.0.1:1/0", args...)
+		if r.code != exitUsage || !strings.Contains(r.stderr, "--permits is required") {
+			t.Errorf("redisync %q: exit %d, stderr %q; want exit %d and \"--permits is required\"", args, r.code, r.stderr, exitUsage)
+		}
+	}
+}

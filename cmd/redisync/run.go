@@ -116,6 +116,8 @@ func runCmd(args []string, name string, stdout, stderr io.Writer) error {
 	} else if err != nil {
 		return err
 	}
+	set := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
 	switch {
 	case len(before) == 0:
 		return fail(exitUsage, "%s: NAME is missing (what follows -- is the command)\nusage: %s", name, runSynopsis(name))
@@ -127,6 +129,8 @@ func runCmd(args []string, name string, stdout, stderr io.Writer) error {
 		return fail(exitUsage, "%s: --wait %v: must not be negative", name, f.wait)
 	case f.grace < 0:
 		return fail(exitUsage, "%s: --grace %v: must not be negative", name, f.grace)
+	case name == "sem run" && !set["permits"]:
+		return fail(exitUsage, "sem run: --permits is required (how many permits the semaphore has, the same for every caller)\nusage: %s", runSynopsis(name))
 	case name == "sem run" && f.permits < 1:
 		return fail(exitUsage, "sem run: --permits %d: must be at least 1", f.permits)
 	case name == "sem run" && (f.weight < 1 || f.weight > f.permits):
