@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -31,6 +32,7 @@ func (c *conn) register(fs *flag.FlagSet) {
 type session struct {
 	b       backend.Backend
 	clients []redis.UniversalClient // one, or one per quorum node
+	addrs   []string                // where each client connects, for messages
 	where   string
 }
 
@@ -70,11 +72,13 @@ func (c *conn) open(ctx context.Context) (*session, error) {
 	switch {
 	case c.sentinel != "":
 		s.where = "Sentinel master " + c.master + " via " + c.sentinel
+		s.addrs = []string{s.where}
 		s.clients = []redis.UniversalClient{redis.NewFailoverClient(&redis.FailoverOptions{
 			MasterName: c.master, SentinelAddrs: splitList(c.sentinel), ContextTimeoutEnabled: true,
 		})}
 	case c.cluster != "":
 		s.where = "Cluster " + c.cluster
+		s.addrs = []string{s.where}
 		s.clients = []redis.UniversalClient{redis.NewClusterClient(&redis.ClusterOptions{
 			Addrs: splitList(c.cluster), ContextTimeoutEnabled: true,
 		})}
@@ -87,6 +91,7 @@ func (c *conn) open(ctx context.Context) (*session, error) {
 				return nil, fail(exitUsage, "--quorum: %v", err)
 			}
 			o.ContextTimeoutEnabled = true
+			s.addrs = append(s.addrs, o.Addr)
 			s.clients = append(s.clients, redis.NewClient(o))
 		}
 	default:
@@ -103,14 +108,15 @@ func (c *conn) open(ctx context.Context) (*session, error) {
 		}
 		o.ContextTimeoutEnabled = true
 		s.where = o.Addr
+		s.addrs = []string{o.Addr}
 		s.clients = []redis.UniversalClient{redis.NewClient(o)}
 	}
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	for _, cl := range s.clients {
+	for i, cl := range s.clients {
 		if err := cl.Ping(pctx).Err(); err != nil {
 			s.closeClients()
-			return nil, fail(exitUnavailable, "cannot reach Redis (%s): %v", s.where, err)
+			return nil, c.connectError(s.addrs[i], err)
 		}
 	}
 	if len(s.clients) > 1 {
@@ -128,6 +134,45 @@ func (c *conn) open(ctx context.Context) (*session, error) {
 		}
 	}
 	return s, nil
+}
+
+// connectError returns the exit error for err, which the client of the
+// node at addr met as it connected: the node refused the credentials, or
+// could not be reached.
+func (c *conn) connectError(addr string, err error) error {
+	if isAuthError(err) {
+		check := "check the user and password in the URL (--url or $REDIS_URL: redis://USER:PASSWORD@HOST:PORT/DB; REDISCLI_AUTH is not read)"
+		switch {
+		case c.quorum != "":
+			check = "check the user and password in the URL of that node in --quorum (redis://USER:PASSWORD@HOST:PORT/DB)"
+		case c.sentinel != "" || c.cluster != "":
+			check = "--sentinel and --cluster connect without a user and password, which this deployment requires"
+		}
+		return fail(exitAuth, "authentication failed at %s: %v\n%s", addr, err, check)
+	}
+	return fail(exitUnavailable, "cannot reach Redis (%s): %v", addr, err)
+}
+
+// isAuthError reports whether err is Redis refusing the client's
+// credentials, or their absence: WRONGPASS, NOAUTH, and the replies of
+// older or other servers ("ERR invalid password", "ERR invalid
+// username-password pair", "ERR Protocol error: unauthenticated ...").
+// Like every server error, they are matched on their prefix.
+func isAuthError(err error) bool {
+	if redis.IsAuthError(err) {
+		return true
+	}
+	var re redis.Error
+	if !errors.As(err, &re) {
+		return false
+	}
+	msg := strings.TrimPrefix(re.Error(), "ERR ")
+	for _, prefix := range []string{"WRONGPASS", "NOAUTH", "invalid password", "invalid username-password pair", "Protocol error: unauthenticated"} {
+		if strings.HasPrefix(msg, prefix) {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *session) closeClients() {

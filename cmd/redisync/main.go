@@ -63,6 +63,8 @@
 //	69  Redis unreachable or failing
 //	75  not acquired (--try found it held, or --wait ran out)
 //	76  the hold was lost while the command ran (the command was terminated)
+//	78  authentication failed: Redis refused the user and password of the
+//	    URL, or wants them and got none
 package main
 
 import (
@@ -80,6 +82,7 @@ const (
 	exitUnavailable = 69
 	exitNotAcquired = 75
 	exitLost        = 76
+	exitAuth        = 78 // EX_CONFIG of sysexits.h: the credentials are wrong
 )
 
 // exitError carries an exit status and, unless empty, a message for stderr.
@@ -138,8 +141,8 @@ Connection (every command; default $REDIS_URL, else redis://127.0.0.1:6379/0):
   --prefix P                     key namespace (default "redisync")
 
 Exit status: the command's own, or 2 bad usage, 69 Redis unreachable, 75 not acquired,
-76 hold lost while the command ran. unlock --force exits 0 whether it ended holds or found
-none.
+76 hold lost while the command ran, 78 authentication failed (check the user and password in
+the URL). unlock --force exits 0 whether it ended holds or found none.
 `
 
 func dispatch(args []string, stdout, stderr io.Writer) error {

@@ -107,7 +107,8 @@ func runCmd(args []string, name string, stdout, stderr io.Writer) error {
 			"arguments, flags included; without --, the first argument after NAME starts COMMAND.\n\n")
 		fmt.Fprint(fs.Output(), "The command gets its fencing token in REDISYNC_TOKEN. Signals to redisync are forwarded to it;\n"+
 			"if the hold is lost it gets SIGTERM, then SIGKILL after --grace.\n"+
-			"Exit status: the command's, or 2 bad usage, 69 Redis unreachable, 75 not acquired, 76 hold lost.\n\nFlags:\n")
+			"Exit status: the command's, or 2 bad usage, 69 Redis unreachable, 75 not acquired, 76 hold lost,\n"+
+			"78 authentication failed.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	before, command, err := parseArgs(fs, args, true, stdout, stderr)

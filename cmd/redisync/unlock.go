@@ -29,7 +29,8 @@ writes. For each hold it ended, unlock prints its kind, its fencing token and, f
 the holding process (host/pid), as status shows them.
 
 Exit status: 0 when it ended the holds or found nothing held (it says which), 2 bad usage,
-69 Redis unreachable or failing (some holds may have been ended: run status).
+69 Redis unreachable or failing (some holds may have been ended: run status), 78
+authentication failed.
 
 Flags:
 `
