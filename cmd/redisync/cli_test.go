@@ -110,6 +110,7 @@ func TestExitCodes(t *testing.T) {
 		{"unlock --force of a free name", []string{"unlock", "--force", name + "-free"}, url, 0, ""},
 		{"unreachable", []string{"run", name, "--", "true"}, "redis://127.0.0.1:1/0", exitUnavailable, "cannot reach Redis"},
 		{"bad url", []string{"run", name, "--", "true"}, "http://x", exitUsage, "--url"},
+		{"no timeout", []string{"status", "--timeout", "0s", name}, url, exitUsage, "--timeout 0s"},
 		{"two connections", []string{"run", "--cluster", "127.0.0.1:1", "--quorum", "redis://a", name, "--", "true"}, url, exitUsage, "exclude"},
 		{"missing executable", []string{"run", name, "--", "/nonexistent/cmd"}, url, 127, "start"},
 		{"killed by signal", []string{"run", name, "--", "sh", "-c", "kill -KILL $$"}, url, 128 + 9, ""},

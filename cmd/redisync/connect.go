@@ -5,8 +5,10 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -14,9 +16,17 @@ import (
 	"github.com/redisync/redisync/backend"
 )
 
+// defaultTimeout is how long redisync waits, by default, for Redis to
+// accept a connection and to answer a command. It is go-redis's default
+// dial timeout; it is far above a healthy round trip, even between regions,
+// and a third of the default TTL, so that a renewal that gets no answer
+// leaves time for another before the hold's validity runs out.
+const defaultTimeout = 5 * time.Second
+
 // conn holds the connection flags shared by every command.
 type conn struct {
 	url, sentinel, master, cluster, quorum, prefix string
+	timeout                                        time.Duration
 }
 
 func (c *conn) register(fs *flag.FlagSet) {
@@ -26,6 +36,7 @@ func (c *conn) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.cluster, "cluster", "", "Cluster seed `addresses`, comma-separated")
 	fs.StringVar(&c.quorum, "quorum", "", "`URLs` of independent nodes for a RedLock quorum, comma-separated")
 	fs.StringVar(&c.prefix, "prefix", backend.DefaultPrefix, "key `namespace`")
+	fs.DurationVar(&c.timeout, "timeout", defaultTimeout, "how long to wait for Redis to accept a connection, and for its answer to each command (`D`)")
 }
 
 // session is an open connection: the backend and the raw clients behind it.
@@ -53,8 +64,12 @@ func splitList(s string) []string {
 	return out
 }
 
-// open connects as the flags say and checks that every node answers.
+// open connects as the flags say and checks that every node answers
+// within the timeout.
 func (c *conn) open(ctx context.Context) (*session, error) {
+	if c.timeout <= 0 {
+		return nil, fail(exitUsage, "--timeout %v: must be more than 0", c.timeout)
+	}
 	set := 0
 	for _, v := range []string{c.url, c.sentinel, c.cluster, c.quorum} {
 		if v != "" {
@@ -75,12 +90,14 @@ func (c *conn) open(ctx context.Context) (*session, error) {
 		s.addrs = []string{s.where}
 		s.clients = []redis.UniversalClient{redis.NewFailoverClient(&redis.FailoverOptions{
 			MasterName: c.master, SentinelAddrs: splitList(c.sentinel), ContextTimeoutEnabled: true,
+			DialTimeout: c.timeout, ReadTimeout: c.timeout, WriteTimeout: c.timeout,
 		})}
 	case c.cluster != "":
 		s.where = "Cluster " + c.cluster
 		s.addrs = []string{s.where}
 		s.clients = []redis.UniversalClient{redis.NewClusterClient(&redis.ClusterOptions{
 			Addrs: splitList(c.cluster), ContextTimeoutEnabled: true,
+			DialTimeout: c.timeout, ReadTimeout: c.timeout, WriteTimeout: c.timeout,
 		})}
 	case c.quorum != "":
 		urls := splitList(c.quorum)
@@ -90,7 +107,7 @@ func (c *conn) open(ctx context.Context) (*session, error) {
 			if err != nil {
 				return nil, fail(exitUsage, "--quorum: %v", err)
 			}
-			o.ContextTimeoutEnabled = true
+			c.setTimeouts(o)
 			s.addrs = append(s.addrs, o.Addr)
 			s.clients = append(s.clients, redis.NewClient(o))
 		}
@@ -106,15 +123,23 @@ func (c *conn) open(ctx context.Context) (*session, error) {
 		if err != nil {
 			return nil, fail(exitUsage, "--url: %v", err)
 		}
-		o.ContextTimeoutEnabled = true
+		c.setTimeouts(o)
 		s.where = o.Addr
 		s.addrs = []string{o.Addr}
 		s.clients = []redis.UniversalClient{redis.NewClient(o)}
 	}
-	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	// The nodes of a quorum are asked at once: an answer that does not
+	// come costs one timeout, not one per node.
+	pctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
+	errs := make([]error, len(s.clients))
+	var wg sync.WaitGroup
 	for i, cl := range s.clients {
-		if err := cl.Ping(pctx).Err(); err != nil {
+		wg.Go(func() { errs[i] = cl.Ping(pctx).Err() })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
 			s.closeClients()
 			return nil, c.connectError(s.addrs[i], err)
 		}
@@ -136,9 +161,16 @@ func (c *conn) open(ctx context.Context) (*session, error) {
 	return s, nil
 }
 
+// setTimeouts bounds each connection and round trip of the client of o
+// by the timeout, and lets contexts' deadlines bound them too.
+func (c *conn) setTimeouts(o *redis.Options) {
+	o.ContextTimeoutEnabled = true
+	o.DialTimeout, o.ReadTimeout, o.WriteTimeout = c.timeout, c.timeout, c.timeout
+}
+
 // connectError returns the exit error for err, which the client of the
-// node at addr met as it connected: the node refused the credentials, or
-// could not be reached.
+// node at addr met as it connected: the node refused the credentials, did
+// not answer within the timeout, or could not be reached.
 func (c *conn) connectError(addr string, err error) error {
 	if isAuthError(err) {
 		check := "check the user and password in the URL (--url or $REDIS_URL: redis://USER:PASSWORD@HOST:PORT/DB; REDISCLI_AUTH is not read)"
@@ -149,6 +181,10 @@ func (c *conn) connectError(addr string, err error) error {
 			check = "--sentinel and --cluster connect without a user and password, which this deployment requires"
 		}
 		return fail(exitAuth, "authentication failed at %s: %v\n%s", addr, err, check)
+	}
+	var ne net.Error
+	if errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout() {
+		return fail(exitUnavailable, "no answer from Redis at %s within %v (--timeout)", addr, c.timeout)
 	}
 	return fail(exitUnavailable, "cannot reach Redis (%s): %v", addr, err)
 }

@@ -2,13 +2,17 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/redisync/redisync/internal/redistest"
 )
@@ -51,11 +55,18 @@ type redisError string
 func (e redisError) Error() string { return string(e) }
 func (redisError) RedisError()     {}
 
+// timeoutError is a network timeout.
+type timeoutError struct{}
+
+func (timeoutError) Error() string   { return "i/o timeout" }
+func (timeoutError) Timeout() bool   { return true }
+func (timeoutError) Temporary() bool { return true }
+
 // TestConnectError checks what the connection errors are reported as,
 // with the replies of Redis and Valkey versions that cannot be provoked
 // from the tests.
 func TestConnectError(t *testing.T) {
-	var c conn
+	c := conn{timeout: 200 * time.Millisecond}
 	cases := []struct {
 		err  error
 		code int
@@ -68,6 +79,8 @@ func TestConnectError(t *testing.T) {
 		{redisError("ERR invalid password"), exitAuth, "authentication failed"},
 		{redisError("ERR Protocol error: unauthenticated multibulk length"), exitAuth, "authentication failed"},
 		{fmt.Errorf("hello: %w", redisError("WRONGPASS invalid username-password pair")), exitAuth, "authentication failed"},
+		{context.DeadlineExceeded, exitUnavailable, "no answer from Redis at 127.0.0.1:6379 within 200ms"},
+		{&net.OpError{Op: "read", Net: "tcp", Err: timeoutError{}}, exitUnavailable, "no answer from Redis at 127.0.0.1:6379 within 200ms"},
 		{errors.New("dial tcp 127.0.0.1:6379: connect: connection refused"), exitUnavailable, "cannot reach Redis"},
 		{redisError("ERR unknown command 'HELLO'"), exitUnavailable, "cannot reach Redis"},
 		{redisError("NOPERM User x has no permissions to run the 'ping' command"), exitUnavailable, "cannot reach Redis"},
@@ -107,6 +120,79 @@ func TestExitCodesDocumented(t *testing.T) {
 			if !word.MatchString(text) {
 				t.Errorf("%s does not name exit status %d", where, code)
 			}
+		}
+	}
+}
+
+// silentListener accepts connections and never answers. It counts the
+// connections, and closes them when the test ends.
+func silentListener(t *testing.T) (addr string, accepted func() int) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		<-done
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	return ln.Addr().String(), func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(conns)
+	}
+}
+
+// TestTimeout runs every command in this process against a listener that
+// never answers, with --timeout 200ms: each fails within 10 times that,
+// says that Redis did not answer within the timeout, and exits with
+// exitUnavailable.
+func TestTimeout(t *testing.T) {
+	const timeout = 200 * time.Millisecond
+	addr, accepted := silentListener(t)
+	url := "redis://" + addr + "/0"
+	for _, args := range [][]string{
+		{"status", "--timeout", "200ms", "--url", url, "x"},
+		{"status", "--json", "--timeout", "200ms", "--url", url, "x"},
+		{"run", "--timeout", "200ms", "--url", url, "x", "--", "true"},
+		{"sem", "run", "--permits", "1", "--timeout", "200ms", "--url", url, "x", "--", "true"},
+		{"unlock", "--force", "--timeout", "200ms", "--url", url, "x"},
+		{"run", "--timeout", "200ms", "--quorum", url + "," + url + "," + url, "x", "--", "true"},
+	} {
+		before := accepted()
+		var out, errb bytes.Buffer
+		began := time.Now()
+		code := realMain(args, &out, &errb)
+		took := time.Since(began)
+		t.Logf("redisync %q: %v", args, took.Round(time.Millisecond))
+		want := "no answer from Redis at " + addr + " within 200ms"
+		if code != exitUnavailable || !strings.Contains(errb.String(), want) {
+			t.Errorf("redisync %q against a listener that never answers: exit %d, stderr %q; want exit %d and %q", args, code, errb.String(), exitUnavailable, want)
+		}
+		if took > 10*timeout {
+			t.Errorf("redisync %q against a listener that never answers took %v; want less than %v with --timeout %v", args, took, 10*timeout, timeout)
+		}
+		if accepted() == before {
+			t.Errorf("redisync %q never connected to the listener", args)
 		}
 	}
 }

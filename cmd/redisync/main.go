@@ -23,6 +23,11 @@
 //	--cluster ADDRS           Cluster seed addresses (comma-separated)
 //	--quorum URLS             independent nodes of a RedLock quorum (comma-separated URLs)
 //	--prefix P                key namespace (default "redisync")
+//	--timeout D               how long to wait for Redis to accept a connection,
+//	                          and for its answer to each command (default 5s)
+//
+// A node that does not answer within --timeout is reported as "no answer
+// from Redis at ADDR within D" (exit status 69).
 //
 // While the command runs, its fencing token is in the environment variable
 // REDISYNC_TOKEN and the lock's name in REDISYNC_NAME. Signals sent to
@@ -139,6 +144,8 @@ Connection (every command; default $REDIS_URL, else redis://127.0.0.1:6379/0):
   --cluster ADDRS                Cluster seed addresses (comma-separated)
   --quorum URLS                  RedLock quorum of independent nodes (comma-separated URLs)
   --prefix P                     key namespace (default "redisync")
+  --timeout D                    wait at most D for Redis to accept a connection, and for its
+                                 answer to each command (default 5s)
 
 Exit status: the command's own, or 2 bad usage, 69 Redis unreachable, 75 not acquired,
 76 hold lost while the command ran, 78 authentication failed (check the user and password in

@@ -25,8 +25,9 @@ type nameCmd struct {
 }
 
 // main parses args; -help prints the usage. Then it connects as the flags
-// say, for at most 10s, and runs the command on the keys of NAME. Bad usage
-// and a bad NAME exit with exitUsage.
+// say, waiting at most --timeout for an answer, and runs the command on the
+// keys of NAME for at most 10s, or twice --timeout if that is longer. Bad
+// usage and a bad NAME exit with exitUsage.
 func (n nameCmd) main(args []string, stdout, stderr io.Writer) error {
 	var c conn
 	fs := flag.NewFlagSet("redisync "+n.name, flag.ContinueOnError)
@@ -58,12 +59,12 @@ func (n nameCmd) main(args []string, stdout, stderr io.Writer) error {
 	if err := keyspace.Validate(n.name, name); err != nil {
 		return fail(exitUsage, "%v", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	s, err := c.open(ctx)
+	s, err := c.open(context.Background())
 	if err != nil {
 		return err
 	}
 	defer s.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), max(10*time.Second, 2*c.timeout))
+	defer cancel()
 	return n.run(ctx, s, name, keyspace.New(s.b.Prefix(), name))
 }

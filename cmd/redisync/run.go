@@ -231,7 +231,7 @@ func supervise(ctx context.Context, h holder, f runFlags, name string, command [
 	cmd.Env = append(os.Environ(), "REDISYNC_TOKEN="+strconv.FormatInt(h.token(), 10), "REDISYNC_NAME="+name)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
-		release(ctx, h, stderr)
+		release(ctx, h, f.timeout, stderr)
 		return fail(127, "start %s: %v", command[0], err)
 	}
 	exited := make(chan error, 1)
@@ -264,7 +264,7 @@ loop:
 			_ = syscall.Kill(group, syscall.SIGKILL)
 		}
 	}
-	if rerr := release(ctx, h, stderr); lost == nil && errors.Is(rerr, locker.ErrLost) {
+	if rerr := release(ctx, h, f.timeout, stderr); lost == nil && errors.Is(rerr, locker.ErrLost) {
 		lost = rerr
 	}
 	if lost != nil {
@@ -273,10 +273,10 @@ loop:
 	return &exitError{code: exitCode(cmd.ProcessState, waitErr)}
 }
 
-// release gives the lock back, reporting a failure other than a loss (which
-// the caller reports).
-func release(ctx context.Context, h holder, stderr io.Writer) error {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+// release gives the lock back, waiting at most timeout, and reports a
+// failure other than a loss (which the caller reports).
+func release(ctx context.Context, h holder, timeout time.Duration, stderr io.Writer) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	err := h.release(ctx)
 	if err != nil && !errors.Is(err, locker.ErrLost) {
