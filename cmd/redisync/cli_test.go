@@ -616,6 +616,7 @@ func TestStatusJSONDocumented(t *testing.T) {
 		}
 	}
 	walk(reflect.TypeFor[nameStatus]())
+	walk(reflect.TypeFor[statusError]())
 }
 
 // TestFlagsAnywhere gives every command its flags after NAME, and run its
@@ -700,6 +701,41 @@ func TestPermitsRequired(t *testing.T) {
 		r := runCLI(t, "redis://127.0.0.1:1/0", args...)
 		if r.code != exitUsage || !strings.Contains(r.stderr, "--permits is required") {
 			t.Errorf("redisync %q: exit %d, stderr %q; want exit %d and \"--permits is required\"", args, r.code, r.stderr, exitUsage)
+		}
+	}
+}
+
+// TestStatusJSONError makes status --json fail: stdout holds one JSON
+// object with the error and the exit status, which is the process's.
+func TestStatusJSONError(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := "redis://" + ln.Addr().String() + "/0"
+	ln.Close()
+	cases := []struct {
+		args []string
+		code int
+	}{
+		{[]string{"status", "--json", "x"}, exitUnavailable},
+		{[]string{"status", "x", "--json"}, exitUnavailable},
+		{[]string{"status", "--json"}, exitUsage},
+		{[]string{"status", "--json", "a{b}"}, exitUsage},
+		{[]string{"status", "--json", "--bogus", "x"}, exitUsage},
+		{[]string{"status", "--bogus", "--json", "x"}, exitUsage},
+		{[]string{"status", "--bogus", "-json=true", "x"}, exitUsage},
+		{[]string{"status", "--json", "--timeout", "0s", "x"}, exitUsage},
+	}
+	for _, tc := range cases {
+		r := runCLI(t, closed, tc.args...)
+		var out struct {
+			Error *string
+			Exit  *int
+		}
+		err := json.Unmarshal([]byte(r.stdout), &out)
+		if r.code != tc.code || err != nil || out.Error == nil || *out.Error == "" || out.Exit == nil || *out.Exit != r.code {
+			t.Errorf("redisync %q: exit %d, stdout %q (%v), stderr %q; want exit %d and {\"error\": ..., \"exit\": %d} on stdout", tc.args, r.code, r.stdout, err, r.stderr, tc.code, tc.code)
 		}
 	}
 }

@@ -51,6 +51,11 @@
 //	  last_token         the last fencing token issued (null: none in the last 24h)
 //	  listening          processes subscribed to the name's wake-ups
 //
+// When status --json fails, it prints instead, on stdout, one object with
+// the message it writes to stderr and its exit status, and exits with it:
+//
+//	{"error": "no answer from Redis at 127.0.0.1:6379 within 5s (--timeout)", "exit": 69}
+//
 // holder is the holding process as host/pid; yield_ms, when a mutex is not
 // held, how long its last holder's process lets other processes go first;
 // waiting, for the mutex, the reentrant lock and the rwmutex's writers, the
@@ -112,19 +117,25 @@ func main() {
 
 func realMain(args []string, stdout, stderr io.Writer) int {
 	err := dispatch(args, stdout, stderr)
+	code, msg := exitStatus(err)
+	var ee *exitError
+	if msg != "" && !(errors.As(err, &ee) && ee.printed) {
+		fmt.Fprintln(stderr, "redisync: "+msg)
+	}
+	return code
+}
+
+// exitStatus returns the exit status of a command that returned err, and
+// what it says about the failure ("" when it has nothing to say).
+func exitStatus(err error) (code int, msg string) {
 	var ee *exitError
 	switch {
 	case err == nil:
-		return 0
+		return 0, ""
 	case errors.As(err, &ee):
-		if ee.msg != "" && !ee.printed {
-			fmt.Fprintln(stderr, "redisync: "+ee.msg)
-		}
-		return ee.code
-	default:
-		fmt.Fprintln(stderr, "redisync: "+err.Error())
-		return exitUnavailable
+		return ee.code, ee.msg
 	}
+	return exitUnavailable, err.Error()
 }
 
 const usage = `redisync runs commands under distributed locks held in Redis.

@@ -42,12 +42,17 @@ absent when nothing of it exists:
     last_token            the last fencing token issued (null: none in the last 24h)
     listening             processes subscribed to the name's wake-ups
 
+When it fails, status --json prints instead, on stdout, one object with the message it
+writes to stderr and its exit status, and exits with it:
+
+  {"error": "no answer from Redis at 127.0.0.1:6379 within 5s (--timeout)", "exit": 69}
+
 Flags:
 `
 
 func statusCmd(args []string, stdout, stderr io.Writer) error {
 	var asJSON bool
-	return nameCmd{
+	err := nameCmd{
 		name:     "status",
 		synopsis: "redisync status [--json] [flags] NAME",
 		usage:    statusUsage,
@@ -58,6 +63,32 @@ func statusCmd(args []string, stdout, stderr io.Writer) error {
 			return showStatus(ctx, s, name, ks, asJSON, stdout)
 		},
 	}.main(args, stdout, stderr)
+	if err != nil && (asJSON || jsonAsked(args)) {
+		code, msg := exitStatus(err)
+		_ = json.NewEncoder(stdout).Encode(statusError{Error: msg, Exit: code})
+	}
+	return err
+}
+
+// statusError is what status --json prints when it fails.
+type statusError struct {
+	Error string `json:"error"`
+	Exit  int    `json:"exit"`
+}
+
+// jsonAsked reports whether args ask for --json before "--", for when
+// parsing them stopped at a bad flag before it.
+func jsonAsked(args []string) bool {
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		name, value, hasValue := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-"), "=")
+		if b, err := strconv.ParseBool(value); name == "json" && strings.HasPrefix(a, "-") && (!hasValue || err == nil && b) {
+			return true
+		}
+	}
+	return false
 }
 
 // showStatus prints the status of every primitive of the name of ks, on
