@@ -739,3 +739,63 @@ func TestStatusJSONError(t *testing.T) {
 		}
 	}
 }
+
+// TestStatusReservedTokens holds a mutex, then a readers/writer lock's
+// write hold, whose acquisitions reserve a block of tokens for local
+// hand-off: status says that the last token is reserved, and shows it
+// plainly once the release gave the rest back.
+func TestStatusReservedTokens(t *testing.T) {
+	url := nodeURL(t)
+	b := backend.New(redistest.SharedNode(t).Client(t))
+	defer b.Close()
+	ctx := context.Background()
+	type lock interface {
+		Lock(context.Context) error
+		Unlock(context.Context) error
+		Token() int64
+	}
+	cases := []struct {
+		kind string
+		new  func(name string) (lock, error)
+	}{
+		{"mutex", func(name string) (lock, error) { return mutex.New(b, name) }},
+		{"write hold", func(name string) (lock, error) { return rwmutex.New(b, name) }},
+	}
+	for _, tc := range cases {
+		name := uniq(t)
+		l, err := tc.new(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Lock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		tok := l.Token()
+		r := runCLI(t, url, "status", "--json", name)
+		var st struct {
+			Nodes []struct {
+				LastToken *int64 `json:"last_token"`
+			}
+		}
+		if err := json.Unmarshal([]byte(r.stdout), &st); err != nil || len(st.Nodes) != 1 || st.Nodes[0].LastToken == nil {
+			t.Fatalf("%s: status --json (%v):\n%s%s", tc.kind, err, r.stdout, r.stderr)
+		}
+		last := *st.Nodes[0].LastToken
+		if last <= tok {
+			t.Fatalf("%s: last token %d while the hold has token %d: no block reserved, nothing to check", tc.kind, last, tok)
+		}
+		r = runCLI(t, url, "status", name)
+		want := regexp.MustCompile(fmt.Sprintf(`(?m)^last token reserved: %d \(.*hand the hold on locally.*\)$`, last))
+		held := regexp.MustCompile(fmt.Sprintf(`token +%d\b`, tok))
+		if !want.MatchString(r.stdout) || !held.MatchString(r.stdout) {
+			t.Errorf("status of a %s with token %d, block up to %d:\n%s\nwant a line matching %s", tc.kind, tok, last, r.stdout, want)
+		}
+		if err := l.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		r = runCLI(t, url, "status", name)
+		if !strings.Contains(r.stdout, fmt.Sprintf("last token   %d\n", tok)) || strings.Contains(r.stdout, "reserved") {
+			t.Errorf("status after the release of a %s with token %d:\n%s\nwant \"last token   %d\", nothing reserved", tc.kind, tok, r.stdout, tok)
+		}
+	}
+}

@@ -48,7 +48,10 @@
 //	                      waiting_writers, waiting_readers}
 //	  fair               {held, token, ttl_ms, waiting}
 //	  semaphore          {limit, out, holds [{permits, token, ttl_ms}], waiting}
-//	  last_token         the last fencing token issued (null: none in the last 24h)
+//	  last_token         the last fencing token issued or reserved (null: none in the
+//	                     last 24h): while a mutex or a writer is held, the last of the
+//	                     block its acquisition reserved, with which the holder's process
+//	                     may hand the hold on locally; after a release, the last used
 //	  listening          processes subscribed to the name's wake-ups
 //
 // When status --json fails, it prints instead, on stdout, one object with
