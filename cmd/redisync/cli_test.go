@@ -799,3 +799,38 @@ func TestStatusReservedTokens(t *testing.T) {
 		}
 	}
 }
+
+// TestRunEnvironmentDocumented runs env under the lock: every REDISYNC_
+// variable the command gets from redisync is in the help of run and sem
+// run, and in the package doc.
+func TestRunEnvironmentDocumented(t *testing.T) {
+	url := nodeURL(t)
+	src, err := os.ReadFile("main.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(src[:bytes.Index(src, []byte("\npackage main"))])
+	for _, cmd := range [][]string{{"run"}, {"sem", "run", "--permits", "1"}} {
+		r := runCLI(t, url, append(cmd, uniq(t), "--", "env")...)
+		if r.code != 0 {
+			t.Fatalf("redisync %q env: exit %d: %s", cmd, r.code, r.stderr)
+		}
+		var vars []string
+		for _, kv := range strings.Split(r.stdout, "\n") {
+			k, _, _ := strings.Cut(kv, "=")
+			if strings.HasPrefix(k, "REDISYNC_") && k != "REDISYNC_CLI_MAIN" { // REDISYNC_CLI_MAIN: the test's own
+				vars = append(vars, k)
+			}
+		}
+		if len(vars) < 2 {
+			t.Fatalf("redisync %q env: the command got %q; want REDISYNC_TOKEN and REDISYNC_NAME at least", cmd, vars)
+		}
+		h := runCLI(t, url, "help", cmd[0])
+		help := h.stdout + h.stderr
+		for _, v := range vars {
+			if !strings.Contains(help, v) || !strings.Contains(doc, v) {
+				t.Errorf("the command of redisync %q gets %s, which its help or the package doc does not name:\n%s", cmd, v, help)
+			}
+		}
+	}
+}

@@ -151,6 +151,7 @@ Usage:
   redisync help [COMMAND]                              show help
 
 Flags may stand anywhere before --, before or after NAME; what follows -- is the command's.
+The command gets its fencing token in REDISYNC_TOKEN and NAME in REDISYNC_NAME.
 
 Connection (every command; default $REDIS_URL, else redis://127.0.0.1:6379/0):
   --url URL                      redis:// or rediss:// URL of one node

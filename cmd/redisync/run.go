@@ -105,8 +105,9 @@ func runCmd(args []string, name string, stdout, stderr io.Writer) error {
 		}
 		fmt.Fprint(fs.Output(), "The flags may stand before or after NAME. Everything after -- is COMMAND and its\n"+
 			"arguments, flags included; without --, the first argument after NAME starts COMMAND.\n\n")
-		fmt.Fprint(fs.Output(), "The command gets its fencing token in REDISYNC_TOKEN. Signals to redisync are forwarded to it;\n"+
-			"if the hold is lost it gets SIGTERM, then SIGKILL after --grace.\n"+
+		fmt.Fprint(fs.Output(), commandEnvHelp+"\n"+
+			"Signals to redisync are forwarded to COMMAND; if the hold is lost it gets SIGTERM, then SIGKILL\n"+
+			"after --grace.\n"+
 			"Exit status: the command's, or 2 bad usage, 69 Redis unreachable, 75 not acquired, 76 hold lost,\n"+
 			"78 authentication failed.\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -228,7 +229,7 @@ func supervise(ctx context.Context, h holder, f runFlags, name string, command [
 
 	cmd := exec.Command(command[0], command[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cmd.Env = append(os.Environ(), "REDISYNC_TOKEN="+strconv.FormatInt(h.token(), 10), "REDISYNC_NAME="+name)
+	cmd.Env = append(os.Environ(), commandEnv(h.token(), name)...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		release(ctx, h, f.timeout, stderr)
@@ -272,6 +273,18 @@ loop:
 	}
 	return &exitError{code: exitCode(cmd.ProcessState, waitErr)}
 }
+
+// commandEnv returns the variables that the command gets in its
+// environment besides redisync's own; commandEnvHelp says what they hold.
+func commandEnv(token int64, name string) []string {
+	return []string{"REDISYNC_TOKEN=" + strconv.FormatInt(token, 10), "REDISYNC_NAME=" + name}
+}
+
+const commandEnvHelp = `COMMAND runs with the environment of redisync, and:
+  REDISYNC_TOKEN  the fencing token of the hold, a decimal integer larger than the tokens of
+                  the earlier holds of NAME: what a resource that checks tokens wants
+  REDISYNC_NAME   NAME, the name of the lock or semaphore
+`
 
 // release gives the lock back, waiting at most timeout, and reports a
 // failure other than a loss (which the caller reports).
