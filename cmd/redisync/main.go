@@ -30,7 +30,7 @@
 // from Redis at ADDR within D" (exit status 69).
 //
 // While the command runs, its fencing token is in the environment variable
-// REDISYNC_TOKEN and the lock's name in REDISYNC_NAME. Signals sent to
+// REDISYNC_TOKEN and NAME in REDISYNC_NAME. Signals sent to
 // redisync (INT, TERM, HUP, QUIT, USR1, USR2) are forwarded to the command,
 // which runs in its own process group and is killed if redisync dies. If the
 // hold is lost, the command gets SIGTERM and, after the grace period, SIGKILL.
@@ -54,15 +54,15 @@
 //	                     may hand the hold on locally; after a release, the last used
 //	  listening          processes subscribed to the name's wake-ups
 //
-// When status --json fails, it prints instead, on stdout, one object with
-// the message it writes to stderr and its exit status, and exits with it:
-//
-//	{"error": "no answer from Redis at 127.0.0.1:6379 within 5s (--timeout)", "exit": 69}
-//
 // holder is the holding process as host/pid; yield_ms, when a mutex is not
 // held, how long its last holder's process lets other processes go first;
 // waiting, for the mutex, the reentrant lock and the rwmutex's writers, the
 // processes in the lock's line (waiting_writers counts the writers).
+//
+// When status --json fails, it prints instead, on stdout, one object with
+// the message it writes to stderr and its exit status, and exits with it:
+//
+//	{"error": "no answer from Redis at 127.0.0.1:6379 within 5s (--timeout)", "exit": 69}
 //
 // unlock --force ends whatever hold NAME has, whoever holds it (every kind of
 // primitive that status shows, on every node of a quorum), wakes the waiters,
