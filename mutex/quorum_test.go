@@ -94,7 +94,9 @@ func contend(t *testing.T, newBackend func() backend.Backend, name string, res *
 }
 
 // TestQuorumNodeKilledUnderContention SIGKILLs one node of three while 4
-// clients x 2 goroutines contend: exclusion and progress must survive.
+// clients x 2 goroutines contend: exclusion and progress must survive. The
+// rate after the kill is a benchmark's matter (each step waits for the dead
+// node up to the node timeout): here it must only go on.
 func TestQuorumNodeKilledUnderContention(t *testing.T) {
 	nodes := redistest.StartNodes(t, 3)
 	var res lockertest.Resource
@@ -107,13 +109,13 @@ func TestQuorumNodeKilledUnderContention(t *testing.T) {
 		t.Fatal(err)
 	}
 	atKill := acquired.Load()
-	progressed := deploytest.WaitFor(30*time.Second, func() bool { return acquired.Load() >= atKill+300 })
+	progressed := deploytest.WaitFor(30*time.Second, func() bool { return acquired.Load() >= atKill+50 })
 	stop.Store(true)
 	wait()
 	entries, overlaps, stale := res.Counts()
 	t.Logf("%d acquisitions, %d after SIGKILL of one node of 3; %d overlaps, %d non-increasing tokens", entries, acquired.Load()-atKill, overlaps, stale)
 	if !progressed {
-		t.Errorf("%d acquisitions after the kill; want >= 300", acquired.Load()-atKill)
+		t.Errorf("%d acquisitions in 30s after the kill; want >= 50", acquired.Load()-atKill)
 	}
 	if overlaps != 0 || stale != 0 {
 		t.Errorf("overlaps = %d, non-increasing tokens = %d; want 0 and 0", overlaps, stale)

@@ -52,12 +52,23 @@ type result struct {
 	stdout, stderr string
 }
 
+// cliLimit bounds a run of runCLI: a redisync that waits for a lock it
+// should not wait for is killed rather than left to hang the tests.
+var cliLimit = 2 * time.Minute
+
 func runCLI(t *testing.T, url string, args ...string) result {
 	t.Helper()
 	cmd := cli(url, args...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("run %v: %v", args, err)
+	}
+	timer := time.AfterFunc(cliLimit, func() { _ = cmd.Process.Kill() })
+	err := cmd.Wait()
+	if !timer.Stop() {
+		t.Errorf("redisync %q still running after %v: killed", args, cliLimit)
+	}
 	code := 0
 	if err != nil {
 		ee, ok := err.(*exec.ExitError)
@@ -86,18 +97,20 @@ func TestExitCodes(t *testing.T) {
 		{"command status", []string{"run", name, "--", "sh", "-c", "exit 3"}, url, 3, ""},
 		{"command success", []string{"run", name, "--", "true"}, url, 0, ""},
 		{"without --", []string{"run", name, "true"}, url, 0, ""},
-		{"missing command", []string{"run", name}, url, exitUsage, "want NAME -- COMMAND"},
+		{"missing command", []string{"run", name}, url, exitUsage, "COMMAND is missing"},
 		{"unknown flag", []string{"run", "--bogus", name, "--", "true"}, url, exitUsage, "bogus"},
 		{"try and wait", []string{"run", "--try", "--wait", "1s", name, "--", "true"}, url, exitUsage, "exclude"},
 		{"bad ttl", []string{"run", "--ttl", "1ms", name, "--", "true"}, url, exitUsage, "ttl 1ms"},
 		{"bad name", []string{"run", "a{b}", "--", "true"}, url, exitUsage, "invalid name"},
 		{"unknown command", []string{"frobnicate"}, url, exitUsage, "unknown command"},
 		{"unlock without --force", []string{"unlock", name}, url, exitUsage, "--force"},
-		{"unlock --force without a name", []string{"unlock", "--force"}, url, exitUsage, "want one NAME"},
+		{"unlock --force without a name", []string{"unlock", "--force"}, url, exitUsage, "NAME is missing"},
+		{"status of two names", []string{"status", name, name}, url, exitUsage, "want one NAME, not 2"},
 		{"unlock --force of a bad name", []string{"unlock", "--force", "a{b}"}, url, exitUsage, "invalid name"},
 		{"unlock --force of a free name", []string{"unlock", "--force", name + "-free"}, url, 0, ""},
 		{"unreachable", []string{"run", name, "--", "true"}, "redis://127.0.0.1:1/0", exitUnavailable, "cannot reach Redis"},
 		{"bad url", []string{"run", name, "--", "true"}, "http://x", exitUsage, "--url"},
+		{"no timeout", []string{"status", "--timeout", "0s", name}, url, exitUsage, "--timeout 0s"},
 		{"two connections", []string{"run", "--cluster", "127.0.0.1:1", "--quorum", "redis://a", name, "--", "true"}, url, exitUsage, "exclude"},
 		{"missing executable", []string{"run", name, "--", "/nonexistent/cmd"}, url, 127, "start"},
 		{"killed by signal", []string{"run", name, "--", "sh", "-c", "kill -KILL $$"}, url, 128 + 9, ""},
@@ -267,11 +280,13 @@ func TestSignalsForwarded(t *testing.T) {
 
 // TestLostHoldTerminatesCommand deletes the lock behind a running command:
 // the command gets SIGTERM (then SIGKILL, since it ignores SIGTERM) and
-// redisync exits with the "lost" status.
+// redisync exits with the "lost" status. The TTL is long enough that a
+// holder starved of CPU on a loaded machine keeps its hold until the test
+// deletes it: the holder finds it gone at its next renewal, within 1s.
 func TestLostHoldTerminatesCommand(t *testing.T) {
 	n := redistest.SharedNode(t)
 	url, name := nodeURL(t), uniq(t)
-	cmd := cli(url, "run", "--ttl", "600ms", "--grace", "300ms", name, "--", "sh", "-c", `trap "" TERM; sleep 60`)
+	cmd := cli(url, "run", "--ttl", "3s", "--grace", "300ms", name, "--", "sh", "-c", `trap "" TERM; sleep 60`)
 	var errb bytes.Buffer
 	cmd.Stderr = &errb
 	if err := cmd.Start(); err != nil {
@@ -604,4 +619,221 @@ func TestStatusJSONDocumented(t *testing.T) {
 		}
 	}
 	walk(reflect.TypeFor[nameStatus]())
+	walk(reflect.TypeFor[statusError]())
+}
+
+// TestFlagsAnywhere gives every command its flags after NAME, and run its
+// flags between NAME and "--": they take effect. What follows "--" is the
+// command's, flags included.
+func TestFlagsAnywhere(t *testing.T) {
+	url, name := nodeURL(t), uniq(t)
+	b := backend.New(redistest.SharedNode(t).Client(t))
+	defer b.Close()
+	ctx := context.Background()
+	m, err := mutex.New(b, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer m.Unlock(ctx)
+	s, err := semaphore.NewWeighted(b, name, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Acquire(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Release(ctx, 1)
+
+	// In order: unlock --force ends the holds the others find.
+	cases := []struct {
+		args   []string
+		code   int
+		stdout string // a part of stdout
+	}{
+		{[]string{"run", name, "--try", "--", "true"}, exitNotAcquired, ""},
+		{[]string{"run", "--ttl", "5s", name, "--try", "--", "true"}, exitNotAcquired, ""},
+		{[]string{"run", name, "--wait", "50ms", "--", "true"}, exitNotAcquired, ""},
+		{[]string{"run", name, "--try", "true"}, exitNotAcquired, ""},
+		{[]string{"sem", "run", name, "--permits", "1", "--try", "--", "true"}, exitNotAcquired, ""},
+		{[]string{"status", name, "--json"}, 0, `{"name":"` + name + `"`},
+		{[]string{"run", name + "-free", "--try", "--", "echo", "--try", "--wait", "1s"}, 0, "--try --wait 1s\n"},
+		{[]string{"run", name + "-free", "--try", "echo", "--try", "-x"}, 0, "--try -x\n"},
+		{[]string{"unlock", name, "--force"}, 0, "ended the mutex hold"},
+	}
+	for _, tc := range cases {
+		r := runCLI(t, url, tc.args...)
+		if r.code != tc.code || !strings.Contains(r.stdout, tc.stdout) {
+			t.Errorf("redisync %q: exit %d, stdout %q, stderr %q; want exit %d, stdout containing %q", tc.args, r.code, r.stdout, r.stderr, tc.code, tc.stdout)
+		}
+	}
+}
+
+// TestMissingName leaves NAME out: a usage error that says so and shows
+// the usage line, before any connection (nothing listens at the URL, so a
+// connection attempt would exit with exitUnavailable).
+func TestMissingName(t *testing.T) {
+	const closed = "redis://127.0.0.1:1/0"
+	cases := []struct {
+		args  []string
+		usage string
+	}{
+		{[]string{"run", "--", "echo", "hi"}, "redisync run [flags] NAME -- COMMAND [ARGS...]"},
+		{[]string{"run", "--try", "--", "echo", "hi"}, "redisync run [flags] NAME -- COMMAND [ARGS...]"},
+		{[]string{"run", "--", "--try", "echo"}, "redisync run [flags] NAME -- COMMAND [ARGS...]"},
+		{[]string{"sem", "run", "--permits", "2", "--", "echo", "hi"}, "redisync sem run --permits N [flags] NAME -- COMMAND [ARGS...]"},
+		{[]string{"status"}, "redisync status [--json] [flags] NAME"},
+		{[]string{"unlock", "--force"}, "redisync unlock --force [flags] NAME"},
+	}
+	for _, tc := range cases {
+		r := runCLI(t, closed, tc.args...)
+		if r.code != exitUsage || !strings.Contains(r.stderr, "NAME is missing") || !strings.Contains(r.stderr, tc.usage) {
+			t.Errorf("redisync %q: exit %d, stderr %q; want exit %d, \"NAME is missing\" and the usage line %q", tc.args, r.code, r.stderr, exitUsage, tc.usage)
+		}
+	}
+}
+
+// TestPermitsRequired runs sem run without --permits.
+func TestPermitsRequired(t *testing.T) {
+	for _, args := range [][]string{
+		{"sem", "run", "x", "--", "true"},
+		{"sem", "run", "--weight", "2", "x", "--", "true"},
+	} {
+		r := runCLI(t, "redis://127.0.0.1:1/0", args...)
+		if r.code != exitUsage || !strings.Contains(r.stderr, "--permits is required") {
+			t.Errorf("redisync %q: exit %d, stderr %q; want exit %d and \"--permits is required\"", args, r.code, r.stderr, exitUsage)
+		}
+	}
+}
+
+// TestStatusJSONError makes status --json fail: stdout holds one JSON
+// object with the error and the exit status, which is the process's.
+func TestStatusJSONError(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := "redis://" + ln.Addr().String() + "/0"
+	ln.Close()
+	cases := []struct {
+		args []string
+		code int
+	}{
+		{[]string{"status", "--json", "x"}, exitUnavailable},
+		{[]string{"status", "x", "--json"}, exitUnavailable},
+		{[]string{"status", "--json"}, exitUsage},
+		{[]string{"status", "--json", "a{b}"}, exitUsage},
+		{[]string{"status", "--json", "--bogus", "x"}, exitUsage},
+		{[]string{"status", "--bogus", "--json", "x"}, exitUsage},
+		{[]string{"status", "--bogus", "-json=true", "x"}, exitUsage},
+		{[]string{"status", "--json", "--timeout", "0s", "x"}, exitUsage},
+	}
+	for _, tc := range cases {
+		r := runCLI(t, closed, tc.args...)
+		var out struct {
+			Error *string
+			Exit  *int
+		}
+		err := json.Unmarshal([]byte(r.stdout), &out)
+		if r.code != tc.code || err != nil || out.Error == nil || *out.Error == "" || out.Exit == nil || *out.Exit != r.code {
+			t.Errorf("redisync %q: exit %d, stdout %q (%v), stderr %q; want exit %d and {\"error\": ..., \"exit\": %d} on stdout", tc.args, r.code, r.stdout, err, r.stderr, tc.code, tc.code)
+		}
+	}
+}
+
+// TestStatusReservedTokens holds a mutex, then a readers/writer lock's
+// write hold, whose acquisitions reserve a block of tokens for local
+// hand-off: status says that the last token is reserved, and shows it
+// plainly once the release gave the rest back.
+func TestStatusReservedTokens(t *testing.T) {
+	url := nodeURL(t)
+	b := backend.New(redistest.SharedNode(t).Client(t))
+	defer b.Close()
+	ctx := context.Background()
+	type lock interface {
+		Lock(context.Context) error
+		Unlock(context.Context) error
+		Token() int64
+	}
+	cases := []struct {
+		kind string
+		new  func(name string) (lock, error)
+	}{
+		{"mutex", func(name string) (lock, error) { return mutex.New(b, name) }},
+		{"write hold", func(name string) (lock, error) { return rwmutex.New(b, name) }},
+	}
+	for _, tc := range cases {
+		name := uniq(t)
+		l, err := tc.new(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Lock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		tok := l.Token()
+		r := runCLI(t, url, "status", "--json", name)
+		var st struct {
+			Nodes []struct {
+				LastToken *int64 `json:"last_token"`
+			}
+		}
+		if err := json.Unmarshal([]byte(r.stdout), &st); err != nil || len(st.Nodes) != 1 || st.Nodes[0].LastToken == nil {
+			t.Fatalf("%s: status --json (%v):\n%s%s", tc.kind, err, r.stdout, r.stderr)
+		}
+		last := *st.Nodes[0].LastToken
+		if last <= tok {
+			t.Fatalf("%s: last token %d while the hold has token %d: no block reserved, nothing to check", tc.kind, last, tok)
+		}
+		r = runCLI(t, url, "status", name)
+		want := regexp.MustCompile(fmt.Sprintf(`(?m)^last token reserved: %d \(.*hand the hold on locally.*\)$`, last))
+		held := regexp.MustCompile(fmt.Sprintf(`token +%d\b`, tok))
+		if !want.MatchString(r.stdout) || !held.MatchString(r.stdout) {
+			t.Errorf("status of a %s with token %d, block up to %d:\n%s\nwant a line matching %s", tc.kind, tok, last, r.stdout, want)
+		}
+		if err := l.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		r = runCLI(t, url, "status", name)
+		if !strings.Contains(r.stdout, fmt.Sprintf("last token   %d\n", tok)) || strings.Contains(r.stdout, "reserved") {
+			t.Errorf("status after the release of a %s with token %d:\n%s\nwant \"last token   %d\", nothing reserved", tc.kind, tok, r.stdout, tok)
+		}
+	}
+}
+
+// TestRunEnvironmentDocumented runs env under the lock: every REDISYNC_
+// variable the command gets from redisync is in the help of run and sem
+// run, and in the package doc.
+func TestRunEnvironmentDocumented(t *testing.T) {
+	url := nodeURL(t)
+	src, err := os.ReadFile("main.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(src[:bytes.Index(src, []byte("\npackage main"))])
+	for _, cmd := range [][]string{{"run"}, {"sem", "run", "--permits", "1"}} {
+		r := runCLI(t, url, append(cmd, uniq(t), "--", "env")...)
+		if r.code != 0 {
+			t.Fatalf("redisync %q env: exit %d: %s", cmd, r.code, r.stderr)
+		}
+		var vars []string
+		for _, kv := range strings.Split(r.stdout, "\n") {
+			k, _, _ := strings.Cut(kv, "=")
+			if strings.HasPrefix(k, "REDISYNC_") && k != "REDISYNC_CLI_MAIN" { // REDISYNC_CLI_MAIN: the test's own
+				vars = append(vars, k)
+			}
+		}
+		if len(vars) < 2 {
+			t.Fatalf("redisync %q env: the command got %q; want REDISYNC_TOKEN and REDISYNC_NAME at least", cmd, vars)
+		}
+		h := runCLI(t, url, "help", cmd[0])
+		help := h.stdout + h.stderr
+		for _, v := range vars {
+			if !strings.Contains(help, v) || !strings.Contains(doc, v) {
+				t.Errorf("the command of redisync %q gets %s, which its help or the package doc does not name:\n%s", cmd, v, help)
+			}
+		}
+	}
 }

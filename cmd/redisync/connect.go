@@ -2,10 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -13,9 +16,17 @@ import (
 	"github.com/redisync/redisync/backend"
 )
 
+// defaultTimeout is how long redisync waits, by default, for Redis to
+// accept a connection and to answer a command. It is go-redis's default
+// dial timeout; it is far above a healthy round trip, even between regions,
+// and a third of the default TTL, so that a renewal that gets no answer
+// leaves time for another before the hold's validity runs out.
+const defaultTimeout = 5 * time.Second
+
 // conn holds the connection flags shared by every command.
 type conn struct {
 	url, sentinel, master, cluster, quorum, prefix string
+	timeout                                        time.Duration
 }
 
 func (c *conn) register(fs *flag.FlagSet) {
@@ -25,12 +36,14 @@ func (c *conn) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.cluster, "cluster", "", "Cluster seed `addresses`, comma-separated")
 	fs.StringVar(&c.quorum, "quorum", "", "`URLs` of independent nodes for a RedLock quorum, comma-separated")
 	fs.StringVar(&c.prefix, "prefix", backend.DefaultPrefix, "key `namespace`")
+	fs.DurationVar(&c.timeout, "timeout", defaultTimeout, "how long to wait for Redis to accept a connection, and for its answer to each command (`D`)")
 }
 
 // session is an open connection: the backend and the raw clients behind it.
 type session struct {
 	b       backend.Backend
 	clients []redis.UniversalClient // one, or one per quorum node
+	addrs   []string                // where each client connects, for messages
 	where   string
 }
 
@@ -51,8 +64,12 @@ func splitList(s string) []string {
 	return out
 }
 
-// open connects as the flags say and checks that every node answers.
+// open connects as the flags say and checks that every node answers
+// within the timeout.
 func (c *conn) open(ctx context.Context) (*session, error) {
+	if c.timeout <= 0 {
+		return nil, fail(exitUsage, "--timeout %v: must be more than 0", c.timeout)
+	}
 	set := 0
 	for _, v := range []string{c.url, c.sentinel, c.cluster, c.quorum} {
 		if v != "" {
@@ -70,13 +87,17 @@ func (c *conn) open(ctx context.Context) (*session, error) {
 	switch {
 	case c.sentinel != "":
 		s.where = "Sentinel master " + c.master + " via " + c.sentinel
+		s.addrs = []string{s.where}
 		s.clients = []redis.UniversalClient{redis.NewFailoverClient(&redis.FailoverOptions{
 			MasterName: c.master, SentinelAddrs: splitList(c.sentinel), ContextTimeoutEnabled: true,
+			DialTimeout: c.timeout, ReadTimeout: c.timeout, WriteTimeout: c.timeout,
 		})}
 	case c.cluster != "":
 		s.where = "Cluster " + c.cluster
+		s.addrs = []string{s.where}
 		s.clients = []redis.UniversalClient{redis.NewClusterClient(&redis.ClusterOptions{
 			Addrs: splitList(c.cluster), ContextTimeoutEnabled: true,
+			DialTimeout: c.timeout, ReadTimeout: c.timeout, WriteTimeout: c.timeout,
 		})}
 	case c.quorum != "":
 		urls := splitList(c.quorum)
@@ -86,7 +107,8 @@ func (c *conn) open(ctx context.Context) (*session, error) {
 			if err != nil {
 				return nil, fail(exitUsage, "--quorum: %v", err)
 			}
-			o.ContextTimeoutEnabled = true
+			c.setTimeouts(o)
+			s.addrs = append(s.addrs, o.Addr)
 			s.clients = append(s.clients, redis.NewClient(o))
 		}
 	default:
@@ -101,16 +123,25 @@ func (c *conn) open(ctx context.Context) (*session, error) {
 		if err != nil {
 			return nil, fail(exitUsage, "--url: %v", err)
 		}
-		o.ContextTimeoutEnabled = true
+		c.setTimeouts(o)
 		s.where = o.Addr
+		s.addrs = []string{o.Addr}
 		s.clients = []redis.UniversalClient{redis.NewClient(o)}
 	}
-	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	// The nodes of a quorum are asked at once: an answer that does not
+	// come costs one timeout, not one per node.
+	pctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	for _, cl := range s.clients {
-		if err := cl.Ping(pctx).Err(); err != nil {
+	errs := make([]error, len(s.clients))
+	var wg sync.WaitGroup
+	for i, cl := range s.clients {
+		wg.Go(func() { errs[i] = cl.Ping(pctx).Err() })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
 			s.closeClients()
-			return nil, fail(exitUnavailable, "cannot reach Redis (%s): %v", s.where, err)
+			return nil, c.connectError(s.addrs[i], err)
 		}
 	}
 	if len(s.clients) > 1 {
@@ -128,6 +159,56 @@ func (c *conn) open(ctx context.Context) (*session, error) {
 		}
 	}
 	return s, nil
+}
+
+// setTimeouts bounds each connection and round trip of the client of o
+// by the timeout, and lets contexts' deadlines bound them too.
+func (c *conn) setTimeouts(o *redis.Options) {
+	o.ContextTimeoutEnabled = true
+	o.DialTimeout, o.ReadTimeout, o.WriteTimeout = c.timeout, c.timeout, c.timeout
+}
+
+// connectError returns the exit error for err, which the client of the
+// node at addr met as it connected: the node refused the credentials, did
+// not answer within the timeout, or could not be reached.
+func (c *conn) connectError(addr string, err error) error {
+	if isAuthError(err) {
+		check := "check the user and password in the URL (--url or $REDIS_URL: redis://USER:PASSWORD@HOST:PORT/DB; REDISCLI_AUTH is not read)"
+		switch {
+		case c.quorum != "":
+			check = "check the user and password in the URL of that node in --quorum (redis://USER:PASSWORD@HOST:PORT/DB)"
+		case c.sentinel != "" || c.cluster != "":
+			check = "--sentinel and --cluster connect without a user and password, which this deployment requires"
+		}
+		return fail(exitAuth, "authentication failed at %s: %v\n%s", addr, err, check)
+	}
+	var ne net.Error
+	if errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout() {
+		return fail(exitUnavailable, "no answer from Redis at %s within %v (--timeout)", addr, c.timeout)
+	}
+	return fail(exitUnavailable, "cannot reach Redis (%s): %v", addr, err)
+}
+
+// isAuthError reports whether err is Redis refusing the client's
+// credentials, or their absence: WRONGPASS, NOAUTH, and the replies of
+// older or other servers ("ERR invalid password", "ERR invalid
+// username-password pair", "ERR Protocol error: unauthenticated ...").
+// Like every server error, they are matched on their prefix.
+func isAuthError(err error) bool {
+	if redis.IsAuthError(err) {
+		return true
+	}
+	var re redis.Error
+	if !errors.As(err, &re) {
+		return false
+	}
+	msg := strings.TrimPrefix(re.Error(), "ERR ")
+	for _, prefix := range []string{"WRONGPASS", "NOAUTH", "invalid password", "invalid username-password pair", "Protocol error: unauthenticated"} {
+		if strings.HasPrefix(msg, prefix) {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *session) closeClients() {

@@ -10,6 +10,11 @@
 //	redisync unlock --force NAME
 //	redisync help [COMMAND]
 //
+// Flags may stand anywhere before "--", before or after NAME. Everything
+// after "--" is the command and its arguments, flags included, passed on
+// untouched; without "--", the first argument after NAME starts the
+// command.
+//
 // Connection flags, accepted by every command (default: $REDIS_URL, else
 // redis://127.0.0.1:6379/0):
 //
@@ -18,9 +23,14 @@
 //	--cluster ADDRS           Cluster seed addresses (comma-separated)
 //	--quorum URLS             independent nodes of a RedLock quorum (comma-separated URLs)
 //	--prefix P                key namespace (default "redisync")
+//	--timeout D               how long to wait for Redis to accept a connection,
+//	                          and for its answer to each command (default 5s)
+//
+// A node that does not answer within --timeout is reported as "no answer
+// from Redis at ADDR within D" (exit status 69).
 //
 // While the command runs, its fencing token is in the environment variable
-// REDISYNC_TOKEN and the lock's name in REDISYNC_NAME. Signals sent to
+// REDISYNC_TOKEN and NAME in REDISYNC_NAME. Signals sent to
 // redisync (INT, TERM, HUP, QUIT, USR1, USR2) are forwarded to the command,
 // which runs in its own process group and is killed if redisync dies. If the
 // hold is lost, the command gets SIGTERM and, after the grace period, SIGKILL.
@@ -38,13 +48,21 @@
 //	                      waiting_writers, waiting_readers}
 //	  fair               {held, token, ttl_ms, waiting}
 //	  semaphore          {limit, out, holds [{permits, token, ttl_ms}], waiting}
-//	  last_token         the last fencing token issued (null: none in the last 24h)
+//	  last_token         the last fencing token issued or reserved (null: none in the
+//	                     last 24h): while a mutex or a writer is held, the last of the
+//	                     block its acquisition reserved, with which the holder's process
+//	                     may hand the hold on locally; after a release, the last used
 //	  listening          processes subscribed to the name's wake-ups
 //
 // holder is the holding process as host/pid; yield_ms, when a mutex is not
 // held, how long its last holder's process lets other processes go first;
 // waiting, for the mutex, the reentrant lock and the rwmutex's writers, the
 // processes in the lock's line (waiting_writers counts the writers).
+//
+// When status --json fails, it prints instead, on stdout, one object with
+// the message it writes to stderr and its exit status, and exits with it:
+//
+//	{"error": "no answer from Redis at 127.0.0.1:6379 within 5s (--timeout)", "exit": 69}
 //
 // unlock --force ends whatever hold NAME has, whoever holds it (every kind of
 // primitive that status shows, on every node of a quorum), wakes the waiters,
@@ -58,6 +76,8 @@
 //	69  Redis unreachable or failing
 //	75  not acquired (--try found it held, or --wait ran out)
 //	76  the hold was lost while the command ran (the command was terminated)
+//	78  authentication failed: Redis refused the user and password of the
+//	    URL, or wants them and got none
 package main
 
 import (
@@ -75,12 +95,14 @@ const (
 	exitUnavailable = 69
 	exitNotAcquired = 75
 	exitLost        = 76
+	exitAuth        = 78 // EX_CONFIG of sysexits.h: the credentials are wrong
 )
 
 // exitError carries an exit status and, unless empty, a message for stderr.
 type exitError struct {
-	code int
-	msg  string
+	code    int
+	msg     string
+	printed bool // msg is on stderr already
 }
 
 func (e *exitError) Error() string { return e.msg }
@@ -98,19 +120,25 @@ func main() {
 
 func realMain(args []string, stdout, stderr io.Writer) int {
 	err := dispatch(args, stdout, stderr)
+	code, msg := exitStatus(err)
+	var ee *exitError
+	if msg != "" && !(errors.As(err, &ee) && ee.printed) {
+		fmt.Fprintln(stderr, "redisync: "+msg)
+	}
+	return code
+}
+
+// exitStatus returns the exit status of a command that returned err, and
+// what it says about the failure ("" when it has nothing to say).
+func exitStatus(err error) (code int, msg string) {
 	var ee *exitError
 	switch {
 	case err == nil:
-		return 0
+		return 0, ""
 	case errors.As(err, &ee):
-		if ee.msg != "" {
-			fmt.Fprintln(stderr, "redisync: "+ee.msg)
-		}
-		return ee.code
-	default:
-		fmt.Fprintln(stderr, "redisync: "+err.Error())
-		return exitUnavailable
+		return ee.code, ee.msg
 	}
+	return exitUnavailable, err.Error()
 }
 
 const usage = `redisync runs commands under distributed locks held in Redis.
@@ -122,16 +150,21 @@ Usage:
   redisync unlock --force NAME                         end whatever hold NAME has, whoever holds it
   redisync help [COMMAND]                              show help
 
+Flags may stand anywhere before --, before or after NAME; what follows -- is the command's.
+The command gets its fencing token in REDISYNC_TOKEN and NAME in REDISYNC_NAME.
+
 Connection (every command; default $REDIS_URL, else redis://127.0.0.1:6379/0):
   --url URL                      redis:// or rediss:// URL of one node
   --sentinel ADDRS --master NAME Sentinel addresses (comma-separated) and master name
   --cluster ADDRS                Cluster seed addresses (comma-separated)
   --quorum URLS                  RedLock quorum of independent nodes (comma-separated URLs)
   --prefix P                     key namespace (default "redisync")
+  --timeout D                    wait at most D for Redis to accept a connection, and for its
+                                 answer to each command (default 5s)
 
 Exit status: the command's own, or 2 bad usage, 69 Redis unreachable, 75 not acquired,
-76 hold lost while the command ran. unlock --force exits 0 whether it ended holds or found
-none.
+76 hold lost while the command ran, 78 authentication failed (check the user and password in
+the URL). unlock --force exits 0 whether it ended holds or found none.
 `
 
 func dispatch(args []string, stdout, stderr io.Writer) error {

@@ -96,43 +96,49 @@ func runCmd(args []string, name string, stdout, stderr io.Writer) error {
 		fs.BoolVar(&f.fair, "fair", false, "take the lock in order of arrival (a fair lock)")
 	}
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: redisync %s [flags] NAME -- COMMAND [ARGS...]\n\n", name)
+		fmt.Fprintf(fs.Output(), "Usage: %s\n\n", runSynopsis(name))
 		if name == "sem run" {
 			fmt.Fprint(fs.Output(), "Runs COMMAND while holding --weight of the --permits permits of semaphore NAME:\n"+
 				"at most N such commands run at once, across machines.\n\n")
 		} else {
 			fmt.Fprint(fs.Output(), "Runs COMMAND while holding the lock NAME, as flock(1) does across machines.\n\n")
 		}
-		fmt.Fprint(fs.Output(), "The command gets its fencing token in REDISYNC_TOKEN. Signals to redisync are forwarded to it;\n"+
-			"if the hold is lost it gets SIGTERM, then SIGKILL after --grace.\n"+
-			"Exit status: the command's, or 2 bad usage, 69 Redis unreachable, 75 not acquired, 76 hold lost.\n\nFlags:\n")
+		fmt.Fprint(fs.Output(), "The flags may stand before or after NAME. Everything after -- is COMMAND and its\n"+
+			"arguments, flags included; without --, the first argument after NAME starts COMMAND.\n\n")
+		fmt.Fprint(fs.Output(), commandEnvHelp+"\n"+
+			"Signals to redisync are forwarded to COMMAND; if the hold is lost it gets SIGTERM, then SIGKILL\n"+
+			"after --grace.\n"+
+			"Exit status: the command's, or 2 bad usage, 69 Redis unreachable, 75 not acquired, 76 hold lost,\n"+
+			"78 authentication failed.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return &exitError{code: exitUsage}
+	before, command, err := parseArgs(fs, args, true, stdout, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	} else if err != nil {
+		return err
 	}
-	rest := fs.Args()
-	if len(rest) > 1 && rest[1] == "--" {
-		rest = append(rest[:1:1], rest[2:]...)
-	}
+	set := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
 	switch {
-	case len(rest) < 2:
-		return fail(exitUsage, "%s: want NAME -- COMMAND [ARGS...]; see redisync help %s", name, name)
+	case len(before) == 0:
+		return fail(exitUsage, "%s: NAME is missing (what follows -- is the command)\nusage: %s", name, runSynopsis(name))
+	case len(command) == 0:
+		return fail(exitUsage, "%s: COMMAND is missing\nusage: %s", name, runSynopsis(name))
 	case f.try && f.wait != 0:
 		return fail(exitUsage, "%s: --try and --wait exclude each other", name)
 	case f.wait < 0:
 		return fail(exitUsage, "%s: --wait %v: must not be negative", name, f.wait)
 	case f.grace < 0:
 		return fail(exitUsage, "%s: --grace %v: must not be negative", name, f.grace)
+	case name == "sem run" && !set["permits"]:
+		return fail(exitUsage, "sem run: --permits is required (how many permits the semaphore has, the same for every caller)\nusage: %s", runSynopsis(name))
 	case name == "sem run" && f.permits < 1:
 		return fail(exitUsage, "sem run: --permits %d: must be at least 1", f.permits)
 	case name == "sem run" && (f.weight < 1 || f.weight > f.permits):
 		return fail(exitUsage, "sem run: --weight %d: must be between 1 and --permits %d", f.weight, f.permits)
 	}
-	lockName, command := rest[0], rest[1:]
+	lockName := before[0]
 
 	ctx := context.Background()
 	s, err := f.conn.open(ctx)
@@ -149,6 +155,14 @@ func runCmd(args []string, name string, stdout, stderr io.Writer) error {
 		return err
 	}
 	return supervise(ctx, h, f, lockName, command, stderr)
+}
+
+// runSynopsis returns the usage line of run or sem run.
+func runSynopsis(name string) string {
+	if name == "sem run" {
+		return "redisync sem run --permits N [flags] NAME -- COMMAND [ARGS...]"
+	}
+	return "redisync run [flags] NAME -- COMMAND [ARGS...]"
 }
 
 func (f *runFlags) newHolder(s *session, cmd, name string) (holder, error) {
@@ -215,10 +229,10 @@ func supervise(ctx context.Context, h holder, f runFlags, name string, command [
 
 	cmd := exec.Command(command[0], command[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cmd.Env = append(os.Environ(), "REDISYNC_TOKEN="+strconv.FormatInt(h.token(), 10), "REDISYNC_NAME="+name)
+	cmd.Env = append(os.Environ(), commandEnv(h.token(), name)...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
-		release(ctx, h, stderr)
+		release(ctx, h, f.timeout, stderr)
 		return fail(127, "start %s: %v", command[0], err)
 	}
 	exited := make(chan error, 1)
@@ -251,7 +265,7 @@ loop:
 			_ = syscall.Kill(group, syscall.SIGKILL)
 		}
 	}
-	if rerr := release(ctx, h, stderr); lost == nil && errors.Is(rerr, locker.ErrLost) {
+	if rerr := release(ctx, h, f.timeout, stderr); lost == nil && errors.Is(rerr, locker.ErrLost) {
 		lost = rerr
 	}
 	if lost != nil {
@@ -260,10 +274,22 @@ loop:
 	return &exitError{code: exitCode(cmd.ProcessState, waitErr)}
 }
 
-// release gives the lock back, reporting a failure other than a loss (which
-// the caller reports).
-func release(ctx context.Context, h holder, stderr io.Writer) error {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+// commandEnv returns the variables that the command gets in its
+// environment besides redisync's own; commandEnvHelp says what they hold.
+func commandEnv(token int64, name string) []string {
+	return []string{"REDISYNC_TOKEN=" + strconv.FormatInt(token, 10), "REDISYNC_NAME=" + name}
+}
+
+const commandEnvHelp = `COMMAND runs with the environment of redisync, and:
+  REDISYNC_TOKEN  the fencing token of the hold, a decimal integer larger than the tokens of
+                  the earlier holds of NAME: what a resource that checks tokens wants
+  REDISYNC_NAME   NAME, the name of the lock or semaphore
+`
+
+// release gives the lock back, waiting at most timeout, and reports a
+// failure other than a loss (which the caller reports).
+func release(ctx context.Context, h holder, timeout time.Duration, stderr io.Writer) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	err := h.release(ctx)
 	if err != nil && !errors.Is(err, locker.ErrLost) {

@@ -16,12 +16,10 @@ import (
 	"github.com/redisync/redisync/internal/keyspace"
 )
 
-const statusUsage = `Usage: redisync status [--json] [flags] NAME
-
-Shows every primitive named NAME (mutex, fair lock, readers/writer lock, reentrant lock,
+const statusUsage = `Shows every primitive named NAME (mutex, fair lock, readers/writer lock, reentrant lock,
 semaphore): whether it is held and by whom, the holds' fencing tokens and how long they have
-left, how many wait, and the last fencing token issued. Owner tokens, which are credentials,
-are never shown.
+left, how many wait, and the last fencing token issued or reserved. Owner tokens, which are
+credentials, are never shown.
 
 With --json it prints the same as one JSON object on one line, for scripts and monitoring.
 Its field names are stable; durations are in milliseconds, and a primitive's object is
@@ -41,24 +39,59 @@ absent when nothing of it exists:
                           in the writers' line, waiting_writers the writers that wait
     fair                  {held, token, ttl_ms, waiting}
     semaphore             {limit, out, holds [{permits, token, ttl_ms}], waiting}
-    last_token            the last fencing token issued (null: none in the last 24h)
+    last_token            the last fencing token issued or reserved (null: none in the last
+                          24h): while a mutex or a writer is held, the last of the block its
+                          acquisition reserved, with which the holder's process may hand
+                          the hold on locally; after a release, the last used
     listening             processes subscribed to the name's wake-ups
+
+When it fails, status --json prints instead, on stdout, one object with the message it
+writes to stderr and its exit status, and exits with it:
+
+  {"error": "no answer from Redis at 127.0.0.1:6379 within 5s (--timeout)", "exit": 69}
 
 Flags:
 `
 
 func statusCmd(args []string, stdout, stderr io.Writer) error {
 	var asJSON bool
-	return nameCmd{
-		name:  "status",
-		usage: statusUsage,
+	err := nameCmd{
+		name:     "status",
+		synopsis: "redisync status [--json] [flags] NAME",
+		usage:    statusUsage,
 		flags: func(fs *flag.FlagSet) {
 			fs.BoolVar(&asJSON, "json", false, "print one JSON object on one line (fields above)")
 		},
 		run: func(ctx context.Context, s *session, name string, ks keyspace.Space) error {
 			return showStatus(ctx, s, name, ks, asJSON, stdout)
 		},
-	}.main(args, stderr)
+	}.main(args, stdout, stderr)
+	if err != nil && (asJSON || jsonAsked(args)) {
+		code, msg := exitStatus(err)
+		_ = json.NewEncoder(stdout).Encode(statusError{Error: msg, Exit: code})
+	}
+	return err
+}
+
+// statusError is what status --json prints when it fails.
+type statusError struct {
+	Error string `json:"error"`
+	Exit  int    `json:"exit"`
+}
+
+// jsonAsked reports whether args ask for --json before "--", for when
+// parsing them stopped at a bad flag before it.
+func jsonAsked(args []string) bool {
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		name, value, hasValue := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-"), "=")
+		if b, err := strconv.ParseBool(value); name == "json" && strings.HasPrefix(a, "-") && (!hasValue || err == nil && b) {
+			return true
+		}
+	}
+	return false
 }
 
 // showStatus prints the status of every primitive of the name of ks, on
@@ -423,7 +456,9 @@ func (n nodeStatus) print(w io.Writer) {
 	if n.Mutex == nil && n.Reentrant == nil && n.RWMutex == nil && n.Fair == nil && n.Semaphore == nil {
 		fmt.Fprintln(w, "not held, nobody waiting")
 	}
-	if n.LastToken != nil {
+	if n.reserved() {
+		fmt.Fprintf(w, "last token reserved: %d (the holder's process may hand the hold on locally with the tokens up to it)\n", *n.LastToken)
+	} else if n.LastToken != nil {
 		fmt.Fprintf(w, "last token   %d\n", *n.LastToken)
 	} else {
 		fmt.Fprintln(w, "last token   none in the last 24h")
@@ -431,6 +466,40 @@ func (n nodeStatus) print(w io.Writer) {
 	if n.Listening > 0 {
 		fmt.Fprintf(w, "listening    %d process(es) subscribed to its wake-ups\n", n.Listening)
 	}
+}
+
+// reserved reports whether the last token is above the largest token of
+// the holds on the node, in the block of tokens that the acquisition of
+// that hold reserved: a mutex's or a writer's acquisition reserves the
+// tokens after its own for the holders its process hands the hold on to
+// (see "Local hand-off" in package mutex), and its release gives back
+// those it did not use.
+func (n nodeStatus) reserved() bool {
+	var top int64
+	blocks := false
+	hold := func(token int64, block bool) {
+		if token > top {
+			top, blocks = token, block
+		}
+	}
+	if m := n.Mutex; m != nil && m.Held {
+		hold(m.Token, true)
+	}
+	if rw := n.RWMutex; rw != nil && rw.Write.Held {
+		hold(rw.Write.Token, true)
+	}
+	if re := n.Reentrant; re != nil && re.Held {
+		hold(re.Token, false)
+	}
+	if f := n.Fair; f != nil && f.Held {
+		hold(f.Token, false)
+	}
+	if s := n.Semaphore; s != nil {
+		for _, h := range s.Holds {
+			hold(h.Token, false)
+		}
+	}
+	return blocks && n.LastToken != nil && *n.LastToken > top
 }
 
 func lastHold(hs []semHold) (ms int64) {

@@ -14,9 +14,7 @@ import (
 	"github.com/redisync/redisync/internal/keyspace"
 )
 
-const unlockUsage = `Usage: redisync unlock --force [flags] NAME
-
-Ends whatever hold NAME has, whoever holds it: the mutex, the write hold and the read holds
+const unlockUsage = `Ends whatever hold NAME has, whoever holds it: the mutex, the write hold and the read holds
 of the readers/writer lock, the reentrant lock, the fair lock and every semaphore permit
 under NAME. It is the way out of a hold whose holder is stuck but alive, and keeps renewing
 it; a crashed holder's hold ends by itself when its TTL runs out.
@@ -31,7 +29,8 @@ writes. For each hold it ended, unlock prints its kind, its fencing token and, f
 the holding process (host/pid), as status shows them.
 
 Exit status: 0 when it ended the holds or found nothing held (it says which), 2 bad usage,
-69 Redis unreachable or failing (some holds may have been ended: run status).
+69 Redis unreachable or failing (some holds may have been ended: run status), 78
+authentication failed.
 
 Flags:
 `
@@ -39,8 +38,9 @@ Flags:
 func unlockCmd(args []string, stdout, stderr io.Writer) error {
 	var force bool
 	return nameCmd{
-		name:  "unlock",
-		usage: unlockUsage,
+		name:     "unlock",
+		synopsis: "redisync unlock --force [flags] NAME",
+		usage:    unlockUsage,
 		flags: func(fs *flag.FlagSet) {
 			fs.BoolVar(&force, "force", false, "end the holds of another process (required)")
 		},
@@ -53,7 +53,7 @@ func unlockCmd(args []string, stdout, stderr io.Writer) error {
 		run: func(ctx context.Context, s *session, name string, _ keyspace.Space) error {
 			return endHolds(ctx, s, name, stdout)
 		},
-	}.main(args, stderr)
+	}.main(args, stdout, stderr)
 }
 
 // endHolds ends every hold under name, on each node of s, and

@@ -206,9 +206,10 @@ type reply struct {
 }
 
 const (
-	placeUnknown = 0  // the reply did not say (a quorum's combined reply)
-	placeNone    = -1 // not queued
-	placeLate    = -2 // granted after its validity ran out, and undone
+	placeUnknown  = 0  // the reply did not say (a quorum's combined reply)
+	placeNone     = -1 // not queued
+	placeLate     = -2 // granted after its validity ran out, and undone
+	placeDeparted = -3 // the waiter id departed: granted (its hold since gone) or given up
 )
 
 // attempt makes the n-th acquisition attempt for owner, queued as waiter
@@ -229,10 +230,15 @@ func (q *Queue) attempt(ctx context.Context, owner, waiter string, k int64, n in
 	return nil, reply{pos: r.At(2), hint: hint}, nil
 }
 
-// join puts waiter in line (ticket 0: a new place) or keeps it there. It
+// join puts waiter in line (ticket 0: a new place, by the enqueue numbered
+// number of the waiter) or keeps it there (a heartbeat, number 0). It
 // returns its ticket and whether its permits fit now.
-func (q *Queue) join(ctx context.Context, s *backend.Script, waiter string, k, ticket int64) (int64, bool, error) {
-	r, err := q.exec(ctx, q.call(s, waiter, waiter, k, ticket, 0))
+func (q *Queue) join(ctx context.Context, s *backend.Script, waiter string, k, ticket int64, number int) (int64, bool, error) {
+	c := q.call(s, waiter, waiter, k, ticket, 0)
+	if number > 0 {
+		c.Args = append(c.Args, number)
+	}
+	r, err := q.exec(ctx, c)
 	if err != nil {
 		return 0, false, err
 	}

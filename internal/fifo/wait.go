@@ -2,6 +2,7 @@ package fifo
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"time"
 
@@ -21,6 +22,7 @@ type waiter struct {
 	channel string // the wake channel's name after the Queue's prefix
 	id      string // "<channel>.<call>": its place in line
 	n       int    // attempts made
+	joins   int    // Enqueues sent
 	ticket  int64  // 0 until Enqueue returned one
 	joined  bool   // an Enqueue was sent: the waiter may be in line
 	unsure  bool   // an attempt's outcome is unknown: a hold may exist
@@ -109,6 +111,15 @@ func (w *waiter) wait(ctx context.Context) (*Hold, error) {
 				next = stepBeat
 				continue
 			}
+			if r.pos == placeDeparted {
+				// The server saw this waiter's turn come and go (its
+				// grant's reply was lost, and the hold expired before it
+				// was taken back): it waits again as a new arrival, under
+				// an id of its own.
+				w.id, w.ticket, w.aligned = w.channel+"."+rand.Text(), 0, false
+				next = stepEnqueue
+				continue
+			}
 			if r.pos == placeNone && !rejoin {
 				// Dropped from the line: a heartbeat puts it back at its
 				// ticket. Once per wake-up, so that a node that keeps
@@ -135,7 +146,8 @@ func (w *waiter) wait(ctx context.Context) (*Hold, error) {
 			}
 		case stepEnqueue:
 			w.joined = true
-			ticket, _, e := q.join(ctx, q.s.Enqueue, w.id, w.k, 0)
+			w.joins++
+			ticket, _, e := q.join(ctx, q.s.Enqueue, w.id, w.k, 0, w.joins)
 			if e != nil {
 				err = e
 				break
@@ -164,7 +176,7 @@ func (w *waiter) wait(ctx context.Context) (*Hold, error) {
 			next = stepAttempt
 			continue
 		case stepBeat:
-			_, fit, e := q.join(ctx, q.s.Beat, w.id, w.k, w.ticket)
+			_, fit, e := q.join(ctx, q.s.Beat, w.id, w.k, w.ticket, 0)
 			if e != nil {
 				err = e
 				break

@@ -3,7 +3,9 @@ package lockertest
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -120,12 +122,25 @@ func Inversions(order []int) int {
 }
 
 // testArrivalOrder queues waiters one by one, from several clients, behind a
-// holder, and checks that they are served in exactly that order.
+// holder, and checks that they are served in exactly that order. Each waiter
+// starts once the one before it has its place: the Enqueue of its Lock came
+// back (on a quorum a node can show a place before the other nodes have
+// drawn theirs, and the order is promised from the Enqueue's return) and the
+// holder's QueueLen counts it.
 func testArrivalOrder(t *testing.T, s *FairSetup) {
 	n := name(t)
 	ctx := ctxFor(t, 2*time.Minute)
 	o := FairOptions{Options: Options{TTL: 10 * time.Second, Watchdog: true}}
-	backends := []backend.Backend{s.backend(t), s.backend(t), s.backend(t), s.backend(t)}
+	var placed atomic.Int64 // Enqueue calls that came back with a place
+	enqueued := func(c *backend.Call) {
+		if c.Err == nil && c.Reply.Status() == backend.StatusOK && strings.HasSuffix(c.Script.Name(), ".enqueue") {
+			placed.Add(1)
+		}
+	}
+	backends := make([]backend.Backend, 4)
+	for i := range backends {
+		backends[i] = observe(s.backend(t), enqueued)
+	}
 	holder := s.lock(t, backends[0], n, o)
 	if err := holder.Lock(ctx); err != nil {
 		t.Fatal(err)
@@ -152,6 +167,12 @@ func testArrivalOrder(t *testing.T, s *FairSetup) {
 				errs <- fmt.Errorf("waiter %d: Unlock: %w", i, err)
 			}
 		}()
+		for deadline := time.Now().Add(10 * time.Second); placed.Load() < int64(i+1); {
+			if time.Now().After(deadline) {
+				t.Fatalf("waiter %d: no Enqueue came back with a place after 10s", i)
+			}
+			time.Sleep(time.Millisecond)
+		}
 		queueLen(t, holder, i+1)
 	}
 	start := time.Now()

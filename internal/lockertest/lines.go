@@ -12,6 +12,7 @@ import (
 
 	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/internal/keyspace"
+	"github.com/redisync/redisync/internal/lease"
 	"github.com/redisync/redisync/internal/local"
 )
 
@@ -154,6 +155,14 @@ func (c *Lines) end(sc *lineScope, cohort, op string, outcome any) {
 		who = ""
 	}
 	found, read := c.read(sc.prefix, sc.name, who)
+	if len(found) > 0 {
+		waitPersisted()
+		// A cleanup of the call (a leave, a withdrawal) failed and is
+		// being sent again in the background, as the library does after a
+		// transient error (see lease.Persist): what counts is what stays
+		// once it has landed.
+		found, read = c.read(sc.prefix, sc.name, who)
+	}
 	scope := "its process idle on the name"
 	if idle {
 		scope = "the name idle"
@@ -170,6 +179,20 @@ func (c *Lines) end(sc *lineScope, cohort, op string, outcome any) {
 		c.idle++
 	}
 	c.record(found, fmt.Sprintf("after %s of %s on %q returned %s (%s)", op, cohort, sc.name, describe(outcome), scope))
+}
+
+// waitPersisted waits, for at most a few seconds, until no cleanup or
+// release is being sent again in the background (see lease.WaitPersisted).
+func waitPersisted() {
+	done := make(chan struct{})
+	go func() {
+		lease.WaitPersisted()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+	}
 }
 
 // record counts the entries of found that no check found before as

@@ -559,7 +559,10 @@ func testUnlockStops(t *testing.T, s *Setup) {
 func testExtend(t *testing.T, s *Setup) {
 	n := name(t)
 	ctx := ctxFor(t, time.Minute)
-	lease := s.ttl(500 * time.Millisecond)
+	// Long enough that a loaded machine sends the Extend before the lease
+	// runs out (a 500ms lease ran out between Lock and Extend under -race
+	// on a machine running two other test suites).
+	lease := s.ttl(time.Second)
 	l := s.lock(t, s.backend(t), n, Options{TTL: lease, Watchdog: false})
 	other := s.contender(t, s.backend(t), n, Options{TTL: s.ttl(time.Second), Watchdog: true})
 	if err := l.Extend(ctx, s.ttl(time.Second)); !isNotHeld(err) {

@@ -31,6 +31,8 @@ var (
 	fifoForceSrc string
 	//go:embed fifo_settle.lua
 	fifoSettleSrc string
+	//go:embed fifo_unjoin.lua
+	fifoUnjoinSrc string
 )
 
 // FIFO is the script family of a primitive that hands out a limited number
@@ -50,8 +52,12 @@ type FIFO struct {
 	// Enqueue puts a waiter in the queue and returns its ticket. It is an
 	// acquisition of a place in line: on a quorum its ticket is the largest
 	// the nodes drew, and every node's fence counter is raised to it. Its
-	// undo is Release, which drops the waiter.
+	// undo is Unjoin.
 	Enqueue *backend.Script
+	// Unjoin is the undo of an Enqueue: it takes the waiter out of the
+	// queue if that enqueue (by its number) is the one that queued it, and
+	// records no departure: the waiter goes on waiting.
+	Unjoin *backend.Script
 	// Beat is a waiter's heartbeat: the same script as Enqueue, run as a
 	// write with the waiter's ticket, so that it also puts back, at its old
 	// place, a waiter that was dropped, and aligns the nodes of a quorum.
@@ -74,11 +80,13 @@ func newFIFO(kind string) FIFO {
 	release := backend.NewScript(kind+".release", backend.Release, src(fifoReleaseSrc), nil)
 	undo := backend.NewScript(kind+".undo", backend.Release, src(fifoUndoSrc), nil)
 	settle := backend.NewScript(kind+".settle", backend.Release, src(fifoSettleSrc), nil)
+	unjoin := backend.NewScript(kind+".unjoin", backend.Release, src(fifoUnjoinSrc), nil)
 	return FIFO{
 		Acquire: backend.NewScript(kind+".acquire", backend.Acquire, src(fifoAcquireSrc), undo).SettledBy(settle),
 		Undo:    undo,
 		Settle:  settle,
-		Enqueue: backend.NewScript(kind+".enqueue", backend.Acquire, src(fifoJoinSrc), release),
+		Enqueue: backend.NewScript(kind+".enqueue", backend.Acquire, src(fifoJoinSrc), unjoin),
+		Unjoin:  unjoin,
 		Beat:    backend.NewScript(kind+".beat", backend.Write, src(fifoJoinSrc), nil),
 		Renew:   backend.NewScript(kind+".renew", backend.Renew, src(fifoRenewSrc), nil),
 		Release: release,

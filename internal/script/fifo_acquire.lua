@@ -12,8 +12,8 @@
 -- departs (see fifo_lib.lua); an attempt under a waiter id that departed
 -- takes nothing: it arrived after its call was over.
 -- Returns {1, fencing token} when held, or {0, ms until the earliest
--- deadline (0: none), the caller's place in the queue from 1, or -1 when it
--- is not queued}. Fails with "LIMIT <n>" when the name is in use with
+-- deadline (0: none), the caller's place in the queue from 1, -1 when it
+-- is not queued, or -3 when its waiter id departed}. Fails with "LIMIT <n>" when the name is in use with
 -- another limit.
 local n = tonumber(ARGV[6])
 local stored = limit()
@@ -35,9 +35,10 @@ if rec then
   return {1, token}
 end
 if id ~= '' and departed(id) then
-  -- The Acquire call that waited under id is over: this request arrived
-  -- after its caller moved on.
-  return {0, hint(), -1}
+  -- The Acquire call that waited under id is over (this request arrived
+  -- after its caller moved on), or its grant's reply was lost and the hold
+  -- has expired since: it takes nothing, and hears that its id departed.
+  return {0, hint(), -3}
 end
 local ok, rank = fits(id, k, n)
 if not ok then

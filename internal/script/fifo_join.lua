@@ -6,7 +6,11 @@
 -- heartbeats) is queued at its ticket, so it keeps its place; a waiter queued
 -- at a lower ticket is moved to it (the nodes of a quorum may have drawn
 -- different tickets; the waiter keeps the largest). A waiter that departed
--- (granted, or gave up; see fifo_lib.lua) is not queued again.
+-- (granted, or gave up; see fifo_lib.lua) is not queued again. An enqueue
+-- (ticket 0) carries its number in ARGV[11] (they grow with each enqueue
+-- of a waiter), which the waiter's record keeps, so that the undo of an
+-- earlier enqueue, arriving late, leaves a later one's place alone (see
+-- fifo_unjoin.lua); a heartbeat leaves the number as it is.
 -- Returns {1, ticket, 1 if the permits fit now else 0, place from 1}. Fails
 -- with "LIMIT <n>" when the name is in use with another limit.
 local n = tonumber(ARGV[6])
@@ -20,7 +24,12 @@ local score = tonumber(redis.call('ZSCORE', queue, id))
 if not score and departed(id) then
   -- The waiter was granted or gave up: a heartbeat that arrives after that
   -- must not put it back. Its reply says "try now", which sends a waiter
-  -- whose grant's reply was lost to take its hold back.
+  -- whose grant's reply was lost to take its hold back. An enqueue of a
+  -- waiter that departed arrived after its caller moved on: it takes no
+  -- place, and says so.
+  if ticket == 0 then
+    return {0, 0, 0, -1}
+  end
   return {1, ticket, 1, 1}
 end
 if not score then
@@ -31,7 +40,11 @@ if not score then
     score = next_number()
   end
   redis.call('ZADD', queue, num(score), id)
-  redis.call('HSET', state, 'w:' .. id, num(k), 'n', num(n))
+  redis.call('HSET', state, 'w:' .. id, num(k) .. ' ' .. num(tonumber(ARGV[11]) or 0), 'n', num(n))
+elseif ticket == 0 and tonumber(ARGV[11] or '') then
+  -- An enqueue sent again (its reply was lost): the place stays, under the
+  -- number of this enqueue.
+  redis.call('HSET', state, 'w:' .. id, num(k) .. ' ' .. num(tonumber(ARGV[11])))
 elseif ticket > score then
   score = ticket
   redis.call('ZADD', queue, num(score), id)

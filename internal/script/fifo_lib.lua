@@ -5,7 +5,8 @@
 -- KEYS[1] state hash: n = the limit, used = permits out,
 --         h:<owner> = "<permits> <fencing token> <ticket> <attempt>" per
 --         hold (the attempt is the one that last granted it),
---         w:<waiter> = "<permits wanted>" per waiter
+--         w:<waiter> = "<permits wanted> <enqueue>" per waiter, with the
+--         number of the enqueue that last queued it (see fifo_unjoin.lua)
 -- KEYS[2] deadlines zset: h:<owner> -> hold expiry, w:<waiter> -> heartbeat
 --         deadline, x:<waiter> -> the end of a departure, all in server
 --         milliseconds
@@ -76,7 +77,8 @@ local function record(k, token, ticket, attempt)
 end
 
 local function want(id)
-  return tonumber(redis.call('HGET', state, 'w:' .. id)) or 1
+  local v = redis.call('HGET', state, 'w:' .. id)
+  return tonumber(v and string.match(v, '^(%d+)')) or 1
 end
 
 -- drop_waiter removes a waiter; it reports whether the waiter was queued.

@@ -167,8 +167,8 @@ func TestFIFOScripts(t *testing.T) {
 		if w, _ := r.stat(); w != 1 {
 			t.Errorf("waiting after C's late heartbeat = %d; want 1: C stays out", w)
 		}
-		if a := r.run(script.Semaphore.Acquire, "hC", "wC", 1, 0); a.Status() != backend.StatusContended || a.At(2) != -1 {
-			t.Errorf("late attempt of C, which left = %v; want [0 _ -1]: nothing taken, not queued", a)
+		if a := r.run(script.Semaphore.Acquire, "hC", "wC", 1, 0); a.Status() != backend.StatusContended || a.At(2) != -3 {
+			t.Errorf("late attempt of C, which left = %v; want [0 _ -3]: nothing taken, its id departed", a)
 		}
 		// Every key has a TTL.
 		for _, k := range r.keys {
@@ -275,6 +275,41 @@ func TestFIFOUndoWakesNotItsCaller(t *testing.T) {
 		}
 		if b := r.run(script.Semaphore.Beat, "cw.1", "cw.1", 1, 0); b.Status() != backend.StatusOK || b.At(3) != 1 {
 			t.Fatalf("W's heartbeat after the undo = %v; want it first in line", b)
+		}
+	})
+}
+
+// TestFIFOUnjoin: the undo of an enqueue (a quorum's minority) takes the
+// waiter out of the queue only if that enqueue is the one that queued it,
+// and records no departure: the waiter goes on waiting. An undo of an
+// earlier enqueue that arrives after a later one leaves the place alone.
+func TestFIFOUnjoin(t *testing.T) {
+	servers(t, func(t *testing.T, rdb *redis.Client) {
+		r := newFIFORig(t, rdb, 1)
+		enqueue := func(n int) backend.Reply {
+			return r.runAttempt(script.Fair.Enqueue, "cw.1", "cw.1", 1, 0, n)
+		}
+		unjoin := func(n int) backend.Reply {
+			return r.runAttempt(script.Fair.Unjoin, "cw.1", "cw.1", 1, 0, n)
+		}
+		r.acquire("hA", "", 1)
+		first := enqueue(1)
+		if first.Status() != backend.StatusOK {
+			t.Fatalf("enqueue 1 = %v", first)
+		}
+		if again := enqueue(2); again.At(1) != first.At(1) {
+			t.Fatalf("enqueue 2 of the same waiter = %v; want its ticket %d kept", again, first.At(1))
+		}
+		unjoin(1) // late: enqueue 2 stands
+		if w, _ := r.stat(); w != 1 {
+			t.Fatalf("waiting after a late undo of enqueue 1 = %d; want 1", w)
+		}
+		unjoin(2)
+		if w, _ := r.stat(); w != 0 {
+			t.Fatalf("waiting after the undo of enqueue 2 = %d; want 0", w)
+		}
+		if e := enqueue(3); e.Status() != backend.StatusOK {
+			t.Fatalf("enqueue 3 after the undo = %v; want a place: the undo records no departure", e)
 		}
 	})
 }

@@ -341,17 +341,24 @@ type replyTopology struct {
 
 // backends returns replyClients backends whose every client carries a hook
 // of rules, below an AttemptHook that sees what the backend sees, closed at
-// the end of the test after the late deliveries landed.
-func (top replyTopology) backends(t *testing.T, rules *replyRules) []backend.Backend {
+// the end of the test after the late deliveries landed. With an Order, its
+// hooks go on either side of the rules' and it wraps each backend.
+func (top replyTopology) backends(t *testing.T, rules *replyRules, order *Order) []backend.Backend {
 	attempts := AttemptHook{Scripts: acquisitionScripts()}
+	hooks := func(n int) []redis.Hook {
+		if order == nil {
+			return []redis.Hook{attempts, rules.hook()}
+		}
+		return []redis.Hook{attempts, order.Hook(n, false), rules.hook(), order.Hook(n, true)}
+	}
 	bs := make([]backend.Backend, replyClients)
 	for i := range bs {
 		if !top.quorum {
-			bs[i] = backend.New(replyClient(t, top.addrs[0], attempts, rules.hook()))
+			bs[i] = backend.New(replyClient(t, top.addrs[0], hooks(0)...))
 		} else {
 			cs := make([]redis.UniversalClient, len(top.addrs))
 			for n, addr := range top.addrs {
-				cs[n] = replyClient(t, addr, attempts, rules.hook())
+				cs[n] = replyClient(t, addr, hooks(n)...)
 			}
 			q, err := backend.NewQuorum(cs, backend.WithNodeTimeout(lockertest.QuorumNodeTimeout))
 			if err != nil {
@@ -360,6 +367,9 @@ func (top replyTopology) backends(t *testing.T, rules *replyRules) []backend.Bac
 			bs[i] = q
 		}
 		t.Cleanup(func() { _ = bs[i].Close() })
+		if order != nil {
+			bs[i] = order.Backend(bs[i])
+		}
 	}
 	// Registered last, so run first: late deliveries land before the
 	// backends and clients close.
@@ -435,7 +445,8 @@ func (c counted) Release(ctx context.Context) error {
 }
 
 // watched is a Holder of process proc whose acquisition calls the line
-// check sees, and whose calls and releases Wakeups records.
+// check sees, and whose calls and releases Wakeups records; with an Order,
+// the order check sees its calls too.
 type watched struct {
 	Holder
 	proc  int
@@ -443,6 +454,7 @@ type watched struct {
 	name  string
 	lines *lockertest.Lines
 	wake  *Wakeups
+	order *Order
 }
 
 func (w watched) Mode() (Mode, int) {
@@ -465,9 +477,17 @@ func (w watched) op() string {
 
 func (w watched) Acquire(ctx context.Context) error {
 	ctx, call := w.wake.Begin(ctx, w.proc)
+	var inLine *OrderCall
+	if w.order != nil {
+		ctx, inLine = w.order.Begin(ctx, w.proc)
+	}
 	end := w.lines.Begin(w.b, w.name)
 	err := w.Holder.Acquire(ctx)
-	w.wake.End(call, time.Now(), err == nil)
+	at := time.Now()
+	w.wake.End(call, at, err == nil)
+	if inLine != nil {
+		w.order.End(inLine, at, err == nil, w.Token())
+	}
 	end(w.op(), err)
 	return err
 }
@@ -510,7 +530,14 @@ func (top replyTopology) run(t *testing.T, p replyPrimitive, rules *replyRules, 
 	for i, addr := range top.addrs {
 		raw[i] = client(t, addr) // no hooks: the coverage check reads the truth
 	}
-	bs := top.backends(t, rules)
+	name := "replies-" + p.name
+	var order *Order
+	if p.name == "fair" {
+		// The fair lock serves its waiters in order of arrival: check
+		// it. The backends use the default prefix.
+		order = NewOrder(raw, backend.DefaultPrefix, name)
+	}
+	bs := top.backends(t, rules, order)
 	cov := lockertest.NewCoverage(raw)
 	for _, b := range bs {
 		cov.Watch(b)
@@ -520,14 +547,13 @@ func (top replyTopology) run(t *testing.T, p replyPrimitive, rules *replyRules, 
 	stopWake := wake.Watch(bs)
 	defer stopWake()
 	stats := &holdStats{}
-	name := "replies-" + p.name
 	w := newWorkload(name, 2*replyClients, func(g int) (Holder, error) {
 		b := bs[g%replyClients]
 		h, err := p.mk(b, name, g)
 		if err != nil {
 			return nil, err
 		}
-		return counted{watched{h, g % replyClients, b, name, lines, &wake}, stats}, nil
+		return counted{watched{h, g % replyClients, b, name, lines, &wake, order}, stats}, nil
 	})
 	stopCov := cov.Start()
 	drive(t, w, repliesDuration())
@@ -572,6 +598,9 @@ func (top replyTopology) run(t *testing.T, p replyPrimitive, rules *replyRules, 
 		label, checked, leftBehind, calls, idle, unread, len(left), untouched, withdrawn, expired)
 	ws := wake.Stats()
 	t.Logf("%s: wake-up latency (waiters poll every %v after their first poll): %v", label, replyPoll(2), ws)
+	if order != nil {
+		checkOrder(t, label, order)
+	}
 	for i, v := range lines.Violations() {
 		if i == 10 {
 			t.Logf("... %d more", leftBehind-i)
@@ -622,6 +651,36 @@ func (top replyTopology) run(t *testing.T, p replyPrimitive, rules *replyRules, 
 	}
 	if lost == 0 || twice == 0 || late == 0 {
 		t.Errorf("faults not injected: %d lost, %d twice, %d late", lost, twice, late)
+	}
+}
+
+// checkOrder logs what the order check of the fair lock found, and fails
+// the test for each inversion, or when callers waited in line and no pair
+// was checked.
+func checkOrder(t *testing.T, label string, o *Order) {
+	t.Helper()
+	s := o.Check()
+	t.Logf("fair: %d grants, %d pairs in line checked, %d FIFO inversions (%d pairs passed over: the earlier call's grant ran on the server first, its caller never learned of it in time)", s.Grants, s.Pairs, len(s.Inversions), s.TurnsMissed)
+	t.Logf("%s: %d Lock calls waited in line; %d of them gave up after a call that began after their place was confirmed had been granted (not inversions: they were not granted)",
+		label, s.Placed, s.GaveUp)
+	for i, inv := range s.Inversions {
+		if i == 10 {
+			t.Errorf("... and %d more FIFO inversions", len(s.Inversions)-i)
+			break
+		}
+		t.Errorf("FIFO inversion: %s", o.Summary(inv))
+	}
+	// A call that was passed over usually was by several: describe the
+	// first inversion of each of the first few such calls in full.
+	detailed := make(map[*OrderCall]bool)
+	for _, inv := range s.Inversions {
+		if !detailed[inv.Earlier] && len(detailed) < 3 {
+			detailed[inv.Earlier] = true
+			t.Logf("Lock #%d passed over: what the backends and the nodes saw of both calls, and the queue:\n%s", inv.Earlier.id, o.Details(inv))
+		}
+	}
+	if s.Placed > 0 && s.Pairs == 0 {
+		t.Errorf("the order check found no pair of calls to check, though %d calls waited in line: it did not run", s.Placed)
 	}
 }
 
