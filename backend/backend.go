@@ -62,6 +62,17 @@ type Listener interface {
 	Listening(channel string) bool
 }
 
+// A Prober is a Backend that can check its deployment with a round trip
+// (see Check).
+type Prober interface {
+	Backend
+	// Probe checks, once, that every server of the Backend can be reached,
+	// accepts the client's credentials and runs the library's scripts on
+	// keys and channels under its prefix, and that the client is the right
+	// kind for the server. It writes nothing.
+	Probe(ctx context.Context) error
+}
+
 // A Validator is a Backend that can be unusable from the start (New does
 // not fail: it returns such a Backend for a nil client or a bad option).
 // Check reports its Err.
@@ -163,12 +174,12 @@ func decodeInto(s *Script, v any, buf []int64) (Reply, []byte, error) {
 	return r, data, nil
 }
 
-// Check reports whether b is usable: it returns an error matching
-// locker.ErrInvalid for a nil Backend or one without a Local, and the
-// construction error of a Validator (New's Backend for a nil client or a bad
-// option). Primitive constructors call it, so that bad input surfaces
+// Validate reports whether b is usable, without I/O: it returns an error
+// matching locker.ErrInvalid for a nil Backend or one without a Local, and
+// the construction error of a Validator (New's Backend for a nil client or
+// a bad option). Primitive constructors call it, so that bad input surfaces
 // there.
-func Check(b Backend) error {
+func Validate(b Backend) error {
 	if b == nil {
 		return fmt.Errorf("backend: nil Backend: %w", locker.ErrInvalid)
 	}
@@ -179,6 +190,26 @@ func Check(b Backend) error {
 	}
 	if l := b.Local(); l == nil || l.state == nil {
 		return fmt.Errorf("backend: %T: Local returned no Local (make one with NewLocal): %w", b, locker.ErrInvalid)
+	}
+	return nil
+}
+
+// Check reports whether b can serve the primitives, as a program's start-up
+// would ask before it relies on it: Validate, then, when b is a Prober (the
+// Backends of New and NewQuorum are), one probe of its deployment bounded
+// by ctx. The error matches locker.ErrUnavailable when a server cannot be
+// reached or does not answer, and locker.ErrMisconfigured, with the cause
+// and the fix in its message, when a server refuses the library: a Redis
+// Cluster node behind a single-node client, failed authentication, an ACL
+// user without a permission the library needs. A quorum passes only when
+// every node does; the error names each node that failed. Nothing is
+// written.
+func Check(ctx context.Context, b Backend) error {
+	if err := Validate(b); err != nil {
+		return err
+	}
+	if p, ok := b.(Prober); ok {
+		return p.Probe(ctx)
 	}
 	return nil
 }

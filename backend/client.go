@@ -27,12 +27,18 @@ import (
 // Check). The client stays owned by the caller, who closes it after the
 // Backend.
 //
-// Set ContextTimeoutEnabled in the client's options so that context deadlines
-// also bound network reads; otherwise a call on a dead connection can outlast
-// its context by up to the client's ReadTimeout.
+// New adds a hook to the client (see redis.Client.AddHook) that records its
+// failures to connect, so that a call cut short by its context while the
+// client was still connecting can say why; it passes every command through
+// unchanged. Every call returns by the end of its context. Set ContextTimeoutEnabled in
+// the client's options so that the client itself bounds its reads and
+// connection handshakes by the context: without it, a call whose context can
+// end runs on a goroutine of its own, and one that the context cuts short
+// finishes in the background, for up to the client's ReadTimeout (or
+// DialTimeout, while connecting).
 func New(c redis.UniversalClient, opts ...Option) Backend {
 	cfg := newConfig(opts)
-	b := &client{rdb: c, prefix: cfg.prefix, done: make(chan struct{}), err: cfg.err, acks: cfg.acks, ackTimeout: cfg.ackTimeout}
+	b := &client{rdb: c, prefix: cfg.prefix, done: make(chan struct{}), err: cfg.err, acks: cfg.acks, ackTimeout: cfg.ackTimeout, outage: cfg.outage}
 	b.local = NewLocal(cfg.tracing...)
 	b.tel = b.local.state.Telemetry()
 	var router wake.Router
@@ -45,6 +51,7 @@ func New(c redis.UniversalClient, opts ...Option) Backend {
 			break
 		}
 		b.pub = "spublish"
+		b.ctxBound = rdb.Options().ContextTimeoutEnabled
 		router = &clusterRouter{cc: rdb}
 		if addrs := rdb.Options().Addrs; len(addrs) > 0 {
 			b.srv = telemetry.NewServer(addrs[0])
@@ -55,6 +62,7 @@ func New(c redis.UniversalClient, opts ...Option) Backend {
 			break
 		}
 		b.pub = "publish"
+		b.ctxBound = rdb.Options().ContextTimeoutEnabled
 		router = plainRouter{rdb}
 		b.srv = telemetry.NewServer(rdb.Options().Addr)
 	default:
@@ -62,6 +70,8 @@ func New(c redis.UniversalClient, opts ...Option) Backend {
 	}
 	if b.err == nil {
 		b.hub = wake.New(router)
+		b.dials = new(dials)
+		c.AddHook(b.dials)
 	}
 	b.pubArg = b.pub
 	return b
@@ -78,6 +88,9 @@ type client struct {
 	err    error // construction error
 	local  *Local
 
+	outage     time.Duration // see WithOutageLimit
+	ctxBound   bool          // the client bounds its calls by their context (see bounded)
+	dials      *dials        // the client's last failure to connect
 	acks       int           // replica acknowledgements required (0: none)
 	ackTimeout time.Duration // WAIT timeout
 
@@ -91,10 +104,13 @@ var (
 	_ Validator = (*client)(nil)
 )
 
-func (c *client) Err() error            { return c.err }
-func (c *client) Prefix() string        { return c.prefix }
-func (c *client) Done() <-chan struct{} { return c.done }
-func (c *client) Local() *Local         { return c.local }
+func (c *client) Err() error { return c.err }
+
+// OutageLimit returns the limit of WithOutageLimit.
+func (c *client) OutageLimit() time.Duration { return c.outage }
+func (c *client) Prefix() string             { return c.prefix }
+func (c *client) Done() <-chan struct{}      { return c.done }
+func (c *client) Local() *Local              { return c.local }
 func (c *client) closed() bool {
 	select {
 	case <-c.done:
@@ -146,9 +162,41 @@ func (c *client) args(call *Call) []any {
 // run sends one call with EVALSHA, falling back to EVAL on NOSCRIPT.
 func (c *client) run(ctx context.Context, call *Call) {
 	ctx, span := c.tel.ClientSpan(ctx, c.srv, "EVALSHA", call.Script.name, 1)
-	v, err := call.Script.rs.Run(ctx, c.rdb, call.Keys, c.args(call)...).Result()
-	c.finish(call, v, err)
+	rs, keys, args := call.Script.rs, call.Keys, c.args(call)
+	start := time.Now()
+	v, err := c.bounded(ctx, func(ctx context.Context) (any, error) {
+		return rs.Run(ctx, c.rdb, keys, args...).Result()
+	})
+	c.finish(call, v, c.dials.explain(err, start))
 	telemetry.EndClient(span, call.Err)
+}
+
+// bounded returns f(ctx), or ctx's error as soon as ctx ends, for a client
+// that does not bound its calls by their context itself (its options lack
+// ContextTimeoutEnabled: a read then waits for ReadTimeout, a connection's
+// handshake for DialTimeout, whatever the context says). f then runs on a
+// goroutine of its own and finishes in the background, bounded by those
+// timeouts; its result is dropped, and the call's outcome is unknown, as
+// after any call cut short. f must not touch the caller's Call.
+func (c *client) bounded(ctx context.Context, f func(context.Context) (any, error)) (any, error) {
+	if c.ctxBound || ctx.Done() == nil {
+		return f(ctx)
+	}
+	type result struct {
+		v   any
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		v, err := f(ctx)
+		done <- result{v, err}
+	}()
+	select {
+	case r := <-done:
+		return r.v, r.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // pipeline sends calls with EVALSHA in one pipeline (one per node on
@@ -157,12 +205,29 @@ func (c *client) run(ctx context.Context, call *Call) {
 func (c *client) pipeline(ctx context.Context, calls []*Call) {
 	ctx, span := c.tel.ClientSpan(ctx, c.srv, "EVALSHA", batchName(calls), len(calls))
 	cmds := make([]*redis.Cmd, len(calls))
-	_, _ = c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, call := range calls {
-			cmds[i] = call.Script.rs.EvalSha(ctx, p, call.Keys, c.args(call)...)
+	send := make([]func(context.Context, redis.Pipeliner) *redis.Cmd, len(calls))
+	for i, call := range calls {
+		rs, keys, args := call.Script.rs, call.Keys, c.args(call)
+		send[i] = func(ctx context.Context, p redis.Pipeliner) *redis.Cmd { return rs.EvalSha(ctx, p, keys, args...) }
+	}
+	start := time.Now()
+	if _, err := c.bounded(ctx, func(ctx context.Context) (any, error) {
+		_, _ = c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i := range send {
+				cmds[i] = send[i](ctx, p)
+			}
+			return nil
+		})
+		return nil, nil
+	}); err != nil {
+		// ctx ended first: cmds belong to the call still in flight.
+		err = c.dials.explain(err, start)
+		for _, call := range calls {
+			c.finish(call, nil, err)
 		}
-		return nil
-	})
+		telemetry.EndClient(span, err)
+		return
+	}
 	var first error
 	for i, call := range calls {
 		v, err := cmds[i].Result()
@@ -170,7 +235,7 @@ func (c *client) pipeline(ctx context.Context, calls []*Call) {
 			c.run(ctx, call)
 			continue
 		}
-		c.finish(call, v, err)
+		c.finish(call, v, c.dials.explain(err, start))
 		if first == nil {
 			first = call.Err
 		}
@@ -190,22 +255,30 @@ func (c *client) runAcked(ctx context.Context, call *Call) {
 		c.finish(call, nil, err)
 		return
 	}
-	var eval *redis.Cmd
-	var wait *redis.Cmd
-	send := func(load bool) {
+	rs, keys, args := call.Script.rs, call.Keys, c.args(call)
+	var eval, wait *redis.Cmd
+	send := func(ctx context.Context, load bool) (any, error) {
 		_, _ = node.Pipelined(ctx, func(p redis.Pipeliner) error {
 			if load {
-				eval = call.Script.rs.Eval(ctx, p, call.Keys, c.args(call)...)
+				eval = rs.Eval(ctx, p, keys, args...)
 			} else {
-				eval = call.Script.rs.EvalSha(ctx, p, call.Keys, c.args(call)...)
+				eval = rs.EvalSha(ctx, p, keys, args...)
 			}
 			wait = p.Do(ctx, "wait", c.acks, c.ackTimeout.Milliseconds())
 			return nil
 		})
+		return nil, nil
 	}
-	send(false)
-	if err := eval.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-		send(true)
+	_, err = c.bounded(ctx, func(ctx context.Context) (any, error) {
+		send(ctx, false)
+		if err := eval.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+			send(ctx, true)
+		}
+		return nil, nil
+	})
+	if err != nil {
+		c.finish(call, nil, err)
+		return
 	}
 	v, err := eval.Result()
 	c.finish(call, v, err)
@@ -255,6 +328,9 @@ func batchName(calls []*Call) string {
 
 func (c *client) finish(call *Call, v any, err error) {
 	if err != nil {
+		if cfg := misconfigured(err, c.pub == "spublish", c.prefix); cfg != nil {
+			err = cfg
+		}
 		if IsTransient(err) {
 			// A failover or a broken link: the pub/sub connections may be
 			// on a node that no longer serves us; have them reopened.

@@ -56,8 +56,24 @@
 // # Errors
 //
 // Operations fail with errors that match locker.ErrClosed after Close and
-// locker.ErrInvalid when the Backend could not be built (see [Check]); other
-// errors wrap the go-redis error and name the script. A quorum step that
+// locker.ErrInvalid when the Backend could not be built (see [Validate]);
+// other errors wrap the go-redis error and name the script. A refusal that
+// no retry can cure is a [*ConfigError], matching locker.ErrMisconfigured,
+// whose message names the cause and the fix:
+//
+//   - MOVED, ASK or CROSSSLOT on a single-node client: the server is a
+//     Redis Cluster node, reached through redis.NewClient instead of
+//     redis.NewClusterClient;
+//   - WRONGPASS, NOAUTH: authentication failed;
+//   - NOPERM: the ACL user lacks a command, key or channel permission;
+//   - WRONGTYPE: another program writes keys under the prefix;
+//   - DENIED: the server is in protected mode;
+//   - a script the server cannot run (an old server, a proxy that refuses
+//     EVAL).
+//
+// The primitives return such an error at once. [Check] probes a deployment
+// once, at start-up: it finds these, and an unreachable server (an error
+// matching locker.ErrUnavailable), before any lock is taken. A quorum step that
 // failed nodes kept from a majority returns a [*QuorumError] with one
 // [*NodeError] per failed node; an acquisition without enough replica
 // acknowledgements returns a [*ReplicaError]. [IsTransient] tells the

@@ -27,7 +27,7 @@ func ExampleNew() {
 
 	b := backend.New(rdb, backend.WithPrefix("billing"))
 	defer b.Close()
-	if err := backend.Check(b); err != nil {
+	if err := backend.Check(context.Background(), b); err != nil {
 		fmt.Println(err)
 		return
 	}

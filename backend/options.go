@@ -27,6 +27,7 @@ type config struct {
 	acks        int
 	ackTimeout  time.Duration
 	nodeTimeout time.Duration
+	outage      time.Duration
 	err         error
 }
 
@@ -35,7 +36,7 @@ type config struct {
 const DefaultNodeTimeout = 500 * time.Millisecond
 
 func newConfig(opts []Option) config {
-	c := config{prefix: DefaultPrefix, nodeTimeout: DefaultNodeTimeout}
+	c := config{prefix: DefaultPrefix, nodeTimeout: DefaultNodeTimeout, outage: DefaultOutageLimit}
 	for _, o := range opts {
 		if o != nil {
 			o.apply(&c)
@@ -121,4 +122,45 @@ func WithNodeTimeout(d time.Duration) Option {
 		}
 		c.nodeTimeout = d
 	})
+}
+
+// DefaultOutageLimit is how long a call keeps retrying while every attempt
+// fails with a transient error, unless WithOutageLimit says otherwise. A
+// minute outlasts a failover with the servers' default settings (Sentinel
+// declares a master down after 30s, down-after-milliseconds, then promotes a
+// replica within seconds; a Cluster replica takes over after its 15s
+// cluster-node-timeout), so that a failover delays a Lock rather than fails
+// it, and it is short enough that a program whose Redis is gone hears so,
+// with the cause, instead of waiting without a word.
+const DefaultOutageLimit = time.Minute
+
+// WithOutageLimit bounds how long a call keeps retrying while every attempt
+// fails with a transient error: Redis unreachable, not answering, loading,
+// failing over (see IsTransient). Once d has passed since the call began or
+// last got an answer from Redis, the next failure ends the call (Lock, RLock, Acquire, Await, a
+// count-down, a fenced write) with an error matching locker.ErrUnavailable
+// that wraps the last transport error; an acquisition's error also matches
+// locker.ErrNotAcquired, and nothing is left held. A call still ends when
+// its context does, whichever comes first. The default is
+// DefaultOutageLimit, a minute; 0 turns the limit off (a call then retries
+// until its context ends); a negative d is an error.
+func WithOutageLimit(d time.Duration) Option {
+	return optionFunc(func(c *config) {
+		if d < 0 {
+			c.err = errors.Join(c.err, fmt.Errorf("backend: outage limit %v: must not be negative (0 turns it off): %w", d, locker.ErrInvalid))
+			return
+		}
+		c.outage = d
+	})
+}
+
+// OutageLimit returns the outage limit of b (see WithOutageLimit): the one
+// it was built with, for the Backends of New and NewQuorum, and
+// DefaultOutageLimit for a Backend that does not say (one without an
+// OutageLimit() time.Duration method).
+func OutageLimit(b Backend) time.Duration {
+	if o, ok := b.(interface{ OutageLimit() time.Duration }); ok {
+		return o.OutageLimit()
+	}
+	return DefaultOutageLimit
 }

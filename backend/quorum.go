@@ -76,6 +76,7 @@ func NewQuorum(clients []redis.UniversalClient, opts ...Option) (Backend, error)
 		majority: len(clients)/2 + 1,
 		timeout:  cfg.nodeTimeout,
 		prefix:   cfg.prefix,
+		outage:   cfg.outage,
 		done:     make(chan struct{}),
 	}
 	q.local = NewLocal(cfg.tracing...)
@@ -97,6 +98,7 @@ func NewQuorum(clients []redis.UniversalClient, opts ...Option) (Backend, error)
 		seen[srv] = i
 		n := New(c, opts...).(*client)
 		n.tel = q.tel
+		n.ctxBound = true // a step waits for each node at most its timeout
 		q.nodes = append(q.nodes, n)
 	}
 	return q, nil
@@ -128,6 +130,7 @@ type quorum struct {
 	majority int
 	timeout  time.Duration
 	prefix   string
+	outage   time.Duration // see WithOutageLimit
 	tel      *telemetry.T
 	local    *Local
 

@@ -36,3 +36,6 @@ func (q *quorum) QuorumNodes() (nodes, majority int) { return len(q.nodes), q.ma
 
 // NodeTimeout returns how long a step waits for each node.
 func (q *quorum) NodeTimeout() time.Duration { return q.timeout }
+
+// OutageLimit returns the limit of WithOutageLimit.
+func (q *quorum) OutageLimit() time.Duration { return q.outage }

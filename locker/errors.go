@@ -24,3 +24,20 @@ var ErrInvalid = errors.New("locker: invalid argument")
 
 // ErrClosed is returned by every operation on a backend after its Close.
 var ErrClosed = errors.New("locker: backend closed")
+
+// ErrMisconfigured is matched by every error that no retry can cure because
+// the deployment refuses the library's requests as it is set up: a Redis
+// Cluster node behind a single-node client, failed authentication, an ACL
+// user without a permission the library needs, a key of another type under
+// the library's prefix, a server that cannot run its scripts. Such an error
+// is returned at once, not retried, and its message names the cause and the
+// fix.
+var ErrMisconfigured = errors.New("locker: deployment misconfigured")
+
+// ErrUnavailable is matched by the error of a blocking acquisition (Lock,
+// RLock, Acquire, Await) that gave up because every attempt failed with a
+// transient error (Redis unreachable, failing over, not answering) for the
+// backend's outage limit (see backend.WithOutageLimit), and by the error of
+// backend.Check for a server it cannot reach. The error also matches
+// ErrNotAcquired, for an acquisition, and wraps the last transport error.
+var ErrUnavailable = errors.New("locker: Redis unavailable")

@@ -47,9 +47,11 @@ func (o syncOption) apply(s *syncLocker) { o(s) }
 // could not reach Redis, and returns: the lock is not held after it either
 // way. Lock reports each failure and tries again after a backoff (10ms,
 // doubling to at most 1s), so that it returns only once the lock is held,
-// as sync.Mutex.Lock does; a failure that no retry can cure (a closed
-// backend, [ErrClosed]) is reported, then panics, since the lock can never
-// be taken again. Unlock of a lock that is not held ([ErrNotHeld]) still
+// as sync.Mutex.Lock does; a misconfiguration ([ErrMisconfigured], such as
+// a missing ACL permission) is reported at every try too, since an operator
+// can mend it while the service runs; a failure that no retry can cure (a
+// closed backend, [ErrClosed]) is reported, then panics, since the lock can
+// never be taken again. Unlock of a lock that is not held ([ErrNotHeld]) still
 // panics: it is a bug in the caller, as with sync.Mutex.
 //
 // Work done under such a lock should still check the hold when it matters

@@ -86,7 +86,7 @@ type hold struct {
 // New returns an error matching locker.ErrInvalid for an unusable backend,
 // no member, a bad name, the same name twice, or a bad option.
 func New(b backend.Backend, members []Member, opts ...Option) (*Lock, error) {
-	if err := backend.Check(b); err != nil {
+	if err := backend.Validate(b); err != nil {
 		return nil, fmt.Errorf("%s: %w", primitive, err)
 	}
 	if len(members) == 0 {
@@ -313,7 +313,7 @@ func (l *Lock) lockAtomic(ctx context.Context, op *telemetry.Op, try bool) (*hol
 		err = loop.Wait(ctx, attempt)
 	}
 	if err != nil {
-		l.giveUp(ctx, owner, call, attempts, unsure, !try)
+		l.giveUp(lease.AfterFailure(ctx, err), owner, call, attempts, unsure, !try)
 	}
 	if h != nil {
 		op.Token(h.tokens[0])

@@ -127,6 +127,7 @@ func (m *Mutex) contend(ctx context.Context, op *telemetry.Op, pass gate.Pass) e
 		return ok, retry, err
 	})
 	if err != nil {
+		ctx = lease.AfterFailure(ctx, err)
 		if unsure {
 			m.h.Cleanup(ctx, m.release(owner))
 		}

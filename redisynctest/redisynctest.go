@@ -53,7 +53,7 @@ func NewServer(tb testing.TB) *Server {
 func New(tb testing.TB, opts ...backend.Option) backend.Backend {
 	tb.Helper()
 	b := NewServer(tb).Backend(opts...)
-	if err := backend.Check(b); err != nil {
+	if err := backend.Validate(b); err != nil {
 		tb.Fatalf("redisynctest: %v", err)
 	}
 	return b

@@ -136,6 +136,7 @@ func (m *Mutex) Lock(ctx context.Context) error {
 			return ok, retry, err
 		})
 		if err != nil {
+			ctx = lease.AfterFailure(ctx, err)
 			if len(unsure) > 0 {
 				m.undo(ctx, m.acquireArgs(s.owner, 1, 0, unsure...))
 			}
@@ -266,7 +267,7 @@ func (m *Mutex) reenter(ctx context.Context, op *telemetry.Op, s *scope, e *entr
 		return fmt.Errorf("%w: %w", locker.ErrNotAcquired, h.l.Err())
 	case err != nil:
 		if len(unsure) > 0 {
-			m.undo(ctx, m.acquireArgs(s.owner, target, h.grant, unsure...))
+			m.undo(lease.AfterFailure(ctx, err), m.acquireArgs(s.owner, target, h.grant, unsure...))
 		}
 		return err
 	}

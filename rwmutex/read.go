@@ -135,6 +135,7 @@ func (m *RWMutex) rlockRemote(ctx context.Context, op *telemetry.Op) error {
 	if err != nil {
 		// Withdraw from the waiting readers, and end what the attempts
 		// whose replies were lost may hold.
+		ctx = lease.AfterFailure(ctx, err)
 		m.h.Cleanup(ctx, m.runlockCall(owner, len(unsure) > 0, unsure...))
 		return err
 	}

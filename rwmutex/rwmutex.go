@@ -135,6 +135,7 @@ func (m *RWMutex) contend(ctx context.Context, op *telemetry.Op, pass gate.Pass)
 	if err != nil {
 		// Contended attempts registered the writer as waiting, which keeps
 		// readers out: withdraw, and give back a grant whose reply was lost.
+		ctx = lease.AfterFailure(ctx, err)
 		m.h.Cleanup(ctx, m.unlockCall(owner))
 		m.gate.GiveUp(ctx, pass, attempts > 0, call, script.RWMutexLeave, m.wake)
 	}

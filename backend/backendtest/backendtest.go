@@ -370,7 +370,7 @@ func testListening(t *testing.T, mk func(*testing.T) backend.Backend) {
 // processes, as far as the suite knows) have their own.
 func testLocal(t *testing.T, mk func(*testing.T) backend.Backend) {
 	a, b := mk(t), mk(t)
-	if err := backend.Check(a); err != nil {
+	if err := backend.Check(context.Background(), a); err != nil {
 		t.Fatalf("Check: %v", err)
 	}
 	la := a.Local()

@@ -153,7 +153,7 @@ func (c *conn) open(ctx context.Context) (*session, error) {
 		s.b = q
 	} else {
 		s.b = backend.New(s.clients[0], opts...)
-		if err := backend.Check(s.b); err != nil {
+		if err := backend.Validate(s.b); err != nil {
 			s.closeClients()
 			return nil, fail(exitUsage, "%v", err)
 		}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/redisync/redisync/backend"
+	"github.com/redisync/redisync/internal/retry"
 	"github.com/redisync/redisync/internal/telemetry"
 	"github.com/redisync/redisync/locker"
 )
@@ -39,7 +40,10 @@ type Loop struct {
 // between.
 //
 // When ctx ends, the error matches locker.ErrNotAcquired and ctx.Err(), and
-// also the last transient error if the last attempt failed with one.
+// also the last transient error if the last attempt failed with one. When
+// every attempt has failed with a transient error for the backend's outage
+// limit (see backend.WithOutageLimit), it matches locker.ErrNotAcquired and
+// locker.ErrUnavailable, and wraps the last one.
 func (l Loop) Wait(ctx context.Context, attempt Attempt) error {
 	var (
 		sub     backend.Subscription
@@ -47,6 +51,7 @@ func (l Loop) Wait(ctx context.Context, attempt Attempt) error {
 		errs    int
 		polls   int
 		timer   *time.Timer
+		outage  = retry.NewOutage(l.Backend)
 	)
 	defer func() {
 		if sub != nil {
@@ -82,10 +87,14 @@ func (l Loop) Wait(ctx context.Context, attempt Attempt) error {
 		case err != nil && !backend.IsTransient(err):
 			return err
 		case err != nil:
+			if oerr := outage.Failed(err); oerr != nil {
+				return fmt.Errorf("%w: %w", locker.ErrNotAcquired, oerr)
+			}
 			lastErr = err
 			errs++
 			delay = l.Backoff(errs)
 		default:
+			outage.Answered()
 			lastErr, errs = nil, 0
 			if sub == nil {
 				s, serr := l.subscribe(ctx)

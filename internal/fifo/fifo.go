@@ -153,6 +153,7 @@ func (q *Queue) Acquire(ctx context.Context, op *telemetry.Op, k int64) (*Hold, 
 		return h, nil
 	}
 	if w.joined || w.unsure {
+		ctx = lease.AfterFailure(ctx, err)
 		// The waiter may be in line, or hold: it leaves, and what it may
 		// hold is given back, with the leave sent again until the place
 		// would have lapsed anyway (see lease.Cleanup).

@@ -4,10 +4,12 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/internal/acquire"
+	"github.com/redisync/redisync/internal/retry"
 	"github.com/redisync/redisync/internal/telemetry"
 	"github.com/redisync/redisync/locker"
 )
@@ -54,6 +56,7 @@ func (w *waiter) wait(ctx context.Context) (*Hold, error) {
 		return nil, acquire.NotAcquired(ctx, nil)
 	}
 	q := w.q
+	outage := retry.NewOutage(q.b) // before the timer called retry
 	var (
 		sub     backend.Subscription
 		next    = stepAttempt
@@ -195,13 +198,23 @@ func (w *waiter) wait(ctx context.Context) (*Hold, error) {
 		if err != nil {
 			switch {
 			case ctx.Err() != nil:
+				if errors.Is(err, ctx.Err()) && lastErr != nil {
+					// The step was only cut short by ctx: the error
+					// before it says more.
+					err = lastErr
+				}
 				return nil, acquire.NotAcquired(ctx, err)
 			case !backend.IsTransient(err):
 				return nil, err
 			}
+			if oerr := outage.Failed(err); oerr != nil {
+				return nil, fmt.Errorf("%w: %w", locker.ErrNotAcquired, oerr)
+			}
 			lastErr = err
 			errs++
 			arm(q.backoff(errs), next)
+		} else {
+			outage.Answered()
 		}
 
 		var wake <-chan struct{}

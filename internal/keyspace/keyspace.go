@@ -209,7 +209,7 @@ func OpenSingle(kind string, b backend.Backend, name, what string) (Space, error
 // open checks b, refuses a quorum when single says what it cannot keep,
 // and checks name.
 func open(kind string, b backend.Backend, name, single string) (Space, error) {
-	if err := backend.Check(b); err != nil {
+	if err := backend.Validate(b); err != nil {
 		return Space{}, fmt.Errorf("%s: %w", kind, err)
 	}
 	if q, ok := b.(backend.Quorum); ok && single != "" {

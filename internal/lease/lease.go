@@ -426,14 +426,32 @@ func SendRelease(ctx context.Context, b backend.Backend, limit time.Time, calls 
 	}()
 }
 
-// Cleanup runs calls on b on a context that keeps ctx's values but not its
-// cancellation, for at most a second: the cleanup of an acquisition that
-// failed or gave up, which must reach Redis even when the caller's context
-// has ended. The calls are left with their results. Calls that fail with a
-// transient error are sent again in the background (see Persist) until what
-// they clean up would have expired anyway: cleanupWithin.
+// Cleanup runs calls on b: the cleanup of an acquisition that failed or
+// gave up, which must reach Redis even when the caller's context has ended.
+// While ctx is live the calls are sent once on it, for at most a second, and
+// left with their results; calls cut short by ctx, or that fail with a
+// transient error, are sent again in the background (see Persist) on a
+// context that keeps ctx's values but not its cancellation, until what they
+// clean up would have expired anyway: cleanupWithin. When ctx is done
+// already, every call goes to the background at once, so that the caller
+// returns by its deadline.
 func Cleanup(ctx context.Context, b backend.Backend, calls ...*backend.Call) {
 	Persist(ctx, b, cleanupWithin, calls...)
+}
+
+// AfterFailure returns the context for the cleanup of an acquisition that
+// failed with err: ctx itself, or, when err says that Redis did not answer
+// for the backend's outage limit (locker.ErrUnavailable), a context that
+// is done and keeps ctx's values, so that the cleanup goes to the
+// background at once (see Cleanup) instead of holding the caller up with
+// sends that would most likely go unanswered too.
+func AfterFailure(ctx context.Context, err error) context.Context {
+	if !errors.Is(err, locker.ErrUnavailable) {
+		return ctx
+	}
+	done, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	cancel()
+	return done
 }
 
 // cleanupWithin bounds the background repetitions of a Cleanup: longer than
@@ -441,35 +459,44 @@ func Cleanup(ctx context.Context, b backend.Backend, calls ...*backend.Call) {
 // a lost cleanup leaves behind besides a hold (which its TTL ends).
 const cleanupWithin = 10 * time.Second
 
-// Persist runs calls on b as Cleanup does, once, and when some failed with
-// a transient error, sends those again in the background, with a short
-// backoff, until each has a reply, within passes or b closes. The calls must
-// be safe to repeat, and to arrive late: each must name what it cleans up
-// (an owner, an attempt, a call number), so that it cannot touch what came
-// after it. The first send is left in the calls; the background ones work
-// on copies.
+// Persist runs calls on b as Cleanup does: once on ctx while it is live, for
+// at most a second, then, for those cut short or failed with a transient
+// error (all of them when ctx was done already), again in the background,
+// with a short backoff, until each has a reply, within passes or b closes.
+// The calls must be safe to repeat, and to arrive late: each must name what
+// it cleans up (an owner, an attempt, a call number), so that it cannot
+// touch what came after it. The first send is left in the calls; the
+// background ones work on copies.
 func Persist(ctx context.Context, b backend.Backend, within time.Duration, calls ...*backend.Call) {
 	limit := time.Now().Add(within)
-	ctx = context.WithoutCancel(ctx)
-	first, cancel := context.WithTimeout(ctx, time.Second)
-	b.Exec(first, calls...)
-	cancel()
 	var again []*backend.Call
-	for _, c := range calls {
-		if c.Err != nil && (backend.IsTransient(c.Err) || errors.Is(c.Err, context.DeadlineExceeded)) {
+	sent := ctx.Err() == nil
+	if sent {
+		first, cancel := context.WithTimeout(ctx, time.Second)
+		b.Exec(first, calls...)
+		cancel()
+		for _, c := range calls {
+			if c.Err != nil && (backend.IsTransient(c.Err) || errors.Is(c.Err, context.DeadlineExceeded) || errors.Is(c.Err, context.Canceled)) {
+				again = append(again, &backend.Call{Script: c.Script, Keys: c.Keys, Args: c.Args})
+			}
+		}
+	} else {
+		for _, c := range calls {
+			c.Reply, c.Err = nil, nil
 			again = append(again, &backend.Call{Script: c.Script, Keys: c.Keys, Args: c.Args})
 		}
 	}
 	if len(again) == 0 {
 		return
 	}
+	ctx = context.WithoutCancel(ctx)
 	pending.Add(1)
 	go func() {
 		defer pending.Done()
 		// retry.Sleep and Exec end at the backend's Close.
 		ctx, cancel := context.WithDeadline(ctx, limit)
 		defer cancel()
-		if retry.Sleep(ctx, b, releaseBackoff(1)) != nil {
+		if sent && retry.Sleep(ctx, b, releaseBackoff(1)) != nil {
 			return
 		}
 		Send(ctx, b, limit, again...)

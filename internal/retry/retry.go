@@ -14,15 +14,21 @@ import (
 
 // Do calls f until it returns nil or an error that backend.IsTransient does
 // not call transient, and returns that result. After the n-th transient
-// error it sleeps backoff(n) first. When ctx ends, it returns an error that
+// error it sleeps backoff(n) first. When every call has failed for b's
+// outage limit (see backend.WithOutageLimit), it returns an error that
+// matches locker.ErrUnavailable and wraps the last one. When ctx ends, it returns an error that
 // matches ctx.Err() and wraps the last transient error; when b is closed, one
 // that matches locker.ErrClosed. f must be safe to call again after a
 // failure whose outcome is unknown.
 func Do(ctx context.Context, b backend.Backend, backoff locker.Backoff, f func(context.Context) error) error {
+	outage := NewOutage(b)
 	for n := 1; ; n++ {
 		err := f(ctx)
 		if err == nil || !backend.IsTransient(err) {
 			return err
+		}
+		if oerr := outage.Failed(err); oerr != nil {
+			return oerr
 		}
 		if serr := Sleep(ctx, b, backoff(n)); serr != nil {
 			return Ended(serr, err)
@@ -55,4 +61,34 @@ func Ended(err, last error) error {
 		return err
 	}
 	return fmt.Errorf("%w (last error: %w)", err, last)
+}
+
+// An Outage times how long the attempts of one call have gone without an
+// answer from Redis, against the backend's outage limit (see
+// backend.WithOutageLimit). The zero Outage has no limit.
+type Outage struct {
+	limit time.Duration
+	since time.Time // the call's start, or the last answer
+}
+
+// NewOutage returns an Outage with b's limit, starting now.
+func NewOutage(b backend.Backend) Outage {
+	return Outage{limit: backend.OutageLimit(b), since: time.Now()}
+}
+
+// Answered records an attempt that got an answer.
+func (o *Outage) Answered() { o.since = time.Now() }
+
+// Failed records an attempt that failed with err, a transient error. It
+// returns nil while the limit has not passed since the call began or last
+// got an answer, then an error that matches locker.ErrUnavailable and wraps
+// err.
+func (o *Outage) Failed(err error) error {
+	if o.limit <= 0 {
+		return nil
+	}
+	if d := time.Since(o.since); d >= o.limit {
+		return fmt.Errorf("%w: no answer for %v, the outage limit (last error: %w)", locker.ErrUnavailable, d.Round(time.Millisecond), err)
+	}
+	return nil
 }
