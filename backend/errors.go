@@ -144,8 +144,12 @@ func misconfigured(err error, cluster bool, prefix string) error {
 	case word == "DENIED":
 		return cfg("the server refuses clients in protected mode",
 			"set a password on the server, or bind it to the interfaces its clients use (see the server's protected-mode setting)")
-	case word == "NOSCRIPT" || word == "LIMIT":
-		return nil // loaded and sent again by the caller; a primitive's own refusal
+	case word != "ERR":
+		// NOSCRIPT (loaded and sent again by the caller), LIMIT (a
+		// primitive's own refusal), the replies that mean "not now"
+		// (LOADING, READONLY, BUSY, OOM, ...), even when a script met
+		// them, and those of no known meaning.
+		return nil
 	case strings.Contains(msg, "script") || strings.Contains(msg, "Script") ||
 		strings.HasPrefix(msg, "ERR unknown command") || strings.Contains(msg, "Lua"):
 		return cfg("the server could not run one of the library's scripts",
