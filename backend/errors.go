@@ -101,7 +101,7 @@ type ConfigError struct {
 }
 
 func (e *ConfigError) Error() string {
-	return "backend: " + e.Problem + ": " + e.Fix + " (Redis said: " + e.Err.Error() + ")"
+	return e.Problem + ": " + e.Fix + " (Redis said: " + e.Err.Error() + ")"
 }
 
 // Unwrap returns locker.ErrMisconfigured and Redis's error.

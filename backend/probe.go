@@ -42,7 +42,7 @@ func (c *client) Probe(ctx context.Context) error {
 	if rdb, ok := c.rdb.(*redis.Client); ok {
 		info, err := c.bounded(ctx, func(ctx context.Context) (any, error) { return rdb.Info(ctx, "cluster").Result() })
 		if s, _ := info.(string); err == nil && strings.Contains(s, "cluster_enabled:1") {
-			return &ConfigError{Problem: "this server is a Redis Cluster node", Fix: fixCluster, Err: errors.New("INFO cluster: cluster_enabled:1")}
+			return fmt.Errorf("backend: %w", &ConfigError{Problem: "this server is a Redis Cluster node", Fix: fixCluster, Err: errors.New("INFO cluster: cluster_enabled:1")})
 		}
 	}
 	call := &Call{Script: probeScript, Keys: []string{c.prefix + ":{probe}:check"}}
@@ -73,7 +73,7 @@ func (c *client) probeError(err error) error {
 		return err
 	}
 	if cfg := misconfigured(err, c.pub == "spublish", c.prefix); cfg != nil {
-		return cfg
+		return fmt.Errorf("backend: %w", cfg)
 	}
 	if IsTransient(err) || errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("backend: cannot reach Redis at %s: %w: %w", c.addr(), locker.ErrUnavailable, err)
