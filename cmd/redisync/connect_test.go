@@ -196,3 +196,39 @@ func TestTimeout(t *testing.T) {
 		}
 	}
 }
+
+// TestMisconfigured: a Cluster node given as --url, and an ACL user that
+// may not run scripts, fail at once with exitAuth and say what to change;
+// neither hangs until a timeout.
+func TestMisconfigured(t *testing.T) {
+	t.Run("ClusterNodeAsURL", func(t *testing.T) {
+		c := redistest.StartCluster(t)
+		url := "redis://" + c.Nodes[0].Addr + "/0"
+		// Names whose slots several nodes serve: one of them is elsewhere.
+		for _, name := range []string{"a", "b", "c", "d", "e", "f"} {
+			m, err := c.MasterFor(context.Background(), "{"+name+"}")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.Addr == c.Nodes[0].Addr {
+				continue
+			}
+			r := runCLI(t, url, "run", name, "--", "true")
+			if r.code != exitAuth || !strings.Contains(r.stderr, "Cluster node") || !strings.Contains(r.stderr, "--cluster") {
+				t.Errorf("run %s on a Cluster node as --url: exit %d, stderr %q; want exit %d, what it is and --cluster", name, r.code, r.stderr, exitAuth)
+			}
+			return
+		}
+		t.Fatal("no name whose slot another node serves")
+	})
+	t.Run("NoScriptPermission", func(t *testing.T) {
+		n := redistest.StartNode(t)
+		if _, err := n.Do(context.Background(), "ACL", "SETUSER", "noscripts", "on", ">pw", "~*", "&*", "+@all", "-evalsha", "-eval"); err != nil {
+			t.Fatal(err)
+		}
+		r := runCLI(t, "redis://noscripts:pw@"+n.Addr+"/0", "run", "x", "--", "true")
+		if r.code != exitAuth || !strings.Contains(r.stderr, "ACL user lacks a permission") {
+			t.Errorf("run as a user without scripts: exit %d, stderr %q; want exit %d and the missing permission", r.code, r.stderr, exitAuth)
+		}
+	})
+}

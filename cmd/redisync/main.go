@@ -76,8 +76,9 @@
 //	69  Redis unreachable or failing
 //	75  not acquired (--try found it held, or --wait ran out)
 //	76  the hold was lost while the command ran (the command was terminated)
-//	78  authentication failed: Redis refused the user and password of the
-//	    URL, or wants them and got none
+//	78  Redis refused the configuration: authentication failed (the user
+//	    and password of the URL, or none when it wants them), the ACL user
+//	    lacks a permission, or a Cluster node was given as --url
 package main
 
 import (
@@ -85,9 +86,23 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/redis/go-redis/v9/logging"
+
+	"github.com/redisync/redisync/locker"
 )
+
+// misconfigured returns the message for err, a refusal that matches
+// locker.ErrMisconfigured, with the flag to use when the server is a
+// Cluster node.
+func misconfigured(err error) string {
+	msg := err.Error()
+	if strings.Contains(msg, "Redis Cluster node") {
+		msg += "; with redisync, give the nodes' addresses with --cluster"
+	}
+	return msg
+}
 
 // Exit codes of redisync itself.
 const (
@@ -95,7 +110,7 @@ const (
 	exitUnavailable = 69
 	exitNotAcquired = 75
 	exitLost        = 76
-	exitAuth        = 78 // EX_CONFIG of sysexits.h: the credentials are wrong
+	exitAuth        = 78 // EX_CONFIG of sysexits.h: credentials, permissions, kind of deployment
 )
 
 // exitError carries an exit status and, unless empty, a message for stderr.
@@ -137,6 +152,8 @@ func exitStatus(err error) (code int, msg string) {
 		return 0, ""
 	case errors.As(err, &ee):
 		return ee.code, ee.msg
+	case errors.Is(err, locker.ErrMisconfigured):
+		return exitAuth, misconfigured(err)
 	}
 	return exitUnavailable, err.Error()
 }
@@ -163,8 +180,8 @@ Connection (every command; default $REDIS_URL, else redis://127.0.0.1:6379/0):
                                  answer to each command (default 5s)
 
 Exit status: the command's own, or 2 bad usage, 69 Redis unreachable, 75 not acquired,
-76 hold lost while the command ran, 78 authentication failed (check the user and password in
-the URL). unlock --force exits 0 whether it ended holds or found none.
+76 hold lost while the command ran, 78 Redis refused the configuration (authentication, ACL
+permissions, a Cluster node given as --url).  unlock --force exits 0 whether it ended holds or found none.
 `
 
 func dispatch(args []string, stdout, stderr io.Writer) error {

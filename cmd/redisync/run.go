@@ -109,7 +109,7 @@ func runCmd(args []string, name string, stdout, stderr io.Writer) error {
 			"Signals to redisync are forwarded to COMMAND; if the hold is lost it gets SIGTERM, then SIGKILL\n"+
 			"after --grace.\n"+
 			"Exit status: the command's, or 2 bad usage, 69 Redis unreachable, 75 not acquired, 76 hold lost,\n"+
-			"78 authentication failed.\n\nFlags:\n")
+			"78 Redis refused the configuration (authentication, ACL permissions, a Cluster node as --url).\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	before, command, err := parseArgs(fs, args, true, stdout, stderr)
@@ -210,6 +210,8 @@ func acquireOrFail(ctx context.Context, h holder, f runFlags, name string) error
 		return fail(exitNotAcquired, "%s: interrupted while waiting; not acquired", name)
 	case errors.Is(err, locker.ErrInvalid):
 		return fail(exitUsage, "%v", err)
+	case errors.Is(err, locker.ErrMisconfigured):
+		return fail(exitAuth, "%s", misconfigured(err))
 	}
 	return fail(exitUnavailable, "%v", err)
 }

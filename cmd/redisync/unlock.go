@@ -30,7 +30,7 @@ the holding process (host/pid), as status shows them.
 
 Exit status: 0 when it ended the holds or found nothing held (it says which), 2 bad usage,
 69 Redis unreachable or failing (some holds may have been ended: run status), 78
-authentication failed.
+Redis refused the configuration (authentication, ACL permissions, a Cluster node as --url).
 
 Flags:
 `
