@@ -246,14 +246,17 @@ func blackhole(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { ln.Close() })
-	var conns []net.Conn
+	done := make(chan struct{})
+	var conns []net.Conn // the accepting goroutine's until done closes
 	t.Cleanup(func() {
+		ln.Close()
+		<-done
 		for _, c := range conns {
 			c.Close()
 		}
 	})
 	go func() {
+		defer close(done)
 		for {
 			c, err := ln.Accept()
 			if err != nil {

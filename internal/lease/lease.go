@@ -31,6 +31,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -428,30 +429,16 @@ func SendRelease(ctx context.Context, b backend.Backend, limit time.Time, calls 
 
 // Cleanup runs calls on b: the cleanup of an acquisition that failed or
 // gave up, which must reach Redis even when the caller's context has ended.
-// While ctx is live the calls are sent once on it, for at most a second, and
-// left with their results; calls cut short by ctx, or that fail with a
-// transient error, are sent again in the background (see Persist) on a
-// context that keeps ctx's values but not its cancellation, until what they
-// clean up would have expired anyway: cleanupWithin. When ctx is done
-// already, every call goes to the background at once, so that the caller
-// returns by its deadline.
+// The calls are sent once, on a context that keeps ctx's values but not its
+// cancellation, and left with their results; those that fail with a
+// transient error or take too long are sent again in the background (see
+// Persist) until what they clean up would have expired anyway:
+// cleanupWithin. The first send waits at most a second while ctx is live,
+// and cleanupAfterEnd once it is done, so that a caller whose context ended
+// returns within a round trip of it; after AfterFailure marked ctx, it does
+// not wait at all.
 func Cleanup(ctx context.Context, b backend.Backend, calls ...*backend.Call) {
 	Persist(ctx, b, cleanupWithin, calls...)
-}
-
-// AfterFailure returns the context for the cleanup of an acquisition that
-// failed with err: ctx itself, or, when err says that Redis did not answer
-// for the backend's outage limit (locker.ErrUnavailable), a context that
-// is done and keeps ctx's values, so that the cleanup goes to the
-// background at once (see Cleanup) instead of holding the caller up with
-// sends that would most likely go unanswered too.
-func AfterFailure(ctx context.Context, err error) context.Context {
-	if !errors.Is(err, locker.ErrUnavailable) {
-		return ctx
-	}
-	done, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	cancel()
-	return done
 }
 
 // cleanupWithin bounds the background repetitions of a Cleanup: longer than
@@ -459,24 +446,73 @@ func AfterFailure(ctx context.Context, err error) context.Context {
 // a lost cleanup leaves behind besides a hold (which its TTL ends).
 const cleanupWithin = 10 * time.Second
 
-// Persist runs calls on b as Cleanup does: once on ctx while it is live, for
-// at most a second, then, for those cut short or failed with a transient
-// error (all of them when ctx was done already), again in the background,
-// with a short backoff, until each has a reply, within passes or b closes.
-// The calls must be safe to repeat, and to arrive late: each must name what
-// it cleans up (an owner, an attempt, a call number), so that it cannot
-// touch what came after it. The first send is left in the calls; the
-// background ones work on copies.
+// cleanupAfterEnd bounds the first send of a cleanup once the caller's
+// context has ended: many round trips of a server that answers, even a
+// loaded one (so that a Lock that timed out has left the line when it
+// returns), and a quarter of the second a live caller waits. A server that
+// does not answer at all delays such a caller by this much per cleanup.
+const cleanupAfterEnd = 250 * time.Millisecond
+
+// AfterFailure returns the context for the cleanup of an acquisition that
+// failed with err: ctx itself, or, when err shows that Redis was not
+// answering (locker.ErrUnavailable, or a transport error behind the
+// context's), ctx marked so that the cleanup goes to the background at
+// once instead of holding the caller up with a send that would most
+// likely go unanswered too.
+func AfterFailure(ctx context.Context, err error) context.Context {
+	if !unanswered(err) {
+		return ctx
+	}
+	return context.WithValue(ctx, unansweredKey{}, true)
+}
+
+type unansweredKey struct{}
+
+// unanswered reports whether err is locker.ErrUnavailable or wraps a
+// transient error other than a context's.
+func unanswered(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, locker.ErrUnavailable) {
+		return true
+	}
+	if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) && backend.IsTransient(err) {
+		return true
+	}
+	switch u := err.(type) {
+	case interface{ Unwrap() []error }:
+		return slices.ContainsFunc(u.Unwrap(), unanswered)
+	case interface{ Unwrap() error }:
+		return unanswered(u.Unwrap())
+	}
+	return false
+}
+
+// Persist runs calls on b as Cleanup does, then, for those that failed with
+// a transient error or took too long (all of them, after AfterFailure),
+// again in the background, with a short backoff, until each has a reply,
+// within passes or b closes. The calls must be safe to repeat, and to
+// arrive late: each must name what it cleans up (an owner, an attempt, a
+// call number), so that it cannot touch what came after it. The first send
+// is left in the calls; the background ones work on copies.
 func Persist(ctx context.Context, b backend.Backend, within time.Duration, calls ...*backend.Call) {
 	limit := time.Now().Add(within)
+	wait := time.Second
+	switch {
+	case ctx.Value(unansweredKey{}) != nil:
+		wait = 0
+	case ctx.Err() != nil:
+		wait = cleanupAfterEnd
+	}
+	ctx = context.WithoutCancel(ctx)
 	var again []*backend.Call
-	sent := ctx.Err() == nil
-	if sent {
-		first, cancel := context.WithTimeout(ctx, time.Second)
+	if wait > 0 {
+		first, cancel := context.WithTimeout(ctx, wait)
 		b.Exec(first, calls...)
 		cancel()
 		for _, c := range calls {
-			if c.Err != nil && (backend.IsTransient(c.Err) || errors.Is(c.Err, context.DeadlineExceeded) || errors.Is(c.Err, context.Canceled)) {
+			if c.Err != nil && (backend.IsTransient(c.Err) || errors.Is(c.Err, context.DeadlineExceeded)) {
 				again = append(again, &backend.Call{Script: c.Script, Keys: c.Keys, Args: c.Args})
 			}
 		}
@@ -489,14 +525,13 @@ func Persist(ctx context.Context, b backend.Backend, within time.Duration, calls
 	if len(again) == 0 {
 		return
 	}
-	ctx = context.WithoutCancel(ctx)
 	pending.Add(1)
 	go func() {
 		defer pending.Done()
 		// retry.Sleep and Exec end at the backend's Close.
 		ctx, cancel := context.WithDeadline(ctx, limit)
 		defer cancel()
-		if sent && retry.Sleep(ctx, b, releaseBackoff(1)) != nil {
+		if wait > 0 && retry.Sleep(ctx, b, releaseBackoff(1)) != nil {
 			return
 		}
 		Send(ctx, b, limit, again...)
