@@ -48,7 +48,7 @@ var kinds = []struct {
 		if err != nil {
 			return nil, err
 		}
-		return rw.RLocker().(locker.LeaseLocker), nil
+		return rw.RLocker(), nil
 	}},
 	{"reentrant", []string{"reentrant"}, true, func(b backend.Backend) (locker.LeaseLocker, error) {
 		return reentrant.New(b, "held", reentrant.WithTTL(300*time.Millisecond))
