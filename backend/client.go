@@ -47,7 +47,7 @@ func New(c redis.UniversalClient, opts ...Option) Backend {
 		b.pub = "spublish"
 		router = &clusterRouter{cc: rdb}
 		if addrs := rdb.Options().Addrs; len(addrs) > 0 {
-			b.srv = telemetry.NewServer(addrs[0])
+			b.srv = telemetry.NewServer(addrs[0], 0)
 		}
 	case *redis.Client:
 		if rdb == nil {
@@ -56,7 +56,7 @@ func New(c redis.UniversalClient, opts ...Option) Backend {
 		}
 		b.pub = "publish"
 		router = plainRouter{rdb}
-		b.srv = telemetry.NewServer(rdb.Options().Addr)
+		b.srv = telemetry.NewServer(rdb.Options().Addr, rdb.Options().DB)
 	default:
 		b.err = errors.Join(b.err, fmt.Errorf("backend: unsupported client %T (want *redis.Client or *redis.ClusterClient): %w", c, locker.ErrInvalid))
 	}

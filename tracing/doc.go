@@ -41,9 +41,10 @@
 // for a pipeline of renewals), with db.system.name "redis", db.operation.name
 // "EVALSHA", db.stored_procedure.name the script's name (mutex.acquire,
 // mutex.release, mutex.renew, fair.enqueue, ...), db.operation.batch.size
-// for batches, and
-// server.address and server.port from the client's configuration. A Redis
-// error sets db.response.status_code to its prefix. The script's text and
+// for batches, server.address and server.port from the client's
+// configuration, and db.namespace, the database index of the client's
+// options ("3"), when it is not 0. A Redis error sets db.response.status_code
+// to its prefix. The script's text and
 // arguments are never recorded: they carry owner tokens, which are
 // credentials; no attribute carries an owner token.
 //

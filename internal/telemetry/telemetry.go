@@ -425,8 +425,8 @@ func EndQuorum(span trace.Span, granted int, err error) {
 	span.End()
 }
 
-// Server is the address a backend was configured with, for server.address and
-// server.port on client spans.
+// Server is the address and database a backend was configured with, for
+// server.address, server.port and db.namespace on client spans.
 type Server struct {
 	attrs []attribute.KeyValue
 	spans *spanCache
@@ -444,17 +444,21 @@ type clientSpan struct {
 	opts []trace.SpanStartOption
 }
 
-// NewServer parses a configured "host:port" address; an empty or unparsable
-// address yields no attributes.
-func NewServer(addr string) Server {
+// NewServer returns the Server of a client configured with the "host:port"
+// address addr and the database index db. An empty or unparsable address
+// yields no server.address or server.port; db yields db.namespace, the
+// index in decimal, when it is not 0 (the Redis semantic conventions
+// require it only then).
+func NewServer(addr string, db int) Server {
 	srv := Server{spans: &spanCache{m: make(map[[2]string]clientSpan)}}
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil || host == "" {
-		return srv
+	if host, port, err := net.SplitHostPort(addr); err == nil && host != "" {
+		srv.attrs = append(srv.attrs, semconv.ServerAddress(host))
+		if p, err := strconv.Atoi(port); err == nil {
+			srv.attrs = append(srv.attrs, semconv.ServerPort(p))
+		}
 	}
-	srv.attrs = []attribute.KeyValue{semconv.ServerAddress(host)}
-	if p, err := strconv.Atoi(port); err == nil {
-		srv.attrs = append(srv.attrs, semconv.ServerPort(p))
+	if db != 0 {
+		srv.attrs = append(srv.attrs, semconv.DBNamespace(strconv.Itoa(db)))
 	}
 	return srv
 }
@@ -487,7 +491,7 @@ func (t *T) ClientSpan(ctx context.Context, srv Server, operation, script string
 // clientSpanStart returns the name and start options of a client span.
 func clientSpanStart(srv Server, operation, script string, n int) (string, []trace.SpanStartOption) {
 	name := operation + " " + script
-	attrs := make([]attribute.KeyValue, 0, 6)
+	attrs := make([]attribute.KeyValue, 0, 4+len(srv.attrs))
 	attrs = append(attrs, semconv.DBSystemNameRedis)
 	if n > 1 {
 		name = "BATCH " + name

@@ -48,7 +48,7 @@ func TestGlobalProvider(t *testing.T) {
 			t.Error("a span was started without a provider installed")
 		}
 		op.End(telemetry.Acquired, nil, true)
-		srv := telemetry.NewServer("127.0.0.1:6379")
+		srv := telemetry.NewServer("127.0.0.1:6379", 0)
 		allocs := testing.AllocsPerRun(100, func() {
 			_, op := tel.Start(parent, "mutex", "Lock", "n")
 			op.End(telemetry.Acquired, nil, true)
