@@ -52,6 +52,10 @@
 // <script>" per step, with redisync.quorum.nodes, redisync.quorum.required
 // and redisync.quorum.granted, above the CLIENT spans of its nodes.
 //
+// Spans and metrics follow the OpenTelemetry semantic conventions v1.43.0:
+// the tracer and the meter have the scope ScopeName, Version and the schema
+// URL https://opentelemetry.io/schemas/1.43.0.
+//
 // # Combining with redisotel
 //
 // go-redis has its own instrumentation, redisotel.InstrumentTracing(rdb),

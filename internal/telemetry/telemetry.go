@@ -98,7 +98,9 @@ type T struct {
 	lost       metric.Int64Counter
 }
 
-// New returns a T for cfg.
+// New returns a T for cfg. Its tracer and meter have the scope ScopeName,
+// Version and the schema URL of the semantic conventions whose attributes
+// it records (semconv.SchemaURL).
 func New(cfg Config) *T {
 	tp, mp := cfg.TracerProvider, cfg.MeterProvider
 	if tp == nil {
@@ -108,11 +110,11 @@ func New(cfg Config) *T {
 		mp = otel.GetMeterProvider()
 	}
 	t := &T{
-		tracer:      tp.Tracer(ScopeName, trace.WithInstrumentationVersion(Version)),
+		tracer:      tp.Tracer(ScopeName, trace.WithInstrumentationVersion(Version), trace.WithSchemaURL(semconv.SchemaURL)),
 		spans:       modeOf(tp, cfg.TracerProvider == nil),
 		clientSpans: !cfg.NoClientSpans,
 	}
-	m := mp.Meter(ScopeName, metric.WithInstrumentationVersion(Version))
+	m := mp.Meter(ScopeName, metric.WithInstrumentationVersion(Version), metric.WithSchemaURL(semconv.SchemaURL))
 	buckets := metric.WithExplicitBucketBoundaries(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 	// Instrument creation only fails for invalid names, which these are not;
 	// a failed instrument is still a usable no-op, so the errors are dropped.
