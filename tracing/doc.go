@@ -23,8 +23,7 @@
 //
 //	redisync.primitive      "mutex", "rwmutex", "semaphore", ...
 //	redisync.name           the lock's name
-//	redisync.outcome        acquired, contended, not_acquired, released, extended, not_held, lost, error
-//	                        (and a few of the primitive's own, such as a latch's opened)
+//	redisync.outcome        how the call ended: acquired, not_held, ... (see Outcomes)
 //	redisync.attempts       acquire attempts made (acquisitions)
 //	redisync.wait.duration  seconds spent blocked behind other holders (acquisitions)
 //	redisync.fencing_token  the token of the hold acquired, released or extended
@@ -56,6 +55,29 @@
 // the tracer and the meter have the scope ScopeName, Version and the schema
 // URL https://opentelemetry.io/schemas/1.43.0.
 //
+// # Outcomes
+//
+// redisync.outcome says how a call ended, in the same words on its span and
+// on its measurements. A call that every lock has (an acquisition, a
+// release, Extend) ends with one of:
+//
+//	acquired        an acquisition (Lock, RLock, Acquire, TryLock, ...) took the hold through Redis
+//	acquired_local  an acquisition received the hold from a holder of the same process (local hand-off)
+//	contended       a one-shot acquisition (TryLock, TryRLock, TryAcquire) found the lock held
+//	not_acquired    an acquisition failed: its context ended, or an error stopped it
+//	released        a release (Unlock, RUnlock, Release) released the hold
+//	handed_off      a release passed the hold to a waiter of the same process (local hand-off)
+//	extended        Extend extended the hold
+//	not_held        a release or Extend found no hold to act on (an error matching locker.ErrNotHeld)
+//	lost            a release or Extend of a hold that had been lost (an error matching locker.ErrLost)
+//	error           a release or Extend that failed otherwise (Redis unreachable, a bad argument, ...)
+//
+// not_acquired, not_held, lost and error set the span status to Error (see
+// Spans); the others leave it Unset. A latch's calls and a fence's have outcomes of their own
+// (counted, opened, open, read and reset; written, read, stale and
+// conflict: see packages latch and fence), and a failed call of theirs ends
+// with error.
+//
 // # Combining with redisotel
 //
 // go-redis has its own instrumentation, redisotel.InstrumentTracing(rdb),
@@ -66,11 +88,14 @@
 //
 // # Metrics
 //
-//	redisync.acquire.duration  histogram, s: Lock and TryLock calls (redisync.primitive, redisync.outcome)
-//	redisync.wait.duration     histogram, s: time blocked behind other holders
-//	redisync.hold.duration     histogram, s: from acquisition to release or loss (outcome released or lost)
-//	redisync.contentions       counter: attempts that found the lock held
-//	redisync.lost              counter: holds that ended without Unlock
+//	redisync.acquire.duration  histogram, s: acquisitions, waits and retries included (redisync.primitive, redisync.outcome)
+//	redisync.wait.duration     histogram, s: time an acquisition spent blocked behind other holders (redisync.primitive, redisync.outcome)
+//	redisync.hold.duration     histogram, s: from acquisition to release or loss (redisync.primitive, redisync.outcome)
+//	redisync.contentions       counter: attempts that found the lock held (redisync.primitive)
+//	redisync.lost              counter: holds that ended without Unlock (redisync.primitive)
 //
+// Their outcomes are those of the spans (see Outcomes): acquired,
+// acquired_local, contended or not_acquired for an acquisition (a latch's
+// Await, measured as one, has open or error), released or lost for a hold.
 // Lock names are not metric attributes: they are unbounded.
 package tracing

@@ -42,7 +42,8 @@ const (
 	KeyTTL       = attribute.Key("redisync.ttl")
 )
 
-// Outcomes recorded in redisync.outcome.
+// Outcomes recorded in redisync.outcome, on spans and measurements alike.
+// Package tracing documents them, in its section Outcomes.
 const (
 	Acquired = "acquired"
 	// AcquiredLocal is a Lock that received the hold from a holder of the
@@ -54,9 +55,9 @@ const (
 	NotAcquired   = "not_acquired"
 	Released      = "released"
 	Extended      = "extended"
-	NotHeld       = "not_held"
-	Lost          = "lost"
-	Failed        = "error"
+	NotHeld       = "not_held" // a release or Extend failed with locker.ErrNotHeld
+	Lost          = "lost"     // a release or Extend failed with locker.ErrLost
+	Failed        = "error"    // any other failure of a call that does not acquire
 )
 
 // Config is what the options of package tracing set.
@@ -313,26 +314,38 @@ func (o *Op) EndTry(ok bool, err error) {
 }
 
 // EndRelease ends a call that releases (Unlock, RUnlock, Release): Released
-// (or the outcome set) when err is nil, Lost when it matches locker.ErrLost,
-// else Failed.
+// (or the outcome set) when err is nil, else the outcome of err (see
+// failedHold).
 func (o *Op) EndRelease(err error) {
 	outcome := o.succeeded(Released)
-	switch {
-	case errors.Is(err, locker.ErrLost):
-		outcome = Lost
-	case err != nil:
-		outcome = Failed
+	if err != nil {
+		outcome = failedHold(err)
 	}
 	o.End(outcome, err, false)
 }
 
-// EndExtend ends an Extend call: Extended, or NotHeld on error.
+// EndExtend ends an Extend call: Extended when err is nil, else the outcome
+// of err (see failedHold).
 func (o *Op) EndExtend(err error) {
 	outcome := Extended
 	if err != nil {
-		outcome = NotHeld
+		outcome = failedHold(err)
 	}
 	o.End(outcome, err, false)
+}
+
+// failedHold returns the outcome of a release or an extension that failed
+// with err: Lost when err matches locker.ErrLost (also when it matches
+// locker.ErrNotHeld: the hold was there, and was lost), NotHeld when it
+// matches locker.ErrNotHeld, else Failed.
+func failedHold(err error) string {
+	switch {
+	case errors.Is(err, locker.ErrLost):
+		return Lost
+	case errors.Is(err, locker.ErrNotHeld):
+		return NotHeld
+	}
+	return Failed
 }
 
 // End closes the span with outcome and err, and records the acquire metrics
@@ -537,10 +550,10 @@ func ErrorType(err error) string {
 		return "context.DeadlineExceeded"
 	case errors.Is(err, locker.ErrNotAcquired):
 		return "not_acquired"
+	case errors.Is(err, locker.ErrLost): // before ErrNotHeld, which a loss may also match
+		return "lost"
 	case errors.Is(err, locker.ErrNotHeld):
 		return "not_held"
-	case errors.Is(err, locker.ErrLost):
-		return "lost"
 	case errors.Is(err, locker.ErrInvalid):
 		return "invalid"
 	case errors.Is(err, locker.ErrClosed):

@@ -79,6 +79,8 @@ func TestOutcomes(t *testing.T) {
 	defer tp.Shutdown(context.Background())
 	tel := telemetry.New(telemetry.Config{TracerProvider: tp})
 	lost := fmt.Errorf("renewal: %w", locker.ErrLost)
+	notHeld := fmt.Errorf("unlock: %w", locker.ErrNotHeld)
+	lostNotHeld := fmt.Errorf("%w: renewal: %w", locker.ErrLost, locker.ErrNotHeld)
 	failed := errors.New("connection refused")
 	cases := []struct {
 		end  func(*telemetry.Op)
@@ -93,9 +95,14 @@ func TestOutcomes(t *testing.T) {
 		{func(op *telemetry.Op) { op.EndRelease(nil) }, telemetry.Released},
 		{func(op *telemetry.Op) { op.Outcome(telemetry.HandedOff); op.EndRelease(nil) }, telemetry.HandedOff},
 		{func(op *telemetry.Op) { op.EndRelease(lost) }, telemetry.Lost},
+		{func(op *telemetry.Op) { op.EndRelease(lostNotHeld) }, telemetry.Lost},
+		{func(op *telemetry.Op) { op.EndRelease(notHeld) }, telemetry.NotHeld},
 		{func(op *telemetry.Op) { op.EndRelease(failed) }, telemetry.Failed},
 		{func(op *telemetry.Op) { op.EndExtend(nil) }, telemetry.Extended},
-		{func(op *telemetry.Op) { op.EndExtend(failed) }, telemetry.NotHeld},
+		{func(op *telemetry.Op) { op.EndExtend(lost) }, telemetry.Lost},
+		{func(op *telemetry.Op) { op.EndExtend(lostNotHeld) }, telemetry.Lost},
+		{func(op *telemetry.Op) { op.EndExtend(notHeld) }, telemetry.NotHeld},
+		{func(op *telemetry.Op) { op.EndExtend(failed) }, telemetry.Failed},
 	}
 	for i, tc := range cases {
 		_, op := tel.Start(context.Background(), "mutex", "Call", "n")
