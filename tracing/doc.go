@@ -35,6 +35,14 @@
 // TryLock that finds the lock held ends with status Unset and outcome
 // contended.
 //
+// An attempt of a waiting call (Lock, RLock, Acquire, a latch's Await, ...)
+// that fails with a transient error (a refused connection, a timeout,
+// LOADING, READONLY, ...), after which the call tries again, adds an event
+// to the call's span, so that an outage shows without go-redis's logs:
+//
+//	redisync.attempt.failed  error.type         the attempt's error, named as above (*net.OpError, LOADING, ...)
+//	                         exception.message  the attempt's error's text
+//
 // Each Redis round trip under it is a CLIENT span that follows the Redis
 // semantic conventions: named "EVALSHA <script>" (or "BATCH EVALSHA <script>"
 // for a pipeline of renewals), with db.system.name "redis", db.operation.name
@@ -93,6 +101,7 @@
 //	redisync.hold.duration     histogram, s: from acquisition to release or loss (redisync.primitive, redisync.outcome)
 //	redisync.contentions       counter: attempts that found the lock held (redisync.primitive)
 //	redisync.lost              counter: holds that ended without Unlock (redisync.primitive)
+//	redisync.attempt.errors    counter: acquire attempts that failed with a transient error, to be retried (redisync.primitive, error.type)
 //
 // Their outcomes are those of the spans (see Outcomes): acquired,
 // acquired_local, contended or not_acquired for an acquisition (a latch's

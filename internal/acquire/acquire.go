@@ -82,6 +82,7 @@ func (l Loop) Wait(ctx context.Context, attempt Attempt) error {
 		case err != nil && !backend.IsTransient(err):
 			return err
 		case err != nil:
+			l.Op.Failed(err)
 			lastErr = err
 			errs++
 			delay = l.Backoff(errs)

@@ -199,6 +199,7 @@ func (w *waiter) wait(ctx context.Context) (*Hold, error) {
 			case !backend.IsTransient(err):
 				return nil, err
 			}
+			w.op.Failed(err)
 			lastErr = err
 			errs++
 			arm(q.backoff(errs), next)

@@ -97,6 +97,7 @@ type T struct {
 	holdDur    metric.Float64Histogram
 	contention metric.Int64Counter
 	lost       metric.Int64Counter
+	attemptErr metric.Int64Counter
 }
 
 // New returns a T for cfg. Its tracer and meter have the scope ScopeName,
@@ -129,6 +130,8 @@ func New(cfg Config) *T {
 		metric.WithDescription("Acquire attempts that found the lock held by another owner."))
 	t.lost, _ = m.Int64Counter("redisync.lost", metric.WithUnit("{hold}"),
 		metric.WithDescription("Holds that ended without Unlock."))
+	t.attemptErr, _ = m.Int64Counter("redisync.attempt.errors", metric.WithUnit("{attempt}"),
+		metric.WithDescription("Acquire attempts that failed with a transient error, to be retried."))
 	return t
 }
 
@@ -259,6 +262,29 @@ func (o *Op) Attempt(contended bool) {
 	o.attempts++
 	if contended && o.t.contention.Enabled(o.ctx) {
 		o.t.contention.Add(o.ctx, 1, measured(o.primitive.Value.AsString(), ""))
+	}
+}
+
+// EventAttemptFailed is the name of the span event of a failed attempt.
+const EventAttemptFailed = "redisync.attempt.failed"
+
+// Failed records that an attempt of the call failed with err, a transient
+// error after which the call tries again: an event EventAttemptFailed on
+// the call's span, with error.type and exception.message, and one more in
+// the counter redisync.attempt.errors, with redisync.primitive and
+// error.type.
+func (o *Op) Failed(err error) {
+	recording, counting := o.span.IsRecording(), o.t.attemptErr.Enabled(o.ctx)
+	if !recording && !counting {
+		return
+	}
+	typ := ErrorType(err)
+	if recording {
+		o.span.AddEvent(EventAttemptFailed, trace.WithAttributes(
+			semconv.ErrorTypeKey.String(typ), semconv.ExceptionMessage(err.Error())))
+	}
+	if counting {
+		o.t.attemptErr.Add(o.ctx, 1, attemptError(o.primitive.Value.AsString(), typ))
 	}
 }
 
@@ -410,6 +436,22 @@ func measured(primitive, outcome string) metric.MeasurementOption {
 		kvs = append(kvs, KeyOutcome.String(outcome))
 	}
 	o, _ := measurements.LoadOrStore(k, metric.WithAttributeSet(attribute.NewSet(kvs...)))
+	return o.(metric.MeasurementOption)
+}
+
+// attemptErrors caches the attribute sets of redisync.attempt.errors, one
+// per primitive and error type, like measurements.
+var attemptErrors sync.Map // [2]string -> metric.MeasurementOption
+
+// attemptError returns the option that gives a measurement the attributes
+// redisync.primitive and error.type.
+func attemptError(primitive, errorType string) metric.MeasurementOption {
+	k := [2]string{primitive, errorType}
+	if o, ok := attemptErrors.Load(k); ok {
+		return o.(metric.MeasurementOption)
+	}
+	set := attribute.NewSet(KeyPrimitive.String(primitive), semconv.ErrorTypeKey.String(errorType))
+	o, _ := attemptErrors.LoadOrStore(k, metric.WithAttributeSet(set))
 	return o.(metric.MeasurementOption)
 }
 
