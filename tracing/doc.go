@@ -43,17 +43,25 @@
 //	redisync.attempt.failed  error.type         the attempt's error, named as above (*net.OpError, LOADING, ...)
 //	                         exception.message  the attempt's error's text
 //
-// Each Redis round trip under it is a CLIENT span that follows the Redis
-// semantic conventions: named "EVALSHA <script>" (or "BATCH EVALSHA <script>"
-// for a pipeline of renewals), with db.system.name "redis", db.operation.name
-// "EVALSHA", db.stored_procedure.name the script's name (mutex.acquire,
-// mutex.release, mutex.renew, fair.enqueue, ...), db.operation.batch.size
-// for batches, server.address and server.port from the client's
-// configuration, and db.namespace, the database index of the client's
-// options ("3"), when it is not 0. A Redis error sets db.response.status_code
-// to its prefix. The script's text and
-// arguments are never recorded: they carry owner tokens, which are
-// credentials; no attribute carries an owner token.
+// A call that ends with its context after such a failure, with no attempt
+// since that found the lock held, names the failure as the cause: its
+// error.type is "<the context's> after <the failure's>"
+// ("context.DeadlineExceeded after *net.OpError"), and its status
+// description carries the failure's text ("dial tcp 10.0.0.1:6379: connect:
+// connection refused"), added as "(last failed attempt: ...)" when the
+// call's error does not carry it already.
+//
+// Each Redis round trip under a call's span is a CLIENT span that follows
+// the Redis semantic conventions: named "EVALSHA <script>" (or "BATCH
+// EVALSHA <script>" for a pipeline of renewals), with db.system.name
+// "redis", db.operation.name "EVALSHA", db.stored_procedure.name the
+// script's name (mutex.acquire, mutex.release, mutex.renew, fair.enqueue,
+// ...), db.operation.batch.size for batches, server.address and server.port
+// from the client's configuration, and db.namespace, the database index of
+// the client's options ("3"), when it is not 0. A Redis error sets
+// db.response.status_code to its prefix. The script's text and arguments
+// are never recorded: they carry owner tokens, which are credentials; no
+// attribute carries an owner token.
 //
 // A quorum backend (backend.NewQuorum) adds an INTERNAL span "redlock
 // <script>" per step, with redisync.quorum.nodes, redisync.quorum.required

@@ -210,6 +210,7 @@ type Op struct {
 	wait      time.Duration
 	token     int64
 	outcome   string // of a call that succeeds, set by Outcome
+	failure   error  // the last failed attempt, unless an attempt since found the lock held
 }
 
 // Span start options that never change, built once.
@@ -260,8 +261,11 @@ func (t *T) Start(ctx context.Context, primitive, method, name string) (context.
 // held by someone else.
 func (o *Op) Attempt(contended bool) {
 	o.attempts++
-	if contended && o.t.contention.Enabled(o.ctx) {
-		o.t.contention.Add(o.ctx, 1, measured(o.primitive.Value.AsString(), ""))
+	if contended {
+		o.failure = nil
+		if o.t.contention.Enabled(o.ctx) {
+			o.t.contention.Add(o.ctx, 1, measured(o.primitive.Value.AsString(), ""))
+		}
 	}
 }
 
@@ -272,8 +276,10 @@ const EventAttemptFailed = "redisync.attempt.failed"
 // error after which the call tries again: an event EventAttemptFailed on
 // the call's span, with error.type and exception.message, and one more in
 // the counter redisync.attempt.errors, with redisync.primitive and
-// error.type.
+// error.type. Until an attempt finds the lock held (Attempt(true)), err is
+// also the cause that End records if the call's context ends it.
 func (o *Op) Failed(err error) {
+	o.failure = err
 	recording, counting := o.span.IsRecording(), o.t.attemptErr.Enabled(o.ctx)
 	if !recording && !counting {
 		return
@@ -374,8 +380,9 @@ func failedHold(err error) string {
 	return Failed
 }
 
-// End closes the span with outcome and err, and records the acquire metrics
-// when the call was an acquisition (acquire true).
+// End closes the span with outcome and err (and, when the call's context
+// ended it after a failed attempt, that failure: see setError), and records
+// the acquire metrics when the call was an acquisition (acquire true).
 func (o *Op) End(outcome string, err error, acquire bool) {
 	elapsed := time.Since(o.start)
 	// Measurements are only built when a meter takes them: without an SDK
@@ -399,11 +406,35 @@ func (o *Op) End(outcome string, err error, acquire bool) {
 			attrs = append(attrs, KeyToken.Int64(o.token))
 		}
 		o.span.SetAttributes(attrs...)
-		setError(o.span, err)
+		o.setError(err)
 	}
 	o.span.End()
 	*o = Op{}
 	ops.Put(o)
+}
+
+// setError records err, the call's error, on its span. When the call ended
+// with its context (err matches context.Canceled or
+// context.DeadlineExceeded) after an attempt that failed (see Failed), the
+// failure is the cause: error.type is "<err's type> after <the failure's
+// type>" ("context.DeadlineExceeded after *net.OpError"), and the status
+// description adds the failure's text when err's does not have it already
+// (the attempt that the context cut short says only that it ended).
+func (o *Op) setError(err error) {
+	if err == nil {
+		return
+	}
+	cause := o.failure
+	if cause == nil || !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+		setError(o.span, err)
+		return
+	}
+	msg := err.Error()
+	if c := cause.Error(); !strings.Contains(msg, c) {
+		msg += " (last failed attempt: " + c + ")"
+	}
+	o.span.SetStatus(codes.Error, msg)
+	o.span.SetAttributes(semconv.ErrorTypeKey.String(ErrorType(err) + " after " + ErrorType(cause)))
 }
 
 // HoldEnded records the duration of a hold and whether it was lost.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/redisync/redisync/backend"
@@ -143,6 +144,41 @@ func TestFailedAttempts(t *testing.T) {
 			}
 			if counted != float64(len(events)) {
 				t.Errorf("redisync.attempt.errors = %v; want %d, one per event", counted, len(events))
+			}
+		})
+	}
+}
+
+// TestOutageCause: a Lock whose context ends during an attempt, after an
+// attempt that failed with a transport error, ends its span with that
+// error in the status description, and error.type "<the context's> after
+// <the failure's>" (as package tracing documents), although the attempt
+// cut short says only that the deadline passed.
+func TestOutageCause(t *testing.T) {
+	for _, a := range acquirers {
+		t.Run(a.kind, func(t *testing.T) {
+			rec := teltest.New()
+			b := backend.New(downClient(t, 1), backend.WithTracing(rec.Options()...))
+			defer b.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+			defer cancel()
+			if err := a.lock(t, b, ctx); !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("Lock with the server down = %v; want DeadlineExceeded", err)
+			}
+			spans := rec.Spans(a.kind + ".Lock")
+			if len(spans) != 1 {
+				t.Fatalf("%d %s.Lock spans; want 1", len(spans), a.kind)
+			}
+			s := spans[0]
+			typ := teltest.Attrs(s)["error.type"].AsString()
+			if s.Status().Code != codes.Error || !strings.Contains(s.Status().Description, "connection refused") {
+				t.Errorf("span status %v; want Error, with the refused connection", s.Status())
+			}
+			if want := "context.DeadlineExceeded after *net.OpError"; typ != want {
+				t.Errorf("error.type %q; want %q", typ, want)
+			}
+			if doc := tracingDoc(t); !strings.Contains(strings.Join(strings.Fields(strings.ReplaceAll(doc, "//", "")), " "), `"<the context's> after <the failure's>"`) {
+				t.Error("package tracing's doc does not state the rule of error.type after a failed attempt")
 			}
 		})
 	}

@@ -121,3 +121,66 @@ func TestOutcomes(t *testing.T) {
 		}
 	}
 }
+
+// TestCause: a call that ends with its context after a failed attempt
+// names the failure in error.type and in its status description; one whose
+// last failure was followed by an attempt that found the lock held (Redis
+// answered again), or that failed for another reason than its context,
+// does not.
+func TestCause(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	defer tp.Shutdown(context.Background())
+	tel := telemetry.New(telemetry.Config{TracerProvider: tp})
+	refused := errors.New("dial tcp 127.0.0.1:6379: connect: connection refused")
+	ended := fmt.Errorf("%w: %w", locker.ErrNotAcquired, context.DeadlineExceeded)
+	wrapped := fmt.Errorf("%w: %w (last error: %w)", locker.ErrNotAcquired, context.DeadlineExceeded, refused)
+	cases := []struct {
+		name     string
+		run      func(*telemetry.Op)
+		wantType string
+		wantDesc string
+	}{
+		{"ended after a failure", func(op *telemetry.Op) {
+			op.Attempt(false)
+			op.Failed(refused)
+			op.Attempt(false)
+			op.EndAcquire(ended)
+		}, "context.DeadlineExceeded after *errors.errorString", ended.Error() + " (last failed attempt: " + refused.Error() + ")"},
+		{"ended after a failure its error wraps", func(op *telemetry.Op) {
+			op.Attempt(false)
+			op.Failed(refused)
+			op.EndAcquire(wrapped)
+		}, "context.DeadlineExceeded after *errors.errorString", wrapped.Error()},
+		{"ended on contention after a failure", func(op *telemetry.Op) {
+			op.Attempt(false)
+			op.Failed(refused)
+			op.Attempt(true)
+			op.EndAcquire(ended)
+		}, "context.DeadlineExceeded", ended.Error()},
+		{"ended without a failure", func(op *telemetry.Op) {
+			op.Attempt(true)
+			op.EndAcquire(ended)
+		}, "context.DeadlineExceeded", ended.Error()},
+		{"stopped by another error after a failure", func(op *telemetry.Op) {
+			op.Attempt(false)
+			op.Failed(refused)
+			op.EndAcquire(locker.ErrClosed)
+		}, "closed", locker.ErrClosed.Error()},
+	}
+	for _, tc := range cases {
+		_, op := tel.Start(context.Background(), "mutex", "Lock", "n")
+		tc.run(op)
+		spans := rec.Ended()
+		s := spans[len(spans)-1]
+		var typ string
+		for _, a := range s.Attributes() {
+			if a.Key == "error.type" {
+				typ = a.Value.AsString()
+			}
+		}
+		if typ != tc.wantType || s.Status().Description != tc.wantDesc {
+			t.Errorf("%s: error.type %q, status %q; want %q, %q", tc.name, typ, s.Status().Description, tc.wantType, tc.wantDesc)
+		}
+	}
+}
