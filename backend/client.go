@@ -54,7 +54,7 @@ func New(c redis.UniversalClient, opts ...Option) Backend {
 		b.ctxBound = rdb.Options().ContextTimeoutEnabled
 		router = &clusterRouter{cc: rdb}
 		if addrs := rdb.Options().Addrs; len(addrs) > 0 {
-			b.srv = telemetry.NewServer(addrs[0])
+			b.srv = telemetry.NewServer(addrs[0], 0)
 		}
 	case *redis.Client:
 		if rdb == nil {
@@ -64,7 +64,7 @@ func New(c redis.UniversalClient, opts ...Option) Backend {
 		b.pub = "publish"
 		b.ctxBound = rdb.Options().ContextTimeoutEnabled
 		router = plainRouter{rdb}
-		b.srv = telemetry.NewServer(rdb.Options().Addr)
+		b.srv = telemetry.NewServer(rdb.Options().Addr, rdb.Options().DB)
 	default:
 		b.err = errors.Join(b.err, fmt.Errorf("backend: unsupported client %T (want *redis.Client or *redis.ClusterClient): %w", c, locker.ErrInvalid))
 	}

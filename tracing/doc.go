@@ -23,8 +23,7 @@
 //
 //	redisync.primitive      "mutex", "rwmutex", "semaphore", ...
 //	redisync.name           the lock's name
-//	redisync.outcome        acquired, contended, not_acquired, released, extended, not_held, lost, error
-//	                        (and a few of the primitive's own, such as a latch's opened)
+//	redisync.outcome        how the call ended: acquired, not_held, ... (see Outcomes)
 //	redisync.attempts       acquire attempts made (acquisitions)
 //	redisync.wait.duration  seconds spent blocked behind other holders (acquisitions)
 //	redisync.fencing_token  the token of the hold acquired, released or extended
@@ -36,20 +35,64 @@
 // TryLock that finds the lock held ends with status Unset and outcome
 // contended.
 //
-// Each Redis round trip under it is a CLIENT span that follows the Redis
-// semantic conventions: named "EVALSHA <script>" (or "BATCH EVALSHA <script>"
-// for a pipeline of renewals), with db.system.name "redis", db.operation.name
-// "EVALSHA", db.stored_procedure.name the script's name (mutex.acquire,
-// mutex.release, mutex.renew, fair.enqueue, ...), db.operation.batch.size
-// for batches, and
-// server.address and server.port from the client's configuration. A Redis
-// error sets db.response.status_code to its prefix. The script's text and
-// arguments are never recorded: they carry owner tokens, which are
-// credentials; no attribute carries an owner token.
+// An attempt of a waiting call (Lock, RLock, Acquire, a latch's Await, ...)
+// that fails with a transient error (a refused connection, a timeout,
+// LOADING, READONLY, ...), after which the call tries again, adds an event
+// to the call's span, so that an outage shows without go-redis's logs:
+//
+//	redisync.attempt.failed  error.type         the attempt's error, named as above (*net.OpError, LOADING, ...)
+//	                         exception.message  the attempt's error's text
+//
+// A call that ends with its context after such a failure, with no attempt
+// since that found the lock held, names the failure as the cause: its
+// error.type is "<the context's> after <the failure's>"
+// ("context.DeadlineExceeded after *net.OpError"), and its status
+// description carries the failure's text ("dial tcp 10.0.0.1:6379: connect:
+// connection refused"), added as "(last failed attempt: ...)" when the
+// call's error does not carry it already.
+//
+// Each Redis round trip under a call's span is a CLIENT span that follows
+// the Redis semantic conventions: named "EVALSHA <script>" (or "BATCH
+// EVALSHA <script>" for a pipeline of renewals), with db.system.name
+// "redis", db.operation.name "EVALSHA", db.stored_procedure.name the
+// script's name (mutex.acquire, mutex.release, mutex.renew, fair.enqueue,
+// ...), db.operation.batch.size for batches, server.address and server.port
+// from the client's configuration, and db.namespace, the database index of
+// the client's options ("3"), when it is not 0. A Redis error sets
+// db.response.status_code to its prefix. The script's text and arguments
+// are never recorded: they carry owner tokens, which are credentials; no
+// attribute carries an owner token.
 //
 // A quorum backend (backend.NewQuorum) adds an INTERNAL span "redlock
 // <script>" per step, with redisync.quorum.nodes, redisync.quorum.required
 // and redisync.quorum.granted, above the CLIENT spans of its nodes.
+//
+// Spans and metrics follow the OpenTelemetry semantic conventions v1.43.0:
+// the tracer and the meter have the scope ScopeName, Version and the schema
+// URL https://opentelemetry.io/schemas/1.43.0.
+//
+// # Outcomes
+//
+// redisync.outcome says how a call ended, in the same words on its span and
+// on its measurements. A call that every lock has (an acquisition, a
+// release, Extend) ends with one of:
+//
+//	acquired        an acquisition (Lock, RLock, Acquire, TryLock, ...) took the hold through Redis
+//	acquired_local  an acquisition received the hold from a holder of the same process (local hand-off)
+//	contended       a one-shot acquisition (TryLock, TryRLock, TryAcquire) found the lock held
+//	not_acquired    an acquisition failed: its context ended, or an error stopped it
+//	released        a release (Unlock, RUnlock, Release) released the hold
+//	handed_off      a release passed the hold to a waiter of the same process (local hand-off)
+//	extended        Extend extended the hold
+//	not_held        a release or Extend found no hold to act on (an error matching locker.ErrNotHeld)
+//	lost            a release or Extend of a hold that had been lost (an error matching locker.ErrLost)
+//	error           a release or Extend that failed otherwise (Redis unreachable, a bad argument, ...)
+//
+// not_acquired, not_held, lost and error set the span status to Error (see
+// Spans); the others leave it Unset. A latch's calls and a fence's have outcomes of their own
+// (counted, opened, open, read and reset; written, read, stale and
+// conflict: see packages latch and fence), and a failed call of theirs ends
+// with error.
 //
 // # Combining with redisotel
 //
@@ -61,11 +104,15 @@
 //
 // # Metrics
 //
-//	redisync.acquire.duration  histogram, s: Lock and TryLock calls (redisync.primitive, redisync.outcome)
-//	redisync.wait.duration     histogram, s: time blocked behind other holders
-//	redisync.hold.duration     histogram, s: from acquisition to release or loss (outcome released or lost)
-//	redisync.contentions       counter: attempts that found the lock held
-//	redisync.lost              counter: holds that ended without Unlock
+//	redisync.acquire.duration  histogram, s: acquisitions, waits and retries included (redisync.primitive, redisync.outcome)
+//	redisync.wait.duration     histogram, s: time an acquisition spent blocked behind other holders (redisync.primitive, redisync.outcome)
+//	redisync.hold.duration     histogram, s: from acquisition to release or loss (redisync.primitive, redisync.outcome)
+//	redisync.contentions       counter: attempts that found the lock held (redisync.primitive)
+//	redisync.lost              counter: holds that ended without Unlock (redisync.primitive)
+//	redisync.attempt.errors    counter: acquire attempts that failed with a transient error, to be retried (redisync.primitive, error.type)
 //
+// Their outcomes are those of the spans (see Outcomes): acquired,
+// acquired_local, contended or not_acquired for an acquisition (a latch's
+// Await, measured as one, has open or error), released or lost for a hold.
 // Lock names are not metric attributes: they are unbounded.
 package tracing

@@ -90,6 +90,7 @@ func (l Loop) Wait(ctx context.Context, attempt Attempt) error {
 			if oerr := outage.Failed(err); oerr != nil {
 				return fmt.Errorf("%w: %w", locker.ErrNotAcquired, oerr)
 			}
+			l.Op.Failed(err)
 			lastErr = err
 			errs++
 			delay = l.Backoff(errs)

@@ -210,6 +210,7 @@ func (w *waiter) wait(ctx context.Context) (*Hold, error) {
 			if oerr := outage.Failed(err); oerr != nil {
 				return nil, fmt.Errorf("%w: %w", locker.ErrNotAcquired, oerr)
 			}
+			w.op.Failed(err)
 			lastErr = err
 			errs++
 			arm(q.backoff(errs), next)

@@ -42,7 +42,8 @@ const (
 	KeyTTL       = attribute.Key("redisync.ttl")
 )
 
-// Outcomes recorded in redisync.outcome.
+// Outcomes recorded in redisync.outcome, on spans and measurements alike.
+// Package tracing documents them, in its section Outcomes.
 const (
 	Acquired = "acquired"
 	// AcquiredLocal is a Lock that received the hold from a holder of the
@@ -54,9 +55,9 @@ const (
 	NotAcquired   = "not_acquired"
 	Released      = "released"
 	Extended      = "extended"
-	NotHeld       = "not_held"
-	Lost          = "lost"
-	Failed        = "error"
+	NotHeld       = "not_held" // a release or Extend failed with locker.ErrNotHeld
+	Lost          = "lost"     // a release or Extend failed with locker.ErrLost
+	Failed        = "error"    // any other failure of a call that does not acquire
 )
 
 // Config is what the options of package tracing set.
@@ -96,9 +97,12 @@ type T struct {
 	holdDur    metric.Float64Histogram
 	contention metric.Int64Counter
 	lost       metric.Int64Counter
+	attemptErr metric.Int64Counter
 }
 
-// New returns a T for cfg.
+// New returns a T for cfg. Its tracer and meter have the scope ScopeName,
+// Version and the schema URL of the semantic conventions whose attributes
+// it records (semconv.SchemaURL).
 func New(cfg Config) *T {
 	tp, mp := cfg.TracerProvider, cfg.MeterProvider
 	if tp == nil {
@@ -108,11 +112,11 @@ func New(cfg Config) *T {
 		mp = otel.GetMeterProvider()
 	}
 	t := &T{
-		tracer:      tp.Tracer(ScopeName, trace.WithInstrumentationVersion(Version)),
+		tracer:      tp.Tracer(ScopeName, trace.WithInstrumentationVersion(Version), trace.WithSchemaURL(semconv.SchemaURL)),
 		spans:       modeOf(tp, cfg.TracerProvider == nil),
 		clientSpans: !cfg.NoClientSpans,
 	}
-	m := mp.Meter(ScopeName, metric.WithInstrumentationVersion(Version))
+	m := mp.Meter(ScopeName, metric.WithInstrumentationVersion(Version), metric.WithSchemaURL(semconv.SchemaURL))
 	buckets := metric.WithExplicitBucketBoundaries(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 	// Instrument creation only fails for invalid names, which these are not;
 	// a failed instrument is still a usable no-op, so the errors are dropped.
@@ -126,6 +130,8 @@ func New(cfg Config) *T {
 		metric.WithDescription("Acquire attempts that found the lock held by another owner."))
 	t.lost, _ = m.Int64Counter("redisync.lost", metric.WithUnit("{hold}"),
 		metric.WithDescription("Holds that ended without Unlock."))
+	t.attemptErr, _ = m.Int64Counter("redisync.attempt.errors", metric.WithUnit("{attempt}"),
+		metric.WithDescription("Acquire attempts that failed with a transient error, to be retried."))
 	return t
 }
 
@@ -204,6 +210,7 @@ type Op struct {
 	wait      time.Duration
 	token     int64
 	outcome   string // of a call that succeeds, set by Outcome
+	failure   error  // the last failed attempt, unless an attempt since found the lock held
 }
 
 // Span start options that never change, built once.
@@ -254,8 +261,36 @@ func (t *T) Start(ctx context.Context, primitive, method, name string) (context.
 // held by someone else.
 func (o *Op) Attempt(contended bool) {
 	o.attempts++
-	if contended && o.t.contention.Enabled(o.ctx) {
-		o.t.contention.Add(o.ctx, 1, measured(o.primitive.Value.AsString(), ""))
+	if contended {
+		o.failure = nil
+		if o.t.contention.Enabled(o.ctx) {
+			o.t.contention.Add(o.ctx, 1, measured(o.primitive.Value.AsString(), ""))
+		}
+	}
+}
+
+// EventAttemptFailed is the name of the span event of a failed attempt.
+const EventAttemptFailed = "redisync.attempt.failed"
+
+// Failed records that an attempt of the call failed with err, a transient
+// error after which the call tries again: an event EventAttemptFailed on
+// the call's span, with error.type and exception.message, and one more in
+// the counter redisync.attempt.errors, with redisync.primitive and
+// error.type. Until an attempt finds the lock held (Attempt(true)), err is
+// also the cause that End records if the call's context ends it.
+func (o *Op) Failed(err error) {
+	o.failure = err
+	recording, counting := o.span.IsRecording(), o.t.attemptErr.Enabled(o.ctx)
+	if !recording && !counting {
+		return
+	}
+	typ := ErrorType(err)
+	if recording {
+		o.span.AddEvent(EventAttemptFailed, trace.WithAttributes(
+			semconv.ErrorTypeKey.String(typ), semconv.ExceptionMessage(err.Error())))
+	}
+	if counting {
+		o.t.attemptErr.Add(o.ctx, 1, attemptError(o.primitive.Value.AsString(), typ))
 	}
 }
 
@@ -311,30 +346,43 @@ func (o *Op) EndTry(ok bool, err error) {
 }
 
 // EndRelease ends a call that releases (Unlock, RUnlock, Release): Released
-// (or the outcome set) when err is nil, Lost when it matches locker.ErrLost,
-// else Failed.
+// (or the outcome set) when err is nil, else the outcome of err (see
+// failedHold).
 func (o *Op) EndRelease(err error) {
 	outcome := o.succeeded(Released)
-	switch {
-	case errors.Is(err, locker.ErrLost):
-		outcome = Lost
-	case err != nil:
-		outcome = Failed
+	if err != nil {
+		outcome = failedHold(err)
 	}
 	o.End(outcome, err, false)
 }
 
-// EndExtend ends an Extend call: Extended, or NotHeld on error.
+// EndExtend ends an Extend call: Extended when err is nil, else the outcome
+// of err (see failedHold).
 func (o *Op) EndExtend(err error) {
 	outcome := Extended
 	if err != nil {
-		outcome = NotHeld
+		outcome = failedHold(err)
 	}
 	o.End(outcome, err, false)
 }
 
-// End closes the span with outcome and err, and records the acquire metrics
-// when the call was an acquisition (acquire true).
+// failedHold returns the outcome of a release or an extension that failed
+// with err: Lost when err matches locker.ErrLost (also when it matches
+// locker.ErrNotHeld: the hold was there, and was lost), NotHeld when it
+// matches locker.ErrNotHeld, else Failed.
+func failedHold(err error) string {
+	switch {
+	case errors.Is(err, locker.ErrLost):
+		return Lost
+	case errors.Is(err, locker.ErrNotHeld):
+		return NotHeld
+	}
+	return Failed
+}
+
+// End closes the span with outcome and err (and, when the call's context
+// ended it after a failed attempt, that failure: see setError), and records
+// the acquire metrics when the call was an acquisition (acquire true).
 func (o *Op) End(outcome string, err error, acquire bool) {
 	elapsed := time.Since(o.start)
 	// Measurements are only built when a meter takes them: without an SDK
@@ -358,11 +406,35 @@ func (o *Op) End(outcome string, err error, acquire bool) {
 			attrs = append(attrs, KeyToken.Int64(o.token))
 		}
 		o.span.SetAttributes(attrs...)
-		setError(o.span, err)
+		o.setError(err)
 	}
 	o.span.End()
 	*o = Op{}
 	ops.Put(o)
+}
+
+// setError records err, the call's error, on its span. When the call ended
+// with its context (err matches context.Canceled or
+// context.DeadlineExceeded) after an attempt that failed (see Failed), the
+// failure is the cause: error.type is "<err's type> after <the failure's
+// type>" ("context.DeadlineExceeded after *net.OpError"), and the status
+// description adds the failure's text when err's does not have it already
+// (the attempt that the context cut short says only that it ended).
+func (o *Op) setError(err error) {
+	if err == nil {
+		return
+	}
+	cause := o.failure
+	if cause == nil || !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+		setError(o.span, err)
+		return
+	}
+	msg := err.Error()
+	if c := cause.Error(); !strings.Contains(msg, c) {
+		msg += " (last failed attempt: " + c + ")"
+	}
+	o.span.SetStatus(codes.Error, msg)
+	o.span.SetAttributes(semconv.ErrorTypeKey.String(ErrorType(err) + " after " + ErrorType(cause)))
 }
 
 // HoldEnded records the duration of a hold and whether it was lost.
@@ -398,6 +470,22 @@ func measured(primitive, outcome string) metric.MeasurementOption {
 	return o.(metric.MeasurementOption)
 }
 
+// attemptErrors caches the attribute sets of redisync.attempt.errors, one
+// per primitive and error type, like measurements.
+var attemptErrors sync.Map // [2]string -> metric.MeasurementOption
+
+// attemptError returns the option that gives a measurement the attributes
+// redisync.primitive and error.type.
+func attemptError(primitive, errorType string) metric.MeasurementOption {
+	k := [2]string{primitive, errorType}
+	if o, ok := attemptErrors.Load(k); ok {
+		return o.(metric.MeasurementOption)
+	}
+	set := attribute.NewSet(KeyPrimitive.String(primitive), semconv.ErrorTypeKey.String(errorType))
+	o, _ := attemptErrors.LoadOrStore(k, metric.WithAttributeSet(set))
+	return o.(metric.MeasurementOption)
+}
+
 // Attribute keys of the quorum spans.
 const (
 	KeyQuorumNodes    = attribute.Key("redisync.quorum.nodes")
@@ -425,8 +513,8 @@ func EndQuorum(span trace.Span, granted int, err error) {
 	span.End()
 }
 
-// Server is the address a backend was configured with, for server.address and
-// server.port on client spans.
+// Server is the address and database a backend was configured with, for
+// server.address, server.port and db.namespace on client spans.
 type Server struct {
 	attrs []attribute.KeyValue
 	spans *spanCache
@@ -444,17 +532,21 @@ type clientSpan struct {
 	opts []trace.SpanStartOption
 }
 
-// NewServer parses a configured "host:port" address; an empty or unparsable
-// address yields no attributes.
-func NewServer(addr string) Server {
+// NewServer returns the Server of a client configured with the "host:port"
+// address addr and the database index db. An empty or unparsable address
+// yields no server.address or server.port; db yields db.namespace, the
+// index in decimal, when it is not 0 (the Redis semantic conventions
+// require it only then).
+func NewServer(addr string, db int) Server {
 	srv := Server{spans: &spanCache{m: make(map[[2]string]clientSpan)}}
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil || host == "" {
-		return srv
+	if host, port, err := net.SplitHostPort(addr); err == nil && host != "" {
+		srv.attrs = append(srv.attrs, semconv.ServerAddress(host))
+		if p, err := strconv.Atoi(port); err == nil {
+			srv.attrs = append(srv.attrs, semconv.ServerPort(p))
+		}
 	}
-	srv.attrs = []attribute.KeyValue{semconv.ServerAddress(host)}
-	if p, err := strconv.Atoi(port); err == nil {
-		srv.attrs = append(srv.attrs, semconv.ServerPort(p))
+	if db != 0 {
+		srv.attrs = append(srv.attrs, semconv.DBNamespace(strconv.Itoa(db)))
 	}
 	return srv
 }
@@ -487,7 +579,7 @@ func (t *T) ClientSpan(ctx context.Context, srv Server, operation, script string
 // clientSpanStart returns the name and start options of a client span.
 func clientSpanStart(srv Server, operation, script string, n int) (string, []trace.SpanStartOption) {
 	name := operation + " " + script
-	attrs := make([]attribute.KeyValue, 0, 6)
+	attrs := make([]attribute.KeyValue, 0, 4+len(srv.attrs))
 	attrs = append(attrs, semconv.DBSystemNameRedis)
 	if n > 1 {
 		name = "BATCH " + name
@@ -531,10 +623,10 @@ func ErrorType(err error) string {
 		return "context.DeadlineExceeded"
 	case errors.Is(err, locker.ErrNotAcquired):
 		return "not_acquired"
+	case errors.Is(err, locker.ErrLost): // before ErrNotHeld, which a loss may also match
+		return "lost"
 	case errors.Is(err, locker.ErrNotHeld):
 		return "not_held"
-	case errors.Is(err, locker.ErrLost):
-		return "lost"
 	case errors.Is(err, locker.ErrInvalid):
 		return "invalid"
 	case errors.Is(err, locker.ErrClosed):

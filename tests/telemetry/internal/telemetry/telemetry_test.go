@@ -48,15 +48,17 @@ func TestGlobalProvider(t *testing.T) {
 			t.Error("a span was started without a provider installed")
 		}
 		op.End(telemetry.Acquired, nil, true)
-		srv := telemetry.NewServer("127.0.0.1:6379")
+		srv := telemetry.NewServer("127.0.0.1:6379", 0)
+		refused := errors.New("connection refused")
 		allocs := testing.AllocsPerRun(100, func() {
 			_, op := tel.Start(parent, "mutex", "Lock", "n")
+			op.Failed(refused)
 			op.End(telemetry.Acquired, nil, true)
 			_, span := tel.ClientSpan(parent, srv, "EVALSHA", "mutex.acquire", 1)
 			telemetry.EndClient(span, nil)
 		})
 		if allocs > 1 {
-			t.Errorf("a call and its round trip without a provider installed: %v allocations; want 1 (the Op)", allocs)
+			t.Errorf("a call, a failed attempt and a round trip without a provider installed: %v allocations; want 1 (the Op)", allocs)
 		}
 	} else {
 		t.Log("a provider is installed already (a repeated run): the half without one is skipped")
@@ -79,6 +81,8 @@ func TestOutcomes(t *testing.T) {
 	defer tp.Shutdown(context.Background())
 	tel := telemetry.New(telemetry.Config{TracerProvider: tp})
 	lost := fmt.Errorf("renewal: %w", locker.ErrLost)
+	notHeld := fmt.Errorf("unlock: %w", locker.ErrNotHeld)
+	lostNotHeld := fmt.Errorf("%w: renewal: %w", locker.ErrLost, locker.ErrNotHeld)
 	failed := errors.New("connection refused")
 	cases := []struct {
 		end  func(*telemetry.Op)
@@ -93,9 +97,14 @@ func TestOutcomes(t *testing.T) {
 		{func(op *telemetry.Op) { op.EndRelease(nil) }, telemetry.Released},
 		{func(op *telemetry.Op) { op.Outcome(telemetry.HandedOff); op.EndRelease(nil) }, telemetry.HandedOff},
 		{func(op *telemetry.Op) { op.EndRelease(lost) }, telemetry.Lost},
+		{func(op *telemetry.Op) { op.EndRelease(lostNotHeld) }, telemetry.Lost},
+		{func(op *telemetry.Op) { op.EndRelease(notHeld) }, telemetry.NotHeld},
 		{func(op *telemetry.Op) { op.EndRelease(failed) }, telemetry.Failed},
 		{func(op *telemetry.Op) { op.EndExtend(nil) }, telemetry.Extended},
-		{func(op *telemetry.Op) { op.EndExtend(failed) }, telemetry.NotHeld},
+		{func(op *telemetry.Op) { op.EndExtend(lost) }, telemetry.Lost},
+		{func(op *telemetry.Op) { op.EndExtend(lostNotHeld) }, telemetry.Lost},
+		{func(op *telemetry.Op) { op.EndExtend(notHeld) }, telemetry.NotHeld},
+		{func(op *telemetry.Op) { op.EndExtend(failed) }, telemetry.Failed},
 	}
 	for i, tc := range cases {
 		_, op := tel.Start(context.Background(), "mutex", "Call", "n")
@@ -109,6 +118,69 @@ func TestOutcomes(t *testing.T) {
 		}
 		if got != tc.want {
 			t.Errorf("case %d: outcome %q; want %q", i, got, tc.want)
+		}
+	}
+}
+
+// TestCause: a call that ends with its context after a failed attempt
+// names the failure in error.type and in its status description; one whose
+// last failure was followed by an attempt that found the lock held (Redis
+// answered again), or that failed for another reason than its context,
+// does not.
+func TestCause(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	defer tp.Shutdown(context.Background())
+	tel := telemetry.New(telemetry.Config{TracerProvider: tp})
+	refused := errors.New("dial tcp 127.0.0.1:6379: connect: connection refused")
+	ended := fmt.Errorf("%w: %w", locker.ErrNotAcquired, context.DeadlineExceeded)
+	wrapped := fmt.Errorf("%w: %w (last error: %w)", locker.ErrNotAcquired, context.DeadlineExceeded, refused)
+	cases := []struct {
+		name     string
+		run      func(*telemetry.Op)
+		wantType string
+		wantDesc string
+	}{
+		{"ended after a failure", func(op *telemetry.Op) {
+			op.Attempt(false)
+			op.Failed(refused)
+			op.Attempt(false)
+			op.EndAcquire(ended)
+		}, "context.DeadlineExceeded after *errors.errorString", ended.Error() + " (last failed attempt: " + refused.Error() + ")"},
+		{"ended after a failure its error wraps", func(op *telemetry.Op) {
+			op.Attempt(false)
+			op.Failed(refused)
+			op.EndAcquire(wrapped)
+		}, "context.DeadlineExceeded after *errors.errorString", wrapped.Error()},
+		{"ended on contention after a failure", func(op *telemetry.Op) {
+			op.Attempt(false)
+			op.Failed(refused)
+			op.Attempt(true)
+			op.EndAcquire(ended)
+		}, "context.DeadlineExceeded", ended.Error()},
+		{"ended without a failure", func(op *telemetry.Op) {
+			op.Attempt(true)
+			op.EndAcquire(ended)
+		}, "context.DeadlineExceeded", ended.Error()},
+		{"stopped by another error after a failure", func(op *telemetry.Op) {
+			op.Attempt(false)
+			op.Failed(refused)
+			op.EndAcquire(locker.ErrClosed)
+		}, "closed", locker.ErrClosed.Error()},
+	}
+	for _, tc := range cases {
+		_, op := tel.Start(context.Background(), "mutex", "Lock", "n")
+		tc.run(op)
+		spans := rec.Ended()
+		s := spans[len(spans)-1]
+		var typ string
+		for _, a := range s.Attributes() {
+			if a.Key == "error.type" {
+				typ = a.Value.AsString()
+			}
+		}
+		if typ != tc.wantType || s.Status().Description != tc.wantDesc {
+			t.Errorf("%s: error.type %q, status %q; want %q, %q", tc.name, typ, s.Status().Description, tc.wantType, tc.wantDesc)
 		}
 	}
 }

@@ -1,0 +1,95 @@
+package backend_test
+
+import (
+	"context"
+	"net"
+	"strconv"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redisync/redisync/backend"
+	"github.com/redisync/redisync/internal/redistest"
+	"github.com/redisync/redisync/mutex"
+	"github.com/redisync/redisync/redisynctest"
+	"github.com/redisync/redisync/tests/telemetry/teltest"
+)
+
+// TestNamespace: a CLIENT span carries db.namespace, the database index
+// of the client's options as a string, when the index is not 0, and none
+// when it is 0 (the Redis semantic conventions require it on that
+// condition only).
+func TestNamespace(t *testing.T) {
+	srv := redisynctest.NewServer(t)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		db   int
+		want string // "": no attribute
+	}{{0, ""}, {3, "3"}, {15, "15"}} {
+		rec := teltest.New()
+		rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), DB: tc.db})
+		b := backend.New(rdb, backend.WithTracing(rec.Options()...))
+		m, err := mutex.New(b, "namespaced")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Lock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		_ = b.Close()
+		_ = rdb.Close()
+		for _, name := range []string{"EVALSHA mutex.acquire", "EVALSHA mutex.release"} {
+			spans := rec.Spans(name)
+			if len(spans) != 1 {
+				t.Fatalf("DB %d: %d %s spans; want 1", tc.db, len(spans), name)
+			}
+			got, ok := teltest.Attrs(spans[0])["db.namespace"]
+			switch {
+			case tc.want == "" && ok:
+				t.Errorf("DB %d: %s has db.namespace %q; want none", tc.db, name, got.String())
+			case tc.want != "" && got.AsString() != tc.want:
+				t.Errorf("DB %d: %s has db.namespace %q; want %q", tc.db, name, got.String(), tc.want)
+			}
+		}
+	}
+}
+
+// TestQuorumNamespace: on a quorum backend each node's CLIENT spans carry
+// that node's database index.
+func TestQuorumNamespace(t *testing.T) {
+	nodes := redistest.StartNodes(t, 3)
+	rec := teltest.New()
+	var clients []redis.UniversalClient
+	for i, n := range nodes {
+		c := redis.NewClient(&redis.Options{Addr: n.Addr, DB: i, ContextTimeoutEnabled: true})
+		t.Cleanup(func() { _ = c.Close() })
+		clients = append(clients, c)
+	}
+	b, err := backend.NewQuorum(clients, backend.WithTracing(rec.Options()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	s := backend.NewScript("test.write", backend.Write, "return {1}", nil)
+	if _, err := backend.Run(context.Background(), b, s, []string{"redisync:{ns}:k"}); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{} // server.port -> db.namespace
+	for _, sp := range rec.Spans("EVALSHA test.write") {
+		a := teltest.Attrs(sp)
+		got[a["server.port"].String()] = a["db.namespace"].AsString()
+	}
+	for i, n := range nodes {
+		want := ""
+		if i > 0 {
+			want = strconv.Itoa(i)
+		}
+		_, port, _ := net.SplitHostPort(n.Addr)
+		if ns, ok := got[port]; !ok || ns != want {
+			t.Errorf("node %d (%s): db.namespace %q (spans: %v); want %q", i, n.Addr, ns, got, want)
+		}
+	}
+}
