@@ -83,7 +83,9 @@ func TestSpans(t *testing.T) {
 	if ok, err := other.TryLock(ctx); ok || err != nil {
 		t.Fatalf("TryLock = (%v, %v); want (false, nil)", ok, err)
 	}
-	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	// Long enough for the second attempt, made right after the wait
+	// subscribes, on a loaded machine.
+	short, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 	defer cancel()
 	if err := other.Lock(short); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Lock = %v; want DeadlineExceeded", err)
