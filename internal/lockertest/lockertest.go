@@ -307,6 +307,7 @@ func testMutualExclusion(t *testing.T, s *Setup) {
 		s.Clients, s.Goroutines, entries, overlaps, stale)
 	if entries < s.Acquisitions {
 		t.Errorf("acquisitions = %d; want >= %d", entries, s.Acquisitions)
+		dumpKeys(t, s.Raw, s.backend(t).Prefix(), n)
 	}
 	if overlaps != 0 || stale != 0 {
 		t.Errorf("overlaps = %d, non-increasing tokens = %d; want 0 and 0", overlaps, stale)
