@@ -31,6 +31,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -455,10 +456,11 @@ const cleanupAfterEnd = 250 * time.Millisecond
 
 // AfterFailure returns the context for the cleanup of an acquisition that
 // failed with err: ctx itself, or, when err shows that Redis was not
-// answering (locker.ErrUnavailable, or a transport error behind the
-// context's), ctx marked so that the cleanup goes to the background at
-// once instead of holding the caller up with a send that would most
-// likely go unanswered too.
+// answering (locker.ErrUnavailable, or a network error or timeout behind
+// the context's: not a reply of Redis, such as LOADING or a missing
+// replica acknowledgement), ctx marked so that the cleanup goes to the
+// background at once instead of holding the caller up with a send that
+// would most likely go unanswered too.
 func AfterFailure(ctx context.Context, err error) context.Context {
 	if !unanswered(err) {
 		return ctx
@@ -469,16 +471,19 @@ func AfterFailure(ctx context.Context, err error) context.Context {
 type unansweredKey struct{}
 
 // unanswered reports whether err is locker.ErrUnavailable or wraps a
-// transient error other than a context's.
+// network error or a timeout other than a context's.
 func unanswered(err error) bool {
-	if err == nil {
+	if err == nil || err == context.DeadlineExceeded || err == context.Canceled {
 		return false
 	}
-	if errors.Is(err, locker.ErrUnavailable) {
+	if err == locker.ErrUnavailable {
 		return true
 	}
-	if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) && backend.IsTransient(err) {
+	if _, ok := err.(net.Error); ok {
 		return true
+	}
+	if t, ok := err.(interface{ Timeout() bool }); ok && t.Timeout() {
+		return true // a quorum node's timeout
 	}
 	switch u := err.(type) {
 	case interface{ Unwrap() []error }:
