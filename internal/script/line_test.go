@@ -536,3 +536,76 @@ func TestUndoTakesBackDeparture(t *testing.T) {
 		}
 	})
 }
+
+// TestUndoTakesBackDepartureFamily: as TestUndoTakesBackDeparture, for the
+// writers of the rwmutex, the reentrant lock and the multi-lock: after the
+// undo of a waiting call's grant, the call's next attempt gets the free
+// lock.
+func TestUndoTakesBackDepartureFamily(t *testing.T) {
+	servers(t, func(t *testing.T, rdb *redis.Client) {
+		ctx := context.Background()
+		b := backend.New(rdb)
+		defer b.Close()
+		run := func(s *backend.Script, keys []string, args ...any) backend.Reply {
+			t.Helper()
+			r, err := backend.Run(ctx, b, s, keys, args...)
+			if err != nil {
+				t.Fatalf("%s: %v", s.Name(), err)
+			}
+			return r
+		}
+		base := func(kind string) string {
+			return fmt.Sprintf("redisync:{%s-%s-%d}:", t.Name(), kind, time.Now().UnixNano())
+		}
+		t.Run("rwmutex", func(t *testing.T) {
+			r := newRW(t, rdb, 10000, 100)
+			wantOK(t, "H", r.lock("H", true))
+			if rep := r.lock("X", true); rep.Status() != backend.StatusContended {
+				t.Fatalf("X on the held lock: %v", rep)
+			}
+			wantOK(t, "H's unlock", r.unlock("H"))
+			attempt := func(n int) backend.Reply {
+				return r.run(script.RWMutexLock, r.keys, "X", r.wake, r.rwake, r.turnMs, r.ttl, fenceMargin, 1, n, 1, "p-X", 3000, r.callOf("X"))
+			}
+			wantOK(t, "X on the free lock", attempt(2))
+			wantOK(t, "undo of X's grant", r.run(script.RWMutexLockUndo, r.keys, "X", r.wake, r.rwake, r.turnMs, r.ttl, fenceMargin, 1, 2, 1, "p-X", 3000, r.callOf("X")))
+			if rep := attempt(3); rep.Status() != backend.StatusOK {
+				t.Fatalf("X's next attempt after its grant was undone: %v; want the free lock", rep)
+			}
+		})
+		t.Run("reentrant", func(t *testing.T) {
+			k := base("reentrant")
+			keys := []string{k + "reentrant", k + "fence"}
+			first := func(owner string, n int64) []any {
+				return []any{owner, k + "wake", 10000, fenceMargin, 1, 0, n, "3000 7 p-" + owner}
+			}
+			wantOK(t, "H", run(script.ReentrantAcquire, keys, first("H", 1)...))
+			if rep := run(script.ReentrantAcquire, keys, first("X", 1)...); rep.Status() != backend.StatusContended {
+				t.Fatalf("X on the held lock: %v", rep)
+			}
+			wantOK(t, "H's release", run(script.ReentrantRelease, keys, "H", k+"wake", 0, 1))
+			wantOK(t, "X on the free lock", run(script.ReentrantAcquire, keys, first("X", 2)...))
+			wantOK(t, "undo of X's grant", run(script.ReentrantUndo, keys, first("X", 2)...))
+			if rep := run(script.ReentrantAcquire, keys, first("X", 3)...); rep.Status() != backend.StatusOK {
+				t.Fatalf("X's next attempt after its grant was undone: %v; want the free lock", rep)
+			}
+		})
+		t.Run("multi", func(t *testing.T) {
+			k := base("multi")
+			keys := []string{k + "a", k + "fa", k + "b", k + "fb"}
+			args := func(owner, cohort string, n int) []any {
+				return []any{owner, k + "w1", 10000, fenceMargin, "host/1", n, cohort, 3000, 7, k + "w1", k + "w2"}
+			}
+			wantOK(t, "H", run(script.MultiAcquire, keys, args("H", "H", 1)...))
+			if rep := run(script.MultiAcquire, keys, args("X", "X", 1)...); rep.Status() == backend.StatusOK {
+				t.Fatalf("X on the held locks: %v", rep)
+			}
+			wantOK(t, "H's release", run(script.MultiRelease, keys, args("H", "H", 1)...))
+			wantOK(t, "X on the free locks", run(script.MultiAcquire, keys, args("X", "X", 2)...))
+			wantOK(t, "undo of X's grant", run(script.MultiUndo, keys, args("X", "X", 2)...))
+			if rep := run(script.MultiAcquire, keys, args("X", "X", 3)...); rep.Status() != backend.StatusOK {
+				t.Fatalf("X's next attempt after its grant was undone: %v; want the free locks", rep)
+			}
+		})
+	})
+}
