@@ -19,9 +19,6 @@ for i = 1, #KEYS / 2 do
     if release then
       lock_release(lock, ARGV[1], ARGV[10 + i], 0)
     else
-      -- The departure the grant recorded for the call (ARGV[8] cohort,
-      -- ARGV[10] call) goes with it: see lock_undepart.
-      lock_undepart(lock, ARGV[8], tonumber(ARGV[10]))
       lock_vacate(lock)
     end
   end

@@ -4,7 +4,7 @@
 -- whose acquisition is given back (an undo of one attempt names one; the
 -- cleanup after a Lock that gave up names each attempt whose reply was
 -- lost), and for the undo of a waiting attempt that attempt's place in line
--- (the line stays, but for the departure its grant recorded).
+-- (which the undo leaves as it is).
 -- The count goes down by one only if it is the count that acquisition set
 -- and the last attempt that changed it is one of those named, so that an
 -- undo of an attempt that took nothing changes nothing, and a late undo
@@ -27,14 +27,6 @@ if not named then
   return {1}
 end
 if target <= 1 then
-  -- The departure a waiting first hold's grant recorded for its call goes
-  -- with it (see lock_undepart).
-  for i = 8, #ARGV do
-    local _, call, cohort = string.match(ARGV[i], '^(%d+) (%d+) (.*)$')
-    if call then
-      lock_undepart(KEYS[1], cohort, tonumber(call))
-    end
-  end
   local line = lock_vacate(KEYS[1])
   if #line > 0 then
     redis.call(ARGV[1], ARGV[3] .. ':' .. line[1][1], 'u')
