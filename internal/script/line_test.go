@@ -515,24 +515,3 @@ func TestGrantNeverShortens(t *testing.T) {
 		}
 	})
 }
-
-// TestUndoTakesBackDeparture: a grant that is undone (a quorum minority, a
-// late reply, a missing replica acknowledgement) does not leave its call
-// refused as a late one: its next attempt gets the free lock.
-func TestUndoTakesBackDeparture(t *testing.T) {
-	servers(t, func(t *testing.T, rdb *redis.Client) {
-		f := newLineFixture(t, rdb)
-		wantOK(t, "A", backend.Reply{f.acquire("A", "H", true, 3000)})
-		if s := f.acquire("W", "X", true, 3000); s != backend.StatusContended {
-			t.Fatalf("W on the held lock: %d", s)
-		}
-		f.release("A", 0)
-		if s := f.acquire("W", "X", true, 3000); s != backend.StatusOK {
-			t.Fatalf("W on the free lock: %d", s)
-		}
-		f.undo("W", "X", f.attempt)
-		if s := f.acquire("W", "X", true, 3000); s != backend.StatusOK {
-			t.Fatalf("W's next attempt after its grant was undone: %d; want the free lock", s)
-		}
-	})
-}

@@ -158,23 +158,6 @@ local function lock_depart(lock, cohort, call, stale, held)
   return was
 end
 
--- lock_undepart takes back the departure that the grant to call of cohort
--- recorded (see lock_grant), for the undo of that grant: the call did not
--- get the lock after all, and its next attempts must not be refused as
--- late ones, or a call whose grant a quorum undid on a node would be shut
--- out of that node for the departure's whole stale time (while every
--- other process's undone grants shut them out of other nodes, so that no
--- call reached a majority for as long as they all kept trying). The call
--- takes a new place in line at its next attempt. Run while the hold that
--- grant made is still there: the departure is then the grant's (a leave of
--- the call comes with the release of its hold).
-local function lock_undepart(lock, cohort, call)
-  local arrival, _, last = lock_entry(lock, cohort)
-  if arrival == 0 and last == call then
-    redis.call('HDEL', lock, 'q:' .. cohort)
-  end
-end
-
 -- lock_yielding returns the cohort that a live yield marker refuses and the
 -- ms it still stands, or nil; it drops a marker that has passed.
 local function lock_yielding(lock)

@@ -7,15 +7,10 @@
 -- waiting cohorts stays (see lock_lib.lua). There is no wake-up: nobody held
 -- the lock through this hold, so nobody waits for its end, and on a quorum a
 -- wake-up per undone minority would set every waiter racing again.
--- The departure the grant recorded for the caller's call goes with it (see
--- lock_undepart).
 -- KEYS[1] lock hash, KEYS[2] fence counter (unused); ARGV[2] owner token,
--- ARGV[7] attempt id, ARGV[9] the caller's cohort, ARGV[13] its call
+-- ARGV[7] attempt id
 -- Returns {1}: nothing that attempt granted remains.
 if redis.call('HGET', KEYS[1], 'o') == ARGV[2] and redis.call('HGET', KEYS[1], 'a') == ARGV[7] then
-  if ARGV[9] and ARGV[13] then
-    lock_undepart(KEYS[1], ARGV[9], tonumber(ARGV[13]))
-  end
   lock_vacate(KEYS[1])
 end
 return {1}

@@ -49,12 +49,7 @@ if release then
     redis.call('SET', KEYS[6], ARGV[6], 'KEEPTTL')
   end
 end
--- The hold ends; the writers' line stays (see lock_lib.lua), but for the
--- departure that an undone grant recorded for its call (ARGV[11] cohort,
--- ARGV[13] call of rwmutex_lock.lua: see lock_undepart).
-if not release and ARGV[11] and ARGV[13] then
-  lock_undepart(KEYS[1], ARGV[11], tonumber(ARGV[13]))
-end
+-- The hold ends; the writers' line stays (see lock_lib.lua).
 local line = lock_vacate(KEYS[1])
 -- As with sync.RWMutex, the readers that waited for this writer get in before
 -- the next writer: they are given a turn, which writers wait for until every
