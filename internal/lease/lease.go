@@ -31,8 +31,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -455,44 +453,21 @@ const cleanupWithin = 10 * time.Second
 const cleanupAfterEnd = 250 * time.Millisecond
 
 // AfterFailure returns the context for the cleanup of an acquisition that
-// failed with err: ctx itself, or, when err shows that Redis was not
-// answering (locker.ErrUnavailable, or a network error or timeout behind
-// the context's: not a reply of Redis, such as LOADING or a missing
-// replica acknowledgement), ctx marked so that the cleanup goes to the
-// background at once instead of holding the caller up with a send that
-// would most likely go unanswered too.
+// failed with err: ctx itself, or, when err says that Redis did not answer
+// for the backend's outage limit (locker.ErrUnavailable), ctx marked so
+// that the cleanup goes to the background at once instead of holding the
+// caller up with a send that would most likely go unanswered too. After
+// any other failure the cleanup's first send is made before the caller
+// returns (bounded as Cleanup says), so that a later call of the process
+// cannot overtake it.
 func AfterFailure(ctx context.Context, err error) context.Context {
-	if !unanswered(err) {
+	if !errors.Is(err, locker.ErrUnavailable) {
 		return ctx
 	}
 	return context.WithValue(ctx, unansweredKey{}, true)
 }
 
 type unansweredKey struct{}
-
-// unanswered reports whether err is locker.ErrUnavailable or wraps a
-// network error or a timeout other than a context's.
-func unanswered(err error) bool {
-	if err == nil || err == context.DeadlineExceeded || err == context.Canceled {
-		return false
-	}
-	if err == locker.ErrUnavailable {
-		return true
-	}
-	if _, ok := err.(net.Error); ok {
-		return true
-	}
-	if t, ok := err.(interface{ Timeout() bool }); ok && t.Timeout() {
-		return true // a quorum node's timeout
-	}
-	switch u := err.(type) {
-	case interface{ Unwrap() []error }:
-		return slices.ContainsFunc(u.Unwrap(), unanswered)
-	case interface{ Unwrap() error }:
-		return unanswered(u.Unwrap())
-	}
-	return false
-}
 
 // Persist runs calls on b as Cleanup does, then, for those that failed with
 // a transient error or took too long (all of them, after AfterFailure),
