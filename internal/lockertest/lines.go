@@ -155,13 +155,23 @@ func (c *Lines) end(sc *lineScope, cohort, op string, outcome any) {
 		who = ""
 	}
 	found, read := c.read(sc.prefix, sc.name, who)
+	reread := ""
 	if len(found) > 0 {
+		first, start := found, time.Now()
 		waitPersisted()
 		// A cleanup of the call (a leave, a withdrawal) failed and is
 		// being sent again in the background, as the library does after a
 		// transient error (see lease.Persist): what counts is what stays
 		// once it has landed.
 		found, read = c.read(sc.prefix, sc.name, who)
+		// What the first read found, and how long the second one waited,
+		// say whether the server changed in between.
+		var was []string
+		for _, f := range first {
+			was = append(was, f.describe(len(c.nodes)))
+		}
+		reread = fmt.Sprintf("; read again %v later, once no send was left in the background; the first read found %s",
+			time.Since(start).Round(time.Millisecond), strings.Join(was, ", "))
 	}
 	scope := "its process idle on the name"
 	if idle {
@@ -178,7 +188,7 @@ func (c *Lines) end(sc *lineScope, cohort, op string, outcome any) {
 	if idle {
 		c.idle++
 	}
-	c.record(found, fmt.Sprintf("after %s of %s on %q returned %s (%s)", op, cohort, sc.name, describe(outcome), scope))
+	c.record(found, fmt.Sprintf("after %s of %s on %q returned %s (%s%s)", op, cohort, sc.name, describe(outcome), scope, reread))
 }
 
 // waitPersisted waits, for at most a few seconds, until no cleanup or
