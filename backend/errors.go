@@ -129,7 +129,7 @@ func misconfigured(err error, cluster bool, prefix string) error {
 	switch {
 	case !cluster && (word == "MOVED" || word == "ASK" || word == "CROSSSLOT"):
 		return cfg("this server is a Redis Cluster node", fixCluster)
-	case word == "WRONGPASS":
+	case word == "WRONGPASS" || strings.HasPrefix(msg, "ERR invalid password") || strings.HasPrefix(msg, "ERR invalid username-password pair"):
 		return cfg("authentication failed: the username or password is wrong",
 			"set Username and Password in the client's options to those of a user of the server")
 	case word == "NOAUTH" || strings.Contains(msg, "unauthenticated"):

@@ -30,6 +30,8 @@ func TestMisconfigured(t *testing.T) {
 		{"WRONGPASS invalid username-password pair or user is disabled.", false, "Username and Password"},
 		{"NOAUTH Authentication required.", false, "set Password"},
 		{"ERR Protocol error: unauthenticated multibulk length", false, "set Password"},
+		{"ERR invalid password", false, "Username and Password"}, // servers before 6.0
+		{"ERR invalid username-password pair", false, "Username and Password"},
 		{"NOPERM User app has no permissions to run the 'evalsha' command", false, "~app:*"},
 		{"WRONGTYPE Operation against a key holding the wrong kind of value", false, "backend.WithPrefix"},
 		{"DENIED Redis is running in protected mode", false, "protected-mode"},
