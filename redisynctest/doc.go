@@ -22,12 +22,16 @@
 // EVALSHA with the NOSCRIPT fallback, as on redis-server. TIME returns the
 // wall clock, so fencing tokens grow as they do there. Expiry follows real
 // time: miniredis by default only expires keys when its clock is moved by
-// hand, and a Server instead moves its TTLs on, before every command, by the
-// wall-clock time elapsed since the previous command (miniredis's ClockTTL).
-// A key set with PX n therefore lives n milliseconds of real time from the
-// command that set it, whatever the scheduler does; moving the clock from a
-// ticking goroutine would charge a key set just before a late tick with time
-// that passed before it existed, and expire it early. Wake-ups travel over
+// hand, and a Server instead sets its clock to the wall clock before every
+// command a client sends and moves its TTLs on by the time elapsed since the
+// previous one (miniredis's ClockTTL). A key set with PX n therefore lives n
+// milliseconds of real time from the command that set it, whatever the
+// scheduler does; moving the clock from a ticking goroutine would charge a
+// key set just before a late tick with time that passed before it existed,
+// and expire it early. While a command runs, a script or a transaction
+// included, the clock stands still, as on redis-server: no key expires
+// between two calls of one script, and TIME returns the same value to all
+// of them. Wake-ups travel over
 // PUBLISH and SUBSCRIBE as they do on a single redis-server, so waiters are
 // woken by releases and do not merely poll.
 //

@@ -30,6 +30,7 @@ func Start() (*Server, error) {
 		return nil, err
 	}
 	m.ClockTTL(true)
+	(&clock{m: m}).install()
 	return &Server{m: m, addr: m.Addr()}, nil
 }
 

@@ -311,3 +311,54 @@ func TestQuorumOfServers(t *testing.T) {
 		servers[0].Close()
 	}
 }
+
+// TestScriptSeesNoExpiry checks that time stands still while a script runs,
+// as on redis-server: a key with a 1ms TTL that a script set is still there
+// at the script's end, however long the script ran, and is gone for the
+// next command once its TTL has passed. With TTLs moved on at every call a
+// script makes, a script that read a hold and then wrote to its key could
+// find the key gone in between and write into a new one without a TTL.
+func TestScriptSeesNoExpiry(t *testing.T) {
+	srv := redisynctest.NewServer(t)
+	rdb := srv.Client()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// Thousands of calls take many milliseconds on miniredis, far longer
+	// than the key's TTL.
+	const script = `
+redis.call('HSET', KEYS[1], 'o', 'holder')
+redis.call('PEXPIRE', KEYS[1], 1)
+local t0 = redis.call('TIME')
+for i = 1, 20000 do
+  redis.call('EXISTS', KEYS[2])
+end
+local t1 = redis.call('TIME')
+redis.call('HSET', KEYS[1], 'q', 'waiter')
+return {redis.call('HEXISTS', KEYS[1], 'o'), redis.call('PTTL', KEYS[1]), t1[1] - t0[1], t1[2] - t0[2]}`
+	start := time.Now()
+	res, err := rdb.Eval(ctx, script, []string{"k", "other"}).Int64Slice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(start)
+	if res[0] != 1 || res[1] < 0 {
+		t.Errorf("a hash given a 1ms TTL at a script's start had HEXISTS o = %d and PTTL %d at its end (the script took %v); want the field and the TTL kept: time stands still in a script", res[0], res[1], took)
+	}
+	if res[2] != 0 || res[3] != 0 {
+		t.Errorf("TIME moved by %ds %dµs during the script; want it to stand still", res[2], res[3])
+	}
+	time.Sleep(5 * time.Millisecond)
+	if n, err := rdb.Exists(ctx, "k").Result(); err != nil || n != 0 {
+		t.Errorf("EXISTS of a key 5ms past its 1ms TTL = %d, %v; want 0: time moves on between commands", n, err)
+	}
+	// A raw connection that is not one of the Server's clients moves it on too.
+	other := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	defer other.Close()
+	if err := other.Set(ctx, "k2", "v", time.Millisecond).Err(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(5 * time.Millisecond)
+	if n, err := other.Exists(ctx, "k2").Result(); err != nil || n != 0 {
+		t.Errorf("EXISTS of a key 5ms past its 1ms TTL, from another client = %d, %v; want 0", n, err)
+	}
+}
