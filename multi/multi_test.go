@@ -107,6 +107,9 @@ func crossed(t *testing.T, raw []redis.UniversalClient, newBackend func(t *testi
 	if holds.Load() == 0 {
 		t.Error("no hold completed")
 	}
+	if checks == 0 {
+		t.Error("no grant or renewal was checked against the server")
+	}
 }
 
 func TestCrossedOrdersNeverDeadlock(t *testing.T) {

@@ -35,7 +35,25 @@ func TestCloseStopsEverything(t *testing.T) {
 	}
 	waited := make(chan error, 1)
 	go func() { waited <- waiter.Lock(ctx) }()
-	time.Sleep(100 * time.Millisecond)
+	// The waiter blocks once it listens for the release: its process has a
+	// pub/sub connection then, which Close must stop.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		chans, err := c1.PubSubChannels(ctx, "*").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(chans) > 0 {
+			break
+		}
+		select {
+		case err := <-waited:
+			t.Fatalf("waiter's Lock returned %v while the lock was held", err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the waiter did not subscribe to a wake channel within 10s")
+		}
+	}
 
 	if err := b2.Close(); err != nil {
 		t.Fatal(err)
