@@ -95,11 +95,11 @@ func ForceUnlock(ctx context.Context, b backend.Backend, name string) ([]Hold, e
 func forceCalls(ks keyspace.Space) []*backend.Call {
 	mu, re, rw, fair, sem := ks.Mutex(), ks.Reentrant(), ks.RWMutex(), ks.Fair(), ks.Semaphore()
 	return []*backend.Call{
-		{Script: script.MutexForce, Keys: []string{mu.Lock}, Args: []any{mu.Wake}},
-		{Script: script.ReentrantForce, Keys: []string{re.Lock}, Args: []any{re.Wake}},
-		{Script: script.RWMutexForce, Keys: []string{rw.Writer, rw.Readers}, Args: []any{rw.Wake, rw.RWake}},
-		{Script: script.Fair.Force, Keys: fair.Keys(), Args: []any{"", fair.Wake}},
-		{Script: script.Semaphore.Force, Keys: sem.Keys(), Args: []any{"", sem.Wake}},
+		script.MutexForce.Call([]string{mu.Lock}, script.ForceArgs{Wake: mu.Wake}),
+		script.ReentrantForce.Call([]string{re.Lock}, script.ForceArgs{Wake: re.Wake}),
+		script.RWMutexForce.Call([]string{rw.Writer, rw.Readers}, script.RWForceArgs{WWake: rw.Wake, RWake: rw.RWake}),
+		script.Fair.Force.Call(fair.Keys(), script.FIFOForceArgs{Prefix: fair.Wake}),
+		script.Semaphore.Force.Call(sem.Keys(), script.FIFOForceArgs{Prefix: sem.Wake}),
 	}
 }
 
@@ -110,11 +110,11 @@ func ended(c *backend.Call) []Hold {
 		return nil
 	}
 	switch c.Script {
-	case script.MutexForce:
+	case script.MutexForce.Script:
 		return []Hold{{Kind: "mutex", Token: r.At(1), Holder: string(c.Data), Count: 1}}
-	case script.ReentrantForce:
+	case script.ReentrantForce.Script:
 		return []Hold{{Kind: "reentrant", Token: r.At(1), Count: 1}}
-	case script.RWMutexForce:
+	case script.RWMutexForce.Script:
 		var out []Hold
 		if r.At(1) > 0 {
 			out = append(out, Hold{Kind: "rwmutex write", Token: r.At(1), Count: 1})
@@ -126,7 +126,7 @@ func ended(c *backend.Call) []Hold {
 	}
 	var out []Hold
 	for i := 1; i+1 < len(r); i += 2 {
-		if c.Script == script.Fair.Force {
+		if c.Script == script.Fair.Force.Script {
 			out = append(out, Hold{Kind: "fair", Token: r[i+1], Count: 1})
 		} else {
 			out = append(out, Hold{Kind: "semaphore", Token: r[i+1], Count: r[i]})

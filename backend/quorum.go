@@ -490,16 +490,18 @@ func (q *quorum) acquire(ctx context.Context, call *Call, per []*Call) bool {
 	return false
 }
 
-// raiseFence sets a fence counter to a token if it is lower. The counter
-// expires ARGV[3] ms after the server's clock passes it, as the
-// acquisitions set it (see internal/script/mutex_acquire.lua).
+// raiseFence sets a fence counter to a token if it is lower. Its arguments
+// are the token and margin, the ms the counter lives after the server's
+// clock passes it, as the acquisitions set it (see
+// internal/script/mutex_acquire.lua).
 var raiseFence = NewScript("quorum.raise_fence", Write, `
+local token, margin = ARGV[2], tonumber(ARGV[3])
 local cur = tonumber(redis.call('GET', KEYS[1])) or 0
-local v = tonumber(ARGV[2])
+local v = tonumber(token)
 if cur < v then
   local t = redis.call('TIME')
   local ahead = math.ceil((v - (t[1] * 1000000 + t[2])) / 1000)
-  redis.call('SET', KEYS[1], ARGV[2], 'PX', math.max(ahead, 0) + tonumber(ARGV[3]))
+  redis.call('SET', KEYS[1], token, 'PX', math.max(ahead, 0) + margin)
 end
 return {1}
 `, nil)

@@ -149,7 +149,7 @@ func TestQuorumTokenBlock(t *testing.T) {
 		}
 	}
 	const block = 5
-	r, err := backend.Run(ctx, b, script.MutexAcquire, keys, "owner", "wake", 10000, 60000, "host/1", 1, block)
+	r, err := script.MutexAcquire.Run(ctx, b, keys, script.MutexAcquireArgs{Owner: "owner", TTL: 10000, FenceMargin: 60000, Attempt: 1, Block: block})
 	if err != nil {
 		t.Fatal(err)
 	}

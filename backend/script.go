@@ -21,8 +21,7 @@ const (
 	Query Kind = iota
 
 	// Acquire scripts take a hold, or add to one (a re-entry, more permits).
-	// Their ARGV start with the owner token (ARGV[2]) and the wake channel
-	// (ARGV[3]), and carry an attempt id that the hold records; the last of
+	// Their arguments carry an attempt id that the hold records; the last of
 	// their KEYS is the name's fence counter. They reply {StatusOK, fencing
 	// token, ...} when the hold was taken and {StatusContended, ms until a
 	// retry may succeed (0: unknown), ...} otherwise. Run twice, or again

@@ -69,7 +69,7 @@ const (
 // Redis error. After an error other than the first two the write may have
 // been applied.
 func Set(ctx context.Context, b backend.Backend, name string, token int64, value []byte, opts ...Option) error {
-	return write(ctx, b, name, "Set", token, "set", []any{value}, opts)
+	return write(ctx, b, name, "Set", token, "set", []string{string(value)}, opts)
 }
 
 // Del deletes the resource's value if token is at least the highest fencing
@@ -90,9 +90,9 @@ func HSet(ctx context.Context, b backend.Backend, name string, token int64, fiel
 	if len(fields) == 0 {
 		return fmt.Errorf("%s %q: hset: no fields: %w", primitive, name, locker.ErrInvalid)
 	}
-	args := make([]any, 0, 2*len(fields))
+	args := make([]string, 0, 2*len(fields))
 	for f, v := range fields {
-		args = append(args, f, v)
+		args = append(args, f, string(v))
 	}
 	return write(ctx, b, name, "HSet", token, "hset", args, opts)
 }
@@ -105,11 +105,7 @@ func HDel(ctx context.Context, b backend.Backend, name string, token int64, fiel
 	if len(fields) == 0 {
 		return fmt.Errorf("%s %q: hdel: no fields: %w", primitive, name, locker.ErrInvalid)
 	}
-	args := make([]any, len(fields))
-	for i, f := range fields {
-		args[i] = f
-	}
-	return write(ctx, b, name, "HDel", token, "hdel", args, opts)
+	return write(ctx, b, name, "HDel", token, "hdel", fields, opts)
 }
 
 // Get returns the resource's value, a Redis string, and its version: an
@@ -281,7 +277,7 @@ func init() { writes.Store(time.Now().UnixMicro()) }
 func writeID() string { return strconv.FormatInt(writes.Add(1), 10) + "." + rand.Text() }
 
 // write makes a fenced write.
-func write(ctx context.Context, b backend.Backend, name, method string, token int64, operation string, operands []any, opts []Option) (err error) {
+func write(ctx context.Context, b backend.Backend, name, method string, token int64, operation string, operands []string, opts []Option) (err error) {
 	r, err := open(b, name, opts)
 	if err != nil {
 		return err
@@ -296,11 +292,14 @@ func write(ctx context.Context, b backend.Backend, name, method string, token in
 	if err := ctx.Err(); err != nil {
 		return r.errorf(operation, err)
 	}
-	args := append([]any{operation, strconv.FormatInt(token, 10), writeID(), r.ttlMs(), holdopt.Millis(r.cfg.retention)}, operands...)
+	args := script.FenceWriteArgs{
+		Op: operation, Token: strconv.FormatInt(token, 10), ID: writeID(),
+		TTL: r.ttlMs(), Retention: holdopt.Millis(r.cfg.retention), Operands: operands,
+	}
 	var reply backend.Reply
 	err = retry.Do(ctx, r.b, r.cfg.backoff, func(ctx context.Context) error {
 		var err error
-		reply, err = backend.Run(ctx, r.b, script.FenceWrite, r.keys, args...)
+		reply, err = script.FenceWrite.Run(ctx, r.b, r.keys, args)
 		return err
 	})
 	if err != nil {
@@ -328,7 +327,7 @@ func (r *resource) get(ctx context.Context) (script.FenceValue, error) {
 	}
 	var v script.FenceValue
 	err := retry.Do(ctx, r.b, r.cfg.backoff, func(ctx context.Context) error {
-		c := &backend.Call{Script: script.FenceGet, Keys: r.keys}
+		c := script.FenceGet.Call(r.keys, script.FenceGetArgs{})
 		r.b.Exec(ctx, c)
 		if c.Err != nil {
 			return c.Err
@@ -346,15 +345,15 @@ func (r *resource) cas(ctx context.Context, version int64, value []byte) (int64,
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	if value == nil {
-		value = []byte{}
+	args := script.FenceCASArgs{
+		Version: strconv.FormatInt(version, 10), ID: rand.Text(),
+		TTL: r.ttlMs(), Retention: holdopt.Millis(r.cfg.retention), Data: string(value),
 	}
-	args := []any{strconv.FormatInt(version, 10), rand.Text(), r.ttlMs(), holdopt.Millis(r.cfg.retention), value}
 	unsure := false // an attempt was sent and its outcome is unknown
 	var reply backend.Reply
 	err := retry.Do(ctx, r.b, r.cfg.backoff, func(ctx context.Context) error {
 		var err error
-		reply, err = backend.Run(ctx, r.b, script.FenceCAS, r.keys, args...)
+		reply, err = script.FenceCAS.Run(ctx, r.b, r.keys, args)
 		unsure = unsure || ambiguous(err)
 		return err
 	})

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -58,7 +57,6 @@ type CountDown struct {
 	b       backend.Backend
 	name    string
 	count   int
-	size    string   // count in decimal, as the scripts compare it
 	keys    []string // latch hash
 	wake    string
 	ttlMs   int64
@@ -93,7 +91,6 @@ func New(b backend.Backend, name string, count int, opts ...Option) (*CountDown,
 		b:       b,
 		name:    name,
 		count:   count,
-		size:    strconv.Itoa(count),
 		keys:    keys.Keys(),
 		wake:    keys.Wake,
 		ttlMs:   holdopt.Millis(cfg.ttl),
@@ -130,7 +127,7 @@ func (l *CountDown) CountDown(ctx context.Context) (err error) {
 	var r backend.Reply
 	err = retry.Do(ctx, l.b, l.backoff, func(ctx context.Context) error {
 		var err error
-		r, err = l.run(ctx, script.LatchCountDown, l.wake, l.size, l.ttlMs, id)
+		r, err = l.run(ctx, script.LatchCountDown.Call(l.keys, l.args(id)))
 		return err
 	})
 	if err != nil {
@@ -238,7 +235,7 @@ func (l *CountDown) Reset(ctx context.Context) (err error) {
 	}
 	id := rand.Text()
 	err = retry.Do(ctx, l.b, l.backoff, func(ctx context.Context) error {
-		_, err := l.run(ctx, script.LatchReset, l.wake, l.size, l.ttlMs, id)
+		_, err := l.run(ctx, script.LatchReset.Call(l.keys, l.args(id)))
 		return err
 	})
 	return l.errorf("reset", err)
@@ -246,13 +243,20 @@ func (l *CountDown) Reset(ctx context.Context) (err error) {
 
 // state reads the count left.
 func (l *CountDown) state(ctx context.Context) (int64, error) {
-	r, err := l.run(ctx, script.LatchState, l.size)
+	r, err := l.run(ctx, script.LatchState.Call(l.keys, script.LatchStateArgs{Size: int64(l.count)}))
 	return r.At(1), err
 }
 
-// run runs a latch script and turns a count mismatch into an error.
-func (l *CountDown) run(ctx context.Context, s *backend.Script, args ...any) (backend.Reply, error) {
-	r, err := backend.Run(ctx, l.b, s, l.keys, args...)
+// args returns the arguments of a count-down or a reset with call id id.
+func (l *CountDown) args(id string) script.LatchArgs {
+	return script.LatchArgs{Wake: l.wake, Size: int64(l.count), TTL: l.ttlMs, ID: id}
+}
+
+// run runs c, a latch script's call, and turns a count mismatch into an
+// error.
+func (l *CountDown) run(ctx context.Context, c *backend.Call) (backend.Reply, error) {
+	l.b.Exec(ctx, c)
+	r, err := c.Reply, c.Err
 	switch {
 	case err != nil:
 		return nil, err
@@ -260,7 +264,7 @@ func (l *CountDown) run(ctx context.Context, s *backend.Script, args ...any) (ba
 		return nil, fmt.Errorf("%w: the latch exists with count %d, this handle's count is %d (Reset replaces it): %w",
 			ErrCountMismatch, r.At(1), l.count, locker.ErrInvalid)
 	case r.Status() != backend.StatusOK:
-		return nil, fmt.Errorf("%s: script %s: unexpected status %d", primitive, s.Name(), r.Status())
+		return nil, fmt.Errorf("%s: script %s: unexpected status %d", primitive, c.Script.Name(), r.Status())
 	}
 	return r, nil
 }

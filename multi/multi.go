@@ -250,16 +250,15 @@ func (l *Lock) unlockFirst(ctx context.Context, n int) {
 // args returns the arguments of the atomic scripts for attempt n of owner,
 // of the acquisition call numbered call in the Lock's cohort; wait says
 // that the caller waits for the locks (Lock, not TryLock).
-func (l *Lock) args(owner string, call int64, n int, wait bool) []any {
-	stale := int64(0)
+func (l *Lock) args(owner string, call int64, n int, wait bool) script.MultiArgs {
+	a := script.MultiArgs{
+		Owner: owner, TTL: holdopt.Millis(l.cfg.TTL), FenceMargin: holdopt.Millis(holdopt.FenceMargin),
+		Attempt: int64(n), Cohort: l.cohort, Call: call, Wakes: l.wakes,
+	}
 	if wait {
-		stale = l.stale
+		a.Stale = l.stale
 	}
-	args := []any{owner, l.wakes[0], holdopt.Millis(l.cfg.TTL), holdopt.Millis(holdopt.FenceMargin), holdopt.Holder(), n, l.cohort, stale, call}
-	for _, w := range l.wakes {
-		args = append(args, w)
-	}
-	return args
+	return a
 }
 
 // lockAtomic takes every hold with one script per attempt.
@@ -272,7 +271,7 @@ func (l *Lock) lockAtomic(ctx context.Context, op *telemetry.Op, try bool) (*hol
 		sent := time.Now()
 		attempts++
 		args := l.args(owner, call, attempts, !try)
-		r, err := backend.Run(ctx, l.b, script.MultiAcquire, l.keys, args...)
+		r, err := script.MultiAcquire.Run(ctx, l.b, l.keys, args)
 		if err != nil {
 			unsure = true
 			return false, 0, err
@@ -329,11 +328,11 @@ func (l *Lock) lockAtomic(ctx context.Context, op *telemetry.Op, try bool) (*hol
 func (l *Lock) giveUp(ctx context.Context, owner string, call int64, attempts int, unsure, waited bool) {
 	var calls []*backend.Call
 	if unsure {
-		calls = append(calls, &backend.Call{Script: script.MultiRelease, Keys: l.keys, Args: l.args(owner, call, attempts, false)})
+		calls = append(calls, script.MultiRelease.Call(l.keys, l.args(owner, call, attempts, false)))
 	}
 	if waited && attempts > 0 {
 		for i := range l.members {
-			calls = append(calls, &backend.Call{Script: script.MutexLeave, Keys: l.keys[2*i : 2*i+1], Args: []any{l.cohort, l.wakes[i], call, l.stale}})
+			calls = append(calls, script.MutexLeave.Call(l.keys[2*i:2*i+1], script.LeaveArgs{Cohort: l.cohort, Wake: l.wakes[i], Call: call, Stale: l.stale}))
 		}
 	}
 	if len(calls) > 0 {
@@ -343,8 +342,8 @@ func (l *Lock) giveUp(ctx context.Context, owner string, call int64, attempts in
 
 // run runs s, the release or the undo of an acquisition with args (see
 // lease.Cleanup).
-func (l *Lock) run(ctx context.Context, s *backend.Script, args []any) {
-	lease.Cleanup(ctx, l.b, &backend.Call{Script: s, Keys: l.keys, Args: args})
+func (l *Lock) run(ctx context.Context, s script.Def[script.MultiArgs], args script.MultiArgs) {
+	lease.Cleanup(ctx, l.b, s.Call(l.keys, args))
 }
 
 // watch closes h.done when the hold of any member ends.
@@ -418,7 +417,7 @@ func (l *Lock) Unlock(ctx context.Context) (err error) {
 			limit = e
 		}
 	}
-	call := &backend.Call{Script: script.MultiRelease, Keys: l.keys, Args: l.args(h.owner, 0, 0, false)}
+	call := script.MultiRelease.Call(l.keys, l.args(h.owner, 0, 0, false))
 	lease.SendRelease(ctx, l.b, limit, call)
 	var errs []error
 	for i, x := range h.leases {

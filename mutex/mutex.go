@@ -41,15 +41,15 @@ const primitive = "mutex"
 // processes get their turn. Hand-off needs the watchdog, and passes only
 // between handles of equal TTL.
 type Mutex struct {
-	_      lease.NoCopy
-	h      lease.Handle
-	keys   []string // lock hash, fence counter (see keyspace.Mutex)
-	wake   string   // the prefix of the wake channels
-	line   string   // the wake channel of this process's cohort (see internal/script/lock_lib.lua)
-	spec   lease.Spec
-	quorum bool // on a quorum: attempts propose a fencing token (see internal/script/mutex_acquire.lua)
-	// script arguments that never change, boxed once
-	wakeArg, ttlArg, fenceArg, holderArg, blockArg, cohortArg, yieldArg, staleArg any
+	_       lease.NoCopy
+	h       lease.Handle
+	keys    []string // lock hash, fence counter (see keyspace.Mutex)
+	wake    string   // the prefix of the wake channels
+	line    string   // the wake channel of this process's cohort (see internal/script/lock_lib.lua)
+	spec    lease.Spec
+	quorum  bool                    // on a quorum: attempts propose a fencing token (see internal/script/mutex_acquire.lua)
+	acquire script.MutexAcquireArgs // the arguments of every attempt that never change
+	yield   int64                   // ms a release refuses this process when another waited
 
 	gate lease.Gate // the process's local queue of the lock, with the hand-off bounds
 	pass gate.Pass  // the process-wide gate, taken from Lock to Unlock
@@ -79,12 +79,15 @@ func New(b backend.Backend, name string, opts ...Option) (*Mutex, error) {
 	m.gate = h.ExclusiveGate(m.keys[0], m.line, cfg, lease.Exclusive{Attempt: m.attempt, Hold: m.hold, Release: m.release})
 	_, m.quorum = b.(backend.Quorum)
 	handoff, class := cfg.Local()
-	m.wakeArg, m.ttlArg = m.wake, holdopt.Millis(cfg.TTL)
-	m.fenceArg, m.holderArg = holdopt.Millis(holdopt.FenceMargin), holdopt.Holder()
-	m.blockArg, m.cohortArg, m.yieldArg = handoff.Block(), cohort, int64(0)
-	m.staleArg = holdopt.Millis(holdopt.LineStale(cfg.Backoff))
+	m.acquire = script.MutexAcquireArgs{
+		TTL:         holdopt.Millis(cfg.TTL),
+		FenceMargin: holdopt.Millis(holdopt.FenceMargin),
+		Block:       int64(handoff.Block()),
+		Cohort:      cohort,
+		Stale:       holdopt.Millis(holdopt.LineStale(cfg.Backoff)),
+	}
 	if class != nil {
-		m.yieldArg = holdopt.Millis(holdopt.HandoffYield)
+		m.yield = holdopt.Millis(holdopt.HandoffYield)
 	}
 	m.spec = h.Spec(cfg).RenewedBy(script.MutexRenew, m.keys[:1])
 	m.spec.Release = m.releaseUsed
@@ -148,16 +151,12 @@ func (m *Mutex) TryLock(ctx context.Context) (bool, error) { return m.gate.TryLo
 // lease.Exclusive).
 func (m *Mutex) attempt(ctx context.Context, owner string, call int64, n int, wait bool) (*lease.Lease, time.Duration, error) {
 	sent := time.Now()
-	waits := notWaiting
-	if wait {
-		waits = waiting
-	}
-	var clock int64
+	a := m.acquire
+	a.Owner, a.Attempt, a.Waits, a.Call = owner, int64(n), wait, call
 	if m.quorum {
-		clock = sent.UnixMicro()
+		a.Clock = sent.UnixMicro()
 	}
-	args := []any{owner, m.wakeArg, m.ttlArg, m.fenceArg, m.holderArg, n, m.blockArg, m.cohortArg, waits, m.staleArg, clock, call}
-	c := &backend.Call{Script: script.MutexAcquire, Keys: m.keys, Args: args}
+	c := script.MutexAcquire.Call(m.keys, a)
 	l, _, retry, err := lease.Grant(ctx, &m.spec, c, owner, sent, "acquire")
 	return l, retry, err
 }
@@ -172,9 +171,6 @@ func (m *Mutex) hold(t *lease.Tenure, pass gate.Pass) {
 	t.Lease().OnLoss(pass)
 }
 
-// The last arguments of an attempt, boxed once.
-var waiting, notWaiting any = "1", "0"
-
 // release builds the call that ends the hold of owner, if it has one: the
 // cleanup after a doubtful attempt (see lease.Exclusive).
 func (m *Mutex) release(owner string) *backend.Call { return m.releaseUsed(owner, 0, 0) }
@@ -185,7 +181,7 @@ func (m *Mutex) release(owner string) *backend.Call { return m.releaseUsed(owner
 // hand-off on, a release lets the waiters of other processes in before
 // this process's own (see holdopt.HandoffYield).
 func (m *Mutex) releaseUsed(owner string, used, last int64) *backend.Call {
-	return &backend.Call{Script: script.MutexRelease, Keys: m.keys, Args: []any{owner, m.wakeArg, m.yieldArg, used, last}}
+	return script.MutexRelease.Call(m.keys, script.MutexReleaseArgs{Owner: owner, Wake: m.wake, Yield: m.yield, Used: used, Last: last})
 }
 
 // Unlock unlocks m and wakes a waiter. When a goroutine of this process

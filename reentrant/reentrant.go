@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/redisync/redisync/backend"
@@ -203,9 +204,9 @@ func (m *Mutex) attempt(ctx context.Context, s *scope, e *entry, pass gate.Pass,
 	sent := time.Now()
 	args := m.acquireArgs(s.owner, 1, 0, n)
 	if wait {
-		args = append(args, fmt.Sprintf("%d %d %s", m.stale, call, m.cohort))
+		args.Cohort, args.Stale, args.Call = m.cohort, m.stale, call
 	}
-	c := &backend.Call{Script: script.ReentrantAcquire, Keys: m.keys, Args: args}
+	c := script.ReentrantAcquire.Call(m.keys, args)
 	l, _, retry, err := lease.Grant(ctx, &m.spec, c, s.owner, sent, "acquire")
 	if l == nil {
 		return false, retry, err
@@ -236,7 +237,7 @@ func (m *Mutex) reenter(ctx context.Context, op *telemetry.Op, s *scope, e *entr
 	var unsure []int64
 	attempt := func(ctx context.Context) (bool, time.Duration, error) {
 		n := s.attempt()
-		r, err := backend.Run(ctx, m.h.Backend(), script.ReentrantAcquire, m.keys, m.acquireArgs(s.owner, target, h.grant, n)...)
+		r, err := script.ReentrantAcquire.Run(ctx, m.h.Backend(), m.keys, m.acquireArgs(s.owner, target, h.grant, n))
 		switch {
 		case err != nil:
 			unsure = append(unsure, n)
@@ -286,19 +287,24 @@ var yieldMs = holdopt.Millis(holdopt.HandoffYield)
 // its count (a re-entry names the attempt that granted the hold it enters, a
 // first hold 0), made by the given attempts: one, or for an undo, every
 // attempt it gives back.
-func (m *Mutex) acquireArgs(owner string, count int, grant int64, attempts ...int64) []any {
-	args := make([]any, 0, 7+len(attempts))
-	args = append(args, owner, m.wake, m.ttlMs, holdopt.Millis(holdopt.FenceMargin), count, grant)
-	for _, n := range attempts {
-		args = append(args, n)
+func (m *Mutex) acquireArgs(owner string, count int, grant int64, attempts ...int64) script.ReentrantAcquireArgs {
+	a := script.ReentrantAcquireArgs{
+		Owner: owner, Wake: m.wake, TTL: m.ttlMs, FenceMargin: holdopt.Millis(holdopt.FenceMargin),
+		Count: int64(count), Grant: grant,
 	}
-	return args
+	if len(attempts) > 0 {
+		a.Attempt = attempts[0]
+		for _, n := range attempts[1:] {
+			a.Unsure = append(a.Unsure, strconv.FormatInt(n, 10))
+		}
+	}
+	return a
 }
 
 // undo gives back what the acquisition with args may have taken, after a
 // failed or doubtful attempt (see lease.Cleanup).
-func (m *Mutex) undo(ctx context.Context, args []any) {
-	m.h.Cleanup(ctx, &backend.Call{Script: script.ReentrantUndo, Keys: m.keys, Args: args})
+func (m *Mutex) undo(ctx context.Context, args script.ReentrantAcquireArgs) {
+	m.h.Cleanup(ctx, script.ReentrantUndo.Call(m.keys, args))
 }
 
 // use makes h the hold that m's Lease methods describe.
@@ -348,7 +354,7 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 		if left > 0 {
 			err := h.l.Err()
 			if err == nil {
-				c := &backend.Call{Script: script.ReentrantRelease, Keys: m.keys, Args: []any{s.owner, m.wake, left, h.grant}}
+				c := script.ReentrantRelease.Call(m.keys, script.ReentrantReleaseArgs{Owner: s.owner, Wake: m.wake, Left: int64(left), Grant: h.grant})
 				lease.SendRelease(ctx, m.h.Backend(), h.l.Expiry(), c)
 				switch {
 				case c.Err == nil && c.Reply == nil:
@@ -365,7 +371,7 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 			s.set(e, m.h.Backend(), h, left)
 			return err
 		}
-		err = h.l.Release(ctx, &backend.Call{Script: script.ReentrantRelease, Keys: m.keys, Args: []any{s.owner, m.wake, 0, h.grant, m.cohort, yieldMs}})
+		err = h.l.Release(ctx, script.ReentrantRelease.Call(m.keys, script.ReentrantReleaseArgs{Owner: s.owner, Wake: m.wake, Grant: h.grant, Cohort: m.cohort, Yield: yieldMs}))
 		s.set(e, m.h.Backend(), h, 0)
 		m.gate.Leave(h.pass)
 		return err

@@ -7,10 +7,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/internal/acquire"
 	"github.com/redisync/redisync/internal/lease"
-	"github.com/redisync/redisync/internal/script"
 	"github.com/redisync/redisync/internal/telemetry"
 	"github.com/redisync/redisync/locker"
 )
@@ -204,7 +202,7 @@ func (m *RWMutex) TryRLock(ctx context.Context) (bool, error) {
 // attempts whose outcome is unknown: a hold of theirs is taken over.
 func (m *RWMutex) rattempt(ctx context.Context, owner string, n int, wait bool, unsure ...int) (bool, time.Duration, error) {
 	sent := time.Now()
-	call := &backend.Call{Script: script.RWMutexRLock, Keys: m.keys, Args: m.rlockArgs(owner, wait, n, unsure...)}
+	call := m.rlockCall(owner, wait, n, unsure...)
 	l, _, retry, err := lease.Grant(ctx, &m.rspec, call, owner+":"+strconv.Itoa(n), sent, "rlock")
 	if l == nil {
 		return false, retry, err

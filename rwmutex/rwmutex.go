@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -156,7 +157,10 @@ func (m *RWMutex) TryLock(ctx context.Context) (bool, error) { return m.gate.Try
 // writer.
 func (m *RWMutex) attempt(ctx context.Context, owner string, seq int64, n int, wait bool) (*lease.Lease, time.Duration, error) {
 	sent := time.Now()
-	call := &backend.Call{Script: script.RWMutexLock, Keys: m.keys, Args: m.lockArgs(owner, wait, seq, n)}
+	call := script.RWMutexLock.Call(m.keys, script.RWLockArgs{
+		Owner: owner, WWake: m.wake, RWake: m.rwake, TTL: m.ttlMs, FenceMargin: holdopt.Millis(holdopt.FenceMargin),
+		Waits: wait, Attempt: int64(n), Block: int64(m.block), Cohort: m.cohort, Stale: m.staleMs, Call: seq,
+	})
 	// A grant that comes back too late is given back keeping the place
 	// among the waiting writers (see lease.Grant).
 	l, _, retry, err := lease.Grant(ctx, &m.wspec, call, owner, sent, "lock")
@@ -174,17 +178,23 @@ func (m *RWMutex) setWriter(t *lease.Tenure, pass gate.Pass) {
 	t.Lease().OnLoss(pass)
 }
 
-func (m *RWMutex) lockArgs(owner string, wait bool, call int64, n int) []any {
-	return []any{owner, m.wake, m.rwake, m.turnMs, m.ttlMs, holdopt.Millis(holdopt.FenceMargin), flag(wait), n, m.block, m.cohort, m.staleMs, call}
+// rlockCall returns attempt n of owner at a read hold; unsure are the
+// owner's earlier attempts whose replies were lost, whose holds it takes
+// over (see internal/script/rwmutex_rlock.lua).
+func (m *RWMutex) rlockCall(owner string, wait bool, n int, unsure ...int) *backend.Call {
+	return script.RWMutexRLock.Call(m.keys, script.RWRLockArgs{
+		Owner: owner, WWake: m.wake, TTL: m.ttlMs, FenceMargin: holdopt.Millis(holdopt.FenceMargin),
+		Waits: wait, Attempt: int64(n), Earlier: numbers(unsure),
+	})
 }
 
-func (m *RWMutex) rlockArgs(owner string, wait bool, n int, unsure ...int) []any {
-	args := make([]any, 0, 7+len(unsure))
-	args = append(args, owner, m.rwake, m.wake, m.ttlMs, holdopt.Millis(holdopt.FenceMargin), flag(wait), n)
-	for _, k := range unsure {
-		args = append(args, k)
+// numbers returns the attempt numbers ns as script arguments.
+func numbers(ns []int) []string {
+	s := make([]string, len(ns))
+	for i, n := range ns {
+		s[i] = strconv.Itoa(n)
 	}
-	return args
+	return s
 }
 
 // unlockCall returns the call that ends owner's write hold and withdraws
@@ -195,7 +205,7 @@ func (m *RWMutex) unlockCall(owner string) *backend.Call { return m.unlockUsed(o
 // used of the block that ends at last: the rest is given back (see
 // internal/script/rwmutex_unlock.lua).
 func (m *RWMutex) unlockUsed(owner string, used, last int64) *backend.Call {
-	return &backend.Call{Script: script.RWMutexUnlock, Keys: m.keys, Args: []any{owner, m.wake, m.rwake, m.turnMs, used, last}}
+	return script.RWMutexUnlock.Call(m.keys, script.RWUnlockArgs{Owner: owner, WWake: m.wake, RWake: m.rwake, Turn: m.turnMs, Used: used, Last: last})
 }
 
 // runlockCall returns the call that ends the read holds of owner's attempts
@@ -203,12 +213,7 @@ func (m *RWMutex) unlockUsed(owner string, used, last int64) *backend.Call {
 // owner's attempts may still arrive (their replies were lost): they are
 // refused for a TTL (see internal/script/rwmutex_runlock.lua).
 func (m *RWMutex) runlockCall(owner string, depart bool, attempts ...int) *backend.Call {
-	args := make([]any, 0, 6+len(attempts))
-	args = append(args, owner, m.rwake, m.wake, m.ttlMs, flag(depart), 0)
-	for _, n := range attempts {
-		args = append(args, n)
-	}
-	return &backend.Call{Script: script.RWMutexRUnlock, Keys: m.keys, Args: args}
+	return script.RWMutexRUnlock.Call(m.keys, script.RWRUnlockArgs{Owner: owner, WWake: m.wake, Refuse: m.ttlMs, Depart: depart, Attempts: numbers(attempts)})
 }
 
 // Unlock unlocks m for writing. When a writer of this process waits and the
@@ -289,10 +294,3 @@ func (m *RWMutex) Err() error { return m.h.Err() }
 // acquire the lock. It is the zero Time when m is not locked or the hold was
 // lost.
 func (m *RWMutex) Until() time.Time { return m.h.Until() }
-
-func flag(on bool) int {
-	if on {
-		return 1
-	}
-	return 0
-}

@@ -85,7 +85,7 @@ func New(c Config) *Queue {
 		spec:      c.Spec,
 	}
 	q.spec.Renew = func(owner string, ttl time.Duration) *backend.Call {
-		return q.call(q.s.Renew, owner, "", 0, 0, ttl)
+		return q.s.Renew.Call(q.keys, script.FIFORenewArgs{Owner: owner, Prefix: q.wake, TTL: holdopt.Millis(ttl)})
 	}
 	q.spec.Keys = q.keys[:2]
 	q.spec.Member = func(owner string) string { return "h:" + owner }
@@ -95,19 +95,19 @@ func New(c Config) *Queue {
 // Keys returns the keys of the queue: state, deadlines, queue, fence counter.
 func (q *Queue) Keys() []string { return q.keys }
 
-// call builds a call of s with the common ARGV layout.
-func (q *Queue) call(s *backend.Script, owner, waiter string, k, ticket int64, ttl time.Duration) *backend.Call {
-	return &backend.Call{Script: s, Keys: q.keys, Args: []any{
-		owner, q.wake, waiter, k, q.limit, holdopt.Millis(ttl), q.timeoutMs, q.fenceMs, ticket,
-	}}
-}
-
 // acquireCall builds the call of attempt n of owner, queued as waiter (or
 // ""), for k permits.
 func (q *Queue) acquireCall(owner, waiter string, k int64, n int) *backend.Call {
-	c := q.call(q.s.Acquire, owner, waiter, k, 0, q.spec.TTL)
-	c.Args = append(c.Args, n)
-	return c
+	return q.s.Acquire.Call(q.keys, script.FIFOAcquireArgs{
+		Owner: owner, Prefix: q.wake, Waiter: waiter, Permits: k, Limit: q.limit,
+		TTL: holdopt.Millis(q.spec.TTL), Timeout: q.timeoutMs, FenceMargin: q.fenceMs, Attempt: int64(n),
+	})
+}
+
+// releaseCall builds the call that makes owner's hold keep k permits (0:
+// end it) and drops waiter (unless "").
+func (q *Queue) releaseCall(owner, waiter string, keep int64) *backend.Call {
+	return q.s.Release.Call(q.keys, script.FIFOReleaseArgs{Owner: owner, Prefix: q.wake, Waiter: waiter, Keep: keep, Timeout: q.timeoutMs})
 }
 
 func (q *Queue) exec(ctx context.Context, c *backend.Call) (backend.Reply, error) {
@@ -234,12 +234,11 @@ func (q *Queue) attempt(ctx context.Context, owner, waiter string, k int64, n in
 // join puts waiter in line (ticket 0: a new place, by the enqueue numbered
 // number of the waiter) or keeps it there (a heartbeat, number 0). It
 // returns its ticket and whether its permits fit now.
-func (q *Queue) join(ctx context.Context, s *backend.Script, waiter string, k, ticket int64, number int) (int64, bool, error) {
-	c := q.call(s, waiter, waiter, k, ticket, 0)
-	if number > 0 {
-		c.Args = append(c.Args, number)
-	}
-	r, err := q.exec(ctx, c)
+func (q *Queue) join(ctx context.Context, s script.Def[script.FIFOJoinArgs], waiter string, k, ticket int64, number int) (int64, bool, error) {
+	r, err := q.exec(ctx, s.Call(q.keys, script.FIFOJoinArgs{
+		Waiter: waiter, Prefix: q.wake, Permits: k, Limit: q.limit, Timeout: q.timeoutMs,
+		FenceMargin: q.fenceMs, Ticket: ticket, Number: int64(number),
+	}))
 	if err != nil {
 		return 0, false, err
 	}
@@ -263,7 +262,7 @@ func (noPlace) Transient() bool { return true }
 // failed or doubtful acquisition (see lease.Cleanup, which sends it again
 // after transient failures).
 func (q *Queue) cleanup(ctx context.Context, owner, waiter string) {
-	lease.Cleanup(ctx, q.b, q.call(q.s.Release, owner, waiter, 0, 0, 0))
+	lease.Cleanup(ctx, q.b, q.releaseCall(owner, waiter, 0))
 }
 
 // A Part is what one release leaves of one hold: Keep permits, or nothing
@@ -293,7 +292,7 @@ func (q *Queue) Release(ctx context.Context, parts ...Part) []error {
 		if e := p.Hold.Expiry(); e.After(limit) {
 			limit = e
 		}
-		calls[i] = q.call(q.s.Release, p.Hold.Owner(), p.Hold.waiter, p.Keep, 0, 0)
+		calls[i] = q.releaseCall(p.Hold.Owner(), p.Hold.waiter, p.Keep)
 	}
 	if full {
 		lease.SendRelease(ctx, q.b, limit, calls...)
@@ -335,7 +334,7 @@ func (q *Queue) Len(ctx context.Context) (int, error) {
 // Stat returns the live waiters, the permits out in live holds, and the limit
 // the name is in use with (0 when it is not in use).
 func (q *Queue) Stat(ctx context.Context) (waiting, out, limit int64, err error) {
-	r, err := q.exec(ctx, q.call(q.s.Stat, "", "", 0, 0, 0))
+	r, err := q.exec(ctx, q.s.Stat.Call(q.keys, script.FIFOStatArgs{}))
 	if err != nil {
 		return 0, 0, 0, err
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/redisync/redisync/internal/acquire"
 	"github.com/redisync/redisync/internal/gate"
 	"github.com/redisync/redisync/internal/holdopt"
+	"github.com/redisync/redisync/internal/script"
 	"github.com/redisync/redisync/internal/telemetry"
 	"github.com/redisync/redisync/locker"
 )
@@ -233,15 +234,15 @@ func (g Gate) Idle() bool { return g.set.Idle(g.key) }
 // whatever became of their replies (an attempt cut short by ctx may have
 // reached Redis): when nobody else of the process waits, the call numbered
 // call then leaves the line, with leave (a script of mutex_leave.lua's KEYS
-// and ARGV) run on the lock's main key for the process's cohort and wake,
+// and arguments) run on the lock's main key for the process's cohort and wake,
 // the prefix of the line's wake channels, so that releases wake the next
 // process instead. The leave is sent again after transient errors until
 // the place in line would have lapsed anyway, whatever ctx says; it leaves
 // alone the place of a later call of the process.
-func (g Gate) GiveUp(ctx context.Context, pass gate.Pass, sent bool, call int64, leave *backend.Script, wake string) {
+func (g Gate) GiveUp(ctx context.Context, pass gate.Pass, sent bool, call int64, leave script.Def[script.LeaveArgs], wake string) {
 	g.Leave(pass)
 	if sent && g.Idle() {
-		c := &backend.Call{Script: leave, Keys: []string{g.key}, Args: []any{g.cohort, wake, call, holdopt.Millis(g.stale)}}
+		c := leave.Call([]string{g.key}, script.LeaveArgs{Cohort: g.cohort, Wake: wake, Call: call, Stale: holdopt.Millis(g.stale)})
 		Persist(ctx, g.b, g.stale, c)
 	}
 }

@@ -75,13 +75,12 @@ type Spec struct {
 	Member func(owner string) string
 }
 
-// RenewedBy returns s with holds that the script renew renews on keys:
-// KEYS are keys, ARGV the owner and the TTL in milliseconds, and the reply
-// is {StatusOK, ...} or a negative status when the hold is gone. keys are
-// also the Keys of the Spec.
-func (s Spec) RenewedBy(renew *backend.Script, keys []string) Spec {
+// RenewedBy returns s with holds that the script renew renews on keys,
+// whose reply is {StatusOK, ...} or a negative status when the hold is
+// gone. keys are also the Keys of the Spec.
+func (s Spec) RenewedBy(renew script.Def[script.RenewArgs], keys []string) Spec {
 	s.Renew = func(owner string, ttl time.Duration) *backend.Call {
-		return &backend.Call{Script: renew, Keys: keys, Args: []any{owner, holdopt.Millis(ttl)}}
+		return renew.Call(keys, script.RenewArgs{Owner: owner, TTL: holdopt.Millis(ttl)})
 	}
 	s.Keys = keys
 	return s

@@ -252,7 +252,10 @@ func testDeadHead(t *testing.T, s *FairSetup) {
 // others would come from a wake-up sent to them.
 func testHeadOnly(t *testing.T, s *FairSetup) {
 	n := name(t)
-	ctx := ctxFor(t, time.Minute)
+	// A failure of the test itself (t.Fatal) ends ctx and waits for the
+	// waiters, so that none reports after the test has completed, which
+	// would hide the failure behind a panic.
+	ctx, cancel := context.WithCancel(ctxFor(t, time.Minute))
 	quiet := FairOptions{
 		Options:      Options{TTL: 30 * time.Second, Watchdog: true, Backoff: locker.ConstantBackoff(time.Hour)},
 		QueueTimeout: 30 * time.Second,
@@ -268,6 +271,10 @@ func testHeadOnly(t *testing.T, s *FairSetup) {
 		proceed  = make(chan struct{})
 		wg       sync.WaitGroup
 	)
+	defer func() {
+		cancel()
+		wg.Wait()
+	}()
 	for i := range waiters {
 		counters[i] = &Attempts{Backend: s.backend(t)}
 		l := s.lock(t, counters[i], n, quiet)
@@ -275,12 +282,17 @@ func testHeadOnly(t *testing.T, s *FairSetup) {
 		go func() {
 			defer wg.Done()
 			if err := l.Lock(ctx); err != nil {
-				t.Errorf("waiter %d: %v", i, err)
+				if ctx.Err() == nil {
+					t.Errorf("waiter %d: %v", i, err)
+				}
 				return
 			}
 			got <- i
-			<-proceed
-			_ = l.Unlock(ctx)
+			select {
+			case <-proceed:
+			case <-ctx.Done():
+			}
+			_ = l.Unlock(context.WithoutCancel(ctx))
 		}()
 		queueLen(t, holder, i+1)
 	}
@@ -288,8 +300,13 @@ func testHeadOnly(t *testing.T, s *FairSetup) {
 	if err := holder.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if first := <-got; first != 0 {
-		t.Errorf("first served = waiter %d; want 0", first)
+	select {
+	case first := <-got:
+		if first != 0 {
+			t.Errorf("first served = waiter %d; want 0", first)
+		}
+	case <-ctx.Done():
+		t.Fatal("no waiter was served after the release")
 	}
 	time.Sleep(300 * time.Millisecond)
 	var woken int64

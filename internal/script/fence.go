@@ -18,12 +18,33 @@ var (
 	fenceGetSrc string
 )
 
-// Scripts of package fence. Each takes two keys, the value and its guard,
-// and has fence_lib.lua prepended.
+// FenceWriteArgs is the arguments of fence_write.lua.
+type FenceWriteArgs struct {
+	Op        string   `lua:"op"`               // set, del, hset or hdel
+	Token     string   `lua:"token"`            // the fencing token, in decimal (compared exactly as a string)
+	ID        string   `lua:"id"`               // the write id, "<number>.<random>"
+	TTL       int64    `lua:"ttl,stable"`       // of the value, ms
+	Retention int64    `lua:"retention,stable"` // of the guard, ms
+	Operands  []string `lua:"operands"`         // set: the value; hset: field, value, ...; hdel: field, ...
+}
+
+// FenceCASArgs is the arguments of fence_cas.lua.
+type FenceCASArgs struct {
+	Version   string `lua:"version"` // the expected version, in decimal
+	ID        string `lua:"id"`
+	TTL       int64  `lua:"ttl,stable"`
+	Retention int64  `lua:"retention,stable"`
+	Data      string `lua:"data"` // the new value
+}
+
+// FenceGetArgs is the arguments of fence_get.lua: none.
+type FenceGetArgs struct{}
+
+// Scripts of package fence. Each takes two keys, the value and its guard.
 var (
-	FenceWrite = backend.NewScript("fence.write", backend.Write, fenceLib+"\n"+fenceWriteSrc, nil)
-	FenceCAS   = backend.NewScript("fence.cas", backend.Write, fenceLib+"\n"+fenceCASSrc, nil)
-	FenceGet   = backend.NewScript("fence.get", backend.Query, fenceLib+"\n"+fenceGetSrc, nil)
+	FenceWrite = define[FenceWriteArgs]("fence.write", backend.Write, fenceWriteSrc, nil, nil)
+	FenceCAS   = define[FenceCASArgs]("fence.cas", backend.Write, fenceCASSrc, nil, nil)
+	FenceGet   = define[FenceGetArgs]("fence.get", backend.Query, fenceGetSrc, nil, nil)
 )
 
 // Statuses of the fence scripts besides backend.StatusOK.

@@ -1,5 +1,5 @@
--- fence_lib.lua: definitions shared by the fence_*.lua scripts, which the Go
--- side prepends to each of them. A fenced resource keeps:
+-- fence_lib.lua: definitions shared by the fence_*.lua scripts, which
+-- include it first (--@use fence_lib). A fenced resource keeps:
 --
 -- KEYS[1] value: the caller's data, a string (set) or a hash (hset)
 -- KEYS[2] guard hash: t = highest fencing token seen, v = version of the

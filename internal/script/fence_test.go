@@ -41,7 +41,7 @@ func TestFenceLateCopy(t *testing.T) {
 		keys := []string{base + "value", base + "guard"}
 		write := func(token, id, v string) backend.Reply {
 			t.Helper()
-			r, err := backend.Run(ctx, b, script.FenceWrite, keys, "set", token, id, 0, 60000, v)
+			r, err := script.FenceWrite.Run(ctx, b, keys, script.FenceWriteArgs{Op: "set", Token: token, ID: id, Retention: 60000, Operands: []string{v}})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -35,63 +35,111 @@ var (
 	fifoUnjoinSrc string
 )
 
+// FIFOAcquireArgs is the arguments of a FIFO acquisition
+// (fifo_acquire.lua), and of its undo and its settle.
+type FIFOAcquireArgs struct {
+	Owner       string `lua:"owner"`          // the owner token of the new hold
+	Prefix      string `lua:"prefix,stable"`  // the wake channel prefix
+	Waiter      string `lua:"waiter"`         // the caller's waiter id, or ""
+	Permits     int64  `lua:"permits"`        // k, to take
+	Limit       int64  `lua:"n,stable"`       // the limit n
+	TTL         int64  `lua:"ttl,stable"`     // ms
+	Timeout     int64  `lua:"timeout,stable"` // the heartbeat timeout, ms
+	FenceMargin int64  `lua:"fence_margin,stable"`
+	Attempt     int64  `lua:"attempt"` // grows with each attempt of the owner
+}
+
+// FIFOJoinArgs is the arguments of an enqueue or a heartbeat
+// (fifo_join.lua), and of the enqueue's undo (fifo_unjoin.lua).
+type FIFOJoinArgs struct {
+	Waiter      string `lua:"waiter"`
+	Prefix      string `lua:"prefix,stable"`
+	Permits     int64  `lua:"permits"` // wanted
+	Limit       int64  `lua:"n,stable"`
+	Timeout     int64  `lua:"timeout,stable"`
+	FenceMargin int64  `lua:"fence_margin,stable"`
+	Ticket      int64  `lua:"ticket"` // the waiter's ticket, or 0 to draw one
+	Number      int64  `lua:"number"` // an enqueue's number (they grow); 0 for a heartbeat
+}
+
+// FIFORenewArgs is the arguments of fifo_renew.lua.
+type FIFORenewArgs struct {
+	Owner  string `lua:"owner"`
+	Prefix string `lua:"prefix,stable"` // the renewal wakes the waiters that expired holds let in
+	TTL    int64  `lua:"ttl,stable"`
+}
+
+// FIFOReleaseArgs is the arguments of fifo_release.lua.
+type FIFOReleaseArgs struct {
+	Owner   string `lua:"owner"`
+	Prefix  string `lua:"prefix,stable"`
+	Waiter  string `lua:"waiter"`         // the waiter to drop, or ""
+	Keep    int64  `lua:"keep"`           // the permits the hold keeps; 0 ends it
+	Timeout int64  `lua:"timeout,stable"` // how long the waiter's departure stands, ms
+}
+
+// FIFOStatArgs is the arguments of fifo_stat.lua: none.
+type FIFOStatArgs struct{}
+
+// FIFOForceArgs is the arguments of fifo_force.lua.
+type FIFOForceArgs struct {
+	Prefix string `lua:"prefix,stable"`
+}
+
 // FIFO is the script family of a primitive that hands out a limited number
 // of permits in order of arrival: the fair lock (one permit) and the weighted
 // semaphore. Every script takes the same KEYS (state, deadlines, queue, fence
-// counter) and the same ARGV layout, described in fifo_lib.lua.
+// counter), described in fifo_lib.lua.
 type FIFO struct {
 	// Acquire takes permits for a new hold when they are free on top of
 	// what the waiters ahead want. Its undo is Undo, its settle Settle.
-	Acquire *backend.Script
+	Acquire Def[FIFOAcquireArgs]
 	// Settle ends, on a quorum node that did not grant it, the place in the
 	// queue of a waiter that a majority granted.
-	Settle *backend.Script
+	Settle Def[FIFOAcquireArgs]
 	// Undo gives back what one Acquire call took: the hold, and the
 	// caller's place in the queue at its old ticket.
-	Undo *backend.Script
+	Undo Def[FIFOAcquireArgs]
 	// Enqueue puts a waiter in the queue and returns its ticket. It is an
 	// acquisition of a place in line: on a quorum its ticket is the largest
 	// the nodes drew, and every node's fence counter is raised to it. Its
 	// undo is Unjoin.
-	Enqueue *backend.Script
+	Enqueue Def[FIFOJoinArgs]
 	// Unjoin is the undo of an Enqueue: it takes the waiter out of the
 	// queue if that enqueue (by its number) is the one that queued it, and
 	// records no departure: the waiter goes on waiting.
-	Unjoin *backend.Script
+	Unjoin Def[FIFOJoinArgs]
 	// Beat is a waiter's heartbeat: the same script as Enqueue, run as a
 	// write with the waiter's ticket, so that it also puts back, at its old
 	// place, a waiter that was dropped, and aligns the nodes of a quorum.
-	Beat *backend.Script
+	Beat Def[FIFOJoinArgs]
 	// Renew extends a hold.
-	Renew *backend.Script
+	Renew Def[FIFORenewArgs]
 	// Release gives back permits of a hold and drops a waiter.
-	Release *backend.Script
+	Release Def[FIFOReleaseArgs]
 	// Stat reads the number of live waiters, the permits out and the limit.
-	Stat *backend.Script
+	Stat Def[FIFOStatArgs]
 	// Force ends every hold, whoever holds it, for redisync unlock --force.
-	Force *backend.Script
+	Force Def[FIFOForceArgs]
 }
 
 // newFIFO returns the scripts of the primitive called kind, named
 // "<kind>.<op>" in spans and errors.
 func newFIFO(kind string) FIFO {
-	lib := stripComments(fifoLib)
-	src := func(body string) string { return lib + stripComments(body) }
-	release := backend.NewScript(kind+".release", backend.Release, src(fifoReleaseSrc), nil)
-	undo := backend.NewScript(kind+".undo", backend.Release, src(fifoUndoSrc), nil)
-	settle := backend.NewScript(kind+".settle", backend.Release, src(fifoSettleSrc), nil)
-	unjoin := backend.NewScript(kind+".unjoin", backend.Release, src(fifoUnjoinSrc), nil)
+	undo := define[FIFOAcquireArgs](kind+".undo", backend.Release, fifoUndoSrc, nil, nil)
+	settle := define[FIFOAcquireArgs](kind+".settle", backend.Release, fifoSettleSrc, nil, nil)
+	unjoin := define[FIFOJoinArgs](kind+".unjoin", backend.Release, fifoUnjoinSrc, nil, nil)
 	return FIFO{
-		Acquire: backend.NewScript(kind+".acquire", backend.Acquire, src(fifoAcquireSrc), undo).SettledBy(settle),
+		Acquire: define(kind+".acquire", backend.Acquire, fifoAcquireSrc, &undo, nil).settledBy(settle),
 		Undo:    undo,
 		Settle:  settle,
-		Enqueue: backend.NewScript(kind+".enqueue", backend.Acquire, src(fifoJoinSrc), unjoin),
+		Enqueue: define(kind+".enqueue", backend.Acquire, fifoJoinSrc, &unjoin, nil),
 		Unjoin:  unjoin,
-		Beat:    backend.NewScript(kind+".beat", backend.Write, src(fifoJoinSrc), nil),
-		Renew:   backend.NewScript(kind+".renew", backend.Renew, src(fifoRenewSrc), nil),
-		Release: release,
-		Stat:    backend.NewScript(kind+".stat", backend.Query, src(fifoStatSrc), nil),
-		Force:   backend.NewScript(kind+".force", backend.Release, src(fifoForceSrc), nil),
+		Beat:    define[FIFOJoinArgs](kind+".beat", backend.Write, fifoJoinSrc, nil, nil),
+		Renew:   define[FIFORenewArgs](kind+".renew", backend.Renew, fifoRenewSrc, nil, nil),
+		Release: define[FIFOReleaseArgs](kind+".release", backend.Release, fifoReleaseSrc, nil, nil),
+		Stat:    define[FIFOStatArgs](kind+".stat", backend.Query, fifoStatSrc, nil, nil),
+		Force:   define[FIFOForceArgs](kind+".force", backend.Release, fifoForceSrc, nil, nil),
 	}
 }
 

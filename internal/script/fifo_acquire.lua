@@ -1,12 +1,13 @@
 -- fifo_acquire.lua: take k permits if they are free on top of what the
--- waiters ahead of the caller want (see fifo_lib.lua for KEYS and ARGV).
--- ARGV[2] owner token of the new hold, ARGV[4] the caller's waiter id (its
--- place in the queue, if it has one), ARGV[5] k, ARGV[6] n, ARGV[7] ttl ms,
--- ARGV[9] fence counter margin ms, ARGV[11] attempt number (they grow with each
--- attempt of an owner).
+-- waiters ahead of the caller want (see fifo_lib.lua for KEYS).
+-- Arguments: FIFOAcquireArgs (fifo.go): the owner token of the new hold, the
+-- wake channel prefix, the caller's waiter id (its place in the queue, if it
+-- has one, else ''), k permits, the limit n, the ttl in ms, the heartbeat
+-- timeout in ms, the fence counter's margin, and the attempt number (they
+-- grow with each attempt of an owner).
 -- An owner that holds already (a retried attempt whose first reply was
 -- lost, or the same request run twice) gets its hold back with its token,
--- the expiry of a new grant, and ARGV[11] as the attempt that granted it, so
+-- the expiry of a new grant, and attempt as the attempt that granted it, so
 -- that the undo of an earlier attempt leaves it alone (an earlier attempt
 -- that arrives late changes the recorded one not). A waiter that is granted
 -- departs (see fifo_lib.lua); an attempt under a waiter id that departed
@@ -15,21 +16,21 @@
 -- deadline (0: none), the caller's place in the queue from 1, -1 when it
 -- is not queued, or -3 when its waiter id departed}. Fails with "LIMIT <n>" when the name is in use with
 -- another limit.
-local n = tonumber(ARGV[6])
+--@use fifo_lib
 local stored = limit()
 if stored and stored ~= n then
   return redis.error_reply('LIMIT ' .. num(stored))
 end
-local owner, id, k, ttl = 'h:' .. ARGV[2], ARGV[4], tonumber(ARGV[5]), tonumber(ARGV[7])
+local holder, id, k = 'h:' .. owner, waiter, permits
 local freed = reclaim()
-local rec = redis.call('HGET', state, owner)
+local rec = redis.call('HGET', state, holder)
 if rec then
-  local held, token, ticket, attempt = parse(rec)
-  if (tonumber(attempt) or 0) <= tonumber(ARGV[11]) then
-    redis.call('HSET', state, owner, record(held, token, ticket, ARGV[11]))
+  local held, token, ticket, granted = parse(rec)
+  if (tonumber(granted) or 0) <= attempt then
+    redis.call('HSET', state, holder, record(held, token, ticket, attempt))
   end
-  if (tonumber(redis.call('ZSCORE', deadlines, owner)) or 0) < at(ttl) then
-    redis.call('ZADD', deadlines, num(at(ttl)), owner)
+  if (tonumber(redis.call('ZSCORE', deadlines, holder)) or 0) < at(ttl) then
+    redis.call('ZADD', deadlines, num(at(ttl)), holder)
   end
   extend(ttl)
   return {1, token}
@@ -56,12 +57,12 @@ if rank then
   ticket = tonumber(redis.call('ZSCORE', queue, id))
 end
 if id ~= '' then
-  depart(id, tonumber(ARGV[8]))
+  depart(id, timeout)
 end
 local token = next_number()
-redis.call('HSET', state, owner, record(k, token, ticket, ARGV[11]), 'n', num(n))
+redis.call('HSET', state, holder, record(k, token, ticket, attempt), 'n', num(n))
 redis.call('HINCRBY', state, 'used', k)
-redis.call('ZADD', deadlines, num(at(ttl)), owner)
+redis.call('ZADD', deadlines, num(at(ttl)), holder)
 extend(ttl)
 if freed then
   wake()

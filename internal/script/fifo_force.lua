@@ -1,13 +1,14 @@
 -- fifo_force.lua: end every hold of a fair lock or a semaphore, whoever
 -- holds it, and wake the waiters the freed permits can serve, in their
 -- order (redisync unlock --force). See fifo_lib.lua for KEYS.
--- ARGV[1] publish command, ARGV[3] wake channel prefix (ARGV[2] unused)
+-- Arguments: FIFOForceArgs (fifo.go): the wake channel prefix.
 -- The waiters keep their places and the fence counter is left alone, so
 -- that tokens keep growing; each holder's next renewal finds its hold gone
 -- and reports it lost. Run twice, the second run finds nothing held and
 -- says so: the effect is the same.
 -- Returns {1, permits, fencing token, ...}, a pair per hold it ended, or
 -- {-1} when nothing was held.
+--@use fifo_lib
 reclaim()
 local ended = {1}
 for _, member in ipairs(redis.call('ZRANGE', deadlines, 0, -1)) do

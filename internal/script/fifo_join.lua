@@ -1,24 +1,26 @@
--- fifo_join.lua: put waiter ARGV[2] in the queue, or keep it there: its
--- heartbeat. KEYS and ARGV as in fifo_lib.lua; ARGV[4] the same waiter id,
--- ARGV[5] permits wanted, ARGV[6] n, ARGV[8] heartbeat timeout ms, ARGV[9]
--- fence counter margin ms, ARGV[10] the waiter's ticket, or 0 to draw one.
+-- fifo_join.lua: put a waiter in the queue, or keep it there: its
+-- heartbeat. KEYS as in fifo_lib.lua. Arguments: FIFOJoinArgs (fifo.go):
+-- the waiter id, the wake channel prefix, the permits wanted, the limit n,
+-- the heartbeat timeout in ms, the fence counter's margin, the waiter's
+-- ticket, or 0 to draw one, and the number of an enqueue (0 for a
+-- heartbeat).
 -- A waiter that is not queued (new, or dropped after missing its
 -- heartbeats) is queued at its ticket, so it keeps its place; a waiter queued
 -- at a lower ticket is moved to it (the nodes of a quorum may have drawn
 -- different tickets; the waiter keeps the largest). A waiter that departed
 -- (granted, or gave up; see fifo_lib.lua) is not queued again. An enqueue
--- (ticket 0) carries its number in ARGV[11] (they grow with each enqueue
+-- (ticket 0) carries its number (they grow with each enqueue
 -- of a waiter), which the waiter's record keeps, so that the undo of an
 -- earlier enqueue, arriving late, leaves a later one's place alone (see
 -- fifo_unjoin.lua); a heartbeat leaves the number as it is.
 -- Returns {1, ticket, 1 if the permits fit now else 0, place from 1}. Fails
 -- with "LIMIT <n>" when the name is in use with another limit.
-local n = tonumber(ARGV[6])
+--@use fifo_lib
 local stored = limit()
 if stored and stored ~= n then
   return redis.error_reply('LIMIT ' .. num(stored))
 end
-local id, k, timeout, ticket = ARGV[2], tonumber(ARGV[5]), tonumber(ARGV[8]), tonumber(ARGV[10])
+local id, k = waiter, permits
 local changed = reclaim()
 local score = tonumber(redis.call('ZSCORE', queue, id))
 if not score and departed(id) then
@@ -40,11 +42,11 @@ if not score then
     score = next_number()
   end
   redis.call('ZADD', queue, num(score), id)
-  redis.call('HSET', state, 'w:' .. id, num(k) .. ' ' .. num(tonumber(ARGV[11]) or 0), 'n', num(n))
-elseif ticket == 0 and tonumber(ARGV[11] or '') then
+  redis.call('HSET', state, 'w:' .. id, num(k) .. ' ' .. num(number), 'n', num(n))
+elseif ticket == 0 and number > 0 then
   -- An enqueue sent again (its reply was lost): the place stays, under the
   -- number of this enqueue.
-  redis.call('HSET', state, 'w:' .. id, num(k) .. ' ' .. num(tonumber(ARGV[11])))
+  redis.call('HSET', state, 'w:' .. id, num(k) .. ' ' .. num(number))
 elseif ticket > score then
   score = ticket
   redis.call('ZADD', queue, num(score), id)

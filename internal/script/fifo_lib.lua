@@ -1,5 +1,5 @@
--- fifo_lib.lua: definitions shared by the fifo_*.lua scripts, which the Go
--- side prepends to each of them. A FIFO primitive (the fair lock: one permit;
+-- fifo_lib.lua: definitions shared by the fifo_*.lua scripts, which include
+-- it first (--@use fifo_lib). A FIFO primitive (the fair lock: one permit;
 -- the weighted semaphore: n permits) keeps:
 --
 -- KEYS[1] state hash: n = the limit, used = permits out,
@@ -23,18 +23,14 @@
 -- waiter that could not reach Redis for a while is put back at its ticket
 -- by its next heartbeat.
 --
--- ARGV[1] publish command, ARGV[2] owner token of a hold (or, for the queue
--- scripts, the waiter id), ARGV[3] wake channel prefix, ARGV[4] waiter id
--- or "", ARGV[5] permits
--- (to take; for a release, those the hold keeps), ARGV[6] limit n, ARGV[7]
--- hold ttl ms, ARGV[8] heartbeat timeout ms, ARGV[9] fence counter margin ms (see mutex_acquire.lua),
--- ARGV[10] ticket (0: none yet), ARGV[11] attempt id of an acquisition
--- (distinct for each attempt of an owner).
+-- The scripts' arguments are described in fifo.go. The functions here read
+-- two of them by name: prefix, the wake channel prefix (the scripts that
+-- wake waiters), and fence_margin, how long the fence counter outlives the
+-- clock passing it (see mutex_acquire.lua; the scripts that draw numbers).
 --
 -- Expired holds and waiters are removed lazily by whichever script runs
 -- next, in deadline order, each at O(log N): nothing is ever rescored.
 local state, deadlines, queue, fence = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local pub, prefix = ARGV[1], ARGV[3]
 -- How many waiters, from the head, a script looks at: a waiter further back
 -- is not admitted (nor woken) until the queue ahead of it is shorter.
 local SCAN = 256
@@ -181,7 +177,7 @@ local function wake(skip)
       return
     end
     if w ~= skip then
-      redis.call(pub, prefix .. string.match(w, '^[^.]*'), 'w')
+      redis.call(publish, prefix .. string.match(w, '^[^.]*'), 'w')
     end
   end
 end
@@ -208,18 +204,18 @@ end
 -- next_number draws the next number of the fence sequence: the larger of
 -- the counter plus one and the server clock in microseconds, so that it
 -- still grows when the counter expired or a failover lost its last writes.
--- The counter expires ARGV[9] ms after the clock passes it (see
+-- The counter expires fence_margin ms after the clock passes it (see
 -- mutex_acquire.lua).
 local function next_number()
   local v = math.max((tonumber(redis.call('GET', fence)) or 0) + 1, nowus)
-  redis.call('SET', fence, num(v), 'PX', num(math.max(math.ceil((v - nowus) / 1000), 0) + tonumber(ARGV[9])))
+  redis.call('SET', fence, num(v), 'PX', num(math.max(math.ceil((v - nowus) / 1000), 0) + fence_margin))
   return v
 end
 
 -- raise_fence makes the counter at least v.
 local function raise_fence(v)
   if (tonumber(redis.call('GET', fence)) or 0) < v then
-    redis.call('SET', fence, num(v), 'PX', num(math.max(math.ceil((v - nowus) / 1000), 0) + tonumber(ARGV[9])))
+    redis.call('SET', fence, num(v), 'PX', num(math.max(math.ceil((v - nowus) / 1000), 0) + fence_margin))
   end
 end
 

@@ -1,17 +1,19 @@
--- fifo_renew.lua: make hold ARGV[2] last at least ARGV[7] ms from now.
+-- fifo_renew.lua: make the hold of owner last at least ttl ms from now.
+-- Arguments: FIFORenewArgs (fifo.go).
 -- Returns {1, ms left} when held, {-1} when the hold is gone.
-local owner, ttl = 'h:' .. ARGV[2], tonumber(ARGV[7])
+--@use fifo_lib
+local holder = 'h:' .. owner
 if reclaim() then
   wake()
 end
-if not redis.call('HGET', state, owner) then
+if not redis.call('HGET', state, holder) then
   tidy()
   return {-1}
 end
-local deadline = tonumber(redis.call('ZSCORE', deadlines, owner)) or 0
+local deadline = tonumber(redis.call('ZSCORE', deadlines, holder)) or 0
 if deadline < at(ttl) then
   deadline = at(ttl)
-  redis.call('ZADD', deadlines, num(deadline), owner)
+  redis.call('ZADD', deadlines, num(deadline), holder)
 end
 extend(deadline - now)
 return {1, deadline - now}

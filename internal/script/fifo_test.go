@@ -44,29 +44,54 @@ func (r *fifoRig) run(s *backend.Script, owner, waiter string, k, ticket int64) 
 	return r.runAttempt(s, owner, waiter, k, ticket, 1)
 }
 
-// runAttempt runs s as attempt n of owner.
+// runAttempt runs s as attempt n of owner: the arguments of its kind, from
+// owner, waiter, k permits (for a release, those the hold keeps) and ticket;
+// n is the attempt of an acquisition and the number of an enqueue.
 func (r *fifoRig) runAttempt(s *backend.Script, owner, waiter string, k, ticket int64, n int) backend.Reply {
 	r.t.Helper()
-	reply, err := backend.Run(r.ctx, r.b, s, r.keys, owner, r.wake, waiter, k, r.limit, 10000, r.timeout, fenceMargin, ticket, n)
-	if err != nil {
-		r.t.Fatalf("%s(%s, %s, %d): %v", s.Name(), owner, waiter, k, err)
+	f := script.Semaphore // the families share their arguments types
+	var c *backend.Call
+	switch name := s.Name(); {
+	case strings.HasSuffix(name, ".acquire"), strings.HasSuffix(name, ".undo"), strings.HasSuffix(name, ".settle"):
+		c = f.Acquire.Call(r.keys, script.FIFOAcquireArgs{
+			Owner: owner, Prefix: r.wake, Waiter: waiter, Permits: k, Limit: r.limit,
+			TTL: 10000, Timeout: r.timeout, FenceMargin: fenceMargin, Attempt: int64(n),
+		})
+	case strings.HasSuffix(name, ".enqueue"), strings.HasSuffix(name, ".unjoin"), strings.HasSuffix(name, ".beat"):
+		c = f.Enqueue.Call(r.keys, script.FIFOJoinArgs{
+			Waiter: waiter, Prefix: r.wake, Permits: k, Limit: r.limit, Timeout: r.timeout,
+			FenceMargin: fenceMargin, Ticket: ticket, Number: int64(n),
+		})
+	case strings.HasSuffix(name, ".renew"):
+		c = f.Renew.Call(r.keys, script.FIFORenewArgs{Owner: owner, Prefix: r.wake, TTL: 10000})
+	case strings.HasSuffix(name, ".release"):
+		c = f.Release.Call(r.keys, script.FIFOReleaseArgs{Owner: owner, Prefix: r.wake, Waiter: waiter, Keep: k, Timeout: r.timeout})
+	case strings.HasSuffix(name, ".stat"):
+		c = f.Stat.Call(r.keys, script.FIFOStatArgs{})
+	default:
+		r.t.Fatalf("no arguments for %s", name)
 	}
-	return reply
+	c.Script = s
+	r.b.Exec(r.ctx, c)
+	if c.Err != nil {
+		r.t.Fatalf("%s(%s, %s, %d): %v", s.Name(), owner, waiter, k, c.Err)
+	}
+	return c.Reply
 }
 
 func (r *fifoRig) acquire(owner, waiter string, k int64) backend.Reply {
 	r.t.Helper()
-	return r.run(script.Semaphore.Acquire, owner, waiter, k, 0)
+	return r.run(script.Semaphore.Acquire.Script, owner, waiter, k, 0)
 }
 
 func (r *fifoRig) join(waiter string, k, ticket int64) backend.Reply {
 	r.t.Helper()
-	return r.run(script.Semaphore.Enqueue, waiter, waiter, k, ticket)
+	return r.run(script.Semaphore.Enqueue.Script, waiter, waiter, k, ticket)
 }
 
 func (r *fifoRig) stat() (waiting, out int64) {
 	r.t.Helper()
-	s := r.run(script.Semaphore.Stat, "", "", 0, 0)
+	s := r.run(script.Semaphore.Stat.Script, "", "", 0, 0)
 	return s.At(1), s.At(2)
 }
 
@@ -110,7 +135,7 @@ func TestFIFOScripts(t *testing.T) {
 		for range 2 {
 			// Run twice, as a re-sent command is: it keeps 1, it does not
 			// give back 1 each time.
-			if rel := r.run(script.Semaphore.Release, "hA", "", 1, 0); rel.Status() != backend.StatusOK || rel.At(1) != 1 {
+			if rel := r.run(script.Semaphore.Release.Script, "hA", "", 1, 0); rel.Status() != backend.StatusOK || rel.At(1) != 1 {
 				t.Errorf("release down to 1 of 2 = %v; want [1 1]", rel)
 			}
 		}
@@ -123,16 +148,16 @@ func TestFIFOScripts(t *testing.T) {
 		}
 		// The undo of B's acquisition gives back the hold and B's place,
 		// ahead of C.
-		if u := r.runAttempt(script.Semaphore.Undo, "hB", "wB", 2, 0, 2); u.Status() != backend.StatusOK {
+		if u := r.runAttempt(script.Semaphore.Undo.Script, "hB", "wB", 2, 0, 2); u.Status() != backend.StatusOK {
 			t.Errorf("undo of another attempt = %v; want [1]", u)
 		}
 		if _, out := r.stat(); out != 3 {
 			t.Errorf("permits out after the undo of another attempt = %d; want 3 (B's hold left alone)", out)
 		}
-		if u := r.run(script.Semaphore.Undo, "hB", "wB", 2, 0); u.Status() != backend.StatusOK {
+		if u := r.run(script.Semaphore.Undo.Script, "hB", "wB", 2, 0); u.Status() != backend.StatusOK {
 			t.Errorf("undo = %v; want [1]", u)
 		}
-		if u := r.run(script.Semaphore.Undo, "hB", "wB", 2, 0); u.Status() != backend.StatusOK {
+		if u := r.run(script.Semaphore.Undo.Script, "hB", "wB", 2, 0); u.Status() != backend.StatusOK {
 			t.Errorf("second undo = %v; want [1] (done already)", u)
 		}
 		if _, out := r.stat(); out != 1 {
@@ -146,13 +171,13 @@ func TestFIFOScripts(t *testing.T) {
 		}
 		// A heartbeat with a larger ticket (the quorum's) moves B behind C,
 		// and a heartbeat puts a dropped waiter back at its ticket.
-		if m := r.run(script.Semaphore.Beat, "wB", "wB", 2, jc.At(1)+1); m.At(1) != jc.At(1)+1 || m.At(3) != 2 {
+		if m := r.run(script.Semaphore.Beat.Script, "wB", "wB", 2, jc.At(1)+1); m.At(1) != jc.At(1)+1 || m.At(3) != 2 {
 			t.Errorf("heartbeat with a larger ticket = %v; want ticket %d at place 2", m, jc.At(1)+1)
 		}
-		if rel := r.run(script.Semaphore.Release, "nobody", "wC", 0, 0); rel.Status() != backend.StatusOK || rel.At(1) != 0 {
+		if rel := r.run(script.Semaphore.Release.Script, "nobody", "wC", 0, 0); rel.Status() != backend.StatusOK || rel.At(1) != 0 {
 			t.Errorf("leave of C = %v; want [1 0] (no hold remains, as asked)", rel)
 		}
-		if rel := r.run(script.Semaphore.Release, "nobody", "", 1, 0); rel.Status() != backend.StatusGone {
+		if rel := r.run(script.Semaphore.Release.Script, "nobody", "", 1, 0); rel.Status() != backend.StatusGone {
 			t.Errorf("partial release of a hold that is gone = %v; want [-1]", rel)
 		}
 		if w, _ := r.stat(); w != 1 {
@@ -161,13 +186,13 @@ func TestFIFOScripts(t *testing.T) {
 		// C left: a heartbeat of it that arrives later (a request delivered
 		// after its caller moved on) does not put it back, and tells a
 		// caller that is still there to try (see fifo_lib.lua).
-		if back := r.run(script.Semaphore.Beat, "wC", "wC", 1, jc.At(1)); back.Status() != backend.StatusOK || back.At(2) != 1 {
+		if back := r.run(script.Semaphore.Beat.Script, "wC", "wC", 1, jc.At(1)); back.Status() != backend.StatusOK || back.At(2) != 1 {
 			t.Errorf("late heartbeat of C, which left = %v; want [1 ticket 1 ...]: try now", back)
 		}
 		if w, _ := r.stat(); w != 1 {
 			t.Errorf("waiting after C's late heartbeat = %d; want 1: C stays out", w)
 		}
-		if a := r.run(script.Semaphore.Acquire, "hC", "wC", 1, 0); a.Status() != backend.StatusContended || a.At(2) != -3 {
+		if a := r.run(script.Semaphore.Acquire.Script, "hC", "wC", 1, 0); a.Status() != backend.StatusContended || a.At(2) != -3 {
 			t.Errorf("late attempt of C, which left = %v; want [0 _ -3]: nothing taken, its id departed", a)
 		}
 		// Every key has a TTL.
@@ -178,9 +203,9 @@ func TestFIFOScripts(t *testing.T) {
 		}
 		// When nothing is held or queued the state goes, and with it the
 		// limit.
-		r.run(script.Semaphore.Release, "hA", "", 0, 0)
-		r.run(script.Semaphore.Release, "x", "wB", 0, 0)
-		r.run(script.Semaphore.Release, "x", "wC", 0, 0)
+		r.run(script.Semaphore.Release.Script, "hA", "", 0, 0)
+		r.run(script.Semaphore.Release.Script, "x", "wB", 0, 0)
+		r.run(script.Semaphore.Release.Script, "x", "wC", 0, 0)
 		if n := rdb.Exists(r.ctx, r.keys[0], r.keys[2]).Val(); n != 0 {
 			t.Errorf("%d of state and queue left after everything was released; want 0", n)
 		}
@@ -208,7 +233,7 @@ func TestFIFOExpiry(t *testing.T) {
 		}
 		r.join("wDead", 1, 0)
 		r.join("wLive", 1, 0)
-		r.run(script.Semaphore.Release, "hA", "", 0, 0)
+		r.run(script.Semaphore.Release.Script, "hA", "", 0, 0)
 		// The dead waiter is at the head: the line is blocked until its
 		// heartbeat is overdue, and the reply says when that is.
 		c := r.acquire("hLive", "wLive", 1)
@@ -231,7 +256,9 @@ func TestFIFOLimit(t *testing.T) {
 		r := newFIFORig(t, rdb, 2)
 		r.acquire("hA", "", 1)
 		r.limit = 5
-		_, err := backend.Run(r.ctx, r.b, script.Semaphore.Acquire, r.keys, "hB", r.wake, "", 1, 5, 10000, 10000, fenceMargin, 0, 1)
+		_, err := script.Semaphore.Acquire.Run(r.ctx, r.b, r.keys, script.FIFOAcquireArgs{
+			Owner: "hB", Prefix: r.wake, Permits: 1, Limit: 5, TTL: 10000, Timeout: 10000, FenceMargin: fenceMargin, Attempt: 1,
+		})
 		if err == nil || !strings.Contains(err.Error(), "LIMIT 2") {
 			t.Fatalf("acquire with another limit = %v; want the error reply LIMIT 2", err)
 		}
@@ -260,20 +287,20 @@ func TestFIFOUndoWakesNotItsCaller(t *testing.T) {
 	servers(t, func(t *testing.T, rdb *redis.Client) {
 		r := newFIFORig(t, rdb, 2)
 		l := newChannelLog(t, rdb, strings.TrimSuffix(r.wake, ":"))
-		r.run(script.Semaphore.Enqueue, "cw.1", "cw.1", 1, 0)
-		r.run(script.Semaphore.Enqueue, "cv.1", "cv.1", 1, 0)
+		r.run(script.Semaphore.Enqueue.Script, "cw.1", "cw.1", 1, 0)
+		r.run(script.Semaphore.Enqueue.Script, "cv.1", "cv.1", 1, 0)
 		if a := r.acquire("hW", "cw.1", 1); a.Status() != backend.StatusOK {
 			t.Fatalf("W's attempt = %v; want a grant", a)
 		}
 		l.published()
-		r.run(script.Semaphore.Undo, "hW", "cw.1", 1, 0)
+		r.run(script.Semaphore.Undo.Script, "hW", "cw.1", 1, 0)
 		if got := l.published(); len(got) != 1 || got[0] != "cv" {
 			t.Fatalf("the undo of W's grant published on %q; want V's channel only (cv), not W's own", got)
 		}
 		if w, _ := r.stat(); w != 2 {
 			t.Fatalf("waiting after the undo = %d; want 2: W back in line", w)
 		}
-		if b := r.run(script.Semaphore.Beat, "cw.1", "cw.1", 1, 0); b.Status() != backend.StatusOK || b.At(3) != 1 {
+		if b := r.run(script.Semaphore.Beat.Script, "cw.1", "cw.1", 1, 0); b.Status() != backend.StatusOK || b.At(3) != 1 {
 			t.Fatalf("W's heartbeat after the undo = %v; want it first in line", b)
 		}
 	})
@@ -287,10 +314,10 @@ func TestFIFOUnjoin(t *testing.T) {
 	servers(t, func(t *testing.T, rdb *redis.Client) {
 		r := newFIFORig(t, rdb, 1)
 		enqueue := func(n int) backend.Reply {
-			return r.runAttempt(script.Fair.Enqueue, "cw.1", "cw.1", 1, 0, n)
+			return r.runAttempt(script.Fair.Enqueue.Script, "cw.1", "cw.1", 1, 0, n)
 		}
 		unjoin := func(n int) backend.Reply {
-			return r.runAttempt(script.Fair.Unjoin, "cw.1", "cw.1", 1, 0, n)
+			return r.runAttempt(script.Fair.Unjoin.Script, "cw.1", "cw.1", 1, 0, n)
 		}
 		r.acquire("hA", "", 1)
 		first := enqueue(1)

@@ -33,12 +33,12 @@ func newForceRig(t *testing.T, rdb *redis.Client) *forceRig {
 
 func (r *forceRig) key(suffix string) string { return r.base + suffix }
 
-func (r *forceRig) run(s *backend.Script, keys []string, args ...any) *backend.Call {
+// exec runs c and returns it.
+func (r *forceRig) exec(c *backend.Call) *backend.Call {
 	r.t.Helper()
-	c := &backend.Call{Script: s, Keys: keys, Args: args}
 	r.b.Exec(r.ctx, c)
 	if c.Err != nil {
-		r.t.Fatalf("%s: %v", s.Name(), c.Err)
+		r.t.Fatalf("%s: %v", c.Script.Name(), c.Err)
 	}
 	return c
 }
@@ -60,13 +60,14 @@ func (r *forceRig) listen(channel string) func() bool {
 	}
 }
 
-// force runs the force script s twice, checks the second run and the fence
-// counter, and returns the first reply.
-func (r *forceRig) force(s *backend.Script, keys []string, args ...any) *backend.Call {
+// forceCall runs the force call c twice, checks the second run and the
+// fence counter, and returns the first call.
+func (r *forceRig) forceCall(c *backend.Call) *backend.Call {
 	r.t.Helper()
+	s, keys := c.Script, c.Keys
 	fence := r.rdb.Get(r.ctx, r.key("fence")).Val()
-	c := r.run(s, keys, args...)
-	if again := r.run(s, keys, args...); again.Reply.Status() != backend.StatusGone {
+	r.exec(c)
+	if again := r.exec(&backend.Call{Script: s, Keys: keys, Args: c.Args}); again.Reply.Status() != backend.StatusGone {
 		r.t.Errorf("%s run twice: second reply %v; want [-1], nothing held", s.Name(), again.Reply)
 	}
 	if after := r.rdb.Get(r.ctx, r.key("fence")).Val(); after != fence {
@@ -77,8 +78,8 @@ func (r *forceRig) force(s *backend.Script, keys []string, args ...any) *backend
 		// waiting processes in the hash of a mutex, a reentrant lock or an
 		// rwmutex's writer, but not the hold.
 		switch {
-		case s == script.Semaphore.Force || r.rdb.Exists(r.ctx, k).Val() == 0:
-		case s == script.MutexForce || s == script.RWMutexForce || s == script.ReentrantForce:
+		case s == script.Semaphore.Force.Script || r.rdb.Exists(r.ctx, k).Val() == 0:
+		case s == script.MutexForce.Script || s == script.RWMutexForce.Script || s == script.ReentrantForce.Script:
 			if f := r.rdb.HGet(r.ctx, k, "f").Val(); f != "" {
 				r.t.Errorf("%s left the hold of token %s in %s", s.Name(), f, k)
 			}
@@ -90,7 +91,7 @@ func (r *forceRig) force(s *backend.Script, keys []string, args ...any) *backend
 }
 
 func TestForceScripts(t *testing.T) {
-	for _, s := range []*backend.Script{script.MutexForce, script.ReentrantForce, script.RWMutexForce, script.Fair.Force, script.Semaphore.Force} {
+	for _, s := range []*backend.Script{script.MutexForce.Script, script.ReentrantForce.Script, script.RWMutexForce.Script, script.Fair.Force.Script, script.Semaphore.Force.Script} {
 		if s.Kind() != backend.Release {
 			t.Errorf("%s is not a Release script", s.Name())
 		}
@@ -99,50 +100,64 @@ func TestForceScripts(t *testing.T) {
 		t.Run("mutex", func(t *testing.T) {
 			r := newForceRig(t, rdb)
 			keys, wake := []string{r.key("lock"), r.key("fence")}, r.key("wake")
-			if c := r.run(script.MutexForce, keys[:1], wake); c.Reply.Status() != backend.StatusGone {
+			if c := r.exec(script.MutexForce.Call(keys[:1], script.ForceArgs{Wake: wake})); c.Reply.Status() != backend.StatusGone {
 				t.Errorf("force on a free lock = %v; want [-1]", c.Reply)
 			}
-			tok := wantOK(t, "acquire", r.run(script.MutexAcquire, keys, "A", wake, 10000, fenceMargin, "host/7", 1, 1, "host/7#1", "0", 3000, 0, 1).Reply)
+			tok := wantOK(t, "acquire", r.exec(script.MutexAcquire.Call(keys, script.MutexAcquireArgs{
+				Owner: "A", TTL: 10000, FenceMargin: fenceMargin, Attempt: 1, Block: 1, Cohort: "host/7#1", Waits: false, Stale: 3000, Clock: 0, Call: 1,
+			})).Reply)
 			// B's process waits in line: the force wakes it, on its own
 			// channel (see lock_lib.lua).
-			if rep := r.run(script.MutexAcquire, keys, "B", wake, 10000, fenceMargin, "host/8", 1, 1, "host/8#2", "1", 3000, 0, 1).Reply; rep.Status() != backend.StatusContended {
+			if rep := r.exec(script.MutexAcquire.Call(keys, script.MutexAcquireArgs{
+				Owner: "B", TTL: 10000, FenceMargin: fenceMargin, Attempt: 1, Block: 1, Cohort: "host/8#2", Waits: true, Stale: 3000, Clock: 0, Call: 1,
+			})).Reply; rep.Status() != backend.StatusContended {
 				t.Fatalf("waiting attempt on a held lock = %v; want contended", rep)
 			}
 			woken := r.listen(wake + ":host/8#2")
-			c := r.force(script.MutexForce, keys[:1], wake)
+			c := r.forceCall(script.MutexForce.Call(keys[:1], script.ForceArgs{Wake: wake}))
 			if c.Reply.Status() != backend.StatusOK || c.Reply.At(1) != tok || string(c.Data) != "host/7" {
 				t.Errorf("force = %v %q; want [1 %d] and the holder host/7", c.Reply, c.Data, tok)
 			}
 			if !woken() {
 				t.Error("no wake-up after the force")
 			}
-			if rep := r.run(script.MutexRenew, keys[:1], "A", 10000).Reply; rep.Status() != backend.StatusGone {
+			if rep := r.exec(script.MutexRenew.Call(keys[:1], script.RenewArgs{Owner: "A", TTL: 10000})).Reply; rep.Status() != backend.StatusGone {
 				t.Errorf("holder's renewal after the force = %v; want [-1]", rep)
 			}
-			if next := wantOK(t, "acquire by another", r.run(script.MutexAcquire, keys, "B", wake, 10000, fenceMargin, "host/8", 2, 1, "host/8#2", "1", 3000, 0, 1).Reply); next <= tok {
+			if next := wantOK(t, "acquire by another", r.exec(script.MutexAcquire.Call(keys, script.MutexAcquireArgs{
+				Owner: "B", TTL: 10000, FenceMargin: fenceMargin, Attempt: 2, Block: 1, Cohort: "host/8#2", Waits: true, Stale: 3000, Clock: 0, Call: 1,
+			})).Reply); next <= tok {
 				t.Errorf("token after the force %d; want more than %d", next, tok)
 			}
 		})
 		t.Run("reentrant", func(t *testing.T) {
 			r := newForceRig(t, rdb)
 			keys, wake := []string{r.key("reentrant"), r.key("fence")}, r.key("wake")
-			tok := wantOK(t, "acquire", r.run(script.ReentrantAcquire, keys, "A", wake, 10000, fenceMargin, 1, 0, 1).Reply)
-			wantOK(t, "re-entry", r.run(script.ReentrantAcquire, keys, "A", wake, 10000, fenceMargin, 2, 1, 2).Reply)
+			tok := wantOK(t, "acquire", r.exec(script.ReentrantAcquire.Call(keys, script.ReentrantAcquireArgs{
+				Owner: "A", Wake: wake, TTL: 10000, FenceMargin: fenceMargin, Count: 1, Grant: 0, Attempt: 1,
+			})).Reply)
+			wantOK(t, "re-entry", r.exec(script.ReentrantAcquire.Call(keys, script.ReentrantAcquireArgs{
+				Owner: "A", Wake: wake, TTL: 10000, FenceMargin: fenceMargin, Count: 2, Grant: 1, Attempt: 2,
+			})).Reply)
 			// B's process waits in line: the force wakes it.
-			if rep := r.run(script.ReentrantAcquire, keys, "B", wake, 10000, fenceMargin, 1, 0, 1, "3000 1 host/8#2").Reply; rep.Status() != backend.StatusContended {
+			if rep := r.exec(script.ReentrantAcquire.Call(keys, script.ReentrantAcquireArgs{
+				Owner: "B", Wake: wake, TTL: 10000, FenceMargin: fenceMargin, Count: 1, Grant: 0, Attempt: 1, Cohort: "host/8#2", Stale: 3000, Call: 1,
+			})).Reply; rep.Status() != backend.StatusContended {
 				t.Fatalf("waiting attempt on a held lock = %v; want contended", rep)
 			}
 			woken := r.listen(wake + ":host/8#2")
-			if c := r.force(script.ReentrantForce, keys[:1], wake); c.Reply.Status() != backend.StatusOK || c.Reply.At(1) != tok {
+			if c := r.forceCall(script.ReentrantForce.Call(keys[:1], script.ForceArgs{Wake: wake})); c.Reply.Status() != backend.StatusOK || c.Reply.At(1) != tok {
 				t.Errorf("force = %v; want [1 %d]", c.Reply, tok)
 			}
 			if !woken() {
 				t.Error("no wake-up after the force")
 			}
-			if rep := r.run(script.ReentrantRenew, keys[:1], "A", 10000).Reply; rep.Status() != backend.StatusGone {
+			if rep := r.exec(script.ReentrantRenew.Call(keys[:1], script.RenewArgs{Owner: "A", TTL: 10000})).Reply; rep.Status() != backend.StatusGone {
 				t.Errorf("owner's renewal after the force = %v; want [-1]", rep)
 			}
-			if next := wantOK(t, "acquire by another", r.run(script.ReentrantAcquire, keys, "B", wake, 10000, fenceMargin, 1, 0, 1).Reply); next <= tok {
+			if next := wantOK(t, "acquire by another", r.exec(script.ReentrantAcquire.Call(keys, script.ReentrantAcquireArgs{
+				Owner: "B", Wake: wake, TTL: 10000, FenceMargin: fenceMargin, Count: 1, Grant: 0, Attempt: 1,
+			})).Reply); next <= tok {
 				t.Errorf("token after the force %d; want more than %d", next, tok)
 			}
 		})
@@ -155,14 +170,14 @@ func TestForceScripts(t *testing.T) {
 			wantContended(t, "rlock while written", rw.rlock("R1", true), 10000)
 			wantContended(t, "lock while written", rw.lock("W2", true), 10000)
 			writers, readers := r.listen(rw.line("W2")), r.listen(rw.rwake)
-			if c := r.force(script.RWMutexForce, keys, rw.wake, rw.rwake); c.Reply.Status() != backend.StatusOK || c.Reply.At(1) != tok || c.Reply.At(2) != 0 {
+			if c := r.forceCall(script.RWMutexForce.Call(keys, script.RWForceArgs{WWake: rw.wake, RWake: rw.rwake})); c.Reply.Status() != backend.StatusOK || c.Reply.At(1) != tok || c.Reply.At(2) != 0 {
 				t.Errorf("force of the write hold = %v; want [1 %d 0]", c.Reply, tok)
 			}
 			if !writers() || !readers() {
 				t.Error("writers or readers not woken by the force")
 			}
 			rw.unlock("W2") // the waiting writer gives up, letting readers in
-			if rep := rw.run(script.RWMutexRenew, keys[:1], "W", 10000); rep.Status() != backend.StatusGone {
+			if rep := rw.exec(script.RWMutexRenew.Call(keys[:1], script.RenewArgs{Owner: "W", TTL: 10000})); rep.Status() != backend.StatusGone {
 				t.Errorf("writer's renewal after the force = %v; want [-1]", rep)
 			}
 			r1 := wantOK(t, "rlock after the force", rw.rlock("R1", true))
@@ -170,10 +185,10 @@ func TestForceScripts(t *testing.T) {
 			if r1 <= tok {
 				t.Errorf("read token after the force %d; want more than %d", r1, tok)
 			}
-			if c := r.force(script.RWMutexForce, keys, rw.wake, rw.rwake); c.Reply.Status() != backend.StatusOK || c.Reply.At(1) != 0 || c.Reply.At(2) != 2 {
+			if c := r.forceCall(script.RWMutexForce.Call(keys, script.RWForceArgs{WWake: rw.wake, RWake: rw.rwake})); c.Reply.Status() != backend.StatusOK || c.Reply.At(1) != 0 || c.Reply.At(2) != 2 {
 				t.Errorf("force of two read holds = %v; want [1 0 2]", c.Reply)
 			}
-			if rep := rw.run(script.RWMutexRRenew, keys[1:2], "R1:1", 10000); rep.Status() != backend.StatusGone {
+			if rep := rw.exec(script.RWMutexRRenew.Call(keys[1:2], script.RenewArgs{Owner: "R1:1", TTL: 10000})); rep.Status() != backend.StatusGone {
 				t.Errorf("reader's renewal after the force = %v; want [-1]", rep)
 			}
 		})
@@ -185,7 +200,7 @@ func TestForceScripts(t *testing.T) {
 			tb := wantOK(t, "acquire B", f.acquire("B", "", 1))
 			wantOK(t, "join W", f.join("W", 2, 0))
 			woken := r.listen(f.wake + "W")
-			c := r.force(script.Semaphore.Force, f.keys, "", f.wake)
+			c := r.forceCall(script.Semaphore.Force.Call(f.keys, script.FIFOForceArgs{Prefix: f.wake}))
 			pairs := [][2]int64{{c.Reply.At(1), c.Reply.At(2)}, {c.Reply.At(3), c.Reply.At(4)}}
 			if c.Reply.Status() != backend.StatusOK || len(c.Reply) != 5 || !slices.Contains(pairs, [2]int64{2, ta}) || !slices.Contains(pairs, [2]int64{1, tb}) {
 				t.Errorf("force = %v; want [1] and the pairs (2 %d) and (1 %d)", c.Reply, ta, tb)
@@ -196,7 +211,7 @@ func TestForceScripts(t *testing.T) {
 			if waiting, out := f.stat(); waiting != 1 || out != 0 {
 				t.Errorf("after the force: %d waiting, %d permits out; want the waiter still in line and none out", waiting, out)
 			}
-			if rep := f.run(script.Semaphore.Renew, "A", "", 0, 0); rep.Status() != backend.StatusGone {
+			if rep := f.run(script.Semaphore.Renew.Script, "A", "", 0, 0); rep.Status() != backend.StatusGone {
 				t.Errorf("A's renewal after the force = %v; want [-1]", rep)
 			}
 			if tw := wantOK(t, "acquire by the waiter", f.acquire("W2", "W", 2)); tw <= max(ta, tb) {

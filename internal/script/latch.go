@@ -15,12 +15,25 @@ var (
 	latchResetSrc string
 )
 
+// LatchArgs is the arguments of latch_count_down.lua and latch_reset.lua.
+type LatchArgs struct {
+	Wake string `lua:"wake,stable"` // the wake channel
+	Size int64  `lua:"size,stable"` // the latch's count when new
+	TTL  int64  `lua:"ttl,stable"`  // ms the latch lives at least
+	ID   string `lua:"id"`          // the call's id: run again, the call changes nothing more
+}
+
+// LatchStateArgs is the arguments of latch_state.lua.
+type LatchStateArgs struct {
+	Size int64 `lua:"size,stable"` // the size the caller expects
+}
+
 // Scripts of package latch. Each takes one key, the latch hash, and replies
 // {StatusOK, count left} or {LatchMismatch, size of the existing latch}.
 var (
-	LatchCountDown = backend.NewScript("latch.count_down", backend.Write, latchCountDownSrc, nil)
-	LatchState     = backend.NewScript("latch.state", backend.Query, latchStateSrc, nil)
-	LatchReset     = backend.NewScript("latch.reset", backend.Write, latchResetSrc, nil)
+	LatchCountDown = define[LatchArgs]("latch.count_down", backend.Write, latchCountDownSrc, nil, nil)
+	LatchState     = define[LatchStateArgs]("latch.state", backend.Query, latchStateSrc, nil, nil)
+	LatchReset     = define[LatchArgs]("latch.reset", backend.Write, latchResetSrc, nil, nil)
 )
 
 // LatchMismatch is the status of a latch script that found the latch with

@@ -3,28 +3,28 @@
 --         z = id of the count-down that opened it, and <call id> =
 --         "<server ms> <c|o>" for each count-down call seen: c when it
 --         counted, o when it found the latch open}
--- ARGV[1] publish command, ARGV[2] wake channel, ARGV[3] size the caller
--- expects (decimal), ARGV[4] ttl ms, ARGV[5] call id (upper-case base32)
--- Creates the latch with ARGV[3] when it does not exist. A call id that was
+-- Arguments: LatchArgs (latch.go): the wake channel, the size the caller
+-- expects, the ttl in ms and the call id (upper-case base32).
+-- Creates the latch with that size when it does not exist. A call id that was
 -- seen already is not counted again (a retried call), also after a Reset:
 -- the calls seen stay, across Resets, for a TTL after they were seen, so
 -- that a count-down whose reply was lost and that is sent again after the
 -- coordinator's Reset is not counted in the new round. A latch at zero
 -- stays at zero. The count-down that reaches zero publishes 'open'. The
--- latch lives at least ARGV[4] ms from now.
+-- latch lives at least ttl ms from now.
 -- Returns {1, count left, 1 if this call id counted (in this run or an
 -- earlier one) else 0, 1 if it opened the latch else 0}, or {-2, size}
--- when the latch exists with another size than ARGV[3] (then nothing
+-- when the latch exists with another size (then nothing
 -- changes).
-local latch, pub, wake, size, ttl, id = KEYS[1], ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]), ARGV[5]
+local latch = KEYS[1]
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local n = redis.call('HGET', latch, 'n')
 local c
 if not n then
   redis.call('HSET', latch, 'n', size, 'c', size)
-  c = tonumber(size)
-elseif n ~= size then
+  c = size
+elseif tonumber(n) ~= size then
   return {-2, tonumber(n)}
 else
   c = tonumber(redis.call('HGET', latch, 'c'))
@@ -36,7 +36,7 @@ if not seen then
     seen = string.format('%.0f', now) .. ' c'
     if c == 0 then
       redis.call('HSET', latch, 'z', id)
-      redis.call(pub, wake, 'open')
+      redis.call(publish, wake, 'open')
     end
   else
     seen = string.format('%.0f', now) .. ' o'

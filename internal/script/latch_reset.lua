@@ -1,15 +1,15 @@
 -- latch_reset.lua: replace a latch by a new one of the given size.
 -- KEYS[1] latch hash (see latch_count_down.lua)
--- ARGV[1] publish command, ARGV[2] wake channel, ARGV[3] size (decimal),
--- ARGV[4] ttl ms, ARGV[5] reset id (upper-case base32)
+-- Arguments: LatchArgs (latch.go): the wake channel, the size, the ttl in
+-- ms and the reset id (upper-case base32).
 -- Discards the existing latch, whatever its size and count, and creates one
--- of ARGV[3] that lives ARGV[4] ms; a latch of size 0 is open and publishes
--- 'open'. The count-down calls seen within the last ARGV[4] ms stay (see
+-- of that size that lives ttl ms; a latch of size 0 is open and publishes
+-- 'open'. The count-down calls seen within the last ttl ms stay (see
 -- latch_count_down.lua): one of them sent again counts not in the new
 -- round. A reset id that was applied already and is still the latest reset
 -- changes nothing (a retried call).
 -- Returns {1, count left}.
-local latch, pub, wake, size, ttl, id = KEYS[1], ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]), ARGV[5]
+local latch = KEYS[1]
 if redis.call('HGET', latch, 'r') == id then
   return {1, tonumber(redis.call('HGET', latch, 'c'))}
 end
@@ -31,7 +31,7 @@ end
 redis.call('HDEL', latch, 'z')
 redis.call('HSET', latch, 'n', size, 'c', size, 'r', id)
 redis.call('PEXPIRE', latch, ttl)
-if size == '0' then
-  redis.call(pub, wake, 'open')
+if size == 0 then
+  redis.call(publish, wake, 'open')
 end
-return {1, tonumber(size)}
+return {1, size}

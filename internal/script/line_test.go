@@ -76,11 +76,10 @@ func newChannelLog(t *testing.T, rdb *redis.Client, wake string) *channelLog {
 func (f *lineFixture) acquire(owner, cohort string, waits bool, stale int64) int64 {
 	f.t.Helper()
 	f.attempt++
-	w := "0"
-	if waits {
-		w = "1"
-	}
-	r, err := backend.Run(f.ctx, f.b, script.MutexAcquire, f.keys, owner, f.wake, 10000, fenceMargin, "host/1", f.attempt, 1, cohort, w, stale, 0, f.callOf(owner))
+	r, err := script.MutexAcquire.Run(f.ctx, f.b, f.keys, script.MutexAcquireArgs{
+		Owner: owner, TTL: 10000, FenceMargin: fenceMargin, Attempt: int64(f.attempt), Block: 1,
+		Cohort: cohort, Waits: waits, Stale: stale, Clock: 0, Call: f.callOf(owner),
+	})
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -91,7 +90,7 @@ func (f *lineFixture) acquire(owner, cohort string, waits bool, stale int64) int
 // published on, relative to the wake channel ("" for the channel itself).
 func (f *lineFixture) release(owner string, yield int64) []string {
 	f.t.Helper()
-	if _, err := backend.Run(f.ctx, f.b, script.MutexRelease, f.keys, owner, f.wake, yield); err != nil {
+	if _, err := script.MutexRelease.Run(f.ctx, f.b, f.keys, script.MutexReleaseArgs{Owner: owner, Wake: f.wake, Yield: yield}); err != nil {
 		f.t.Fatal(err)
 	}
 	return f.published()
@@ -100,7 +99,10 @@ func (f *lineFixture) release(owner string, yield int64) []string {
 // undo undoes attempt n of owner.
 func (f *lineFixture) undo(owner, cohort string, n int) {
 	f.t.Helper()
-	if _, err := backend.Run(f.ctx, f.b, script.MutexUndo, f.keys, owner, f.wake, 10000, fenceMargin, "host/1", n, 1, cohort, "1", 3000, 0, f.callOf(owner)); err != nil {
+	if _, err := script.MutexUndo.Run(f.ctx, f.b, f.keys, script.MutexAcquireArgs{
+		Owner: owner, TTL: 10000, FenceMargin: fenceMargin, Attempt: int64(n), Block: 1,
+		Cohort: cohort, Waits: true, Stale: 3000, Clock: 0, Call: f.callOf(owner),
+	}); err != nil {
 		f.t.Fatal(err)
 	}
 }
@@ -260,7 +262,7 @@ func TestMutexLeave(t *testing.T) {
 		f := newLineFixture(t, rdb)
 		leave := func(cohort string) []string {
 			t.Helper()
-			if _, err := backend.Run(f.ctx, f.b, script.MutexLeave, f.keys[:1], cohort, f.wake, f.callOf("w"+cohort), 3000); err != nil {
+			if _, err := script.MutexLeave.Run(f.ctx, f.b, f.keys[:1], script.LeaveArgs{Cohort: cohort, Wake: f.wake, Call: f.callOf("w" + cohort), Stale: 3000}); err != nil {
 				t.Fatal(err)
 			}
 			return f.published()
@@ -310,7 +312,7 @@ func TestRWMutexLine(t *testing.T) {
 		wantOK(t, "lock X", r.lock("X", true))
 		// Y's writer gives up: it withdraws, and its process leaves the line.
 		wantOK(t, "withdraw Y", r.unlock("Y"))
-		if _, err := backend.Run(r.ctx, r.b, script.RWMutexLeave, r.keys[:1], "p-Y", r.wake, r.callOf("Y"), 3000); err != nil {
+		if _, err := script.RWMutexLeave.Run(r.ctx, r.b, r.keys[:1], script.LeaveArgs{Cohort: "p-Y", Wake: r.wake, Call: r.callOf("Y"), Stale: 3000}); err != nil {
 			t.Fatal(err)
 		}
 		wantOK(t, "unlock X", r.unlock("X"))
@@ -353,57 +355,63 @@ func TestReentrantLine(t *testing.T) {
 		keys := []string{base + "reentrant", base + "fence"}
 		wake := base + "wake"
 		l := newChannelLog(t, rdb, wake)
-		run := func(s *backend.Script, ks []string, args ...any) backend.Reply {
+		run := func(c *backend.Call) backend.Reply {
 			t.Helper()
-			r, err := backend.Run(ctx, b, s, ks, args...)
-			if err != nil {
-				t.Fatalf("%s: %v", s.Name(), err)
+			b.Exec(ctx, c)
+			if c.Err != nil {
+				t.Fatalf("%s: %v", c.Script.Name(), c.Err)
 			}
-			return r
+			return c.Reply
 		}
 		// first makes a first-hold attempt n of owner; a waiting one (Lock)
 		// carries the place of its process, "p-<owner>".
-		first := func(owner string, n int64, waits bool) []any {
-			args := []any{owner, wake, 10000, fenceMargin, 1, 0, n}
+		first := func(owner string, n int64, waits bool) script.ReentrantAcquireArgs {
+			a := script.ReentrantAcquireArgs{Owner: owner, Wake: wake, TTL: 10000, FenceMargin: fenceMargin, Count: 1, Grant: 0, Attempt: n}
 			if waits {
-				args = append(args, fmt.Sprintf("3000 %d p-%s", int64(owner[0]), owner))
+				a.Cohort, a.Stale, a.Call = "p-"+owner, 3000, int64(owner[0])
 			}
-			return args
+			return a
 		}
-		wantOK(t, "A's first hold", run(script.ReentrantAcquire, keys, first("A", 1, false)...))
-		wantOK(t, "A's re-entry", run(script.ReentrantAcquire, keys, "A", wake, 10000, fenceMargin, 2, 1, 2))
+		release := func(owner string, left, grant int64) backend.Reply {
+			t.Helper()
+			return run(script.ReentrantRelease.Call(keys, script.ReentrantReleaseArgs{Owner: owner, Wake: wake, Left: left, Grant: grant}))
+		}
+		wantOK(t, "A's first hold", run(script.ReentrantAcquire.Call(keys, first("A", 1, false))))
+		wantOK(t, "A's re-entry", run(script.ReentrantAcquire.Call(keys, script.ReentrantAcquireArgs{
+			Owner: "A", Wake: wake, TTL: 10000, FenceMargin: fenceMargin, Count: 2, Grant: 1, Attempt: 2,
+		})))
 		for _, w := range []string{"B", "C", "B"} { // B again: keeps its place
-			if r := run(script.ReentrantAcquire, keys, first(w, 1, true)...); r.Status() != backend.StatusContended {
+			if r := run(script.ReentrantAcquire.Call(keys, first(w, 1, true))); r.Status() != backend.StatusContended {
 				t.Fatalf("waiting attempt of %s = %v; want contended", w, r)
 			}
 		}
 		l.published()
-		wantOK(t, "A's partial release", run(script.ReentrantRelease, keys, "A", wake, 1, 1))
+		wantOK(t, "A's partial release", release("A", 1, 1))
 		if got := l.published(); len(got) != 0 {
 			t.Fatalf("a partial release published on %q; want nothing", got)
 		}
-		wantOK(t, "A's last release", run(script.ReentrantRelease, keys, "A", wake, 0, 1))
+		wantOK(t, "A's last release", release("A", 0, 1))
 		if got := l.published(); !slices.Equal(got, []string{"p-B"}) {
 			t.Fatalf("the end of A's hold published on %q; want only B's channel", got)
 		}
-		if r := run(script.ReentrantRenew, keys[:1], "A", 10000); r.Status() != backend.StatusGone {
+		if r := run(script.ReentrantRenew.Call(keys[:1], script.RenewArgs{Owner: "A", TTL: 10000})); r.Status() != backend.StatusGone {
 			t.Fatalf("A's renewal with only a line in the hash = %v; want [-1], nothing held", r)
 		}
-		if r := run(script.ReentrantRelease, keys, "A", wake, 1, 1); r.Status() != backend.StatusGone {
+		if r := release("A", 1, 1); r.Status() != backend.StatusGone {
 			t.Fatalf("A's release of a count with only a line in the hash = %v; want [-1]", r)
 		}
-		if r := run(script.ReentrantForce, keys[:1], wake); r.Status() != backend.StatusGone {
+		if r := run(script.ReentrantForce.Call(keys[:1], script.ForceArgs{Wake: wake})); r.Status() != backend.StatusGone {
 			t.Fatalf("force with only a line in the hash = %v; want [-1]", r)
 		}
-		wantOK(t, "B's first hold", run(script.ReentrantAcquire, keys, first("B", 2, true)...))
-		// B's grant undone (a quorum's undo carries the acquisition's ARGV,
-		// its place included): C is next.
-		wantOK(t, "undo of B's grant", run(script.ReentrantUndo, keys, first("B", 2, true)...))
+		wantOK(t, "B's first hold", run(script.ReentrantAcquire.Call(keys, first("B", 2, true))))
+		// B's grant undone (a quorum's undo carries the acquisition's
+		// arguments, its place included): C is next.
+		wantOK(t, "undo of B's grant", run(script.ReentrantUndo.Call(keys, first("B", 2, true))))
 		if got := l.published(); !slices.Equal(got, []string{"p-C"}) {
 			t.Fatalf("the undo of B's grant published on %q; want C's channel", got)
 		}
-		wantOK(t, "C's first hold", run(script.ReentrantAcquire, keys, first("C", 3, true)...))
-		wantOK(t, "C's release", run(script.ReentrantRelease, keys, "C", wake, 0, 3))
+		wantOK(t, "C's first hold", run(script.ReentrantAcquire.Call(keys, first("C", 3, true))))
+		wantOK(t, "C's release", release("C", 0, 3))
 		if got := l.published(); len(got) != 0 {
 			t.Fatalf("the end of a hold with nobody in line published on %q; want nothing", got)
 		}
@@ -422,7 +430,7 @@ func TestLineCalls(t *testing.T) {
 		f := newLineFixture(t, rdb)
 		leave := func(cohort, owner string) {
 			t.Helper()
-			if _, err := backend.Run(f.ctx, f.b, script.MutexLeave, f.keys[:1], cohort, f.wake, f.callOf(owner), 3000); err != nil {
+			if _, err := script.MutexLeave.Run(f.ctx, f.b, f.keys[:1], script.LeaveArgs{Cohort: cohort, Wake: f.wake, Call: f.callOf(owner), Stale: 3000}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -493,7 +501,7 @@ func TestGrantNeverShortens(t *testing.T) {
 			if s := f.acquire(owner, "X", waits, 3000); s != backend.StatusOK {
 				t.Fatalf("acquire: %d", s)
 			}
-			if _, err := backend.Run(f.ctx, f.b, script.MutexRenew, f.keys[:1], owner, 60000); err != nil {
+			if _, err := script.MutexRenew.Run(f.ctx, f.b, f.keys[:1], script.RenewArgs{Owner: owner, TTL: 60000}); err != nil {
 				t.Fatal(err)
 			}
 			if s := f.acquire(owner, "X", waits, 3000); s != backend.StatusOK {
@@ -506,7 +514,7 @@ func TestGrantNeverShortens(t *testing.T) {
 		}
 		r := newRW(t, rdb, 10000, 1000)
 		wantOK(t, "lock W", r.lock("W", false))
-		if _, err := backend.Run(r.ctx, r.b, script.RWMutexRenew, r.keys[:1], "W", 60000); err != nil {
+		if _, err := script.RWMutexRenew.Run(r.ctx, r.b, r.keys[:1], script.RenewArgs{Owner: "W", TTL: 60000}); err != nil {
 			t.Fatal(err)
 		}
 		wantOK(t, "lock W again", r.lock("W", false))

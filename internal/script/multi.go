@@ -15,10 +15,23 @@ var (
 	multiSettleSrc string
 )
 
+// MultiArgs is the arguments of a multi-lock's acquisition
+// (multi_acquire.lua), and of its release, its undo and its settle.
+type MultiArgs struct {
+	Owner       string   `lua:"owner"`
+	TTL         int64    `lua:"ttl,stable"` // ms
+	FenceMargin int64    `lua:"fence_margin,stable"`
+	Attempt     int64    `lua:"attempt"` // grows with each attempt of the owner
+	Cohort      string   `lua:"cohort,stable"`
+	Stale       int64    `lua:"stale,stable"` // ms a waiting caller's place outlives the attempt; 0: it does not wait
+	Call        int64    `lua:"call"`         // the acquisition call's number in its cohort
+	Wakes       []string `lua:"wakes"`        // the members' wake channels
+}
+
 // Scripts of package multi, for a set of mutexes whose keys share one slot.
 var (
-	MultiRelease = backend.NewScript("multi.release", backend.Release, release+withLockLib(multiReleaseSrc), nil)
-	MultiUndo    = backend.NewScript("multi.undo", backend.Release, undo+withLockLib(multiReleaseSrc), nil)
-	MultiSettle  = backend.NewScript("multi.settle", backend.Release, withLockLib(multiSettleSrc), nil)
-	MultiAcquire = backend.NewScript("multi.acquire", backend.Acquire, withLockLib(multiAcquireSrc), MultiUndo).SettledBy(MultiSettle)
+	MultiRelease = define[MultiArgs]("multi.release", backend.Release, multiReleaseSrc, nil, released)
+	MultiUndo    = define[MultiArgs]("multi.undo", backend.Release, multiReleaseSrc, nil, undone)
+	MultiSettle  = define[MultiArgs]("multi.settle", backend.Release, multiSettleSrc, nil, nil)
+	MultiAcquire = define("multi.acquire", backend.Acquire, multiAcquireSrc, &MultiUndo, nil).settledBy(MultiSettle)
 )

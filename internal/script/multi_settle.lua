@@ -1,15 +1,15 @@
 -- multi_settle.lua: on a quorum node that did not grant it, end what a
 -- multi-lock acquisition that a majority granted left there: the caller's
 -- place in the line of each member it waited for (see lock_lib.lua), which
--- becomes a departure of its call. It takes the KEYS and ARGV of
--- multi_acquire.lua: ARGV[8] cohort, ARGV[9] stale ms (0: the caller did
--- not wait), ARGV[10] the call. Holds of the owner are left alone. Run
+-- becomes a departure of its call. It takes the KEYS and arguments of
+-- multi_acquire.lua (MultiArgs), of which it reads cohort, stale (0: the
+-- caller did not wait) and call. Holds of the owner are left alone. Run
 -- twice, it does the same.
 -- Returns {1}.
-local cohort, stale, call = ARGV[8] or '', tonumber(ARGV[9]) or 0, tonumber(ARGV[10]) or 0
 if stale <= 0 or cohort == '' or call == 0 then
   return {1}
 end
+--@use lock_lib
 for i = 1, #KEYS / 2 do
   local lock = KEYS[2 * i - 1]
   if lock_entry(lock, cohort) then

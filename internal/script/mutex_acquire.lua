@@ -1,20 +1,17 @@
 -- mutex_acquire.lua: take an exclusive hold (see lock_lib.lua for the lock
 -- hash).
 -- KEYS[1] lock hash, KEYS[2] fence counter
--- ARGV[1] publish command (unused), ARGV[2] owner token, ARGV[3] wake channel (unused),
--- ARGV[4] ttl ms, ARGV[5] fence counter margin ms (how long the counter
--- outlives the moment the clock passes it: see below), ARGV[6] holder description (unused: the cohort starts with it),
--- ARGV[7] attempt number (they grow with each attempt of an owner),
--- ARGV[8] how many fencing tokens to reserve for the hold (default 1): the
--- first is its own, the others are for the holders it is passed to inside
--- its process, ARGV[9] the caller's cohort (the goroutines of its process
--- that queue for the name on its backend), ARGV[10] '1' when the caller
--- waits for the lock (Lock), '0' when it does not (TryLock), ARGV[11] how
--- long, in ms, a waiting caller's place in line outlives this attempt
--- (default 3000): longer than the caller can go without trying again,
--- ARGV[12] the caller's clock in microseconds, on a quorum (0: none),
--- ARGV[13] the number of the caller's acquisition call in its cohort (see
--- lock_lib.lua).
+-- Arguments: MutexAcquireArgs (lock.go). fence_margin is how long the counter
+-- outlives the moment the clock passes it (see below); block is how many
+-- fencing tokens to reserve for the hold: the first is its own, the others
+-- are for the holders it is passed to inside its process; cohort is the
+-- caller's cohort (the goroutines of its process that queue for the name on
+-- its backend); waits says that the caller waits for the lock (Lock, not
+-- TryLock); stale is how long, in ms, a waiting caller's place in line
+-- outlives this attempt: longer than the caller can go without trying
+-- again; clock is the caller's clock in microseconds, on a quorum (0:
+-- none); call is the number of the caller's acquisition call in its cohort
+-- (see lock_lib.lua).
 -- A waiting caller that finds the lock taken takes a place in line for its
 -- cohort, or keeps the one it has, so that a release wakes the cohort first
 -- in line only; a release after another cohort waited leaves a yield
@@ -25,40 +22,37 @@
 -- An owner that holds the lock already (a retried attempt whose first reply
 -- was lost, or the same request run twice) gets its hold back with its
 -- token, an expiry at least that of a new grant (never shorter: the hold may
--- have been extended) and ARGV[7] as the attempt that granted it, so that
+-- have been extended) and attempt as the attempt that granted it, so that
 -- the undo of an earlier attempt leaves it alone. The recorded
 -- attempt never goes back: an earlier attempt that arrives late changes it
 -- not.
 -- Returns {1, fencing token, last token of the block} when held, {0, ms
 -- until the holder's hold (or the yield) expires} otherwise.
 local lock = KEYS[1]
-local block = tonumber(ARGV[8]) or 1
-local cohort = ARGV[9] or ''
 -- The token is the larger of the counter plus one and the server clock in
 -- microseconds, so that it still grows when the counter expired or went back
 -- with a failover that lost its last writes. On a quorum the caller's clock
 -- stands in for the server's: the nodes whose counters are behind it then
 -- issue the same token, and a majority that agrees needs no write-back of
 -- the largest (see backend.NewQuorum); the counters keep the tokens growing.
-local function clock()
-  local floor = tonumber(ARGV[12]) or 0
-  if floor > 0 then
-    return floor
+local function now_us()
+  if clock > 0 then
+    return clock
   end
   local t = redis.call('TIME')
   return t[1] * 1000000 + t[2]
 end
--- The counter matters only while it is ahead of the clock: it expires ARGV[5]
--- ms (a margin for clocks that go back) after the clock passes it, so that a
+-- The counter matters only while it is ahead of the clock: it expires
+-- fence_margin ms (a margin for clocks that go back) after the clock passes it, so that a
 -- name used once costs no memory for long.
 local function counter_ms(v, now)
-  return math.max(math.ceil((v - now) / 1000), 0) + tonumber(ARGV[5])
+  return math.max(math.ceil((v - now) / 1000), 0) + fence_margin
 end
 -- draw takes the token and the block after it from the fence counter: one
 -- call when the counter is behind the clock, as it is but for tokens drawn
 -- within one microsecond or a clock that went back.
 local function draw()
-  local now = clock()
+  local now = now_us()
   local last = now + block - 1
   local old = tonumber(redis.call('SET', KEYS[2], string.format('%.0f', last), 'PX', counter_ms(last, now), 'GET')) or 0
   if old < now then
@@ -71,26 +65,23 @@ end
 local state = redis.call('HMGET', lock, 'o', 'y', 'qn')
 if not state[1] and not state[2] and not state[3] then
   local token = draw()
-  redis.call('HSET', lock, 'o', ARGV[2], 'f', string.format('%.0f', token), 'a', ARGV[7], 'c', cohort)
-  redis.call('PEXPIRE', lock, ARGV[4])
+  redis.call('HSET', lock, 'o', owner, 'f', string.format('%.0f', token), 'a', attempt, 'c', cohort)
+  redis.call('PEXPIRE', lock, ttl)
   return {1, token, token + block - 1}
 end
---@lock_lib
-local waits = ARGV[10] == '1'
-local stale = tonumber(ARGV[11]) or 3000
-local call = tonumber(ARGV[13]) or 0
-local owner = state[1]
-if owner == ARGV[2] then
-  if (tonumber(redis.call('HGET', lock, 'a')) or 0) <= tonumber(ARGV[7]) then
-    redis.call('HSET', lock, 'a', ARGV[7])
+--@use lock_lib
+local holder = state[1]
+if holder == owner then
+  if (tonumber(redis.call('HGET', lock, 'a')) or 0) <= attempt then
+    redis.call('HSET', lock, 'a', attempt)
   end
-  if redis.call('PTTL', lock) < tonumber(ARGV[4]) then
-    redis.call('PEXPIRE', lock, ARGV[4])
+  if redis.call('PTTL', lock) < ttl then
+    redis.call('PEXPIRE', lock, ttl)
   end
   local f = tonumber(redis.call('HGET', lock, 'f'))
   return {1, f, f + block - 1}
 end
-if owner then
+if holder then
   if waits then
     lock_wait(lock, cohort, call, stale, true)
   end
@@ -107,5 +98,5 @@ if yields == cohort then
   return {0, left}
 end
 local token = draw()
-lock_grant(lock, ARGV[2], token, ARGV[7], cohort, call, stale, ARGV[4])
+lock_grant(lock, owner, token, attempt, cohort, call, stale, ttl)
 return {1, token, token + block - 1}

@@ -2,7 +2,7 @@
 -- first process in line (redisync unlock --force: the operator's way out of
 -- a stuck hold). See lock_lib.lua for the lock hash.
 -- KEYS[1] lock hash
--- ARGV[1] publish command, ARGV[2] wake channel
+-- Arguments: ForceArgs (lock.go): the wake channel.
 -- The fence counter is left alone, so that tokens keep growing. The
 -- holder's process is told on its own wake channel ('x'): where its
 -- goroutines wait for the lock (and so could be handed the hold), they
@@ -18,11 +18,11 @@ local state = redis.call('HMGET', KEYS[1], 'o', 'f', 'c')
 if not state[1] then
   return {-1}
 end
---@lock_lib
+--@use lock_lib
 local token = tonumber(state[2]) or 0
 local holder = string.match(state[3] or '', '^([^#]*)') or ''
-lock_release(KEYS[1], ARGV[1], ARGV[2], 0)
+lock_release(KEYS[1], publish, wake, 0)
 if state[3] then
-  redis.call(ARGV[1], ARGV[2] .. ':' .. state[3], 'x')
+  redis.call(publish, wake .. ':' .. state[3], 'x')
 end
 return {1, token, holder}

@@ -4,9 +4,9 @@
 -- the cohort was in line, wake the next cohort in line, which a release may
 -- have passed over for the one that left.
 -- KEYS[1] lock hash
--- ARGV[1] publish command, ARGV[2] the cohort, ARGV[3] wake channel,
--- ARGV[4] the call that gave up (its number in the cohort), ARGV[5] how
--- long, in ms, its departure stands (the stale time of its place in line)
+-- Arguments: LeaveArgs (lock.go): the cohort, the wake channel, the call that
+-- gave up (its number in the cohort), and stale, how long, in ms, its
+-- departure stands (the stale time of its place in line)
 -- The cohort's entry becomes a departure of that call, which refuses the
 -- call's attempts that arrive later still (a request delivered after its
 -- caller gave up); an entry of a later call of the cohort (another waiter
@@ -14,15 +14,15 @@
 -- Run twice, the second run finds the departure recorded and does the same
 -- again, waking nobody.
 -- Returns {1}.
-local lock, pub, cohort, wake = KEYS[1], ARGV[1], ARGV[2], ARGV[3]
-local call, stale = tonumber(ARGV[4]), tonumber(ARGV[5])
+--@use lock_lib
+local lock = KEYS[1]
 -- Every hold has its fencing token in field f: the mutex's, the rwmutex's
 -- write hold and the reentrant lock's.
 local held = redis.call('HEXISTS', lock, 'f') == 1
 if lock_depart(lock, cohort, call, stale, held) and not held then
   local line = lock_vacate(lock)
   if #line > 0 then
-    redis.call(pub, wake .. ':' .. line[1][1], 'u')
+    redis.call(publish, wake .. ':' .. line[1][1], 'u')
   end
 end
 return {1}

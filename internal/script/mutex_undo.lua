@@ -7,10 +7,11 @@
 -- waiting cohorts stays (see lock_lib.lua). There is no wake-up: nobody held
 -- the lock through this hold, so nobody waits for its end, and on a quorum a
 -- wake-up per undone minority would set every waiter racing again.
--- KEYS[1] lock hash, KEYS[2] fence counter (unused); ARGV[2] owner token,
--- ARGV[7] attempt id
+-- KEYS[1] lock hash, KEYS[2] fence counter (unused)
+-- Arguments: MutexAcquireArgs (lock.go), of which it reads owner and attempt.
 -- Returns {1}: nothing that attempt granted remains.
-if redis.call('HGET', KEYS[1], 'o') == ARGV[2] and redis.call('HGET', KEYS[1], 'a') == ARGV[7] then
+--@use lock_lib
+if redis.call('HGET', KEYS[1], 'o') == owner and tonumber(redis.call('HGET', KEYS[1], 'a')) == attempt then
   lock_vacate(KEYS[1])
 end
 return {1}

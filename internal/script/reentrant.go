@@ -21,20 +21,52 @@ var (
 	reentrantSettleSrc string
 )
 
+// ReentrantAcquireArgs is the arguments of a re-entrant acquisition
+// (reentrant_acquire.lua), and of its undo and its settle.
+type ReentrantAcquireArgs struct {
+	Owner       string `lua:"owner"`       // the ownership scope's token
+	Wake        string `lua:"wake,stable"` // for the undo, which may wake the line
+	TTL         int64  `lua:"ttl,stable"`  // ms
+	FenceMargin int64  `lua:"fence_margin,stable"`
+	Count       int64  `lua:"count"`   // the owner's hold count once this acquisition is done
+	Grant       int64  `lua:"grant"`   // for a re-entry: the attempt that granted the hold
+	Attempt     int64  `lua:"attempt"` // grows with each attempt of the owner
+	// Cohort, Stale and Call place a first hold that waits (Lock) in line;
+	// Cohort is empty for TryLock and re-entries.
+	Cohort string `lua:"cohort,stable"`
+	Stale  int64  `lua:"stale,stable"`
+	Call   int64  `lua:"call"`
+	// Unsure names, for the undo only, more attempts whose acquisition is
+	// given back (the cleanup after a Lock whose replies were lost).
+	Unsure []string `lua:"unsure"`
+}
+
+// ReentrantReleaseArgs is the arguments of reentrant_release.lua.
+type ReentrantReleaseArgs struct {
+	Owner string `lua:"owner"`
+	Wake  string `lua:"wake,stable"`
+	Left  int64  `lua:"left"`  // the owner's hold count after the release; 0 ends the hold
+	Grant int64  `lua:"grant"` // the attempt that granted the hold
+	// Cohort and Yield, for the last release: the releasing cohort is
+	// refused Yield ms when another waited (0: never).
+	Cohort string `lua:"cohort,stable"`
+	Yield  int64  `lua:"yield,stable"`
+}
+
 // Scripts of package reentrant. The acquisition and its undo take the same
-// KEYS and ARGV; the undo gives back one level of nesting, and only if that
-// acquisition took it.
+// KEYS and arguments; the undo gives back one level of nesting, and only if
+// that acquisition took it.
 var (
-	ReentrantUndo    = backend.NewScript("reentrant.undo", backend.Release, withLockLib(reentrantUndoSrc), nil)
-	ReentrantSettle  = backend.NewScript("reentrant.settle", backend.Release, withLockLib(reentrantSettleSrc), nil)
-	ReentrantAcquire = backend.NewScript("reentrant.acquire", backend.Acquire, withLockLib(reentrantAcquireSrc), ReentrantUndo).SettledBy(ReentrantSettle)
-	ReentrantRelease = backend.NewScript("reentrant.release", backend.Release, withLockLib(reentrantReleaseSrc), nil)
-	ReentrantRenew   = backend.NewScript("reentrant.renew", backend.Renew, reentrantRenewSrc, nil)
+	ReentrantUndo    = define[ReentrantAcquireArgs]("reentrant.undo", backend.Release, reentrantUndoSrc, nil, nil)
+	ReentrantSettle  = define[ReentrantAcquireArgs]("reentrant.settle", backend.Release, reentrantSettleSrc, nil, nil)
+	ReentrantAcquire = define("reentrant.acquire", backend.Acquire, reentrantAcquireSrc, &ReentrantUndo, nil).settledBy(ReentrantSettle)
+	ReentrantRelease = define[ReentrantReleaseArgs]("reentrant.release", backend.Release, reentrantReleaseSrc, nil, nil)
+	ReentrantRenew   = define[RenewArgs]("reentrant.renew", backend.Renew, reentrantRenewSrc, nil, nil)
 	// ReentrantLeave takes a cohort out of the line when its last waiting
 	// scope gave up: the mutex's script, as the line is the same. Its KEYS
 	// are the lock hash alone.
-	ReentrantLeave = backend.NewScript("reentrant.leave", backend.Release, withLockLib(mutexLeaveSrc), nil)
+	ReentrantLeave = define[LeaveArgs]("reentrant.leave", backend.Release, mutexLeaveSrc, nil, nil)
 	// ReentrantForce ends whatever hold the lock has, for redisync unlock
 	// --force.
-	ReentrantForce = backend.NewScript("reentrant.force", backend.Release, withLockLib(reentrantForceSrc), nil)
+	ReentrantForce = define[ForceArgs]("reentrant.force", backend.Release, reentrantForceSrc, nil, nil)
 )

@@ -4,15 +4,16 @@
 --         the count}, which also keeps the line of the processes whose
 --         scopes wait for a first hold (see lock_lib.lua)
 -- KEYS[2] fence counter
--- ARGV[1] publish command (unused), ARGV[2] owner token, ARGV[3] wake channel
--- (unused), ARGV[4] ttl ms, ARGV[5] fence counter margin ms (see mutex_acquire.lua), ARGV[6] the owner's
--- hold count once this acquisition is done, ARGV[7] for a re-entry (count >
--- 1) the attempt that granted the hold it enters, ARGV[8] attempt number,
--- ARGV[9] for a first hold that waits for the lock (Lock; absent for
--- TryLock and re-entries) "<ms> <call> <cohort>": how long its place in
--- line outlives this attempt, the number of its acquisition call in its
--- cohort, and the caller's cohort (the goroutines of its process that queue
--- for the name on its backend; see lock_lib.lua)
+-- Arguments: ReentrantAcquireArgs (reentrant.go): the owner token, the wake
+-- channel (for the undo), the ttl in ms, the fence counter's margin (see
+-- mutex_acquire.lua), count, the owner's hold count once this acquisition
+-- is done, grant, for a re-entry (count > 1) the attempt that granted the
+-- hold it enters, the attempt number, and for a first hold that waits for
+-- the lock (Lock; cohort is '' for TryLock and re-entries) the caller's
+-- cohort (the goroutines of its process that queue for the name on its
+-- backend; see lock_lib.lua), stale, how long its place in line outlives
+-- this attempt, and call, the number of its acquisition call in its cohort.
+-- unsure is for the undo only.
 -- A waiting caller that finds the lock taken takes a place in line for its
 -- cohort, or keeps the one it has, so that a release wakes the cohort first
 -- in line only (see reentrant_release.lua). A call that has been overtaken
@@ -29,7 +30,7 @@
 -- lost, or a hold whose release never arrived): it gets a new token and the
 -- expiry of at least a new grant's, so that the hold the owner now counts on is covered
 -- for its whole validity and its token is larger than any before it. A
--- re-entry adds to the hold granted by attempt ARGV[7] only (the attempt
+-- re-entry adds to the hold granted by attempt grant only (the attempt
 -- names the hold on every node of a quorum, where each node has a token of
 -- its own), and leaves its expiry alone: the watchdog (or Extend) owns it,
 -- and a fixed lease must end on the server when its holder thinks it does.
@@ -37,7 +38,8 @@
 -- the first hold), {0, ms until the holder's hold expires} when another owner
 -- holds it (or the attempt came late), {0, 0} for a re-entry of a hold that
 -- is gone.
-local owner, target, attempt = ARGV[2], tonumber(ARGV[6]), tonumber(ARGV[8])
+--@use lock_lib
+local target = count
 local mine = redis.call('HEXISTS', KEYS[1], owner) == 1
 local last = tonumber(redis.call('HGET', KEYS[1], 'a')) or 0
 if mine and last == attempt then
@@ -52,16 +54,17 @@ if mine and last > attempt then
   return {0, redis.call('PTTL', KEYS[1])}
 end
 if target ~= 1 then
-  if mine and redis.call('HGET', KEYS[1], 'g') == ARGV[7] then
-    redis.call('HSET', KEYS[1], owner, target, 'a', ARGV[8])
+  if mine and tonumber(redis.call('HGET', KEYS[1], 'g')) == grant then
+    redis.call('HSET', KEYS[1], owner, target, 'a', attempt)
     return {1, tonumber(redis.call('HGET', KEYS[1], 'f')), target}
   end
   -- The hold this re-entry would add to expired or was deleted: it must not
   -- be recreated behind the back of whoever got in meanwhile.
   return {0, 0}
 end
-local stale, call, cohort = string.match(ARGV[9] or '', '^(%d+) (%d+) (.*)$')
-stale, call = tonumber(stale), tonumber(call)
+if cohort == '' then
+  cohort = nil
+end
 if cohort and lock_stale(KEYS[1], cohort, call) then
   return {0, math.max(redis.call('PTTL', KEYS[1]), 1)}
 end
@@ -87,12 +90,12 @@ local t = redis.call('TIME')
 local nowus = t[1] * 1000000 + t[2]
 local token = math.max((tonumber(redis.call('GET', KEYS[2])) or 0) + 1, nowus)
 local s = string.format('%.0f', token)
--- The counter expires ARGV[5] ms after the clock passes it (see
+-- The counter expires fence_margin ms after the clock passes it (see
 -- mutex_acquire.lua).
-redis.call('SET', KEYS[2], s, 'PX', math.max(math.ceil((token - nowus) / 1000), 0) + tonumber(ARGV[5]))
+redis.call('SET', KEYS[2], s, 'PX', math.max(math.ceil((token - nowus) / 1000), 0) + fence_margin)
 redis.call('HDEL', KEYS[1], 'y')
-redis.call('HSET', KEYS[1], owner, 1, 'f', s, 'g', ARGV[8], 'a', ARGV[8])
-if not mine or redis.call('PTTL', KEYS[1]) < tonumber(ARGV[4]) then
-  redis.call('PEXPIRE', KEYS[1], ARGV[4])
+redis.call('HSET', KEYS[1], owner, 1, 'f', s, 'g', attempt, 'a', attempt)
+if not mine or redis.call('PTTL', KEYS[1]) < ttl then
+  redis.call('PEXPIRE', KEYS[1], ttl)
 end
 return {1, token, 1}

@@ -1,15 +1,14 @@
 -- reentrant_renew.lua: make a re-entrant hold last at least ttl from now.
 -- KEYS[1] lock hash
--- ARGV[1] publish command (unused), ARGV[2] owner token, ARGV[3] ttl ms
+-- Arguments: RenewArgs (lock.go): the owner token and the ttl in ms.
 -- Returns {1, ms left} when held, {-1} when nothing was held, {-2} when
 -- another owner holds the lock.
-if redis.call('HEXISTS', KEYS[1], ARGV[2]) == 0 then
+if redis.call('HEXISTS', KEYS[1], owner) == 0 then
   if redis.call('HEXISTS', KEYS[1], 'f') == 1 then
     return {-2}
   end
   return {-1}
 end
-local ttl = tonumber(ARGV[3])
 local left = redis.call('PTTL', KEYS[1])
 if left < ttl then
   redis.call('PEXPIRE', KEYS[1], ttl)

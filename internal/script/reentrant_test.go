@@ -3,6 +3,7 @@ package script_test
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"testing"
 	"time"
 
@@ -13,7 +14,7 @@ import (
 )
 
 func TestReentrantScripts(t *testing.T) {
-	if s := script.ReentrantAcquire; s.Kind() != backend.Acquire || s.Undo() != script.ReentrantUndo || s.Undo().Kind() != backend.Release {
+	if s := script.ReentrantAcquire; s.Kind() != backend.Acquire || s.Undo() != script.ReentrantUndo.Script || s.Undo().Kind() != backend.Release {
 		t.Fatal("reentrant.acquire must be an Acquire whose Undo is reentrant.undo, a Release")
 	}
 	servers(t, func(t *testing.T, rdb *redis.Client) {
@@ -23,33 +24,47 @@ func TestReentrantScripts(t *testing.T) {
 		base := fmt.Sprintf("redisync:{%s-%d}:", t.Name(), time.Now().UnixNano())
 		keys := []string{base + "reentrant", base + "fence"}
 		wake := base + "wake"
-		run := func(s *backend.Script, args ...any) backend.Reply {
+		run := func(c *backend.Call) backend.Reply {
 			t.Helper()
-			r, err := backend.Run(ctx, b, s, keys, args...)
-			if err != nil {
-				t.Fatalf("%s: %v", s.Name(), err)
+			b.Exec(ctx, c)
+			if c.Err != nil {
+				t.Fatalf("%s: %v", c.Script.Name(), c.Err)
 			}
-			return r
+			return c.Reply
+		}
+		// acquisition is attempt n of owner: a first hold (grant 0) or a
+		// re-entry of the hold that attempt grant granted.
+		acquisition := func(owner string, count int, grant, n int64) *backend.Call {
+			return script.ReentrantAcquire.Call(keys, script.ReentrantAcquireArgs{
+				Owner: owner, Wake: wake, TTL: 10000, FenceMargin: fenceMargin, Count: int64(count), Grant: grant, Attempt: n,
+			})
 		}
 		attempt := int64(0)
-		// acquire makes a new attempt: a first hold (grant 0) or a re-entry
-		// of the hold that attempt grant granted.
+		// acquire makes a new attempt.
 		acquire := func(owner string, count int, grant int64) backend.Reply {
 			t.Helper()
 			attempt++
-			return run(script.ReentrantAcquire, owner, wake, 10000, fenceMargin, count, grant, attempt)
+			return run(acquisition(owner, count, grant, attempt))
 		}
-		undo := func(owner string, count int, attempts ...int64) backend.Reply {
+		// undo gives back the acquisition of count by attempt n, or by one of
+		// the attempts unsure.
+		undo := func(owner string, count int, n int64, unsure ...int64) backend.Reply {
 			t.Helper()
-			args := []any{owner, wake, 10000, fenceMargin, count, 0}
-			for _, a := range attempts {
-				args = append(args, a)
+			var more []string
+			for _, a := range unsure {
+				more = append(more, strconv.FormatInt(a, 10))
 			}
-			return run(script.ReentrantUndo, args...)
+			return run(script.ReentrantUndo.Call(keys, script.ReentrantAcquireArgs{
+				Owner: owner, Wake: wake, TTL: 10000, FenceMargin: fenceMargin, Count: int64(count), Grant: 0, Attempt: n, Unsure: more,
+			}))
 		}
 		release := func(owner string, left int, grant int64) backend.Reply {
 			t.Helper()
-			return run(script.ReentrantRelease, owner, wake, left, grant)
+			return run(script.ReentrantRelease.Call(keys, script.ReentrantReleaseArgs{Owner: owner, Wake: wake, Left: int64(left), Grant: grant}))
+		}
+		renew := func(owner string, ttl int64) backend.Reply {
+			t.Helper()
+			return run(script.ReentrantRenew.Call(keys, script.RenewArgs{Owner: owner, TTL: ttl}))
 		}
 		count := func(owner string) int64 {
 			t.Helper()
@@ -86,13 +101,13 @@ func TestReentrantScripts(t *testing.T) {
 		reentry := attempt
 		// An earlier attempt delivered late changes nothing: not a first
 		// hold (which would reset the count and the grant), not a re-entry.
-		if r := run(script.ReentrantAcquire, "A", wake, 10000, fenceMargin, 1, 0, grant-1); r.Status() != backend.StatusContended || count("A") != 2 {
+		if r := run(acquisition("A", 1, 0, grant-1)); r.Status() != backend.StatusContended || count("A") != 2 {
 			t.Errorf("late first acquire of an earlier attempt = %v, count %d; want [0 ms], count 2", r, count("A"))
 		}
-		if r := run(script.ReentrantAcquire, "A", wake, 10000, fenceMargin, 3, grant, grant-1); r.Status() != backend.StatusContended || count("A") != 2 {
+		if r := run(acquisition("A", 3, grant, grant-1)); r.Status() != backend.StatusContended || count("A") != 2 {
 			t.Errorf("late re-entry of an earlier attempt = %v, count %d; want [0 0], count 2", r, count("A"))
 		}
-		if r := run(script.ReentrantAcquire, "A", wake, 10000, fenceMargin, 2, grant, reentry); r.Status() != backend.StatusOK || r.At(2) != 2 || count("A") != 2 {
+		if r := run(acquisition("A", 2, grant, reentry)); r.Status() != backend.StatusOK || r.At(2) != 2 || count("A") != 2 {
 			t.Errorf("the re-entry run again = %v, count %d; want [1 token 2], count 2", r, count("A"))
 		}
 		if r := acquire("A", 3, grant-1); r.Status() != backend.StatusContended || count("A") != 2 {
@@ -128,10 +143,10 @@ func TestReentrantScripts(t *testing.T) {
 		if r := release("A", 1, grant-1); r.Status() != backend.StatusGone || count("A") != 1 {
 			t.Errorf("partial release of an earlier hold = %v, count %d; want [-1] (gone), count 1", r, count("A"))
 		}
-		if r := run(script.ReentrantRenew, "B", 20000); r.Status() != backend.StatusTaken {
+		if r := renew("B", 20000); r.Status() != backend.StatusTaken {
 			t.Errorf("renew by another owner = %v; want [-2]", r)
 		}
-		if r := run(script.ReentrantRenew, "A", 20000); r.Status() != backend.StatusOK || r.At(1) != 20000 {
+		if r := renew("A", 20000); r.Status() != backend.StatusOK || r.At(1) != 20000 {
 			t.Errorf("renew = %v; want [1 20000]", r)
 		}
 		if r := release("B", 1, grant); r.Status() != backend.StatusTaken {
@@ -143,7 +158,7 @@ func TestReentrantScripts(t *testing.T) {
 		if r := release("A", 0, grant); r.Status() != backend.StatusOK {
 			t.Errorf("release run again = %v; want [1 0] (nothing remains, as it asks)", r)
 		}
-		if r := run(script.ReentrantRenew, "A", 1000); r.Status() != backend.StatusGone {
+		if r := renew("A", 1000); r.Status() != backend.StatusGone {
 			t.Errorf("renew after the end = %v; want [-1]", r)
 		}
 		// A re-entry never recreates a hold that is gone.

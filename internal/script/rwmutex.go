@@ -25,12 +25,67 @@ var (
 	rwmutexRSettleSrc string
 )
 
-// release and undo set the variable that rwmutex_unlock.lua and
-// rwmutex_runlock.lua read to tell a release from the undo of a grant.
-const (
-	release = "local release = true\n"
-	undo    = "local release = false\n"
+// The two values of the variant release of rwmutex_unlock.lua and
+// rwmutex_runlock.lua, which tells a release from the undo of a grant.
+var (
+	released = map[string]string{"release": "true"}
+	undone   = map[string]string{"release": "false"}
 )
+
+// RWLockArgs is the arguments of a write acquisition (rwmutex_lock.lua), and
+// of its undo and its settle.
+type RWLockArgs struct {
+	Owner       string `lua:"owner"`
+	WWake       string `lua:"wwake,stable"` // the writers' wake channel
+	RWake       string `lua:"rwake,stable"` // the readers' wake channel
+	TTL         int64  `lua:"ttl,stable"`   // ms
+	FenceMargin int64  `lua:"fence_margin,stable"`
+	Waits       bool   `lua:"waits"`        // Lock: registers as a waiting writer when blocked
+	Attempt     int64  `lua:"attempt"`      // grows with each attempt of the owner
+	Block       int64  `lua:"block,stable"` // fencing tokens to reserve, 1 or more
+	Cohort      string `lua:"cohort,stable"`
+	Stale       int64  `lua:"stale,stable"` // ms a waiting writer's place outlives the attempt
+	Call        int64  `lua:"call"`         // the acquisition call's number in its cohort
+}
+
+// RWUnlockArgs is the arguments of the release of a write hold
+// (rwmutex_unlock.lua).
+type RWUnlockArgs struct {
+	Owner string `lua:"owner"`
+	WWake string `lua:"wwake,stable"`
+	RWake string `lua:"rwake,stable"`
+	Turn  int64  `lua:"turn,stable"` // ms the readers that waited keep writers out
+	Used  int64  `lua:"used"`        // the last token the hold's holders used; 0: unknown
+	Last  int64  `lua:"last"`        // the last token of the block the grant reserved
+}
+
+// RWRLockArgs is the arguments of a read acquisition (rwmutex_rlock.lua), and
+// of its undo and its settle.
+type RWRLockArgs struct {
+	Owner       string   `lua:"owner"`        // one RLock call
+	WWake       string   `lua:"wwake,stable"` // for the undo, which may wake the writers
+	TTL         int64    `lua:"ttl,stable"`
+	FenceMargin int64    `lua:"fence_margin,stable"`
+	Waits       bool     `lua:"waits"` // RLock: registers as a waiting reader when blocked
+	Attempt     int64    `lua:"attempt"`
+	Earlier     []string `lua:"earlier"` // earlier attempts of the owner whose replies were lost
+}
+
+// RWRUnlockArgs is the arguments of the release of read holds
+// (rwmutex_runlock.lua).
+type RWRUnlockArgs struct {
+	Owner    string   `lua:"owner"`
+	WWake    string   `lua:"wwake,stable"`
+	Refuse   int64    `lua:"refuse,stable"` // ms a departure stands
+	Depart   bool     `lua:"depart"`        // refuse the owner's attempts that arrive later
+	Attempts []string `lua:"attempts"`      // the attempts whose holds end
+}
+
+// RWForceArgs is the arguments of rwmutex_force.lua.
+type RWForceArgs struct {
+	WWake string `lua:"wwake,stable"`
+	RWake string `lua:"rwake,stable"`
+}
 
 // Scripts of package rwmutex. All but the renewals take the same six KEYS:
 // writer hash, readers, waiting writers, waiting readers, readers' turn and
@@ -41,24 +96,24 @@ const (
 // quorum runs when a majority was not reached, gives back the hold only, so
 // that a waiting writer keeps new readers out while it retries.
 var (
-	RWMutexUnlock   = backend.NewScript("rwmutex.unlock", backend.Release, release+withLockLib(rwmutexUnlockSrc), nil)
-	RWMutexLockUndo = backend.NewScript("rwmutex.lock_undo", backend.Release, undo+withLockLib(rwmutexUnlockSrc), nil)
-	RWMutexSettle   = backend.NewScript("rwmutex.settle", backend.Release, withLockLib(rwmutexSettleSrc), nil)
-	RWMutexLock     = backend.NewBlockScript("rwmutex.lock", withLockLib(rwmutexLockSrc), RWMutexLockUndo).SettledBy(RWMutexSettle)
+	RWMutexUnlock   = define[RWUnlockArgs]("rwmutex.unlock", backend.Release, rwmutexUnlockSrc, nil, released)
+	RWMutexLockUndo = define[RWLockArgs]("rwmutex.lock_undo", backend.Release, rwmutexUnlockSrc, nil, undone)
+	RWMutexSettle   = define[RWLockArgs]("rwmutex.settle", backend.Release, rwmutexSettleSrc, nil, nil)
+	RWMutexLock     = defineBlock("rwmutex.lock", rwmutexLockSrc, RWMutexLockUndo).settledBy(RWMutexSettle)
 	// RWMutexLeave takes a cohort out of the writers' line when its last
 	// waiting writer gave up: the writer hash keeps its line as a mutex's
 	// lock hash does, so the mutex's script serves it. Its KEYS are the
 	// writer hash alone.
-	RWMutexLeave = backend.NewScript("rwmutex.leave", backend.Release, withLockLib(mutexLeaveSrc), nil)
+	RWMutexLeave = define[LeaveArgs]("rwmutex.leave", backend.Release, mutexLeaveSrc, nil, nil)
 	// RWMutexRenew renews the write hold: the writer hash has the layout of
 	// a mutex's lock hash, so the mutex's renewal serves it.
-	RWMutexRenew     = backend.NewScript("rwmutex.renew", backend.Renew, mutexRenewSrc, nil)
-	RWMutexRUnlock   = backend.NewScript("rwmutex.runlock", backend.Release, release+withLockLib(rwmutexRUnlockSrc), nil)
-	RWMutexRLockUndo = backend.NewScript("rwmutex.rlock_undo", backend.Release, undo+withLockLib(rwmutexRUnlockSrc), nil)
-	RWMutexRSettle   = backend.NewScript("rwmutex.rsettle", backend.Release, rwmutexRSettleSrc, nil)
-	RWMutexRLock     = backend.NewScript("rwmutex.rlock", backend.Acquire, rwmutexRLockSrc, RWMutexRLockUndo).SettledBy(RWMutexRSettle)
-	RWMutexRRenew    = backend.NewScript("rwmutex.rrenew", backend.Renew, rwmutexRRenewSrc, nil)
+	RWMutexRenew     = define[RenewArgs]("rwmutex.renew", backend.Renew, mutexRenewSrc, nil, nil)
+	RWMutexRUnlock   = define[RWRUnlockArgs]("rwmutex.runlock", backend.Release, rwmutexRUnlockSrc, nil, released)
+	RWMutexRLockUndo = define[RWRLockArgs]("rwmutex.rlock_undo", backend.Release, rwmutexRUnlockSrc, nil, undone)
+	RWMutexRSettle   = define[RWRLockArgs]("rwmutex.rsettle", backend.Release, rwmutexRSettleSrc, nil, nil)
+	RWMutexRLock     = define("rwmutex.rlock", backend.Acquire, rwmutexRLockSrc, &RWMutexRLockUndo, nil).settledBy(RWMutexRSettle)
+	RWMutexRRenew    = define[RenewArgs]("rwmutex.rrenew", backend.Renew, rwmutexRRenewSrc, nil, nil)
 	// RWMutexForce ends the write hold and every read hold, for redisync
 	// unlock --force. Its KEYS are the writer hash and the readers.
-	RWMutexForce = backend.NewScript("rwmutex.force", backend.Release, withLockLib(rwmutexForceSrc), nil)
+	RWMutexForce = define[RWForceArgs]("rwmutex.force", backend.Release, rwmutexForceSrc, nil, nil)
 )

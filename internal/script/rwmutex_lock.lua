@@ -7,18 +7,17 @@
 -- KEYS[4] waiting readers: sorted set of owner tokens scored by expiry
 -- KEYS[5] readers' turn: sorted set of reader owner tokens scored by expiry
 -- KEYS[6] fence counter
--- ARGV[1] publish command, ARGV[2] owner token, ARGV[3] writers' wake channel
--- (unused), ARGV[4] readers' wake channel, ARGV[5] turn ms (unused), ARGV[6]
--- ttl ms, ARGV[7] fence counter margin ms (see mutex_acquire.lua), ARGV[8] '1' to register as a waiting
--- writer when blocked (Lock), '0' not to (TryLock), ARGV[9] attempt number
--- (they grow with each attempt of an owner), ARGV[10] how many fencing
--- tokens to reserve for the hold (default 1): the first is its own, the
--- others are for the writers of its process it is passed to, ARGV[11] the
--- caller's cohort (the goroutines of its process that queue for the name on
--- its backend), ARGV[12] how long, in ms, a waiting writer's place in line
--- outlives this attempt (default 3000), ARGV[13] the number of the
--- caller's acquisition call in its cohort (see lock_lib.lua)
--- A blocked writer that waits (ARGV[8] '1') also takes a place in the
+-- Arguments: RWLockArgs (rwmutex.go): the owner token, the writers' and
+-- readers' wake channels (wwake, rwake), the ttl in ms, the fence counter's
+-- margin (see mutex_acquire.lua), waits ('Lock': register as a waiting
+-- writer when blocked; not for TryLock), the attempt number (they grow with
+-- each attempt of an owner), block, how many fencing tokens to reserve for
+-- the hold (the first is its own, the others are for the writers of its
+-- process it is passed to), the caller's cohort (the goroutines of its
+-- process that queue for the name on its backend), stale, how long, in ms,
+-- a waiting writer's place in line outlives this attempt, and call, the
+-- number of the caller's acquisition call in its cohort (see lock_lib.lua).
+-- A blocked writer that waits also takes a place in the
 -- writers' line for its cohort, or keeps the one it has, so that a release,
 -- or the last reader out, wakes the writers of the cohort first in line
 -- only (see rwmutex_unlock.lua).
@@ -28,23 +27,18 @@
 -- An owner that holds the lock already (a retried attempt, or the same
 -- request run twice) gets its hold back with an expiry at least that of a
 -- new grant (never shorter: the hold may have been extended) and
--- ARGV[9] as the attempt that granted it (unless a later attempt is
+-- attempt as the attempt that granted it (unless a later attempt is
 -- recorded already: an earlier one that arrives late changes nothing).
 -- Returns {1, fencing token, last token of the block} when held, {0, ms
 -- until a retry may succeed} otherwise.
+--@use lock_lib
 local t = redis.call('TIME')
-local block = tonumber(ARGV[10]) or 1
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
-local owner = ARGV[2]
-local ttl = tonumber(ARGV[6])
-local cohort = ARGV[11] or ''
-local stale = tonumber(ARGV[12]) or 3000
-local call = tonumber(ARGV[13]) or 0
 
 local holder = redis.call('HGET', KEYS[1], 'o')
 if holder == owner then
-  if (tonumber(redis.call('HGET', KEYS[1], 'a')) or 0) <= tonumber(ARGV[9]) then
-    redis.call('HSET', KEYS[1], 'a', ARGV[9])
+  if (tonumber(redis.call('HGET', KEYS[1], 'a')) or 0) <= attempt then
+    redis.call('HSET', KEYS[1], 'a', attempt)
   end
   if redis.call('PTTL', KEYS[1]) < ttl then
     redis.call('PEXPIRE', KEYS[1], ttl)
@@ -63,14 +57,14 @@ end
 -- most one TTL. notify tells the holders of shared read holds that a writer
 -- waits, so that they stop admitting new local readers.
 local function blocked(ms, notify)
-  if ARGV[8] == '1' then
+  if waits then
     redis.call('ZADD', KEYS[3], now + ttl, owner)
     if redis.call('PTTL', KEYS[3]) < ttl then
       redis.call('PEXPIRE', KEYS[3], ttl)
     end
     lock_wait(KEYS[1], cohort, call, stale, holder ~= false)
     if notify then
-      redis.call(ARGV[1], ARGV[4], 'i')
+      redis.call(publish, rwake, 'i')
     end
   end
   local cap = math.max(math.floor(ttl / 3), 1)
@@ -99,14 +93,14 @@ end
 -- microseconds, as for every other primitive.
 local token = math.max((tonumber(redis.call('GET', KEYS[6])) or 0) + 1, t[1] * 1000000 + t[2])
 local s = string.format('%.0f', token)
--- The counter expires ARGV[7] ms after the clock passes it (see
+-- The counter expires fence_margin ms after the clock passes it (see
 -- mutex_acquire.lua).
 local nowus = t[1] * 1000000 + t[2]
-redis.call('SET', KEYS[6], string.format('%.0f', token + block - 1), 'PX', math.max(math.ceil((token + block - 1 - nowus) / 1000), 0) + tonumber(ARGV[7]))
+redis.call('SET', KEYS[6], string.format('%.0f', token + block - 1), 'PX', math.max(math.ceil((token + block - 1 - nowus) / 1000), 0) + fence_margin)
 if lock_entry(KEYS[1], cohort) then
   lock_depart(KEYS[1], cohort, call, stale, true)
 end
-redis.call('HSET', KEYS[1], 'o', owner, 'f', s, 'a', ARGV[9], 'c', cohort)
+redis.call('HSET', KEYS[1], 'o', owner, 'f', s, 'a', attempt, 'c', cohort)
 redis.call('PEXPIRE', KEYS[1], ttl)
 redis.call('ZREM', KEYS[3], owner)
 return {1, token, token + block - 1}

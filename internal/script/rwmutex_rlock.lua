@@ -1,11 +1,10 @@
 -- rwmutex_rlock.lua: take a read hold of a readers/writer lock.
 -- KEYS as rwmutex_lock.lua
--- ARGV[1] publish command (unused), ARGV[2] owner token, ARGV[3] readers' wake
--- channel (unused), ARGV[4] writers' wake channel (unused), ARGV[5] ttl ms,
--- ARGV[6] fence counter margin ms (see mutex_acquire.lua), ARGV[7] '1' to register as a waiting reader
--- when blocked (RLock), '0' not to (TryRLock), ARGV[8] attempt number,
--- ARGV[9...] the earlier attempts of the owner whose outcome is unknown
--- (their replies were lost)
+-- Arguments: RWRLockArgs (rwmutex.go): the owner token, wwake (for the undo),
+-- the ttl in ms, the fence counter's margin (see mutex_acquire.lua), waits
+-- (RLock: register as a waiting reader when blocked; not for TryRLock), the
+-- attempt number, and earlier, the earlier attempts of the owner whose
+-- outcome is unknown (their replies were lost)
 -- The owner (one RLock call) waits, and gets its turn, under its own name;
 -- each attempt holds under its own member, '<owner>:<attempt>', so that the
 -- undo or cleanup of one attempt, however late it comes, never ends the hold
@@ -20,16 +19,14 @@
 -- otherwise.
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
-local owner = ARGV[2]
-local member = owner .. ':' .. ARGV[8]
-local ttl = tonumber(ARGV[5])
+local member = owner .. ':' .. attempt
 
 local function token()
   local nowus = t[1] * 1000000 + t[2]
   local tk = math.max((tonumber(redis.call('GET', KEYS[6])) or 0) + 1, nowus)
-  -- The counter expires ARGV[6] ms after the clock passes it (see
+  -- The counter expires fence_margin ms after the clock passes it (see
   -- mutex_acquire.lua).
-  redis.call('SET', KEYS[6], string.format('%.0f', tk), 'PX', math.max(math.ceil((tk - nowus) / 1000), 0) + tonumber(ARGV[6]))
+  redis.call('SET', KEYS[6], string.format('%.0f', tk), 'PX', math.max(math.ceil((tk - nowus) / 1000), 0) + fence_margin)
   return tk
 end
 
@@ -53,11 +50,11 @@ if mine and mine > now then
   hold(math.max(mine, now + ttl))
   return {1, token()}
 end
-for i = 9, #ARGV do
-  local earlier = owner .. ':' .. ARGV[i]
-  local score = tonumber(redis.call('ZSCORE', KEYS[2], earlier))
+for _, e in ipairs(earlier) do
+  local prior = owner .. ':' .. e
+  local score = tonumber(redis.call('ZSCORE', KEYS[2], prior))
   if score and score > now then
-    redis.call('ZREM', KEYS[2], earlier)
+    redis.call('ZREM', KEYS[2], prior)
     hold(math.max(score, now + ttl))
     redis.call('ZREM', KEYS[4], owner)
     return {1, token()}
@@ -67,7 +64,7 @@ end
 -- A blocked reader records that it waits, so that the writer's release gives
 -- it a turn before the next writer.
 local function blocked(ms)
-  if ARGV[7] == '1' then
+  if waits then
     redis.call('ZADD', KEYS[4], now + ttl, owner)
     if redis.call('PTTL', KEYS[4]) < ttl then
       redis.call('PEXPIRE', KEYS[4], ttl)

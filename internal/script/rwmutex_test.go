@@ -37,20 +37,33 @@ func newRW(t *testing.T, rdb *redis.Client, ttl, turn int64) *rw {
 	return r
 }
 
-func (r *rw) run(s *backend.Script, keys []string, args ...any) backend.Reply {
+// exec runs c and returns its reply.
+func (r *rw) exec(c *backend.Call) backend.Reply {
 	r.t.Helper()
-	rep, err := backend.Run(r.ctx, r.b, s, keys, args...)
-	if err != nil {
-		r.t.Fatalf("%s: %v", s.Name(), err)
+	r.b.Exec(r.ctx, c)
+	if c.Err != nil {
+		r.t.Fatalf("%s: %v", c.Script.Name(), c.Err)
 	}
-	return rep
+	return c.Reply
 }
 
 // lock makes owner's first write attempt, as the only writer of the
 // process (cohort) "p-<owner>".
 func (r *rw) lock(owner string, wait bool) backend.Reply {
 	r.t.Helper()
-	return r.run(script.RWMutexLock, r.keys, owner, r.wake, r.rwake, r.turnMs, r.ttl, fenceMargin, rwFlag(wait), 1, 1, "p-"+owner, 3000, r.callOf(owner))
+	return r.exec(script.RWMutexLock.Call(r.keys, script.RWLockArgs{
+		Owner: owner, WWake: r.wake, RWake: r.rwake, TTL: r.ttl, FenceMargin: fenceMargin,
+		Waits: wait, Attempt: 1, Block: 1, Cohort: "p-" + owner, Stale: 3000, Call: r.callOf(owner),
+	}))
+}
+
+// lockUndo is the undo of attempt n of a waiting writer (Lock) that names no
+// block, cohort or call.
+func (r *rw) lockUndo(owner string, n int64) backend.Reply {
+	r.t.Helper()
+	return r.exec(script.RWMutexLockUndo.Call(r.keys, script.RWLockArgs{
+		Owner: owner, WWake: r.wake, RWake: r.rwake, TTL: r.ttl, FenceMargin: fenceMargin, Waits: true, Attempt: n,
+	}))
 }
 
 // callOf returns owner's call number: each owner is one acquisition call
@@ -62,17 +75,34 @@ func (r *rw) line(owner string) string { return r.wake + ":p-" + owner }
 
 func (r *rw) unlock(owner string) backend.Reply {
 	r.t.Helper()
-	return r.run(script.RWMutexUnlock, r.keys, owner, r.wake, r.rwake, r.turnMs)
+	return r.exec(script.RWMutexUnlock.Call(r.keys, script.RWUnlockArgs{Owner: owner, WWake: r.wake, RWake: r.rwake, Turn: r.turnMs}))
 }
 
 func (r *rw) rlock(owner string, wait bool) backend.Reply {
 	r.t.Helper()
-	return r.run(script.RWMutexRLock, r.keys, owner, r.rwake, r.wake, r.ttl, fenceMargin, rwFlag(wait), 1)
+	return r.rlockAttempt(owner, wait, 1)
+}
+
+// rlockAttempt makes attempt n of owner's read acquisition, naming the
+// earlier attempts whose replies were lost.
+func (r *rw) rlockAttempt(owner string, wait bool, n int64, earlier ...string) backend.Reply {
+	r.t.Helper()
+	return r.exec(script.RWMutexRLock.Call(r.keys, r.rlockArgs(owner, wait, n, earlier...)))
+}
+
+// rlockUndo is the undo of rlockAttempt(owner, wait, n, earlier...).
+func (r *rw) rlockUndo(owner string, wait bool, n int64, earlier ...string) backend.Reply {
+	r.t.Helper()
+	return r.exec(script.RWMutexRLockUndo.Call(r.keys, r.rlockArgs(owner, wait, n, earlier...)))
+}
+
+func (r *rw) rlockArgs(owner string, wait bool, n int64, earlier ...string) script.RWRLockArgs {
+	return script.RWRLockArgs{Owner: owner, WWake: r.wake, TTL: r.ttl, FenceMargin: fenceMargin, Waits: wait, Attempt: n, Earlier: earlier}
 }
 
 func (r *rw) runlock(owner string) backend.Reply {
 	r.t.Helper()
-	return r.run(script.RWMutexRUnlock, r.keys, owner, r.rwake, r.wake, 0, 0, 0, 1)
+	return r.exec(script.RWMutexRUnlock.Call(r.keys, script.RWRUnlockArgs{Owner: owner, WWake: r.wake, Refuse: 0, Depart: false, Attempts: []string{"1"}}))
 }
 
 // members returns the members of the sorted set key i.
@@ -95,13 +125,6 @@ func (r *rw) expiring() {
 			r.t.Errorf("key %s has no TTL (%v)", k, ttl)
 		}
 	}
-}
-
-func rwFlag(on bool) int {
-	if on {
-		return 1
-	}
-	return 0
 }
 
 const (
@@ -128,10 +151,10 @@ func wantContended(t *testing.T, what string, r backend.Reply, ttl int64) {
 }
 
 func TestRWMutexScripts(t *testing.T) {
-	if script.RWMutexLock.Undo() != script.RWMutexLockUndo || script.RWMutexRLock.Undo() != script.RWMutexRLockUndo {
+	if script.RWMutexLock.Undo() != script.RWMutexLockUndo.Script || script.RWMutexRLock.Undo() != script.RWMutexRLockUndo.Script {
 		t.Fatal("the acquisitions' Undo scripts are not rwmutex.lock_undo and rwmutex.rlock_undo")
 	}
-	for _, s := range []*backend.Script{script.RWMutexLock, script.RWMutexRLock} {
+	for _, s := range []*backend.Script{script.RWMutexLock.Script, script.RWMutexRLock.Script} {
 		if s.Kind() != backend.Acquire || s.Undo().Kind() != backend.Release {
 			t.Errorf("%s: kind %v, undo kind %v; want Acquire and Release", s.Name(), s.Kind(), s.Undo().Kind())
 		}
@@ -145,7 +168,7 @@ func TestRWMutexScripts(t *testing.T) {
 		if again := wantOK(t, "retried rlock A", r.rlock("A", true)); again <= a {
 			t.Errorf("token of a retried rlock = %d; want > %d", again, a)
 		}
-		if rep := r.run(script.RWMutexRLockUndo, r.keys, "A", r.rwake, r.wake, r.ttl, fenceMargin, 1, 2); rep.Status() != backend.StatusOK || r.members(rwReaders) != "A:1" {
+		if rep := r.rlockUndo("A", true, 2); rep.Status() != backend.StatusOK || r.members(rwReaders) != "A:1" {
 			t.Errorf("undo of another attempt of A = %v, readers %q; want [1], A:1 left alone", rep, r.members(rwReaders))
 		}
 		b := wantOK(t, "rlock B", r.rlock("B", true))
@@ -174,10 +197,10 @@ func TestRWMutexScripts(t *testing.T) {
 		r.expiring()
 
 		// Renewals.
-		if rep := r.run(script.RWMutexRRenew, r.keys[rwReaders:rwReaders+1], "A:1", 20000); rep.Status() != backend.StatusOK || rep.At(1) != 20000 {
+		if rep := r.exec(script.RWMutexRRenew.Call(r.keys[rwReaders:rwReaders+1], script.RenewArgs{Owner: "A:1", TTL: 20000})); rep.Status() != backend.StatusOK || rep.At(1) != 20000 {
 			t.Errorf("rrenew A = %v; want [1 20000]", rep)
 		}
-		if rep := r.run(script.RWMutexRRenew, r.keys[rwReaders:rwReaders+1], "Z", 20000); rep.Status() != backend.StatusGone {
+		if rep := r.exec(script.RWMutexRRenew.Call(r.keys[rwReaders:rwReaders+1], script.RenewArgs{Owner: "Z", TTL: 20000})); rep.Status() != backend.StatusGone {
 			t.Errorf("rrenew of a reader that holds nothing = %v; want [-1]", rep)
 		}
 
@@ -198,7 +221,7 @@ func TestRWMutexScripts(t *testing.T) {
 		if got := r.members(rwWWait); got != "" {
 			t.Errorf("waiting writers after the grant = %q; want none", got)
 		}
-		if rep := r.run(script.RWMutexRenew, r.keys[:1], "W", 20000); rep.Status() != backend.StatusOK {
+		if rep := r.exec(script.RWMutexRenew.Call(r.keys[:1], script.RenewArgs{Owner: "W", TTL: 20000})); rep.Status() != backend.StatusOK {
 			t.Errorf("renew W = %v; want [1 ...]", rep)
 		}
 		if rep := r.runlock("W"); rep.Status() != backend.StatusOK || rdb.HGet(r.ctx, r.keys[rwWriter], "o").Val() != "W" {
@@ -240,7 +263,7 @@ func TestRWMutexScripts(t *testing.T) {
 		// lets readers in.
 		wantOK(t, "rlock E", r.rlock("E", true))
 		wantContended(t, "lock X", r.lock("X", true), ttl)
-		if rep := r.run(script.RWMutexLockUndo, r.keys, "X", r.wake, r.rwake, r.turnMs, r.ttl, fenceMargin, 1, 1); rep.Status() != backend.StatusOK || r.members(rwWWait) != "X" {
+		if rep := r.lockUndo("X", 1); rep.Status() != backend.StatusOK || r.members(rwWWait) != "X" {
 			t.Errorf("undo of a contended lock = %v, waiting writers %q; want [1], X still waiting", rep, r.members(rwWWait))
 		}
 		wantContended(t, "tryrlock F while X waits", r.rlock("F", false), ttl)
@@ -255,10 +278,10 @@ func TestRWMutexScripts(t *testing.T) {
 		// turn; a reader that gives up its turn lets the writers go.
 		wantOK(t, "lock Y", r.lock("Y", true))
 		wantContended(t, "rlock G under Y", r.rlock("G", true), ttl)
-		if rep := r.run(script.RWMutexLockUndo, r.keys, "Y", r.wake, r.rwake, r.turnMs, r.ttl, fenceMargin, 1, 2); rep.Status() != backend.StatusOK || rdb.HGet(r.ctx, r.keys[rwWriter], "o").Val() != "Y" {
+		if rep := r.lockUndo("Y", 2); rep.Status() != backend.StatusOK || rdb.HGet(r.ctx, r.keys[rwWriter], "o").Val() != "Y" {
 			t.Errorf("late undo of another attempt of Y = %v; want [1], Y's hold left alone", rep)
 		}
-		if rep := r.run(script.RWMutexLockUndo, r.keys, "Y", r.wake, r.rwake, r.turnMs, r.ttl, fenceMargin, 1, 1); rep.Status() != backend.StatusOK {
+		if rep := r.lockUndo("Y", 1); rep.Status() != backend.StatusOK {
 			t.Errorf("undo of a write grant = %v; want [1]", rep)
 		}
 		if got := r.members(rwTurn); got != "" {
@@ -287,7 +310,7 @@ func TestRWMutexScripts(t *testing.T) {
 		// The processes whose writers waited leave the writers' line, as
 		// their last writer's Lock does when it gives up.
 		for _, w := range []string{"V", "W", "X", "Y"} {
-			if rep := r.run(script.RWMutexLeave, r.keys[:1], "p-"+w, r.wake, r.callOf(w), 3000); rep.Status() != backend.StatusOK {
+			if rep := r.exec(script.RWMutexLeave.Call(r.keys[:1], script.LeaveArgs{Cohort: "p-" + w, Wake: r.wake, Call: r.callOf(w), Stale: 3000})); rep.Status() != backend.StatusOK {
 				t.Errorf("leave of p-%s = %v; want [1]", w, rep)
 			}
 		}
@@ -304,8 +327,11 @@ func TestRWMutexScripts(t *testing.T) {
 // claim and a readers' turn all end with their time on the server's clock.
 func TestRWMutexExpiry(t *testing.T) {
 	servers(t, func(t *testing.T, rdb *redis.Client) {
-		const ttl = 150
-		r := newRW(t, rdb, ttl, 50)
+		// Long enough that a loaded machine makes each step's calls well
+		// within one TTL, or one turn, of the step before (150ms holds
+		// expired between two calls on a machine running other suites).
+		const ttl, turn = 600, 300
+		r := newRW(t, rdb, ttl, turn)
 		wantOK(t, "rlock A", r.rlock("A", true))
 		wantContended(t, "lock W", r.lock("W", false), ttl)
 		time.Sleep(2 * ttl * time.Millisecond)
@@ -316,7 +342,7 @@ func TestRWMutexExpiry(t *testing.T) {
 		wantContended(t, "rlock C under W", r.rlock("C", true), ttl)
 		wantOK(t, "unlock W", r.unlock("W"))
 		wantContended(t, "lock V during the turn", r.lock("V", true), ttl)
-		time.Sleep(100 * time.Millisecond) // the turn (50ms) lapses: C never came
+		time.Sleep(2 * turn * time.Millisecond) // the turn lapses: C never came
 		wantOK(t, "lock V after the turn expired", r.lock("V", true))
 		wantOK(t, "unlock V", r.unlock("V"))
 
@@ -339,21 +365,21 @@ func TestRWMutexExpiry(t *testing.T) {
 func TestRWMutexReadTakeOver(t *testing.T) {
 	servers(t, func(t *testing.T, rdb *redis.Client) {
 		r := newRW(t, rdb, 10000, 1000)
-		wantOK(t, "rlock R, attempt 1 (its reply lost)", r.run(script.RWMutexRLock, r.keys, "R", r.rwake, r.wake, r.ttl, fenceMargin, 1, 1))
+		wantOK(t, "rlock R, attempt 1 (its reply lost)", r.rlockAttempt("R", true, 1))
 		wantContended(t, "lock W behind the orphan", r.lock("W", true), r.ttl)
-		wantOK(t, "rlock R, attempt 2 naming attempt 1", r.run(script.RWMutexRLock, r.keys, "R", r.rwake, r.wake, r.ttl, fenceMargin, 1, 2, 1))
+		wantOK(t, "rlock R, attempt 2 naming attempt 1", r.rlockAttempt("R", true, 2, "1"))
 		if got := r.members(rwReaders); got != "R:2" {
 			t.Fatalf("readers %q after the take-over; want R:2 alone", got)
 		}
 		// The undo of attempt 2 names it alone, not the attempts it lists.
-		wantOK(t, "rlock_undo of attempt 2", r.run(script.RWMutexRLockUndo, r.keys, "R", r.rwake, r.wake, r.ttl, fenceMargin, 1, 2, 1))
+		wantOK(t, "rlock_undo of attempt 2", r.rlockUndo("R", true, 2, "1"))
 		if got := r.members(rwReaders); got != "" {
 			t.Fatalf("readers %q after the undo of attempt 2; want none", got)
 		}
 		wantOK(t, "W gives up", r.unlock("W"))
-		wantOK(t, "rlock S, attempt 1", r.run(script.RWMutexRLock, r.keys, "S", r.rwake, r.wake, r.ttl, fenceMargin, 1, 1))
-		wantOK(t, "rlock S, attempt 2 naming attempt 1", r.run(script.RWMutexRLock, r.keys, "S", r.rwake, r.wake, r.ttl, fenceMargin, 1, 2, 1))
-		wantOK(t, "rlock_undo of S's attempt 1, late", r.run(script.RWMutexRLockUndo, r.keys, "S", r.rwake, r.wake, r.ttl, fenceMargin, 1, 1))
+		wantOK(t, "rlock S, attempt 1", r.rlockAttempt("S", true, 1))
+		wantOK(t, "rlock S, attempt 2 naming attempt 1", r.rlockAttempt("S", true, 2, "1"))
+		wantOK(t, "rlock_undo of S's attempt 1, late", r.rlockUndo("S", true, 1))
 		if got := r.members(rwReaders); got != "S:2" {
 			t.Fatalf("readers %q after a late undo of the taken-over attempt; want S:2", got)
 		}
@@ -370,8 +396,8 @@ func TestRWMutexLateReadAttempt(t *testing.T) {
 		wantOK(t, "lock W", r.lock("W", false))
 		wantContended(t, "rlock R while W holds", r.rlock("R", true), r.ttl)
 		// R gives up: its attempt 2 was sent, its reply lost.
-		wantOK(t, "R withdraws, departing", r.run(script.RWMutexRUnlock, r.keys, "R", r.rwake, r.wake, r.ttl, 1, 0, 1, 2))
-		if rep := r.run(script.RWMutexRLock, r.keys, "R", r.rwake, r.wake, r.ttl, fenceMargin, 1, 2); rep.Status() != backend.StatusContended {
+		wantOK(t, "R withdraws, departing", r.exec(script.RWMutexRUnlock.Call(r.keys, script.RWRUnlockArgs{Owner: "R", WWake: r.wake, Refuse: r.ttl, Depart: true, Attempts: []string{"1", "2"}})))
+		if rep := r.rlockAttempt("R", true, 2); rep.Status() != backend.StatusContended {
 			t.Fatalf("R's late attempt = %v; want it refused", rep)
 		}
 		if got := r.members(rwRWait); got != "x:R" {
@@ -383,7 +409,7 @@ func TestRWMutexLateReadAttempt(t *testing.T) {
 		}
 		wantOK(t, "lock V right after", r.lock("V", false))
 		wantOK(t, "unlock V", r.unlock("V"))
-		if rep := r.run(script.RWMutexRLock, r.keys, "R", r.rwake, r.wake, r.ttl, fenceMargin, 1, 3); rep.Status() != backend.StatusContended || r.members(rwReaders) != "" {
+		if rep := r.rlockAttempt("R", true, 3); rep.Status() != backend.StatusContended || r.members(rwReaders) != "" {
 			t.Fatalf("R's late attempt on a free lock = %v, readers %q; want refused, no hold", rep, r.members(rwReaders))
 		}
 	})

@@ -1,17 +1,18 @@
 -- rwmutex_unlock.lua: end the write hold (rwmutex.unlock), or give back a
 -- grant (rwmutex.lock_undo, the undo of rwmutex_lock.lua). The two scripts
--- are this source after a first line that sets release: true for the
--- former, false for the latter.
+-- are this source with its variant release true for the former, false for
+-- the latter.
 -- KEYS as rwmutex_lock.lua (KEYS[6], the fence counter, for a release)
--- ARGV[1] publish command, ARGV[2] owner token, ARGV[3] writers' wake channel
--- (a release wakes the writers of the cohort first in line, on the channel
--- followed by ':' and the cohort; with nobody in line it wakes no writer),
--- ARGV[4] readers' wake channel, ARGV[5] turn ms: how long the readers that
--- were waiting keep writers out while they come in, ARGV[6] the last token
--- the hold's holders used (0: unknown) and ARGV[7] the last token of the
--- block its grant reserved (see mutex_release.lua: the rest of the block is
--- given back); for an undo, the ARGV of rwmutex_lock.lua, whose ARGV[9] is
--- the attempt to undo
+-- Arguments of a release: RWUnlockArgs (rwmutex.go): the owner token, wwake, the
+-- writers' wake channel (a release wakes the writers of the cohort first in
+-- line, on the channel followed by ':' and the cohort; with nobody in line
+-- it wakes no writer), rwake, the readers' wake channel, turn, how long, in
+-- ms, the readers that were waiting keep writers out while they come in,
+-- used, the last token the hold's holders used (0: unknown) and last, the
+-- last token of the block its grant reserved (see mutex_release.lua: the
+-- rest of the block is given back). Arguments of an undo: those of
+-- rwmutex_lock.lua (RWLockArgs), of which it reads owner, wwake, rwake and the
+-- attempt to undo.
 -- A release also withdraws the owner from the waiting writers, as after a
 -- Lock that gave up (on a quorum, a node that did not grant the hold may
 -- still have it waiting); an undo leaves the waiting as it is, and acts
@@ -22,15 +23,16 @@
 -- alone): run twice, the second run finds the work done and reports it
 -- done.
 -- Returns {1}.
+--@variant release
+--@use lock_lib
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
-local owner = ARGV[2]
 local waited = false
 if release then
   waited = redis.call('ZREM', KEYS[3], owner) == 1
 end
 local holder = redis.call('HGET', KEYS[1], 'o')
-if holder == owner and not release and redis.call('HGET', KEYS[1], 'a') ~= ARGV[9] then
+if holder == owner and not release and tonumber(redis.call('HGET', KEYS[1], 'a')) ~= attempt then
   return {1}
 end
 if holder ~= owner then
@@ -38,15 +40,14 @@ if holder ~= owner then
     -- The last waiting writer gone, the readers it kept out may come in.
     redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
     if redis.call('EXISTS', KEYS[3]) == 0 then
-      redis.call(ARGV[1], ARGV[4], 'c')
+      redis.call(publish, rwake, 'c')
     end
   end
   return {1}
 end
 if release then
-  local used, last = tonumber(ARGV[6]) or 0, ARGV[7]
-  if used > 0 and last and last ~= ARGV[6] and redis.call('GET', KEYS[6]) == last then
-    redis.call('SET', KEYS[6], ARGV[6], 'KEEPTTL')
+  if used > 0 and last ~= used and tonumber(redis.call('GET', KEYS[6])) == last then
+    redis.call('SET', KEYS[6], string.format('%.0f', used), 'KEEPTTL')
   end
 end
 -- The hold ends; the writers' line stays (see lock_lib.lua).
@@ -54,7 +55,7 @@ local line = lock_vacate(KEYS[1])
 -- As with sync.RWMutex, the readers that waited for this writer get in before
 -- the next writer: they are given a turn, which writers wait for until every
 -- one of them came in or the turn expired.
-local turn = false
+local given = false
 if release then
   redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now)
   local waiting = {}
@@ -65,21 +66,21 @@ if release then
     end
   end
   if #waiting > 0 then
-    local expiry = now + tonumber(ARGV[5])
+    local expiry = now + turn
     for _, r in ipairs(waiting) do
       redis.call('ZADD', KEYS[5], expiry, r)
       redis.call('ZREM', KEYS[4], r)
     end
-    if redis.call('PTTL', KEYS[5]) < tonumber(ARGV[5]) then
-      redis.call('PEXPIRE', KEYS[5], ARGV[5])
+    if redis.call('PTTL', KEYS[5]) < turn then
+      redis.call('PEXPIRE', KEYS[5], turn)
     end
-    turn = true
+    given = true
   end
 end
-if not turn and #line > 0 then
+if not given and #line > 0 then
   -- Wake the writers of the cohort first in line, and no other.
-  redis.call(ARGV[1], ARGV[3] .. ':' .. line[1][1], 'w')
+  redis.call(publish, wwake .. ':' .. line[1][1], 'w')
 end
 -- Wake every waiting reader at once.
-redis.call(ARGV[1], ARGV[4], 'w')
+redis.call(publish, rwake, 'w')
 return {1}

@@ -1,64 +1,34 @@
 // Package script holds the Lua scripts of every primitive, embedded from
 // their .lua files, and turns their status replies into errors.
 //
+// Each script's arguments are described once, by a Go struct beside it (see
+// Def): the .lua source reads them as named locals, which the package binds
+// at the top of every script from the struct's fields, and the primitives
+// build a call from a value of the struct. A .lua file never reads ARGV
+// itself; it includes the shared Lua libraries it needs with a line
+// "--@use <part>" (lock_lib, fifo_lib, fence_lib), and a script that calls
+// a part's function without it, or reads ARGV, fails at package
+// initialisation.
+//
 // Conventions, which backends and the quorum rely on: ARGV[1] is the publish
-// command supplied by the backend; every reply is an array of integers whose
-// first element is a backend status (StatusOK, StatusContended, StatusGone,
-// StatusTaken); every key is passed in KEYS and shares the name's hash tag.
+// command supplied by the backend (the local "publish"); every reply is an
+// array of integers whose first element is a backend status (StatusOK,
+// StatusContended, StatusGone, StatusTaken); every key is passed in KEYS and
+// shares the name's hash tag; the last KEY of an acquisition is the name's
+// fence counter.
 package script
 
 import (
 	_ "embed"
 	"fmt"
-	"strings"
 
 	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/locker"
 )
 
 var (
-	//go:embed mutex_acquire.lua
-	mutexAcquireSrc string
-	//go:embed mutex_release.lua
-	mutexReleaseSrc string
-	//go:embed mutex_renew.lua
-	mutexRenewSrc string
-	//go:embed mutex_undo.lua
-	mutexUndoSrc string
-	//go:embed mutex_leave.lua
-	mutexLeaveSrc string
 	//go:embed lock_lib.lua
 	lockLibSrc string
-	//go:embed mutex_force.lua
-	mutexForceSrc string
-	//go:embed mutex_settle.lua
-	mutexSettleSrc string
-)
-
-// withLockLib returns the source of a script of the exclusive lock hash
-// with the functions they share (lock_lib.lua) in place of its line
-// "--@lock_lib", or before it when it has none. A script's fast path comes
-// before that line, so that it does not define the functions it does not
-// call.
-func withLockLib(src string) string {
-	before, after, ok := strings.Cut(src, "--@lock_lib\n")
-	if !ok {
-		before, after = "", src
-	}
-	return stripComments(before) + stripComments(lockLibSrc) + stripComments(after)
-}
-
-// Scripts of package mutex.
-var (
-	MutexRelease = backend.NewScript("mutex.release", backend.Release, withLockLib(mutexReleaseSrc), nil)
-	MutexUndo    = backend.NewScript("mutex.undo", backend.Release, withLockLib(mutexUndoSrc), nil)
-	MutexSettle  = backend.NewScript("mutex.settle", backend.Release, withLockLib(mutexSettleSrc), nil)
-	MutexAcquire = backend.NewBlockScript("mutex.acquire", withLockLib(mutexAcquireSrc), MutexUndo).SettledBy(MutexSettle)
-	MutexRenew   = backend.NewScript("mutex.renew", backend.Renew, mutexRenewSrc, nil)
-	MutexLeave   = backend.NewScript("mutex.leave", backend.Release, withLockLib(mutexLeaveSrc), nil)
-	// MutexForce ends whatever hold the lock has, for redisync unlock
-	// --force.
-	MutexForce = backend.NewScript("mutex.force", backend.Release, withLockLib(mutexForceSrc), nil)
 )
 
 // NotHeld returns the error for a negative status of a release or renew

@@ -48,19 +48,36 @@ func TestMutexScripts(t *testing.T) {
 		acquire := func(owner string) backend.Reply {
 			t.Helper()
 			attempt++
-			r, err := backend.Run(ctx, b, script.MutexAcquire, keys, owner, wake, 10000, fenceMargin, "host/1", attempt, 1, "host/1#1", "0", 3000, 0, int64(attempt))
+			r, err := script.MutexAcquire.Run(ctx, b, keys, script.MutexAcquireArgs{
+				Owner: owner, TTL: 10000, FenceMargin: fenceMargin, Attempt: int64(attempt), Block: 1,
+				Cohort: "host/1#1", Waits: false, Stale: 3000, Clock: 0, Call: int64(attempt),
+			})
 			if err != nil {
 				t.Fatalf("acquire: %v", err)
 			}
 			return r
 		}
-		run := func(s *backend.Script, args ...any) backend.Reply {
+		run := func(c *backend.Call) backend.Reply {
 			t.Helper()
-			r, err := backend.Run(ctx, b, s, keys, args...)
-			if err != nil {
-				t.Fatalf("%s: %v", s.Name(), err)
+			b.Exec(ctx, c)
+			if c.Err != nil {
+				t.Fatalf("%s: %v", c.Script.Name(), c.Err)
 			}
-			return r
+			return c.Reply
+		}
+		// undo is the undo of attempt n of owner, with the arguments of an
+		// acquisition that names no block, cohort or call.
+		undo := func(owner string, n int) backend.Reply {
+			t.Helper()
+			return run(script.MutexUndo.Call(keys, script.MutexAcquireArgs{Owner: owner, TTL: 10000, FenceMargin: fenceMargin, Attempt: int64(n)}))
+		}
+		renew := func(owner string, ttl int64) backend.Reply {
+			t.Helper()
+			return run(script.MutexRenew.Call(keys, script.RenewArgs{Owner: owner, TTL: ttl}))
+		}
+		release := func(owner string) backend.Reply {
+			t.Helper()
+			return run(script.MutexRelease.Call(keys, script.MutexReleaseArgs{Owner: owner, Wake: wake}))
 		}
 
 		before := time.Now().UnixMicro()
@@ -83,13 +100,13 @@ func TestMutexScripts(t *testing.T) {
 		}
 		// The undo of the first attempt, arriving after the retry granted
 		// the hold again, leaves it alone; the retry's own undo ends it.
-		if r := run(script.MutexUndo, "A", wake, 10000, fenceMargin, "host/1", 1); r.Status() != backend.StatusOK {
+		if r := undo("A", 1); r.Status() != backend.StatusOK {
 			t.Errorf("late undo of an earlier attempt = %v; want [1] (nothing of that attempt remains)", r)
 		}
 		if o := rdb.HGet(ctx, keys[0], "o").Val(); o != "A" {
 			t.Fatalf("holder after a late undo = %q; want A", o)
 		}
-		if r := run(script.MutexUndo, "A", wake, 10000, fenceMargin, "host/1", attempt); r.Status() != backend.StatusOK {
+		if r := undo("A", attempt); r.Status() != backend.StatusOK {
 			t.Errorf("undo of the attempt that granted the hold = %v; want [1]", r)
 		}
 		r = acquire("A")
@@ -97,7 +114,7 @@ func TestMutexScripts(t *testing.T) {
 		// An earlier attempt delivered late keeps the hold, but leaves the
 		// later attempt recorded: that one's undo still ends it, the
 		// earlier one's does not.
-		if r := run(script.MutexAcquire, "A", wake, 10000, fenceMargin, "host/1", 1); r.Status() != backend.StatusOK || r.At(1) != tok {
+		if r := run(script.MutexAcquire.Call(keys, script.MutexAcquireArgs{Owner: "A", TTL: 10000, FenceMargin: fenceMargin, Attempt: 1, Block: 1})); r.Status() != backend.StatusOK || r.At(1) != tok {
 			t.Errorf("late acquire of an earlier attempt = %v; want [1 %d]", r, tok)
 		}
 		if a := rdb.HGet(ctx, keys[0], "a").Val(); a != fmt.Sprint(attempt) {
@@ -106,25 +123,25 @@ func TestMutexScripts(t *testing.T) {
 		if r := acquire("B"); r.Status() != backend.StatusContended || r.At(1) <= 0 || r.At(1) > 10000 {
 			t.Errorf("acquire by another owner = %v; want [0 ms-left]", r)
 		}
-		if r := run(script.MutexRenew, "B", 20000); r.Status() != backend.StatusTaken {
+		if r := renew("B", 20000); r.Status() != backend.StatusTaken {
 			t.Errorf("renew by another owner = %v; want [-2]", r)
 		}
-		if r := run(script.MutexRenew, "A", 20000); r.Status() != backend.StatusOK || r.At(1) != 20000 {
+		if r := renew("A", 20000); r.Status() != backend.StatusOK || r.At(1) != 20000 {
 			t.Errorf("renew to a longer TTL = %v; want [1 20000]", r)
 		}
-		if r := run(script.MutexRenew, "A", 5000); r.Status() != backend.StatusOK || r.At(1) <= 5000 {
+		if r := renew("A", 5000); r.Status() != backend.StatusOK || r.At(1) <= 5000 {
 			t.Errorf("renew to a shorter TTL = %v; want [1 ms-left > 5000] (never shortened)", r)
 		}
-		if r := run(script.MutexRelease, "B", wake); r.Status() != backend.StatusOK || rdb.HGet(ctx, keys[0], "o").Val() != "A" {
+		if r := release("B"); r.Status() != backend.StatusOK || rdb.HGet(ctx, keys[0], "o").Val() != "A" {
 			t.Errorf("release by another owner = %v; want [1], A's hold left alone", r)
 		}
-		if r := run(script.MutexRelease, "A", wake); r.Status() != backend.StatusOK {
+		if r := release("A"); r.Status() != backend.StatusOK {
 			t.Errorf("release by the holder = %v; want [1]", r)
 		}
-		if r := run(script.MutexRelease, "A", wake); r.Status() != backend.StatusOK {
+		if r := release("A"); r.Status() != backend.StatusOK {
 			t.Errorf("second release = %v; want [1] (done already)", r)
 		}
-		if r := run(script.MutexRenew, "A", 1000); r.Status() != backend.StatusGone {
+		if r := renew("A", 1000); r.Status() != backend.StatusGone {
 			t.Errorf("renew after release = %v; want [-1]", r)
 		}
 
@@ -137,7 +154,7 @@ func TestMutexScripts(t *testing.T) {
 		if r.At(1) != ahead+1 {
 			t.Errorf("token after a counter of %d = %d; want %d", ahead, r.At(1), ahead+1)
 		}
-		run(script.MutexRelease, "C", wake)
+		release("C")
 		// ...and when the counter is lost (expired, or a failover dropped
 		// the last writes): the server clock takes over.
 		if err := rdb.Set(ctx, keys[1], tok-1000, 0).Err(); err != nil {
@@ -146,7 +163,7 @@ func TestMutexScripts(t *testing.T) {
 		if r := acquire("D"); r.At(1) <= tok {
 			t.Errorf("token after the counter went back = %d; want > %d (an earlier token)", r.At(1), tok)
 		}
-		run(script.MutexRelease, "D", wake)
+		release("D")
 		if err := rdb.Del(ctx, keys[1]).Err(); err != nil {
 			t.Fatal(err)
 		}

@@ -52,15 +52,32 @@ var (
 	multiKeys = []string{"lock", "fence", "lock2", "fence2"}
 )
 
-// Arguments of the scenarios (after ARGV[1], the publish command).
-func mutexArgs(owner string, attempt int) []any {
-	return []any{owner, "wake", 10000, fenceMargin, "host/1", attempt}
+// enc returns the argument list (after ARGV[1], the publish command) of a
+// call of d with the arguments a.
+func enc[A any](d script.Def[A], a A) []any { return d.Call(nil, a).Args }
+
+// stepOf is the step that calls d on the keys of roles with the arguments a.
+func stepOf[A any](d script.Def[A], roles []string, a A) step {
+	return step{d.Script, roles, enc(d, a)}
+}
+
+// Arguments of the scenarios.
+func mutexArgs(owner string, attempt int) script.MutexAcquireArgs {
+	return script.MutexAcquireArgs{Owner: owner, TTL: 10000, FenceMargin: fenceMargin, Attempt: int64(attempt), Block: 1}
 }
 
 // handoffArgs are mutexArgs with a block of 17 tokens, cohort and a
 // waiting caller, whose place in line lasts 3s, of the call callOf(owner).
-func handoffArgs(owner, cohort string, attempt int) []any {
-	return append(mutexArgs(owner, attempt), 17, cohort, "1", 3000, 0, callOf(owner))
+func handoffArgs(owner, cohort string, attempt int) script.MutexAcquireArgs {
+	a := mutexArgs(owner, attempt)
+	a.Block, a.Cohort, a.Waits, a.Stale, a.Clock, a.Call = 17, cohort, true, 3000, 0, callOf(owner)
+	return a
+}
+
+// mutexRelease is the release of owner's hold, leaving a yield marker of
+// yield ms when another cohort waited.
+func mutexRelease(owner string, yield int64) step {
+	return stepOf(script.MutexRelease, mutexKeys, script.MutexReleaseArgs{Owner: owner, Wake: "wake", Yield: yield})
 }
 
 // callOf numbers the acquisition call of owner in its cohort (see
@@ -73,188 +90,240 @@ func callOf(owner string) int64 {
 	return n
 }
 
-func rwLockArgs(owner string, attempt int) []any {
-	return []any{owner, "wwake", "rwake", 3000, 10000, fenceMargin, 1, attempt}
+// rwLockArgs are the arguments of a waiting writer (Lock) of no cohort.
+func rwLockArgs(owner string, attempt int) script.RWLockArgs {
+	return script.RWLockArgs{Owner: owner, WWake: "wwake", RWake: "rwake", TTL: 10000, FenceMargin: fenceMargin,
+		Waits: true, Attempt: int64(attempt), Block: 1, Stale: 3000}
+}
+
+// rwBlockArgs are rwLockArgs with a block of tokens.
+func rwBlockArgs(owner string, attempt int, block int64) script.RWLockArgs {
+	a := rwLockArgs(owner, attempt)
+	a.Block = block
+	return a
 }
 
 // rwLineArgs are rwLockArgs of a writer of cohort, which takes a place in
 // the writers' line when blocked.
-func rwLineArgs(owner, cohort string, attempt int) []any {
-	return append(rwLockArgs(owner, attempt), 1, cohort, 3000, callOf(owner))
+func rwLineArgs(owner, cohort string, attempt int) script.RWLockArgs {
+	a := rwLockArgs(owner, attempt)
+	a.Block, a.Cohort, a.Stale, a.Call = 1, cohort, 3000, callOf(owner)
+	return a
 }
 
-func rwRLockArgs(owner string, attempt int) []any {
-	return []any{owner, "rwake", "wwake", 10000, fenceMargin, 1, attempt}
+// rwRLockArgs are the arguments of a waiting reader (RLock), naming the
+// earlier attempts whose replies were lost.
+func rwRLockArgs(owner string, attempt int, earlier ...string) script.RWRLockArgs {
+	return script.RWRLockArgs{Owner: owner, WWake: "wwake", TTL: 10000, FenceMargin: fenceMargin, Waits: true, Attempt: int64(attempt), Earlier: earlier}
 }
 
-func reArgs(owner string, count int, token int64, attempt int) []any {
-	return []any{owner, "wake", 10000, fenceMargin, count, token, attempt}
+// rwRUnlock is the release of owner's read hold of attempt 1, recording its
+// departure for refuse ms when depart.
+func rwRUnlock(owner string, refuse int64, depart bool) step {
+	return stepOf(script.RWMutexRUnlock, rwKeys, script.RWRUnlockArgs{Owner: owner, WWake: "wwake", Refuse: refuse, Depart: depart, Attempts: []string{"1"}})
+}
+
+// rwUnlock is the release of owner's write hold.
+func rwUnlock(owner string) step {
+	return stepOf(script.RWMutexUnlock, rwKeys, script.RWUnlockArgs{Owner: owner, WWake: "wwake", RWake: "rwake", Turn: 3000})
+}
+
+// reArgs are the arguments of attempt of owner to reach count, re-entering
+// the hold that attempt grant granted (-1: the name's hold, see
+// runScenario).
+func reArgs(owner string, count int, grant int64, attempt int) script.ReentrantAcquireArgs {
+	return script.ReentrantAcquireArgs{Owner: owner, Wake: "wake", TTL: 10000, FenceMargin: fenceMargin, Count: int64(count), Grant: grant, Attempt: int64(attempt)}
 }
 
 // reLineArgs are reArgs of a first hold by Lock in cohort, which takes a
 // place in line when the lock is taken.
-func reLineArgs(owner, cohort string, attempt int) []any {
-	return append(reArgs(owner, 1, 0, attempt), fmt.Sprintf("3000 %d %s", callOf(owner), cohort))
+func reLineArgs(owner, cohort string, attempt int) script.ReentrantAcquireArgs {
+	a := reArgs(owner, 1, 0, attempt)
+	a.Cohort, a.Stale, a.Call = cohort, 3000, callOf(owner)
+	return a
 }
 
-func fifoArgs(owner, waiter string, k, ticket int64, attempt int) []any {
-	return []any{owner, "wake:", waiter, k, 3, 10000, 5000, fenceMargin, ticket, attempt}
+// reRelease is the release of owner to left of the hold that attempt grant
+// granted.
+func reRelease(owner string, left, grant int64) step {
+	return stepOf(script.ReentrantRelease, reKeys, script.ReentrantReleaseArgs{Owner: owner, Wake: "wake", Left: left, Grant: grant})
 }
 
-func multiArgs(owner string, attempt int) []any {
-	return []any{owner, "wake1", 10000, fenceMargin, "host/1", attempt, "X", 3000, callOf(owner), "wake1", "wake2"}
+// fifoAcquire is the arguments of attempt of owner, queued as waiter (or
+// ""), for k permits of 3 (also those of its undo and settle).
+func fifoAcquire(owner, waiter string, k int64, attempt int) []any {
+	return enc(script.Semaphore.Acquire, script.FIFOAcquireArgs{Owner: owner, Prefix: "wake:", Waiter: waiter, Permits: k, Limit: 3,
+		TTL: 10000, Timeout: 5000, FenceMargin: fenceMargin, Attempt: int64(attempt)})
+}
+
+// fifoJoin is the arguments of waiter's enqueue numbered number (ticket 0)
+// or heartbeat at ticket (number 0), for k permits.
+func fifoJoin(waiter string, k, ticket, number int64) []any {
+	return enc(script.Semaphore.Enqueue, script.FIFOJoinArgs{Waiter: waiter, Prefix: "wake:", Permits: k, Limit: 3, Timeout: 5000,
+		FenceMargin: fenceMargin, Ticket: ticket, Number: number})
+}
+
+// fifoRelease is the arguments of a release that leaves owner's hold keep
+// permits.
+func fifoRelease(owner string, keep int64) []any {
+	return enc(script.Semaphore.Release, script.FIFOReleaseArgs{Owner: owner, Prefix: "wake:", Keep: keep, Timeout: 5000})
+}
+
+func multiArgs(owner string, attempt int) script.MultiArgs {
+	return script.MultiArgs{Owner: owner, TTL: 10000, FenceMargin: fenceMargin, Attempt: int64(attempt), Cohort: "X", Stale: 3000, Call: callOf(owner),
+		Wakes: []string{"wake1", "wake2"}}
 }
 
 func scenarios() []scenario {
 	return []scenario{
-		{"mutex.acquire free", nil, step{script.MutexAcquire, mutexKeys, mutexArgs("A", 1)}},
-		{"mutex.acquire held by another", []step{{script.MutexAcquire, mutexKeys, mutexArgs("B", 1)}},
-			step{script.MutexAcquire, mutexKeys, mutexArgs("A", 1)}},
-		{"mutex.acquire retried after a lost reply", []step{{script.MutexAcquire, mutexKeys, mutexArgs("A", 1)}},
-			step{script.MutexAcquire, mutexKeys, mutexArgs("A", 2)}},
-		{"mutex.renew", []step{{script.MutexAcquire, mutexKeys, mutexArgs("A", 1)}},
-			step{script.MutexRenew, []string{"lock"}, []any{"A", 20000}}},
-		{"mutex.release", []step{{script.MutexAcquire, mutexKeys, mutexArgs("A", 1)}},
-			step{script.MutexRelease, mutexKeys, []any{"A", "wake"}}},
-		{"mutex.undo", []step{{script.MutexAcquire, mutexKeys, mutexArgs("A", 1)}},
-			step{script.MutexUndo, mutexKeys, mutexArgs("A", 1)}},
+		{"mutex.acquire free", nil, stepOf(script.MutexAcquire, mutexKeys, mutexArgs("A", 1))},
+		{"mutex.acquire held by another", []step{stepOf(script.MutexAcquire, mutexKeys, mutexArgs("B", 1))},
+			stepOf(script.MutexAcquire, mutexKeys, mutexArgs("A", 1))},
+		{"mutex.acquire retried after a lost reply", []step{stepOf(script.MutexAcquire, mutexKeys, mutexArgs("A", 1))},
+			stepOf(script.MutexAcquire, mutexKeys, mutexArgs("A", 2))},
+		{"mutex.renew", []step{stepOf(script.MutexAcquire, mutexKeys, mutexArgs("A", 1))},
+			stepOf(script.MutexRenew, []string{"lock"}, script.RenewArgs{Owner: "A", TTL: 20000})},
+		{"mutex.release", []step{stepOf(script.MutexAcquire, mutexKeys, mutexArgs("A", 1))},
+			mutexRelease("A", 0)},
+		{"mutex.undo", []step{stepOf(script.MutexAcquire, mutexKeys, mutexArgs("A", 1))},
+			stepOf(script.MutexUndo, mutexKeys, mutexArgs("A", 1))},
 		// Local hand-off: a block of tokens, the cohort, and the yield
 		// marker a release leaves when another cohort waited.
-		{"mutex.acquire of a block", nil, step{script.MutexAcquire, mutexKeys, handoffArgs("A", "X", 1)}},
-		{"mutex.acquire waiting in another cohort", []step{{script.MutexAcquire, mutexKeys, handoffArgs("A", "X", 1)}},
-			step{script.MutexAcquire, mutexKeys, handoffArgs("B", "Y", 1)}},
-		{"mutex.release leaving a yield marker", []step{{script.MutexAcquire, mutexKeys, handoffArgs("A", "X", 1)},
-			{script.MutexAcquire, mutexKeys, handoffArgs("B", "Y", 1)}},
-			step{script.MutexRelease, mutexKeys, []any{"A", "wake", 5000}}},
-		{"mutex.acquire by the yielding cohort", []step{{script.MutexAcquire, mutexKeys, handoffArgs("A", "X", 1)},
-			{script.MutexAcquire, mutexKeys, handoffArgs("B", "Y", 1)}, {script.MutexRelease, mutexKeys, []any{"A", "wake", 5000}}},
-			step{script.MutexAcquire, mutexKeys, handoffArgs("A2", "X", 1)}},
-		{"mutex.acquire over a yield marker", []step{{script.MutexAcquire, mutexKeys, handoffArgs("A", "X", 1)},
-			{script.MutexAcquire, mutexKeys, handoffArgs("B", "Y", 1)}, {script.MutexRelease, mutexKeys, []any{"A", "wake", 5000}}},
-			step{script.MutexAcquire, mutexKeys, handoffArgs("B", "Y", 2)}},
-		{"mutex.leave of a held lock", []step{{script.MutexAcquire, mutexKeys, handoffArgs("A", "X", 1)},
-			{script.MutexAcquire, mutexKeys, handoffArgs("B", "Y", 1)}, {script.MutexAcquire, mutexKeys, handoffArgs("C", "Z", 1)}},
-			step{script.MutexLeave, mutexKeys[:1], []any{"Y", "wake", callOf("B"), 3000}}},
-		{"mutex.leave of a free lock", []step{{script.MutexAcquire, mutexKeys, handoffArgs("A", "X", 1)},
-			{script.MutexAcquire, mutexKeys, handoffArgs("B", "Y", 1)}, {script.MutexAcquire, mutexKeys, handoffArgs("C", "Z", 1)},
-			{script.MutexRelease, mutexKeys, []any{"A", "wake", 0}}},
-			step{script.MutexLeave, mutexKeys[:1], []any{"Y", "wake", callOf("B"), 3000}}},
-		{"mutex.undo of a block", []step{{script.MutexAcquire, mutexKeys, handoffArgs("A", "X", 1)}},
-			step{script.MutexUndo, mutexKeys, handoffArgs("A", "X", 1)}},
+		{"mutex.acquire of a block", nil, stepOf(script.MutexAcquire, mutexKeys, handoffArgs("A", "X", 1))},
+		{"mutex.acquire waiting in another cohort", []step{stepOf(script.MutexAcquire, mutexKeys, handoffArgs("A", "X", 1))},
+			stepOf(script.MutexAcquire, mutexKeys, handoffArgs("B", "Y", 1))},
+		{"mutex.release leaving a yield marker", []step{stepOf(script.MutexAcquire, mutexKeys, handoffArgs("A", "X", 1)),
+			stepOf(script.MutexAcquire, mutexKeys, handoffArgs("B", "Y", 1))},
+			mutexRelease("A", 5000)},
+		{"mutex.acquire by the yielding cohort", []step{stepOf(script.MutexAcquire, mutexKeys, handoffArgs("A", "X", 1)),
+			stepOf(script.MutexAcquire, mutexKeys, handoffArgs("B", "Y", 1)), mutexRelease("A", 5000)},
+			stepOf(script.MutexAcquire, mutexKeys, handoffArgs("A2", "X", 1))},
+		{"mutex.acquire over a yield marker", []step{stepOf(script.MutexAcquire, mutexKeys, handoffArgs("A", "X", 1)),
+			stepOf(script.MutexAcquire, mutexKeys, handoffArgs("B", "Y", 1)), mutexRelease("A", 5000)},
+			stepOf(script.MutexAcquire, mutexKeys, handoffArgs("B", "Y", 2))},
+		{"mutex.leave of a held lock", []step{stepOf(script.MutexAcquire, mutexKeys, handoffArgs("A", "X", 1)),
+			stepOf(script.MutexAcquire, mutexKeys, handoffArgs("B", "Y", 1)), stepOf(script.MutexAcquire, mutexKeys, handoffArgs("C", "Z", 1))},
+			stepOf(script.MutexLeave, mutexKeys[:1], script.LeaveArgs{Cohort: "Y", Wake: "wake", Call: callOf("B"), Stale: 3000})},
+		{"mutex.leave of a free lock", []step{stepOf(script.MutexAcquire, mutexKeys, handoffArgs("A", "X", 1)),
+			stepOf(script.MutexAcquire, mutexKeys, handoffArgs("B", "Y", 1)), stepOf(script.MutexAcquire, mutexKeys, handoffArgs("C", "Z", 1)),
+			mutexRelease("A", 0)},
+			stepOf(script.MutexLeave, mutexKeys[:1], script.LeaveArgs{Cohort: "Y", Wake: "wake", Call: callOf("B"), Stale: 3000})},
+		{"mutex.undo of a block", []step{stepOf(script.MutexAcquire, mutexKeys, handoffArgs("A", "X", 1))},
+			stepOf(script.MutexUndo, mutexKeys, handoffArgs("A", "X", 1))},
 		// A quorum's settle on a node that did not grant: the caller's place
 		// there becomes a departure, whether the lock is held by another or
 		// free.
-		{"mutex.settle of a place behind another holder", []step{{script.MutexAcquire, mutexKeys, handoffArgs("B", "Y", 1)},
-			{script.MutexAcquire, mutexKeys, handoffArgs("A", "X", 1)}},
-			step{script.MutexSettle, mutexKeys, handoffArgs("A", "X", 1)}},
-		{"mutex.settle of a free lock", []step{{script.MutexAcquire, mutexKeys, handoffArgs("B", "Y", 1)},
-			{script.MutexAcquire, mutexKeys, handoffArgs("A", "X", 1)}, {script.MutexRelease, mutexKeys, []any{"B", "wake", 0}}},
-			step{script.MutexSettle, mutexKeys, handoffArgs("A", "X", 1)}},
-		{"rwmutex.lock of a block", nil, step{script.RWMutexLock, rwKeys, append(rwLockArgs("W", 1), 17)}},
+		{"mutex.settle of a place behind another holder", []step{stepOf(script.MutexAcquire, mutexKeys, handoffArgs("B", "Y", 1)),
+			stepOf(script.MutexAcquire, mutexKeys, handoffArgs("A", "X", 1))},
+			stepOf(script.MutexSettle, mutexKeys, handoffArgs("A", "X", 1))},
+		{"mutex.settle of a free lock", []step{stepOf(script.MutexAcquire, mutexKeys, handoffArgs("B", "Y", 1)),
+			stepOf(script.MutexAcquire, mutexKeys, handoffArgs("A", "X", 1)), mutexRelease("B", 0)},
+			stepOf(script.MutexSettle, mutexKeys, handoffArgs("A", "X", 1))},
+		{"rwmutex.lock of a block", nil, stepOf(script.RWMutexLock, rwKeys, rwBlockArgs("W", 1, 17))},
 
-		{"rwmutex.lock free", nil, step{script.RWMutexLock, rwKeys, rwLockArgs("W", 1)}},
+		{"rwmutex.lock free", nil, stepOf(script.RWMutexLock, rwKeys, rwLockArgs("W", 1))},
 		// The writers' line.
-		{"rwmutex.lock waiting in line", []step{{script.RWMutexLock, rwKeys, rwLineArgs("W", "X", 1)}},
-			step{script.RWMutexLock, rwKeys, rwLineArgs("V", "Y", 1)}},
-		{"rwmutex.unlock waking the line", []step{{script.RWMutexLock, rwKeys, rwLineArgs("W", "X", 1)},
-			{script.RWMutexLock, rwKeys, rwLineArgs("V", "Y", 1)}},
-			step{script.RWMutexUnlock, rwKeys, []any{"W", "wwake", "rwake", 3000}}},
-		{"rwmutex.runlock waking the line", []step{{script.RWMutexRLock, rwKeys, rwRLockArgs("R", 1)},
-			{script.RWMutexLock, rwKeys, rwLineArgs("V", "Y", 1)}},
-			step{script.RWMutexRUnlock, rwKeys, []any{"R", "rwake", "wwake", 0, 0, 0, 1}}},
-		{"rwmutex.leave", []step{{script.RWMutexRLock, rwKeys, rwRLockArgs("R", 1)},
-			{script.RWMutexLock, rwKeys, rwLineArgs("V", "Y", 1)}, {script.RWMutexLock, rwKeys, rwLineArgs("V", "Z", 2)}},
-			step{script.RWMutexLeave, rwKeys[:1], []any{"Y", "wwake", callOf("V"), 3000}}},
-		{"rwmutex.lock behind a reader", []step{{script.RWMutexRLock, rwKeys, rwRLockArgs("R", 1)}},
-			step{script.RWMutexLock, rwKeys, rwLockArgs("W", 1)}},
-		{"rwmutex.unlock", []step{{script.RWMutexLock, rwKeys, rwLockArgs("W", 1)}, {script.RWMutexRLock, rwKeys, rwRLockArgs("R", 1)}},
-			step{script.RWMutexUnlock, rwKeys, []any{"W", "wwake", "rwake", 3000}}},
-		{"rwmutex.lock_undo", []step{{script.RWMutexLock, rwKeys, rwLockArgs("W", 1)}},
-			step{script.RWMutexLockUndo, rwKeys, rwLockArgs("W", 1)}},
-		{"rwmutex.settle", []step{{script.RWMutexLock, rwKeys, rwLineArgs("W", "X", 1)},
-			{script.RWMutexLock, rwKeys, rwLineArgs("V", "Y", 1)}},
-			step{script.RWMutexSettle, rwKeys, rwLineArgs("V", "Y", 1)}},
-		{"rwmutex.rsettle", []step{{script.RWMutexLock, rwKeys, rwLockArgs("W", 1)}, {script.RWMutexRLock, rwKeys, rwRLockArgs("R", 1)}},
-			step{script.RWMutexRSettle, rwKeys, rwRLockArgs("R", 1)}},
-		{"rwmutex.rlock free", nil, step{script.RWMutexRLock, rwKeys, rwRLockArgs("R", 1)}},
-		{"rwmutex.rlock behind a waiting writer", []step{{script.RWMutexRLock, rwKeys, rwRLockArgs("R", 1)}, {script.RWMutexLock, rwKeys, rwLockArgs("W", 1)}},
-			step{script.RWMutexRLock, rwKeys, rwRLockArgs("S", 1)}},
-		{"rwmutex.rlock taking over a lost attempt", []step{{script.RWMutexRLock, rwKeys, rwRLockArgs("R", 1)}, {script.RWMutexLock, rwKeys, rwLockArgs("W", 1)}},
-			step{script.RWMutexRLock, rwKeys, append(rwRLockArgs("R", 2), 1)}},
-		{"rwmutex.rrenew", []step{{script.RWMutexRLock, rwKeys, rwRLockArgs("R", 1)}},
-			step{script.RWMutexRRenew, []string{"readers"}, []any{"R:1", 20000}}},
-		{"rwmutex.runlock recording a departure", []step{{script.RWMutexLock, rwKeys, rwLockArgs("W", 1)}, {script.RWMutexRLock, rwKeys, rwRLockArgs("R", 1)}},
-			step{script.RWMutexRUnlock, rwKeys, []any{"R", "rwake", "wwake", 10000, "1", 0, 1}}},
-		{"rwmutex.runlock", []step{{script.RWMutexRLock, rwKeys, rwRLockArgs("R", 1)}, {script.RWMutexLock, rwKeys, rwLockArgs("W", 1)}},
-			step{script.RWMutexRUnlock, rwKeys, []any{"R", "rwake", "wwake", 0, 0, 0, 1}}},
-		{"rwmutex.rlock_undo", []step{{script.RWMutexRLock, rwKeys, rwRLockArgs("R", 1)}},
-			step{script.RWMutexRLockUndo, rwKeys, rwRLockArgs("R", 1)}},
+		{"rwmutex.lock waiting in line", []step{stepOf(script.RWMutexLock, rwKeys, rwLineArgs("W", "X", 1))},
+			stepOf(script.RWMutexLock, rwKeys, rwLineArgs("V", "Y", 1))},
+		{"rwmutex.unlock waking the line", []step{stepOf(script.RWMutexLock, rwKeys, rwLineArgs("W", "X", 1)),
+			stepOf(script.RWMutexLock, rwKeys, rwLineArgs("V", "Y", 1))},
+			rwUnlock("W")},
+		{"rwmutex.runlock waking the line", []step{stepOf(script.RWMutexRLock, rwKeys, rwRLockArgs("R", 1)),
+			stepOf(script.RWMutexLock, rwKeys, rwLineArgs("V", "Y", 1))},
+			rwRUnlock("R", 0, false)},
+		{"rwmutex.leave", []step{stepOf(script.RWMutexRLock, rwKeys, rwRLockArgs("R", 1)),
+			stepOf(script.RWMutexLock, rwKeys, rwLineArgs("V", "Y", 1)), stepOf(script.RWMutexLock, rwKeys, rwLineArgs("V", "Z", 2))},
+			stepOf(script.RWMutexLeave, rwKeys[:1], script.LeaveArgs{Cohort: "Y", Wake: "wwake", Call: callOf("V"), Stale: 3000})},
+		{"rwmutex.lock behind a reader", []step{stepOf(script.RWMutexRLock, rwKeys, rwRLockArgs("R", 1))},
+			stepOf(script.RWMutexLock, rwKeys, rwLockArgs("W", 1))},
+		{"rwmutex.unlock", []step{stepOf(script.RWMutexLock, rwKeys, rwLockArgs("W", 1)), stepOf(script.RWMutexRLock, rwKeys, rwRLockArgs("R", 1))},
+			rwUnlock("W")},
+		{"rwmutex.lock_undo", []step{stepOf(script.RWMutexLock, rwKeys, rwLockArgs("W", 1))},
+			stepOf(script.RWMutexLockUndo, rwKeys, rwLockArgs("W", 1))},
+		{"rwmutex.settle", []step{stepOf(script.RWMutexLock, rwKeys, rwLineArgs("W", "X", 1)),
+			stepOf(script.RWMutexLock, rwKeys, rwLineArgs("V", "Y", 1))},
+			stepOf(script.RWMutexSettle, rwKeys, rwLineArgs("V", "Y", 1))},
+		{"rwmutex.rsettle", []step{stepOf(script.RWMutexLock, rwKeys, rwLockArgs("W", 1)), stepOf(script.RWMutexRLock, rwKeys, rwRLockArgs("R", 1))},
+			stepOf(script.RWMutexRSettle, rwKeys, rwRLockArgs("R", 1))},
+		{"rwmutex.rlock free", nil, stepOf(script.RWMutexRLock, rwKeys, rwRLockArgs("R", 1))},
+		{"rwmutex.rlock behind a waiting writer", []step{stepOf(script.RWMutexRLock, rwKeys, rwRLockArgs("R", 1)), stepOf(script.RWMutexLock, rwKeys, rwLockArgs("W", 1))},
+			stepOf(script.RWMutexRLock, rwKeys, rwRLockArgs("S", 1))},
+		{"rwmutex.rlock taking over a lost attempt", []step{stepOf(script.RWMutexRLock, rwKeys, rwRLockArgs("R", 1)), stepOf(script.RWMutexLock, rwKeys, rwLockArgs("W", 1))},
+			stepOf(script.RWMutexRLock, rwKeys, rwRLockArgs("R", 2, "1"))},
+		{"rwmutex.rrenew", []step{stepOf(script.RWMutexRLock, rwKeys, rwRLockArgs("R", 1))},
+			stepOf(script.RWMutexRRenew, []string{"readers"}, script.RenewArgs{Owner: "R:1", TTL: 20000})},
+		{"rwmutex.runlock recording a departure", []step{stepOf(script.RWMutexLock, rwKeys, rwLockArgs("W", 1)), stepOf(script.RWMutexRLock, rwKeys, rwRLockArgs("R", 1))},
+			rwRUnlock("R", 10000, true)},
+		{"rwmutex.runlock", []step{stepOf(script.RWMutexRLock, rwKeys, rwRLockArgs("R", 1)), stepOf(script.RWMutexLock, rwKeys, rwLockArgs("W", 1))},
+			rwRUnlock("R", 0, false)},
+		{"rwmutex.rlock_undo", []step{stepOf(script.RWMutexRLock, rwKeys, rwRLockArgs("R", 1))},
+			stepOf(script.RWMutexRLockUndo, rwKeys, rwRLockArgs("R", 1))},
 
-		{"reentrant.acquire first", nil, step{script.ReentrantAcquire, reKeys, reArgs("A", 1, 0, 1)}},
-		{"reentrant.acquire waiting in line", []step{{script.ReentrantAcquire, reKeys, reArgs("B", 1, 0, 1)}},
-			step{script.ReentrantAcquire, reKeys, reLineArgs("A", "X", 1)}},
-		{"reentrant.acquire first in line", []step{{script.ReentrantAcquire, reKeys, reArgs("B", 1, 0, 1)},
-			{script.ReentrantAcquire, reKeys, reLineArgs("A", "X", 1)}, {script.ReentrantRelease, reKeys, []any{"B", "wake", 0, 1}}},
-			step{script.ReentrantAcquire, reKeys, reLineArgs("A", "X", 2)}},
-		{"reentrant.release waking the line", []step{{script.ReentrantAcquire, reKeys, reArgs("B", 1, 0, 1)},
-			{script.ReentrantAcquire, reKeys, reLineArgs("A", "X", 1)}},
-			step{script.ReentrantRelease, reKeys, []any{"B", "wake", 0, 1}}},
-		{"reentrant.undo keeping the line", []step{{script.ReentrantAcquire, reKeys, reLineArgs("B", "Y", 1)},
-			{script.ReentrantAcquire, reKeys, reLineArgs("A", "X", 1)}},
-			step{script.ReentrantUndo, reKeys, reLineArgs("B", "Y", 1)}},
-		{"reentrant.leave", []step{{script.ReentrantAcquire, reKeys, reArgs("B", 1, 0, 1)},
-			{script.ReentrantAcquire, reKeys, reLineArgs("A", "X", 1)}, {script.ReentrantAcquire, reKeys, reLineArgs("C", "Z", 1)}},
-			step{script.ReentrantLeave, reKeys[:1], []any{"X", "wake", callOf("A"), 3000}}},
-		{"reentrant.settle", []step{{script.ReentrantAcquire, reKeys, reArgs("B", 1, 0, 1)},
-			{script.ReentrantAcquire, reKeys, reLineArgs("A", "X", 1)}},
-			step{script.ReentrantSettle, reKeys, reLineArgs("A", "X", 1)}},
-		{"reentrant.acquire held by another", []step{{script.ReentrantAcquire, reKeys, reArgs("B", 1, 0, 1)}},
-			step{script.ReentrantAcquire, reKeys, reArgs("A", 1, 0, 1)}},
-		{"reentrant.acquire re-entry", []step{{script.ReentrantAcquire, reKeys, reArgs("A", 1, 0, 1)}},
-			step{script.ReentrantAcquire, reKeys, reArgs("A", 2, -1, 2)}},
-		{"reentrant.release partial", []step{{script.ReentrantAcquire, reKeys, reArgs("A", 1, 0, 1)}, {script.ReentrantAcquire, reKeys, reArgs("A", 2, -1, 2)}},
-			step{script.ReentrantRelease, reKeys, []any{"A", "wake", 1, -1}}},
-		{"reentrant.release last", []step{{script.ReentrantAcquire, reKeys, reArgs("A", 1, 0, 1)}},
-			step{script.ReentrantRelease, reKeys, []any{"A", "wake", 0, -1}}},
-		{"reentrant.undo", []step{{script.ReentrantAcquire, reKeys, reArgs("A", 1, 0, 1)}, {script.ReentrantAcquire, reKeys, reArgs("A", 2, -1, 2)}},
-			step{script.ReentrantUndo, reKeys, reArgs("A", 2, 0, 2)}},
-		{"reentrant.renew", []step{{script.ReentrantAcquire, reKeys, reArgs("A", 1, 0, 1)}},
-			step{script.ReentrantRenew, []string{"reentrant"}, []any{"A", 20000}}},
+		{"reentrant.acquire first", nil, stepOf(script.ReentrantAcquire, reKeys, reArgs("A", 1, 0, 1))},
+		{"reentrant.acquire waiting in line", []step{stepOf(script.ReentrantAcquire, reKeys, reArgs("B", 1, 0, 1))},
+			stepOf(script.ReentrantAcquire, reKeys, reLineArgs("A", "X", 1))},
+		{"reentrant.acquire first in line", []step{stepOf(script.ReentrantAcquire, reKeys, reArgs("B", 1, 0, 1)),
+			stepOf(script.ReentrantAcquire, reKeys, reLineArgs("A", "X", 1)), reRelease("B", 0, 1)},
+			stepOf(script.ReentrantAcquire, reKeys, reLineArgs("A", "X", 2))},
+		{"reentrant.release waking the line", []step{stepOf(script.ReentrantAcquire, reKeys, reArgs("B", 1, 0, 1)),
+			stepOf(script.ReentrantAcquire, reKeys, reLineArgs("A", "X", 1))},
+			reRelease("B", 0, 1)},
+		{"reentrant.undo keeping the line", []step{stepOf(script.ReentrantAcquire, reKeys, reLineArgs("B", "Y", 1)),
+			stepOf(script.ReentrantAcquire, reKeys, reLineArgs("A", "X", 1))},
+			stepOf(script.ReentrantUndo, reKeys, reLineArgs("B", "Y", 1))},
+		{"reentrant.leave", []step{stepOf(script.ReentrantAcquire, reKeys, reArgs("B", 1, 0, 1)),
+			stepOf(script.ReentrantAcquire, reKeys, reLineArgs("A", "X", 1)), stepOf(script.ReentrantAcquire, reKeys, reLineArgs("C", "Z", 1))},
+			stepOf(script.ReentrantLeave, reKeys[:1], script.LeaveArgs{Cohort: "X", Wake: "wake", Call: callOf("A"), Stale: 3000})},
+		{"reentrant.settle", []step{stepOf(script.ReentrantAcquire, reKeys, reArgs("B", 1, 0, 1)),
+			stepOf(script.ReentrantAcquire, reKeys, reLineArgs("A", "X", 1))},
+			stepOf(script.ReentrantSettle, reKeys, reLineArgs("A", "X", 1))},
+		{"reentrant.acquire held by another", []step{stepOf(script.ReentrantAcquire, reKeys, reArgs("B", 1, 0, 1))},
+			stepOf(script.ReentrantAcquire, reKeys, reArgs("A", 1, 0, 1))},
+		{"reentrant.acquire re-entry", []step{stepOf(script.ReentrantAcquire, reKeys, reArgs("A", 1, 0, 1))},
+			stepOf(script.ReentrantAcquire, reKeys, reArgs("A", 2, -1, 2))},
+		{"reentrant.release partial", []step{stepOf(script.ReentrantAcquire, reKeys, reArgs("A", 1, 0, 1)), stepOf(script.ReentrantAcquire, reKeys, reArgs("A", 2, -1, 2))},
+			reRelease("A", 1, -1)},
+		{"reentrant.release last", []step{stepOf(script.ReentrantAcquire, reKeys, reArgs("A", 1, 0, 1))},
+			reRelease("A", 0, -1)},
+		{"reentrant.undo", []step{stepOf(script.ReentrantAcquire, reKeys, reArgs("A", 1, 0, 1)), stepOf(script.ReentrantAcquire, reKeys, reArgs("A", 2, -1, 2))},
+			stepOf(script.ReentrantUndo, reKeys, reArgs("A", 2, 0, 2))},
+		{"reentrant.renew", []step{stepOf(script.ReentrantAcquire, reKeys, reArgs("A", 1, 0, 1))},
+			stepOf(script.ReentrantRenew, []string{"reentrant"}, script.RenewArgs{Owner: "A", TTL: 20000})},
 
-		{"semaphore.acquire free", nil, step{script.Semaphore.Acquire, fifoKeys, fifoArgs("hA", "", 2, 0, 1)}},
-		{"semaphore.acquire contended", []step{{script.Semaphore.Acquire, fifoKeys, fifoArgs("hA", "", 3, 0, 1)}},
-			step{script.Semaphore.Acquire, fifoKeys, fifoArgs("hB", "", 1, 0, 1)}},
-		{"semaphore.enqueue", []step{{script.Semaphore.Acquire, fifoKeys, fifoArgs("hA", "", 3, 0, 1)}},
-			step{script.Semaphore.Enqueue, fifoKeys, fifoArgs("wB", "wB", 1, 0, 0)}},
-		{"semaphore.beat", []step{{script.Semaphore.Acquire, fifoKeys, fifoArgs("hA", "", 3, 0, 1)}, {script.Semaphore.Enqueue, fifoKeys, fifoArgs("wB", "wB", 1, 0, 0)}},
-			step{script.Semaphore.Beat, fifoKeys, fifoArgs("wB", "wB", 1, 7, 0)}},
-		{"semaphore.unjoin", []step{{script.Semaphore.Acquire, fifoKeys, fifoArgs("hA", "", 3, 0, 1)}, {script.Semaphore.Enqueue, fifoKeys, fifoArgs("wB", "wB", 1, 0, 0)}},
-			step{script.Semaphore.Unjoin, fifoKeys, fifoArgs("wB", "wB", 1, 0, 0)}},
-		{"semaphore.settle", []step{{script.Semaphore.Acquire, fifoKeys, fifoArgs("hA", "", 3, 0, 1)}, {script.Semaphore.Enqueue, fifoKeys, fifoArgs("wB", "wB", 1, 0, 0)}},
-			step{script.Semaphore.Settle, fifoKeys, fifoArgs("wB", "wB", 1, 0, 1)}},
-		{"semaphore.renew", []step{{script.Semaphore.Acquire, fifoKeys, fifoArgs("hA", "", 2, 0, 1)}},
-			step{script.Semaphore.Renew, fifoKeys, fifoArgs("hA", "", 0, 0, 0)}},
-		{"semaphore.release partial", []step{{script.Semaphore.Acquire, fifoKeys, fifoArgs("hA", "", 3, 0, 1)}},
-			step{script.Semaphore.Release, fifoKeys, fifoArgs("hA", "", 1, 0, 0)}},
-		{"semaphore.release full", []step{{script.Semaphore.Acquire, fifoKeys, fifoArgs("hA", "", 2, 0, 1)}, {script.Semaphore.Acquire, fifoKeys, fifoArgs("hB", "", 1, 0, 1)}},
-			step{script.Semaphore.Release, fifoKeys, fifoArgs("hA", "", 0, 0, 0)}},
-		{"semaphore.undo", []step{{script.Semaphore.Acquire, fifoKeys, fifoArgs("hA", "", 2, 0, 1)}},
-			step{script.Semaphore.Undo, fifoKeys, fifoArgs("hA", "", 2, 0, 1)}},
+		{"semaphore.acquire free", nil, step{script.Semaphore.Acquire.Script, fifoKeys, fifoAcquire("hA", "", 2, 1)}},
+		{"semaphore.acquire contended", []step{{script.Semaphore.Acquire.Script, fifoKeys, fifoAcquire("hA", "", 3, 1)}},
+			step{script.Semaphore.Acquire.Script, fifoKeys, fifoAcquire("hB", "", 1, 1)}},
+		{"semaphore.enqueue", []step{{script.Semaphore.Acquire.Script, fifoKeys, fifoAcquire("hA", "", 3, 1)}},
+			step{script.Semaphore.Enqueue.Script, fifoKeys, fifoJoin("wB", 1, 0, 1)}},
+		{"semaphore.beat", []step{{script.Semaphore.Acquire.Script, fifoKeys, fifoAcquire("hA", "", 3, 1)}, {script.Semaphore.Enqueue.Script, fifoKeys, fifoJoin("wB", 1, 0, 1)}},
+			step{script.Semaphore.Beat.Script, fifoKeys, fifoJoin("wB", 1, 7, 0)}},
+		{"semaphore.unjoin", []step{{script.Semaphore.Acquire.Script, fifoKeys, fifoAcquire("hA", "", 3, 1)}, {script.Semaphore.Enqueue.Script, fifoKeys, fifoJoin("wB", 1, 0, 1)}},
+			step{script.Semaphore.Unjoin.Script, fifoKeys, fifoJoin("wB", 1, 0, 1)}},
+		{"semaphore.settle", []step{{script.Semaphore.Acquire.Script, fifoKeys, fifoAcquire("hA", "", 3, 1)}, {script.Semaphore.Enqueue.Script, fifoKeys, fifoJoin("wB", 1, 0, 1)}},
+			step{script.Semaphore.Settle.Script, fifoKeys, fifoAcquire("wB", "wB", 1, 1)}},
+		{"semaphore.renew", []step{{script.Semaphore.Acquire.Script, fifoKeys, fifoAcquire("hA", "", 2, 1)}},
+			step{script.Semaphore.Renew.Script, fifoKeys, enc(script.Semaphore.Renew, script.FIFORenewArgs{Owner: "hA", Prefix: "wake:", TTL: 10000})}},
+		{"semaphore.release partial", []step{{script.Semaphore.Acquire.Script, fifoKeys, fifoAcquire("hA", "", 3, 1)}},
+			step{script.Semaphore.Release.Script, fifoKeys, fifoRelease("hA", 1)}},
+		{"semaphore.release full", []step{{script.Semaphore.Acquire.Script, fifoKeys, fifoAcquire("hA", "", 2, 1)}, {script.Semaphore.Acquire.Script, fifoKeys, fifoAcquire("hB", "", 1, 1)}},
+			step{script.Semaphore.Release.Script, fifoKeys, fifoRelease("hA", 0)}},
+		{"semaphore.undo", []step{{script.Semaphore.Acquire.Script, fifoKeys, fifoAcquire("hA", "", 2, 1)}},
+			step{script.Semaphore.Undo.Script, fifoKeys, fifoAcquire("hA", "", 2, 1)}},
 
-		{"multi.acquire", nil, step{script.MultiAcquire, multiKeys, multiArgs("A", 1)}},
-		{"multi.release", []step{{script.MultiAcquire, multiKeys, multiArgs("A", 1)}},
-			step{script.MultiRelease, multiKeys, multiArgs("A", 0)}},
-		{"multi.undo", []step{{script.MultiAcquire, multiKeys, multiArgs("A", 1)}},
-			step{script.MultiUndo, multiKeys, multiArgs("A", 1)}},
+		{"multi.acquire", nil, stepOf(script.MultiAcquire, multiKeys, multiArgs("A", 1))},
+		{"multi.release", []step{stepOf(script.MultiAcquire, multiKeys, multiArgs("A", 1))},
+			stepOf(script.MultiRelease, multiKeys, multiArgs("A", 0))},
+		{"multi.undo", []step{stepOf(script.MultiAcquire, multiKeys, multiArgs("A", 1))},
+			stepOf(script.MultiUndo, multiKeys, multiArgs("A", 1))},
 
-		{"multi.settle", []step{{script.MutexAcquire, mutexKeys, handoffArgs("B", "Y", 1)}, {script.MultiAcquire, multiKeys, multiArgs("A", 1)}},
-			step{script.MultiSettle, multiKeys, multiArgs("A", 1)}},
-		{"latch.count_down", nil, step{script.LatchCountDown, []string{"latch"}, []any{"wake", "3", 10000, "CALL1"}}},
-		{"latch.reset", []step{{script.LatchCountDown, []string{"latch"}, []any{"wake", "3", 10000, "CALL1"}}},
-			step{script.LatchReset, []string{"latch"}, []any{"wake", "5", 10000, "RESET1"}}},
-		{"fence.write", nil, step{script.FenceWrite, []string{"value", "guard"}, []any{"set", "42", "W1", 0, 60000, "v"}}},
-		{"fence.cas", []step{{script.FenceWrite, []string{"value", "guard"}, []any{"set", "42", "W1", 0, 60000, "v"}}},
-			step{script.FenceCAS, []string{"value", "guard"}, []any{"-", "W2", 0, 60000, "w"}}},
+		{"multi.settle", []step{stepOf(script.MutexAcquire, mutexKeys, handoffArgs("B", "Y", 1)), stepOf(script.MultiAcquire, multiKeys, multiArgs("A", 1))},
+			stepOf(script.MultiSettle, multiKeys, multiArgs("A", 1))},
+		{"latch.count_down", nil, step{script.LatchCountDown.Script, []string{"latch"}, enc(script.LatchCountDown, script.LatchArgs{Wake: "wake", Size: 3, TTL: 10000, ID: "CALL1"})}},
+		{"latch.reset", []step{{script.LatchCountDown.Script, []string{"latch"}, enc(script.LatchCountDown, script.LatchArgs{Wake: "wake", Size: 3, TTL: 10000, ID: "CALL1"})}},
+			step{script.LatchReset.Script, []string{"latch"}, enc(script.LatchReset, script.LatchArgs{Wake: "wake", Size: 5, TTL: 10000, ID: "RESET1"})}},
+		{"fence.write", nil, step{script.FenceWrite.Script, []string{"value", "guard"}, enc(script.FenceWrite, script.FenceWriteArgs{Op: "set", Token: "42", ID: "W1", Retention: 60000, Operands: []string{"v"}})}},
+		{"fence.cas", []step{{script.FenceWrite.Script, []string{"value", "guard"}, enc(script.FenceWrite, script.FenceWriteArgs{Op: "set", Token: "42", ID: "W1", Retention: 60000, Operands: []string{"v"}})}},
+			step{script.FenceCAS.Script, []string{"value", "guard"}, enc(script.FenceCAS, script.FenceCASArgs{Version: "-", ID: "W2", Retention: 60000, Data: "w"})}},
 	}
 }
 

@@ -23,40 +23,43 @@ func TestMutexYield(t *testing.T) {
 		attempt := 0
 		for _, tc := range []struct {
 			name        string
-			waits       string // the other cohort's attempt: '1' Lock, '0' TryLock
+			waits       bool // the other cohort's attempt: Lock, not TryLock
 			yield       int64
 			wantsMarker bool
 		}{
-			{"waited", "1", 5000, true},
-			{"tried", "0", 5000, false},
-			{"off", "1", 0, false},
+			{"waited", true, 5000, true},
+			{"tried", false, 5000, false},
+			{"off", true, 0, false},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				name := fmt.Sprintf("%s-%d", t.Name(), time.Now().UnixNano())
 				keys := []string{"redisync:{" + name + "}:lock", "redisync:{" + name + "}:fence"}
-				acquire := func(owner, cohort, waits string) backend.Reply {
+				acquire := func(owner, cohort string, waits bool) backend.Reply {
 					t.Helper()
 					attempt++
-					r, err := backend.Run(ctx, b, script.MutexAcquire, keys, owner, "wake", 10000, fenceMargin, "host/1", attempt, 1, cohort, waits, 3000, 0, callOf(owner))
+					r, err := script.MutexAcquire.Run(ctx, b, keys, script.MutexAcquireArgs{
+						Owner: owner, TTL: 10000, FenceMargin: fenceMargin, Attempt: int64(attempt), Block: 1,
+						Cohort: cohort, Waits: waits, Stale: 3000, Clock: 0, Call: callOf(owner),
+					})
 					if err != nil {
 						t.Fatal(err)
 					}
 					return r
 				}
-				if r := acquire("A", "X", "1"); r.Status() != backend.StatusOK {
+				if r := acquire("A", "X", true); r.Status() != backend.StatusOK {
 					t.Fatalf("first acquire: %v", r)
 				}
 				if r := acquire("B", "Y", tc.waits); r.Status() != backend.StatusContended {
 					t.Fatalf("acquire of a held lock: %v", r)
 				}
-				if _, err := backend.Run(ctx, b, script.MutexRelease, keys, "A", "wake", tc.yield); err != nil {
+				if _, err := script.MutexRelease.Run(ctx, b, keys, script.MutexReleaseArgs{Owner: "A", Wake: "wake", Yield: tc.yield}); err != nil {
 					t.Fatal(err)
 				}
 				marker := rdb.HGet(ctx, keys[0], "y").Val()
 				if got := marker != ""; got != tc.wantsMarker {
 					t.Fatalf("yield marker %q after the release; want one: %v", marker, tc.wantsMarker)
 				}
-				r := acquire("A2", "X", "1")
+				r := acquire("A2", "X", true)
 				if !tc.wantsMarker {
 					if r.Status() != backend.StatusOK {
 						t.Fatalf("the releaser's cohort was refused without a marker: %v", r)
@@ -66,7 +69,7 @@ func TestMutexYield(t *testing.T) {
 				if r.Status() != backend.StatusContended || r.At(1) <= 0 || r.At(1) > tc.yield {
 					t.Fatalf("the releaser's cohort during the yield got %v; want {0, ms left of %d}", r, tc.yield)
 				}
-				if r := acquire("B", "Y", "1"); r.Status() != backend.StatusOK {
+				if r := acquire("B", "Y", true); r.Status() != backend.StatusOK {
 					t.Fatalf("the waiting cohort during the yield got %v; want the lock", r)
 				}
 				if rdb.HGet(ctx, keys[0], "y").Val() != "" || rdb.HGet(ctx, keys[0], "o").Val() != "B" {

@@ -294,20 +294,22 @@ func (o *Order) record(c *OrderCall, at time.Time, format string, args ...any) {
 }
 
 // describeFair names a call of a fair script s with the arguments that tell
-// its calls apart; argv returns ARGV[i] as fifo_lib.lua numbers it. Enqueue
-// and Beat run the same source: an Enqueue is the one whose ticket is 0.
+// its calls apart; argv returns ARGV[i], which script.ArgIndex finds by
+// name. Enqueue and Beat run the same source: an Enqueue is the one whose
+// ticket is 0.
 func describeFair(s *backend.Script, argv func(i int) any) string {
 	f := script.Fair
+	arg := func(name string) any { return argv(script.ArgIndex(s, name)) }
 	switch s {
-	case f.Enqueue, f.Beat:
-		if t := fmt.Sprint(argv(10)); t != "0" {
+	case f.Enqueue.Script, f.Beat.Script:
+		if t := fmt.Sprint(arg("ticket")); t != "0" {
 			return "fair.beat ticket " + t
 		}
 		return "fair.enqueue"
-	case f.Acquire, f.Undo:
-		return fmt.Sprintf("%s attempt %v", s.Name(), argv(11))
-	case f.Release:
-		return fmt.Sprintf("fair.release keeping %v", argv(5))
+	case f.Acquire.Script, f.Undo.Script:
+		return fmt.Sprintf("%s attempt %v", s.Name(), arg("attempt"))
+	case f.Release.Script:
+		return fmt.Sprintf("fair.release keeping %v", arg("keep"))
 	}
 	return s.Name()
 }
@@ -315,7 +317,8 @@ func describeFair(s *backend.Script, argv func(i int) any) string {
 // isFair reports whether s is a script of the fair lock.
 func isFair(s *backend.Script) bool {
 	f := script.Fair
-	return slices.Contains([]*backend.Script{f.Acquire, f.Settle, f.Undo, f.Enqueue, f.Beat, f.Renew, f.Release, f.Stat, f.Force}, s)
+	return slices.Contains([]*backend.Script{f.Acquire.Script, f.Settle.Script, f.Undo.Script, f.Enqueue.Script, f.Beat.Script,
+		f.Renew.Script, f.Release.Script, f.Stat.Script, f.Force.Script}, s)
 }
 
 // Backend returns b with its Exec calls seen by o. The Backend it returns
@@ -352,7 +355,7 @@ func (b *orderBackend) Exec(ctx context.Context, calls ...*backend.Call) {
 	at := time.Now()
 	o := b.o
 	for _, call := range calls {
-		if !isFair(call.Script) || len(call.Args) < 9 {
+		if !isFair(call.Script) {
 			continue
 		}
 		argv := func(i int) any {
@@ -364,13 +367,13 @@ func (b *orderBackend) Exec(ctx context.Context, calls ...*backend.Call) {
 		}
 		what := describeFair(call.Script, argv)
 		o.mu.Lock()
-		if w := fmt.Sprint(call.Args[2]); c.waiter == "" && w != "" {
+		if w, _ := script.Arg(call.Script, call.Args, "waiter").(string); c.waiter == "" && w != "" {
 			c.waiter = w
 		}
-		if call.Script == script.Fair.Acquire && c.owner == "" {
-			c.owner = fmt.Sprint(call.Args[0])
+		if call.Script == script.Fair.Acquire.Script && c.owner == "" {
+			c.owner = fmt.Sprint(script.Arg(call.Script, call.Args, "owner"))
 		}
-		if call.Script == script.Fair.Enqueue && call.Err == nil && call.Reply.Status() == backend.StatusOK && c.placed.IsZero() {
+		if call.Script == script.Fair.Enqueue.Script && call.Err == nil && call.Reply.Status() == backend.StatusOK && c.placed.IsZero() {
 			c.placed, c.ticket = at, call.Reply.At(1)
 		}
 		o.mu.Unlock()
@@ -470,8 +473,8 @@ func (h orderHook) record(c *OrderCall, sent time.Time, cmd redis.Cmder, err err
 		return nil
 	}
 	var what string
-	if s := deploytest.ScriptOf(cmd, script.Fair.Acquire, script.Fair.Settle, script.Fair.Undo, script.Fair.Unjoin, script.Fair.Enqueue,
-		script.Fair.Renew, script.Fair.Release, script.Fair.Stat); s != nil {
+	if s := deploytest.ScriptOf(cmd, script.Fair.Acquire.Script, script.Fair.Settle.Script, script.Fair.Undo.Script, script.Fair.Unjoin.Script,
+		script.Fair.Enqueue.Script, script.Fair.Renew.Script, script.Fair.Release.Script, script.Fair.Stat.Script); s != nil {
 		what = describeFair(s, argv)
 	} else if keys == 1 && args[3] == h.o.keys.Fence {
 		// The only other script of the scenario on the fence counter
@@ -485,11 +488,11 @@ func (h orderHook) record(c *OrderCall, sent time.Time, cmd redis.Cmder, err err
 		reply = v.Val()
 	}
 	if h.ran {
-		if r, ok := reply.([]any); ok && len(r) > 0 && r[0] == int64(1) && deploytest.ScriptOf(cmd, script.Fair.Acquire) != nil {
-			h.o.granted(c, argv(11), h.n, at)
+		if r, ok := reply.([]any); ok && len(r) > 0 && r[0] == int64(1) && deploytest.ScriptOf(cmd, script.Fair.Acquire.Script) != nil {
+			h.o.granted(c, argv(script.ArgIndex(script.Fair.Acquire.Script, "attempt")), h.n, at)
 		}
-		if err == nil && deploytest.ScriptOf(cmd, script.Fair.Undo) != nil {
-			h.o.undone(c, argv(11))
+		if err == nil && deploytest.ScriptOf(cmd, script.Fair.Undo.Script) != nil {
+			h.o.undone(c, argv(script.ArgIndex(script.Fair.Undo.Script, "attempt")))
 		}
 		h.o.record(c, at, "node %d ran %s: %v", h.n, what, reply)
 	} else {

@@ -145,18 +145,18 @@ func replyPrimitives() []replyPrimitive {
 // variables are now, for deploytest.ScriptOf.
 func replyScripts() []*backend.Script {
 	ss := []*backend.Script{
-		script.MutexAcquire, script.MutexRelease, script.MutexRenew, script.MutexUndo,
-		script.RWMutexLock, script.RWMutexLockUndo, script.RWMutexUnlock, script.RWMutexRenew,
-		script.RWMutexRLock, script.RWMutexRLockUndo, script.RWMutexRUnlock, script.RWMutexRRenew,
-		script.ReentrantAcquire, script.ReentrantUndo, script.ReentrantRelease, script.ReentrantRenew,
-		script.MultiAcquire, script.MultiRelease, script.MultiUndo,
-		script.LatchCountDown, script.LatchState, script.LatchReset,
-		script.FenceWrite, script.FenceCAS, script.FenceGet,
+		script.MutexAcquire.Script, script.MutexRelease.Script, script.MutexRenew.Script, script.MutexUndo.Script,
+		script.RWMutexLock.Script, script.RWMutexLockUndo.Script, script.RWMutexUnlock.Script, script.RWMutexRenew.Script,
+		script.RWMutexRLock.Script, script.RWMutexRLockUndo.Script, script.RWMutexRUnlock.Script, script.RWMutexRRenew.Script,
+		script.ReentrantAcquire.Script, script.ReentrantUndo.Script, script.ReentrantRelease.Script, script.ReentrantRenew.Script,
+		script.MultiAcquire.Script, script.MultiRelease.Script, script.MultiUndo.Script,
+		script.LatchCountDown.Script, script.LatchState.Script, script.LatchReset.Script,
+		script.FenceWrite.Script, script.FenceCAS.Script, script.FenceGet.Script,
 	}
 	for _, f := range []script.FIFO{script.Fair, script.Semaphore} {
 		// Beat runs the same source as Enqueue: ScriptOf names it Enqueue,
 		// an acquisition of a place in line, which is what a late beat is.
-		ss = append(ss, f.Acquire, f.Undo, f.Enqueue, f.Beat, f.Renew, f.Release, f.Stat)
+		ss = append(ss, f.Acquire.Script, f.Undo.Script, f.Enqueue.Script, f.Beat.Script, f.Renew.Script, f.Release.Script, f.Stat.Script)
 	}
 	return ss
 }
@@ -750,13 +750,17 @@ return {1, token, 1}
 func TestRepliesNegativeControl(t *testing.T) {
 	node := redistest.StartNode(t)
 	orig := script.ReentrantAcquire
-	script.ReentrantAcquire = backend.NewScript("reentrant.acquire", backend.Acquire, reentrantAcquireB01ed44, script.ReentrantUndo)
+	// Its first ARGV (owner, ttl, fence counter margin, count) sit where
+	// today's arguments put them (see script.ReentrantAcquireArgs).
+	script.ReentrantAcquire = script.Def[script.ReentrantAcquireArgs]{
+		Script: backend.NewScript("reentrant.acquire", backend.Acquire, reentrantAcquireB01ed44, script.ReentrantUndo.Script),
+	}
 	t.Cleanup(func() { script.ReentrantAcquire = orig })
 
 	// Every other grant of the acquisition loses its reply, so that each
 	// first hold is a grant whose reply is lost followed by its retry: a run
 	// of a few seconds has dozens of them, whatever the machine's speed.
-	rules := &replyRules{alternate: true, only: script.ReentrantAcquire, scripts: replyScripts(), rng: seed(t)}
+	rules := &replyRules{alternate: true, only: script.ReentrantAcquire.Script, scripts: replyScripts(), rng: seed(t)}
 	p := replyPrimitive{"reentrant", FencedMutex, 1, func(b backend.Backend, name string, g int) (Holder, error) {
 		m, err := reentrant.New(b, name, reentrant.WithTTL(replyTTL), reentrant.WithWatchdog(false),
 			reentrant.WithBackoff(locker.ConstantBackoff(100*time.Millisecond)))

@@ -157,7 +157,7 @@ func TestUnlockOnDarkLink(t *testing.T) {
 	t.Run("multi-atomic", func(t *testing.T) {
 		t.Parallel()
 		d := &darkHook{dark: make(chan struct{}), match: func(c redis.Cmder) bool {
-			return deploytest.ScriptOf(c, script.MultiRelease) != nil
+			return deploytest.ScriptOf(c, script.MultiRelease.Script) != nil
 		}}
 		name := newName(t)
 		l, err := multi.New(newBackend(t, newClient(t, node.Addr, d)), []multi.Member{multi.Mutex(name + ":a"), multi.Mutex(name + ":b")},

@@ -49,7 +49,7 @@ func TestLostReadGrant(t *testing.T) {
 	ran := make(chan struct{})      // the lost attempt ran on the server
 	answered := make(chan struct{}) // the writer's first attempt has its reply
 	lose := &deploytest.Replies{Lose: func(cmds []redis.Cmder) bool {
-		if deploytest.ScriptOf(cmds[0], script.RWMutexRLock) == nil || !first.take() {
+		if deploytest.ScriptOf(cmds[0], script.RWMutexRLock.Script) == nil || !first.take() {
 			return false
 		}
 		close(ran)
@@ -59,7 +59,7 @@ func TestLostReadGrant(t *testing.T) {
 		}
 		return true
 	}}
-	wAttempts := &counted{match: runs(script.RWMutexLock)}
+	wAttempts := &counted{match: runs(script.RWMutexLock.Script)}
 	r, err := rwmutex.New(newBackend(t, newClient(t, node.Addr, lose)), name, rwmutex.WithTTL(ttl))
 	if err != nil {
 		t.Fatal(err)
@@ -244,8 +244,8 @@ func TestUndoWakesNotItsCaller(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			tries := &counted{match: runs(k.scripts.Acquire)}
-			undone := &counted{match: runs(k.scripts.Undo)}
+			tries := &counted{match: runs(k.scripts.Acquire.Script)}
+			undone := &counted{match: runs(k.scripts.Undo.Script)}
 			waiter, err := k.make(newQuorum(t, nodes, []redis.Hook{tries, nil, undone}), name, o)
 			if err != nil {
 				t.Fatal(err)
@@ -303,9 +303,9 @@ func TestLateHeartbeat(t *testing.T) {
 			t.Parallel()
 			ctx := newContext(t)
 			name := newName(t)
-			loadScripts(t, ctx, newClient(t, node.Addr), script.Fair.Beat)
+			loadScripts(t, ctx, newClient(t, node.Addr), script.Fair.Beat.Script)
 			late := newHoldBack(beatOf(script.Fair))
-			bAttempts := &counted{match: runs(script.Fair.Acquire)}
+			bAttempts := &counted{match: runs(script.Fair.Acquire.Script)}
 			h := newProcess(t, node.Addr, name, newFair)
 			a := newProcess(t, node.Addr, name, newFair, late)
 			b := newProcess(t, node.Addr, name, newFair, bAttempts)
@@ -384,7 +384,7 @@ func TestLateQuorumRelease(t *testing.T) {
 	raws := make([]*redis.Client, len(nodes))
 	for i, n := range nodes {
 		raws[i] = newClient(t, n.Addr)
-		loadScripts(t, ctx, raws[i], script.Fair.Release)
+		loadScripts(t, ctx, raws[i], script.Fair.Release.Script)
 	}
 	name := newName(t)
 	newFair := func(b backend.Backend) locker.Locker {
@@ -394,7 +394,7 @@ func TestLateQuorumRelease(t *testing.T) {
 		}
 		return f
 	}
-	beat, release := beatOf(script.Fair), runs(script.Fair.Release)
+	beat, release := beatOf(script.Fair), runs(script.Fair.Release.Script)
 	late := []*holdBack{newHoldBack(release), newHoldBack(release)}
 	aBeats := []*counted{{match: beat}, {match: beat}}
 	bBeats, cBeats := &counted{match: beat}, &counted{match: beat}
@@ -469,9 +469,9 @@ func TestDroppedLeave(t *testing.T) {
 			newLock := func(b backend.Backend, name string) (locker.Locker, error) {
 				return k.make(b, name, queueOptions{queueTimeout: queueTimeout})
 			}
-			drop := newHoldBack(runs(k.scripts.Release))
-			gAttempts := &counted{match: runs(k.scripts.Acquire)}
-			lAttempts := &counted{match: runs(k.scripts.Acquire)}
+			drop := newHoldBack(runs(k.scripts.Release.Script))
+			gAttempts := &counted{match: runs(k.scripts.Acquire.Script)}
+			lAttempts := &counted{match: runs(k.scripts.Acquire.Script)}
 			h := newProcess(t, node.Addr, name, newLock)
 			g := newProcess(t, node.Addr, name, newLock, drop, gAttempts)
 			l := newProcess(t, node.Addr, name, newLock, lAttempts)
@@ -765,6 +765,6 @@ func runs(scripts ...*backend.Script) func(redis.Cmder) bool {
 func beatOf(s script.FIFO) func(redis.Cmder) bool {
 	return func(cmd redis.Cmder) bool {
 		args := cmd.Args()
-		return deploytest.ScriptOf(cmd, s.Beat) != nil && fmt.Sprint(args[len(args)-1]) != "0"
+		return deploytest.ScriptOf(cmd, s.Beat.Script) != nil && fmt.Sprint(args[len(args)-1]) != "0"
 	}
 }

@@ -49,13 +49,13 @@ var lineKinds = []struct {
 	key     func(name string) string
 	make    func(b backend.Backend, name string) (locker.Locker, error)
 }{
-	{"mutex", script.MutexAcquire, lockKey, func(b backend.Backend, name string) (locker.Locker, error) {
+	{"mutex", script.MutexAcquire.Script, lockKey, func(b backend.Backend, name string) (locker.Locker, error) {
 		return nilIfErr(mutex.New(b, name, mutex.WithTTL(lineTTL), mutex.WithBackoff(lineBackoff)))
 	}},
-	{"rwmutex-write", script.RWMutexLock, writerKey, func(b backend.Backend, name string) (locker.Locker, error) {
+	{"rwmutex-write", script.RWMutexLock.Script, writerKey, func(b backend.Backend, name string) (locker.Locker, error) {
 		return nilIfErr(rwmutex.New(b, name, rwmutex.WithTTL(lineTTL), rwmutex.WithBackoff(lineBackoff)))
 	}},
-	{"reentrant", script.ReentrantAcquire, reentrantKey, func(b backend.Backend, name string) (locker.Locker, error) {
+	{"reentrant", script.ReentrantAcquire.Script, reentrantKey, func(b backend.Backend, name string) (locker.Locker, error) {
 		m, err := reentrant.New(b, name, reentrant.WithTTL(lineTTL), reentrant.WithBackoff(lineBackoff))
 		if err != nil {
 			return nil, err
@@ -166,11 +166,11 @@ func TestMultiGiveUpLeavesLine(t *testing.T) {
 		acquire *backend.Script
 		make    func(b backend.Backend, name string) (locker.Locker, error)
 	}{
-		{"mutex", script.MutexAcquire, func(b backend.Backend, name string) (locker.Locker, error) {
+		{"mutex", script.MutexAcquire.Script, func(b backend.Backend, name string) (locker.Locker, error) {
 			// The first member in lock order, where B stood in line.
 			return nilIfErr(mutex.New(b, name+":a", mutex.WithTTL(lineTTL), mutex.WithBackoff(lineBackoff)))
 		}},
-		{"multi", script.MultiAcquire, newMulti},
+		{"multi", script.MultiAcquire.Script, newMulti},
 	}
 	for _, inFlight := range []bool{false, true} {
 		for _, w := range waiters {
@@ -182,8 +182,8 @@ func TestMultiGiveUpLeavesLine(t *testing.T) {
 				t.Parallel()
 				ctx := newContext(t)
 				name := newName(t)
-				cut := newCutReply(script.MultiAcquire)
-				bAttempts := &attempts{scripts: []*backend.Script{script.MultiAcquire}}
+				cut := newCutReply(script.MultiAcquire.Script)
+				bAttempts := &attempts{scripts: []*backend.Script{script.MultiAcquire.Script}}
 				bHook := redis.Hook(bAttempts)
 				if inFlight {
 					bHook = cut

@@ -55,7 +55,7 @@ func TestReentrantLostAcquireReply(t *testing.T) {
 	raw := newClient(t, node.Addr)
 	var first once
 	r := &deploytest.Replies{Lose: func(cmds []redis.Cmder) bool {
-		return len(cmds) == 1 && deploytest.ScriptOf(cmds[0], script.ReentrantAcquire) != nil && first.take()
+		return len(cmds) == 1 && deploytest.ScriptOf(cmds[0], script.ReentrantAcquire.Script) != nil && first.take()
 	}}
 	b := newBackend(t, newClient(t, node.Addr, r))
 	name := newName(t)
@@ -118,7 +118,7 @@ func TestReentrantUnlockNeverArrived(t *testing.T) {
 	var first once
 	f := &deploytest.Faulty{
 		Backend: newBackend(t, newClient(t, node.Addr)),
-		Drop:    func(c *backend.Call) bool { return c.Script == script.ReentrantRelease && first.take() },
+		Drop:    func(c *backend.Call) bool { return c.Script == script.ReentrantRelease.Script && first.take() },
 	}
 	name := newName(t)
 	m, err := reentrant.New(f, name, reentrant.WithTTL(time.Second), reentrant.WithWatchdog(false))
@@ -156,7 +156,7 @@ func TestReentrantLateFirstAttempt(t *testing.T) {
 	node := redistest.SharedNode(t)
 	var first once
 	late := &deploytest.Replies{Late: func(cmds []redis.Cmder) (time.Duration, bool) {
-		if deploytest.ScriptOf(cmds[0], script.ReentrantAcquire) != nil && first.take() {
+		if deploytest.ScriptOf(cmds[0], script.ReentrantAcquire.Script) != nil && first.take() {
 			return 300 * time.Millisecond, true
 		}
 		return 0, false

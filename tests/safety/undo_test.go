@@ -21,7 +21,7 @@ import (
 
 // mutexScripts are the scripts of a mutex, loaded on a node before a test
 // delivers some of them late: a late EVALSHA must not meet NOSCRIPT.
-var mutexScripts = []*backend.Script{script.MutexAcquire, script.MutexRelease, script.MutexUndo, script.MutexRenew}
+var mutexScripts = []*backend.Script{script.MutexAcquire.Script, script.MutexRelease.Script, script.MutexUndo.Script, script.MutexRenew.Script}
 
 func loadScripts(t *testing.T, ctx context.Context, c *redis.Client, scripts ...*backend.Script) {
 	t.Helper()
@@ -97,7 +97,7 @@ func TestQuorumLateUndo(t *testing.T) {
 	armed.Store(true)
 	var log lateLog
 	r := &deploytest.Replies{Late: func(cmds []redis.Cmder) (time.Duration, bool) {
-		if !armed.Load() || deploytest.ScriptOf(cmds[0], script.MutexUndo) == nil {
+		if !armed.Load() || deploytest.ScriptOf(cmds[0], script.MutexUndo.Script) == nil {
 			return 0, false
 		}
 		return log.note(2 * time.Second), true
@@ -169,10 +169,10 @@ func TestLateGiveBack(t *testing.T) {
 	var log lateLog
 	r := &deploytest.Replies{
 		Slow: func(cmds []redis.Cmder) (time.Duration, bool) {
-			return 300 * time.Millisecond, deploytest.ScriptOf(cmds[0], script.MutexAcquire) != nil && slow.take()
+			return 300 * time.Millisecond, deploytest.ScriptOf(cmds[0], script.MutexAcquire.Script) != nil && slow.take()
 		},
 		Late: func(cmds []redis.Cmder) (time.Duration, bool) {
-			if deploytest.ScriptOf(cmds[0], script.MutexRelease, script.MutexUndo) == nil || !late.take() {
+			if deploytest.ScriptOf(cmds[0], script.MutexRelease.Script, script.MutexUndo.Script) == nil || !late.take() {
 				return 0, false
 			}
 			return log.note(1500 * time.Millisecond), true
@@ -237,7 +237,7 @@ func TestReplicaAckLateRollback(t *testing.T) {
 	var log lateLog
 	resumed := make(chan error, 1)
 	r := &deploytest.Replies{Late: func(cmds []redis.Cmder) (time.Duration, bool) {
-		if deploytest.ScriptOf(cmds[0], script.MutexUndo, script.MutexRelease) == nil || !late.take() {
+		if deploytest.ScriptOf(cmds[0], script.MutexUndo.Script, script.MutexRelease.Script) == nil || !late.take() {
 			return 0, false
 		}
 		go func() { resumed <- replica.Resume() }()

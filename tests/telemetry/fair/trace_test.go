@@ -18,6 +18,7 @@ import (
 
 	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/fair"
+	"github.com/redisync/redisync/internal/script"
 	"github.com/redisync/redisync/redisynctest"
 	"github.com/redisync/redisync/tracing"
 )
@@ -32,8 +33,10 @@ type secrets struct {
 func (s *secrets) Exec(ctx context.Context, calls ...*backend.Call) {
 	s.mu.Lock()
 	for _, c := range calls {
-		if o, _ := c.Args[0].(string); o != "" {
-			s.seen = append(s.seen, o)
+		for _, name := range []string{"owner", "waiter"} {
+			if o, _ := script.Arg(c.Script, c.Args, name).(string); o != "" {
+				s.seen = append(s.seen, o)
+			}
 		}
 	}
 	s.mu.Unlock()

@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/redisync/redisync/backend"
+	"github.com/redisync/redisync/internal/script"
 	"github.com/redisync/redisync/tracing"
 )
 
@@ -125,8 +126,10 @@ func (o *Owners) Exec(ctx context.Context, calls ...*backend.Call) {
 	o.mu.Lock()
 	for _, c := range calls {
 		if c.Script.Kind() == backend.Acquire {
-			if s, ok := c.Args[0].(string); ok {
-				o.seen = append(o.seen, s)
+			for _, name := range []string{"owner", "waiter"} {
+				if s, ok := script.Arg(c.Script, c.Args, name).(string); ok && s != "" {
+					o.seen = append(o.seen, s)
+				}
 			}
 		}
 	}

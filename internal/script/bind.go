@@ -1,0 +1,380 @@
+package script
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync/atomic"
+
+	"github.com/redisync/redisync/backend"
+)
+
+// A Def is a script whose ARGV are described by the struct type A, its
+// arguments: the script's .lua source reads them as named locals, which
+// the source gets from A, and Call builds the argument list from a value
+// of A. A is the one place that says what a script takes, in which order.
+//
+// The fields of A, in order, are ARGV[2], ARGV[3], ... (ARGV[1] is the
+// publish command, which the backend supplies, bound to the local
+// "publish"). Each field has a `lua:"name"` tag, the name of its local, and
+// one of these types:
+//
+//   - string: sent as is; the local is the string.
+//   - int64: sent as a number; the local is a Lua number.
+//   - bool: sent as '1' or '0'; the local is a Lua boolean.
+//   - []string, as the last field only: one argument per element; the
+//     local is a Lua table of them (empty when the slice is).
+//
+// The undo and the settle script of an acquisition take the acquisition's
+// KEYS and ARGV (see backend.Kind), so they are Defs of the same A: they
+// read by name what they need of it.
+type Def[A any] struct {
+	*backend.Script
+}
+
+// Call returns the call of d on keys with the arguments a.
+func (d Def[A]) Call(keys []string, a A) *backend.Call {
+	return &backend.Call{Script: d.Script, Keys: keys, Args: encode(reflect.ValueOf(a))}
+}
+
+// Run executes d on b with keys and the arguments a, and returns its
+// reply.
+func (d Def[A]) Run(ctx context.Context, b backend.Backend, keys []string, a A) (backend.Reply, error) {
+	c := d.Call(keys, a)
+	b.Exec(ctx, c)
+	return c.Reply, c.Err
+}
+
+// A source is a script's .lua source and how to build it.
+type source struct {
+	name string // the script's name, for panics
+	src  string
+	// variants gives the value of each "--@variant <name>" line of src:
+	// the line becomes "local <name> = <value>".
+	variants map[string]string
+}
+
+// parts are the shared Lua libraries that a script includes with a line
+// "--@use <part>": the line is replaced by the part, comments stripped.
+// A part is included where the line is, so that the code before it (a
+// fast path) does not define the functions it does not call.
+var parts = map[string]*string{
+	"lock_lib":  &lockLibSrc,
+	"fifo_lib":  &fifoLib,
+	"fence_lib": &fenceLib,
+}
+
+// argvRef finds what the bindings alone may read.
+var argvRef = regexp.MustCompile(`\bARGV\b`)
+
+// compose returns the Lua source of s with arguments A: the bindings of its
+// ARGV first, then the source with its "--@" lines replaced and its
+// comments stripped. It panics, at package initialisation, when the source
+// reads ARGV itself, asks for a part or a variant that does not exist,
+// or leaves a variant it was given unused, or when A is not a valid
+// arguments type.
+func compose(s source, argv reflect.Type) string {
+	var b strings.Builder
+	b.WriteString(bindings(s.name, argv))
+	used := make(map[string]bool)
+	for line := range strings.Lines(s.src) {
+		t := strings.TrimSpace(line)
+		directive, ok := strings.CutPrefix(t, "--@")
+		if !ok {
+			if !strings.HasPrefix(t, "--") && argvRef.MatchString(stripStrings(t)) {
+				panic(fmt.Sprintf("script %s: %q reads ARGV: name the argument in its arguments type instead", s.name, t))
+			}
+			b.WriteString(stripComments(line))
+			continue
+		}
+		verb, arg, _ := strings.Cut(directive, " ")
+		switch verb {
+		case "use":
+			part, ok := parts[arg]
+			if !ok {
+				panic(fmt.Sprintf("script %s: --@use %s: no such part", s.name, arg))
+			}
+			if argvRef.MatchString(stripStrings(stripComments(*part))) {
+				panic(fmt.Sprintf("part %s reads ARGV: read the arguments by name instead", arg))
+			}
+			if used["use "+arg] {
+				panic(fmt.Sprintf("script %s: --@use %s twice", s.name, arg))
+			}
+			used["use "+arg] = true
+			b.WriteString(stripComments(*part))
+		case "variant":
+			v, ok := s.variants[arg]
+			if !ok {
+				panic(fmt.Sprintf("script %s: --@variant %s: no value given", s.name, arg))
+			}
+			used["variant "+arg] = true
+			fmt.Fprintf(&b, "local %s = %s\n", arg, v)
+		default:
+			panic(fmt.Sprintf("script %s: unknown directive %q", s.name, t))
+		}
+	}
+	for v := range s.variants {
+		if !used["variant "+v] {
+			panic(fmt.Sprintf("script %s: variant %s given but the source has no --@variant %s", s.name, v, v))
+		}
+	}
+	for name := range parts {
+		if used["use "+name] {
+			continue
+		}
+		if fn := calls(name).FindStringSubmatch(s.src); fn != nil {
+			panic(fmt.Sprintf("script %s calls %s of %s without --@use %s", s.name, fn[1], name, name))
+		}
+	}
+	return b.String()
+}
+
+// callsOf caches calls; it is filled at package initialisation.
+var callsOf = map[string]*regexp.Regexp{}
+
+// calls returns the pattern of a call of a function that part defines.
+func calls(part string) *regexp.Regexp {
+	if re, ok := callsOf[part]; ok {
+		return re
+	}
+	var names []string
+	for _, m := range functionDef.FindAllStringSubmatch(*parts[part], -1) {
+		names = append(names, regexp.QuoteMeta(m[1]))
+	}
+	re := regexp.MustCompile(`\b(` + strings.Join(names, "|") + `)\(`)
+	callsOf[part] = re
+	return re
+}
+
+var functionDef = regexp.MustCompile(`(?m)^local function (\w+)\(`)
+
+// stripStrings drops the Lua string literals of a line, so that a word in
+// a message does not count as code.
+func stripStrings(line string) string {
+	var b strings.Builder
+	var quote rune
+	for _, r := range line {
+		switch {
+		case quote != 0 && r == quote:
+			quote = 0
+		case quote != 0:
+		case r == '\'' || r == '"':
+			quote = r
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// A field is one argument of an arguments type.
+type field struct {
+	index int
+	name  string
+	kind  reflect.Kind // String, Int64, Bool, or Slice ([]string, last)
+	// stable is set for a field tagged `lua:"name,stable"`, whose value is
+	// mostly the same from call to call (a handle's TTL, its cohort): the
+	// last value's boxed form is kept and reused, which saves the
+	// allocation that putting it in an argument list costs.
+	stable *atomic.Pointer[boxed]
+}
+
+// boxed is a stable field's last value and its boxed form.
+type boxed struct {
+	i   int64
+	s   string
+	box any
+}
+
+// fields returns the arguments of the struct type t, in order. It panics
+// when t is not a valid arguments type.
+func fields(t reflect.Type) []field {
+	if t.Kind() != reflect.Struct {
+		panic(fmt.Sprintf("arguments type %v is not a struct", t))
+	}
+	var fs []field
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, opt, _ := strings.Cut(f.Tag.Get("lua"), ",")
+		if name == "" || !f.IsExported() || (opt != "" && opt != "stable") {
+			panic(fmt.Sprintf("arguments type %v: field %s needs a lua tag and must be exported", t, f.Name))
+		}
+		k := f.Type.Kind()
+		switch {
+		case k == reflect.String, k == reflect.Int64, k == reflect.Bool:
+		case k == reflect.Slice && f.Type.Elem().Kind() == reflect.String && i == t.NumField()-1:
+		default:
+			panic(fmt.Sprintf("arguments type %v: field %s has type %v; want string, int64, bool or a last []string", t, f.Name, f.Type))
+		}
+		fd := field{index: i, name: name, kind: k}
+		if opt == "stable" && (k == reflect.String || k == reflect.Int64) {
+			fd.stable = new(atomic.Pointer[boxed])
+		}
+		fs = append(fs, fd)
+	}
+	return fs
+}
+
+// bindings returns the Lua lines that bind the ARGV of arguments type t to
+// named locals.
+func bindings(script string, t reflect.Type) string {
+	var b strings.Builder
+	b.WriteString("local publish = ARGV[1]\n")
+	seen := map[string]bool{"publish": true}
+	for i, f := range fields(t) {
+		if seen[f.name] {
+			panic(fmt.Sprintf("script %s: argument %s named twice", script, f.name))
+		}
+		seen[f.name] = true
+		n := strconv.Itoa(i + 2)
+		switch f.kind {
+		case reflect.String:
+			fmt.Fprintf(&b, "local %s = ARGV[%s]\n", f.name, n)
+		case reflect.Int64:
+			fmt.Fprintf(&b, "local %s = tonumber(ARGV[%s])\n", f.name, n)
+		case reflect.Bool:
+			fmt.Fprintf(&b, "local %s = ARGV[%s] == '1'\n", f.name, n)
+		case reflect.Slice:
+			fmt.Fprintf(&b, "local %s = {unpack(ARGV, %s)}\n", f.name, n)
+		}
+	}
+	return b.String()
+}
+
+// Boxed once: the encodings of a bool.
+var yes, no any = "1", "0"
+
+// encode returns the argument list of the arguments value v.
+func encode(v reflect.Value) []any {
+	fs := plans.of(v.Type())
+	args := make([]any, 0, len(fs)+4)
+	for _, f := range fs {
+		fv := v.Field(f.index)
+		switch f.kind {
+		case reflect.String:
+			if f.stable != nil {
+				args = append(args, f.boxString(fv.String()))
+			} else {
+				args = append(args, fv.String())
+			}
+		case reflect.Int64:
+			if f.stable != nil {
+				args = append(args, f.boxInt(fv.Int()))
+			} else {
+				args = append(args, fv.Int())
+			}
+		case reflect.Bool:
+			if fv.Bool() {
+				args = append(args, yes)
+			} else {
+				args = append(args, no)
+			}
+		case reflect.Slice:
+			for i := range fv.Len() {
+				args = append(args, fv.Index(i).String())
+			}
+		}
+	}
+	return args
+}
+
+// boxString returns s boxed, reusing the stable field's last box when s is
+// its value.
+func (f field) boxString(s string) any {
+	if b := f.stable.Load(); b != nil && b.s == s {
+		return b.box
+	}
+	b := &boxed{s: s, box: s}
+	f.stable.Store(b)
+	return b.box
+}
+
+// boxInt is boxString for an int64.
+func (f field) boxInt(i int64) any {
+	if b := f.stable.Load(); b != nil && b.i == i {
+		return b.box
+	}
+	b := &boxed{i: i, box: i}
+	f.stable.Store(b)
+	return b.box
+}
+
+// plans caches the fields of each arguments type; every type is added at
+// package initialisation, by define, so that reads need no lock.
+var plans = planCache{}
+
+type planCache map[reflect.Type][]field
+
+func (p planCache) of(t reflect.Type) []field {
+	fs, ok := p[t]
+	if !ok {
+		panic(fmt.Sprintf("arguments type %v belongs to no script", t))
+	}
+	return fs
+}
+
+// argvOf holds the arguments of every script that define made; it is
+// complete at package initialisation, so that reads need no lock.
+var argvOf = map[*backend.Script][]field{}
+
+// ArgIndex returns the ARGV index of the argument called name (its lua tag)
+// of s, or 0 when s has no such argument or was not made here. A []string
+// argument's index is that of its first element. It is for code that looks
+// at script calls from outside, such as a test's fault injector.
+func ArgIndex(s *backend.Script, name string) int {
+	for i, f := range argvOf[s] {
+		if f.name == name {
+			return i + 2
+		}
+	}
+	return 0
+}
+
+// Arg returns the argument called name of a call of s whose Args are args
+// (as Def.Call built them), or nil when there is none.
+func Arg(s *backend.Script, args []any, name string) any {
+	if i := ArgIndex(s, name) - 2; i >= 0 && i < len(args) {
+		return args[i]
+	}
+	return nil
+}
+
+// define returns the script name of kind, from the .lua source src with
+// arguments A. undo, when not nil, reverses it (an Acquire script);
+// variants are the values of its "--@variant" lines.
+func define[A any](name string, kind backend.Kind, src string, undo *Def[A], variants map[string]string) Def[A] {
+	t := reflect.TypeFor[A]()
+	if _, ok := plans[t]; !ok {
+		plans[t] = fields(t)
+	}
+	lua := compose(source{name: name, src: src, variants: variants}, t)
+	var u *backend.Script
+	if undo != nil {
+		u = undo.Script
+	}
+	d := Def[A]{backend.NewScript(name, kind, lua, u)}
+	argvOf[d.Script] = plans[t]
+	return d
+}
+
+// defineBlock is define for an Acquire script that reserves a block of
+// fencing tokens (see backend.NewBlockScript).
+func defineBlock[A any](name, src string, undo Def[A]) Def[A] {
+	t := reflect.TypeFor[A]()
+	if _, ok := plans[t]; !ok {
+		plans[t] = fields(t)
+	}
+	lua := compose(source{name: name, src: src}, t)
+	d := Def[A]{backend.NewBlockScript(name, lua, undo.Script)}
+	argvOf[d.Script] = plans[t]
+	return d
+}
+
+// settledBy makes settle the Settle script of d and returns d.
+func (d Def[A]) settledBy(settle Def[A]) Def[A] {
+	d.Script.SettledBy(settle.Script)
+	return d
+}

@@ -1,0 +1,84 @@
+package script
+
+import (
+	_ "embed"
+
+	"github.com/redisync/redisync/backend"
+)
+
+var (
+	//go:embed mutex_acquire.lua
+	mutexAcquireSrc string
+	//go:embed mutex_release.lua
+	mutexReleaseSrc string
+	//go:embed mutex_renew.lua
+	mutexRenewSrc string
+	//go:embed mutex_undo.lua
+	mutexUndoSrc string
+	//go:embed mutex_leave.lua
+	mutexLeaveSrc string
+	//go:embed mutex_force.lua
+	mutexForceSrc string
+	//go:embed mutex_settle.lua
+	mutexSettleSrc string
+)
+
+// MutexAcquireArgs is the arguments of an acquisition of a mutex's lock hash
+// (mutex_acquire.lua), and of its undo and its settle.
+type MutexAcquireArgs struct {
+	Owner       string `lua:"owner"`               // the owner token of the hold
+	TTL         int64  `lua:"ttl,stable"`          // ms
+	FenceMargin int64  `lua:"fence_margin,stable"` // ms the fence counter outlives the clock passing it
+	Attempt     int64  `lua:"attempt"`             // grows with each attempt of the owner
+	Block       int64  `lua:"block,stable"`        // fencing tokens to reserve, 1 or more
+	Cohort      string `lua:"cohort,stable"`       // the caller's cohort
+	Waits       bool   `lua:"waits"`               // Lock, not TryLock: takes a place in line
+	Stale       int64  `lua:"stale,stable"`        // ms a waiting caller's place outlives the attempt
+	Clock       int64  `lua:"clock"`               // the caller's clock in µs on a quorum, 0 elsewhere
+	Call        int64  `lua:"call"`                // the acquisition call's number in its cohort
+}
+
+// MutexReleaseArgs is the arguments of the release of a mutex's hold
+// (mutex_release.lua).
+type MutexReleaseArgs struct {
+	Owner string `lua:"owner"`
+	Wake  string `lua:"wake,stable"`  // the wake channel
+	Yield int64  `lua:"yield,stable"` // ms the releasing cohort is refused when another waited; 0: never
+	Used  int64  `lua:"used"`         // the last token the hold's holders used; 0: unknown
+	Last  int64  `lua:"last"`         // the last token of the block the grant reserved
+}
+
+// RenewArgs is the arguments of a renewal of an exclusive hold
+// (mutex_renew.lua, reentrant_renew.lua, rwmutex_rrenew.lua).
+type RenewArgs struct {
+	Owner string `lua:"owner"`
+	TTL   int64  `lua:"ttl,stable"` // ms
+}
+
+// LeaveArgs is the arguments of a cohort's leaving a lock's line
+// (mutex_leave.lua).
+type LeaveArgs struct {
+	Cohort string `lua:"cohort,stable"`
+	Wake   string `lua:"wake,stable"`  // the wake channel
+	Call   int64  `lua:"call"`         // the call that gave up
+	Stale  int64  `lua:"stale,stable"` // ms its departure stands
+}
+
+// ForceArgs is the arguments of a forced end of a hold (mutex_force.lua,
+// reentrant_force.lua).
+type ForceArgs struct {
+	Wake string `lua:"wake,stable"` // the wake channel
+}
+
+// Scripts of package mutex.
+var (
+	MutexRelease = define[MutexReleaseArgs]("mutex.release", backend.Release, mutexReleaseSrc, nil, nil)
+	MutexUndo    = define[MutexAcquireArgs]("mutex.undo", backend.Release, mutexUndoSrc, nil, nil)
+	MutexSettle  = define[MutexAcquireArgs]("mutex.settle", backend.Release, mutexSettleSrc, nil, nil)
+	MutexAcquire = defineBlock("mutex.acquire", mutexAcquireSrc, MutexUndo).settledBy(MutexSettle)
+	MutexRenew   = define[RenewArgs]("mutex.renew", backend.Renew, mutexRenewSrc, nil, nil)
+	MutexLeave   = define[LeaveArgs]("mutex.leave", backend.Release, mutexLeaveSrc, nil, nil)
+	// MutexForce ends whatever hold the lock has, for redisync unlock
+	// --force.
+	MutexForce = define[ForceArgs]("mutex.force", backend.Release, mutexForceSrc, nil, nil)
+)
