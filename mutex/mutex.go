@@ -2,7 +2,6 @@ package mutex
 
 import (
 	"context"
-	"crypto/rand"
 	"fmt"
 	"time"
 
@@ -76,7 +75,9 @@ func New(b backend.Backend, name string, opts ...Option) (*Mutex, error) {
 	keys, cohort := h.Keys().Mutex(), h.Local().Cohort()
 	m := &Mutex{h: h, keys: keys.Keys(), wake: keys.Wake, line: keys.Line(cohort)}
 	m.h.Describe("mutex is not locked", m.holds.Holds)
-	m.gate = h.ExclusiveGate(m.keys[0], m.line, cfg, lease.Exclusive{Attempt: m.attempt, Hold: m.hold, Release: m.release})
+	m.gate = h.ExclusiveGate(lease.Exclusive{
+		Key: m.keys[0], Line: m.line, Wake: m.wake, Leave: script.MutexLeave, Spec: &m.spec, What: "acquire",
+	}, cfg, calls{m})
 	_, m.quorum = b.(backend.Quorum)
 	handoff, class := cfg.Local()
 	m.acquire = script.MutexAcquireArgs{
@@ -115,26 +116,10 @@ func (m *Mutex) Name() string { return m.h.Name() }
 // it may have taken before returning. A context that is already done fails
 // Lock before any I/O. When ctx ends, the error matches both
 // locker.ErrNotAcquired and ctx.Err().
-func (m *Mutex) Lock(ctx context.Context) error { return m.gate.Lock(ctx, &m.h, m.contend) }
-
-// contend takes the lock through Redis for Lock, in turn pass of the
-// process's queue, which it gives back when it fails.
-func (m *Mutex) contend(ctx context.Context, op *telemetry.Op, pass gate.Pass) error {
-	owner, call := rand.Text(), m.h.Local().Call()
-	unsure := false
-	attempts := 0
-	err := m.h.Wait(ctx, op, m.line, func(ctx context.Context) (bool, time.Duration, error) {
-		attempts++
-		ok, retry, err := m.gate.Attempt(ctx, op, owner, call, attempts, pass, true)
-		unsure = unsure || err != nil
-		return ok, retry, err
-	})
-	if err != nil {
-		ctx = lease.AfterFailure(ctx, err)
-		if unsure {
-			m.h.Cleanup(ctx, m.release(owner))
-		}
-		m.gate.GiveUp(ctx, pass, attempts > 0, call, script.MutexLeave, m.wake)
+func (m *Mutex) Lock(ctx context.Context) error {
+	t, pass, err := m.gate.Lock(ctx, &m.h)
+	if err == nil {
+		m.hold(t, pass)
 	}
 	return err
 }
@@ -145,35 +130,44 @@ func (m *Mutex) contend(ctx context.Context, op *telemetry.Op, pass gate.Pass) e
 // false and a nil error. A non-nil error means the attempt failed (and left
 // nothing held); a context that is already done fails TryLock before any
 // I/O, with an error matching locker.ErrNotAcquired and ctx.Err().
-func (m *Mutex) TryLock(ctx context.Context) (bool, error) { return m.gate.TryLock(ctx, &m.h) }
-
-// attempt makes the n-th acquisition attempt for owner (see
-// lease.Exclusive).
-func (m *Mutex) attempt(ctx context.Context, owner string, call int64, n int, wait bool) (*lease.Lease, time.Duration, error) {
-	sent := time.Now()
-	a := m.acquire
-	a.Owner, a.Attempt, a.Waits, a.Call = owner, int64(n), wait, call
-	if m.quorum {
-		a.Clock = sent.UnixMicro()
+func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
+	t, pass, err := m.gate.TryLock(ctx, &m.h)
+	if t != nil {
+		m.hold(t, pass)
 	}
-	c := script.MutexAcquire.Call(m.keys, a)
-	l, _, retry, err := lease.Grant(ctx, &m.spec, c, owner, sent, "acquire")
-	return l, retry, err
+	return t != nil, err
 }
 
-// hold makes t the hold of m, with its place pass in the process-wide gate
-// (see lease.Exclusive).
+// hold makes t the hold of m, with its place pass in the process-wide
+// gate, from Lock to Unlock.
 func (m *Mutex) hold(t *lease.Tenure, pass gate.Pass) {
 	m.pass = pass
 	m.holds.Set(t)
-	// A lost hold lets the other handles of the process contend at once;
-	// this handle stays locked until Unlock.
-	t.Lease().OnLoss(pass)
 }
 
-// release builds the call that ends the hold of owner, if it has one: the
-// cleanup after a doubtful attempt (see lease.Exclusive).
-func (m *Mutex) release(owner string) *backend.Call { return m.releaseUsed(owner, 0, 0) }
+// calls builds the calls of m's holds for its gate (see lease.Calls).
+type calls struct{ m *Mutex }
+
+// AcquireCall returns attempt n of owner (see
+// internal/script/mutex_acquire.lua).
+func (c calls) AcquireCall(owner string, call int64, n int, wait bool, sent time.Time) *backend.Call {
+	a := c.m.acquire
+	a.Owner, a.Attempt, a.Waits, a.Call = owner, int64(n), wait, call
+	if c.m.quorum {
+		a.Clock = sent.UnixMicro()
+	}
+	return script.MutexAcquire.Call(c.m.keys, a)
+}
+
+// AbandonCall returns the release of what owner may hold, after an
+// attempt whose outcome is unknown; the process's place in line is the
+// gate's to leave.
+func (c calls) AbandonCall(owner string, unsure bool) *backend.Call {
+	if !unsure {
+		return nil
+	}
+	return c.m.releaseUsed(owner, 0, 0)
+}
 
 // releaseUsed builds the call that ends the hold of owner, whose holders
 // used the tokens up to used of the block that ends at last: the rest of

@@ -2,7 +2,6 @@ package rwmutex
 
 import (
 	"context"
-	"crypto/rand"
 	"fmt"
 	"strconv"
 	"sync"
@@ -91,7 +90,9 @@ func New(b backend.Backend, name string, opts ...Option) (*RWMutex, error) {
 	}
 	m.h.Describe("rwmutex is not locked", m.holds)
 	m.rh.Describe("rwmutex is not locked", m.readHolds)
-	m.gate = h.ExclusiveGate(m.keys[0], m.line, cfg, lease.Exclusive{Attempt: m.attempt, Hold: m.setWriter, Release: m.unlockCall})
+	m.gate = h.ExclusiveGate(lease.Exclusive{
+		Key: m.keys[0], Line: m.line, Wake: m.wake, Leave: script.RWMutexLeave, Spec: &m.wspec, What: "lock",
+	}, cfg, writer{m})
 	handoff, _ := cfg.Local()
 	m.block = handoff.Block()
 	m.wspec = h.Spec(cfg).RenewedBy(script.RWMutexRenew, m.keys[:1])
@@ -122,23 +123,10 @@ func (m *RWMutex) Name() string { return m.h.Name() }
 // and releases whatever an attempt with a lost reply may have taken. A context
 // that is already done fails Lock before any I/O. When ctx ends, the error
 // matches both locker.ErrNotAcquired and ctx.Err().
-func (m *RWMutex) Lock(ctx context.Context) error { return m.gate.Lock(ctx, &m.h, m.contend) }
-
-// contend takes the write lock through Redis for Lock, in turn pass of the
-// writers' queue, which it gives back when it fails.
-func (m *RWMutex) contend(ctx context.Context, op *telemetry.Op, pass gate.Pass) error {
-	owner, call := rand.Text(), m.h.Local().Call()
-	attempts := 0
-	err := m.h.Wait(ctx, op, m.line, func(ctx context.Context) (bool, time.Duration, error) {
-		attempts++
-		return m.gate.Attempt(ctx, op, owner, call, attempts, pass, true)
-	})
-	if err != nil {
-		// Contended attempts registered the writer as waiting, which keeps
-		// readers out: withdraw, and give back a grant whose reply was lost.
-		ctx = lease.AfterFailure(ctx, err)
-		m.h.Cleanup(ctx, m.unlockCall(owner))
-		m.gate.GiveUp(ctx, pass, attempts > 0, call, script.RWMutexLeave, m.wake)
+func (m *RWMutex) Lock(ctx context.Context) error {
+	t, pass, err := m.gate.Lock(ctx, &m.h)
+	if err == nil {
+		m.setWriter(t, pass)
 	}
 	return err
 }
@@ -150,33 +138,43 @@ func (m *RWMutex) contend(ctx context.Context, op *telemetry.Op, pass gate.Pass)
 // attempt failed (and left nothing held); a context that is already done
 // fails TryLock before any I/O, with an error matching locker.ErrNotAcquired
 // and ctx.Err().
-func (m *RWMutex) TryLock(ctx context.Context) (bool, error) { return m.gate.TryLock(ctx, &m.h) }
-
-// attempt makes the n-th write acquisition attempt for owner (see
-// lease.Exclusive). wait registers a contended attempt as a waiting
-// writer.
-func (m *RWMutex) attempt(ctx context.Context, owner string, seq int64, n int, wait bool) (*lease.Lease, time.Duration, error) {
-	sent := time.Now()
-	call := script.RWMutexLock.Call(m.keys, script.RWLockArgs{
-		Owner: owner, WWake: m.wake, RWake: m.rwake, TTL: m.ttlMs, FenceMargin: holdopt.Millis(holdopt.FenceMargin),
-		Waits: wait, Attempt: int64(n), Block: int64(m.block), Cohort: m.cohort, Stale: m.staleMs, Call: seq,
-	})
-	// A grant that comes back too late is given back keeping the place
-	// among the waiting writers (see lease.Grant).
-	l, _, retry, err := lease.Grant(ctx, &m.wspec, call, owner, sent, "lock")
-	return l, retry, err
+func (m *RWMutex) TryLock(ctx context.Context) (bool, error) {
+	t, pass, err := m.gate.TryLock(ctx, &m.h)
+	if t != nil {
+		m.setWriter(t, pass)
+	}
+	return t != nil, err
 }
 
 // setWriter makes t the write hold, with its place pass in the writers'
-// gate (see lease.Exclusive).
+// gate, from Lock to Unlock.
 func (m *RWMutex) setWriter(t *lease.Tenure, pass gate.Pass) {
 	m.mu.Lock()
 	m.w, m.wpass = t, pass
 	m.mu.Unlock()
-	// A lost hold lets the other writers of the process contend at once;
-	// this handle stays write-locked until Unlock.
-	t.Lease().OnLoss(pass)
 }
+
+// writer builds the calls of m's write holds for its gate (see
+// lease.Calls).
+type writer struct{ m *RWMutex }
+
+// AcquireCall returns attempt n of owner at the write hold; wait registers
+// a contended attempt as a waiting writer (see
+// internal/script/rwmutex_lock.lua). A grant that comes back too late is
+// given back keeping the place among the waiting writers (see
+// lease.Grant).
+func (w writer) AcquireCall(owner string, call int64, n int, wait bool, _ time.Time) *backend.Call {
+	m := w.m
+	return script.RWMutexLock.Call(m.keys, script.RWLockArgs{
+		Owner: owner, WWake: m.wake, RWake: m.rwake, TTL: m.ttlMs, FenceMargin: holdopt.Millis(holdopt.FenceMargin),
+		Waits: wait, Attempt: int64(n), Block: int64(m.block), Cohort: m.cohort, Stale: m.staleMs, Call: call,
+	})
+}
+
+// AbandonCall returns the withdrawal of owner: contended attempts
+// registered the writer as waiting, which keeps readers out, and a grant
+// whose reply was lost is given back.
+func (w writer) AbandonCall(owner string, _ bool) *backend.Call { return w.m.unlockCall(owner) }
 
 // rlockCall returns attempt n of owner at a read hold; unsure are the
 // owner's earlier attempts whose replies were lost, whose holds it takes

@@ -31,23 +31,36 @@ type Gate struct {
 	within time.Duration // hand-off bound: see holdopt.Handoff
 	stale  time.Duration // how long a waiting attempt's place in line lasts (holdopt.LineStale)
 	x      Exclusive
+	calls  Calls
 }
 
-// Exclusive is what the Gate of an exclusive handle (ExclusiveGate) calls
-// back to take the handle's hold through Redis and keep it.
+// Calls is what an exclusive handle (mutex.Mutex, the writers of
+// rwmutex.RWMutex) implements for its Gate: it builds the calls that take
+// and give back its hold, and the Gate sends them, waits, and gives up, as
+// database/sql drives a driver.Conn. Its methods only build calls.
+type Calls interface {
+	// AcquireCall returns attempt n of owner at the hold, sent at sent, for
+	// the acquisition call numbered call in the process's cohort
+	// (local.State.Call); wait says that the call waits for the lock
+	// (Lock, not TryLock), which puts the process in the lock's line.
+	AcquireCall(owner string, call int64, n int, wait bool, sent time.Time) *backend.Call
+	// AbandonCall returns the call that ends what the attempts of owner
+	// left after its acquisition call failed, or nil when there is nothing
+	// to end; unsure says that an attempt's outcome is unknown (its reply
+	// was lost or cut short), so that it may hold the lock.
+	AbandonCall(owner string, unsure bool) *backend.Call
+}
+
+// Exclusive describes an exclusive handle's holds to its Gate: what the
+// Gate needs besides the calls. Its fields are values; the Gate calls
+// nothing of the handle but its Calls.
 type Exclusive struct {
-	// Attempt makes attempt n of owner at the hold, for the acquisition
-	// call numbered call in the process's cohort (local.State.Call), as
-	// Grant answers; wait says that the call waits for the lock (Lock, not
-	// TryLock).
-	Attempt func(ctx context.Context, owner string, call int64, n int, wait bool) (*Lease, time.Duration, error)
-	// Hold makes t the handle's hold, with its pass of the process-wide
-	// gate: a Tenure granted by an Attempt, or handed on by a holder of
-	// the process.
-	Hold func(t *Tenure, pass gate.Pass)
-	// Release builds the call that ends the hold of owner, and withdraws
-	// whatever else its attempts left: the cleanup of a doubtful attempt.
-	Release func(owner string) *backend.Call
+	Key   string                       // the lock's main key, which names its local queue
+	Line  string                       // the process's wake channel of the lock (keyspace.Mutex.Line)
+	Wake  string                       // the prefix of the lock's wake channels, for its leave
+	Leave script.Def[script.LeaveArgs] // the script that takes the process out of the lock's line
+	Spec  *Spec                        // of the handle's holds
+	What  string                       // names an attempt in errors: "acquire", "lock"
 }
 
 // Gate returns the handle's way through the queue of the lock whose main
@@ -57,18 +70,18 @@ func (h *Handle) Gate(key string) Gate {
 	return Gate{b: h.b, set: h.local.Gates(), key: key, cohort: h.local.Cohort(), stale: holdopt.LineStale(h.backoff)}
 }
 
-// ExclusiveGate returns the way through the queue of the lock whose main
-// key is key for a handle that holds one hold at a time (mutex.Mutex, the
-// writers of rwmutex.RWMutex): with a slot of its own (gate.Handle), so
-// that a second Lock on the handle waits for the first hold's Unlock, and
-// the hand-off bounds of cfg (holdopt.Config.Local). line is the process's
-// wake channel of the lock, on which a force unlock tells the holder's
-// process that its hold ended (see Enter).
-func (h *Handle) ExclusiveGate(key, line string, cfg holdopt.Config, x Exclusive) Gate {
-	g := h.Gate(key)
+// ExclusiveGate returns the way through the queue of the lock x describes
+// for a handle that holds one hold at a time (mutex.Mutex, the writers of
+// rwmutex.RWMutex), whose calls c builds: with a slot of its own
+// (gate.Handle), so that a second Lock on the handle waits for the first
+// hold's Unlock, and the hand-off bounds of cfg (holdopt.Config.Local).
+// x.Line is the process's wake channel of the lock, on which a force
+// unlock tells the holder's process that its hold ended (see Enter).
+func (h *Handle) ExclusiveGate(x Exclusive, cfg holdopt.Config, c Calls) Gate {
+	g := h.Gate(x.Key)
 	g.held = gate.NewHandle()
 	handoff, class := cfg.Local()
-	g.class, g.within, g.line, g.x = class, handoff.Within, line, x
+	g.class, g.within, g.line, g.x, g.calls = class, handoff.Within, x.Line, x, c
 	return g
 }
 
@@ -144,67 +157,117 @@ func (g Gate) listening() bool {
 // Lock is the Lock call of h, an exclusive handle (ExclusiveGate), as
 // Handle.Acquire runs it: it takes the handle's turn in the queue (Enter).
 // When a holder of the process hands its hold on, the handle holds it
-// without a round trip; otherwise contend takes the lock through Redis,
-// with the turn's pass (see Attempt), and gives the turn back (Leave) when
-// it fails.
-func (g Gate) Lock(ctx context.Context, h *Handle, contend func(context.Context, *telemetry.Op, gate.Pass) error) error {
-	return h.Acquire(ctx, "Lock", func(ctx context.Context, op *telemetry.Op) error {
-		pass, t, err := g.Enter(ctx, op)
-		switch {
-		case err != nil:
-			return err
-		case t != nil:
-			g.hold(op, t, pass)
-			return nil
+// without a round trip; otherwise it takes the lock through Redis (see
+// contend). It returns the hold and its turn's pass, which the handle
+// keeps until Unlock; a hold that is lost gives the pass back at once, so
+// that the other handles of the process contend (the handle stays locked
+// until Unlock). On failure it returns nil, and nothing is held or queued.
+func (g Gate) Lock(ctx context.Context, h *Handle) (*Tenure, gate.Pass, error) {
+	var (
+		t    *Tenure
+		pass gate.Pass
+	)
+	err := h.Acquire(ctx, "Lock", func(ctx context.Context, op *telemetry.Op) error {
+		var err error
+		pass, t, err = g.Enter(ctx, op)
+		if err == nil && t == nil {
+			t, err = g.contend(ctx, h, op, pass)
 		}
-		return contend(ctx, op, pass)
+		if err != nil {
+			return err
+		}
+		g.hold(op, t, pass)
+		return nil
 	})
-}
-
-// Attempt makes attempt n of owner, for acquisition call call, at an
-// exclusive handle's hold, in turn pass, for the call of op (see
-// Exclusive.Attempt), and makes a hold it is granted the handle's. It
-// reports whether it was, else how long the lock stays taken, as
-// acquire.Loop wants it.
-func (g Gate) Attempt(ctx context.Context, op *telemetry.Op, owner string, call int64, n int, pass gate.Pass, wait bool) (bool, time.Duration, error) {
-	l, retry, err := g.x.Attempt(ctx, owner, call, n, wait)
-	if l == nil {
-		return false, retry, err
+	if err != nil {
+		return nil, gate.Pass{}, err
 	}
-	g.hold(op, First(l), pass)
-	return true, 0, nil
+	return t, pass, nil
 }
 
-// hold makes t the handle's hold for the call of op, which records its
-// token.
+// contend takes the lock through Redis for Lock, in turn pass: it sends
+// attempts (Calls.AcquireCall) until one is granted, waking on the
+// process's wake channel of the lock. When it fails, it ends what the
+// attempts left (Calls.AbandonCall) and gives the turn back (GiveUp),
+// which takes the process out of the lock's line.
+func (g Gate) contend(ctx context.Context, h *Handle, op *telemetry.Op, pass gate.Pass) (*Tenure, error) {
+	owner, call := rand.Text(), h.local.Call()
+	unsure := false
+	attempts := 0
+	var t *Tenure
+	err := h.Wait(ctx, op, g.line, func(ctx context.Context) (bool, time.Duration, error) {
+		attempts++
+		l, retry, err := g.attempt(ctx, owner, call, attempts, true)
+		unsure = unsure || err != nil
+		if l == nil {
+			return false, retry, err
+		}
+		t = First(l)
+		return true, 0, nil
+	})
+	if err != nil {
+		ctx = AfterFailure(ctx, err)
+		if c := g.calls.AbandonCall(owner, unsure); c != nil {
+			Cleanup(ctx, g.b, c)
+		}
+		g.GiveUp(ctx, pass, attempts > 0, call, g.x.Leave, g.x.Wake)
+		return nil, err
+	}
+	return t, nil
+}
+
+// attempt makes attempt n of owner, for acquisition call call, as Grant
+// answers it.
+func (g Gate) attempt(ctx context.Context, owner string, call int64, n int, wait bool) (*Lease, time.Duration, error) {
+	sent := time.Now()
+	l, _, retry, err := Grant(ctx, g.x.Spec, g.calls.AcquireCall(owner, call, n, wait, sent), owner, sent, g.x.What)
+	return l, retry, err
+}
+
+// hold records t as the hold of the call of op, in turn pass: a lost hold
+// gives the pass back at once.
 func (g Gate) hold(op *telemetry.Op, t *Tenure, pass gate.Pass) {
-	g.x.Hold(t, pass)
+	t.Lease().OnLoss(pass)
 	op.Token(t.Token())
 }
 
 // TryLock is the TryLock call of h, an exclusive handle, as Handle.Try runs
 // it: if the handle's turn in the queue is free (TryEnter), it makes one
 // attempt through Redis for a new owner. After an attempt whose outcome is
-// unknown it ends whatever the owner may hold (Exclusive.Release, see
+// unknown it ends whatever the owner may hold (Calls.AbandonCall, see
 // Cleanup); unless the attempt succeeded, it gives the turn back. It
-// returns false and a nil error when the turn or the lock is taken.
-func (g Gate) TryLock(ctx context.Context, h *Handle) (bool, error) {
-	return h.Try(ctx, "TryLock", func(ctx context.Context, op *telemetry.Op) (bool, error) {
-		pass, free := g.TryEnter()
+// returns a nil hold and a nil error when the turn or the lock is taken,
+// and otherwise the hold and its pass, as Lock does.
+func (g Gate) TryLock(ctx context.Context, h *Handle) (*Tenure, gate.Pass, error) {
+	var (
+		t    *Tenure
+		pass gate.Pass
+	)
+	_, err := h.Try(ctx, "TryLock", func(ctx context.Context, op *telemetry.Op) (bool, error) {
+		p, free := g.TryEnter()
 		if !free {
 			return false, nil
 		}
 		owner := rand.Text()
-		ok, _, err := g.Attempt(ctx, op, owner, h.local.Call(), 1, pass, false)
-		op.Attempt(err == nil && !ok)
+		l, _, err := g.attempt(ctx, owner, h.local.Call(), 1, false)
+		op.Attempt(err == nil && l == nil)
 		if err != nil {
-			Cleanup(ctx, g.b, g.x.Release(owner))
+			if c := g.calls.AbandonCall(owner, true); c != nil {
+				Cleanup(ctx, g.b, c)
+			}
 		}
-		if !ok {
-			g.Leave(pass)
+		if l == nil {
+			g.Leave(p)
+			return false, err
 		}
-		return ok, err
+		t, pass = First(l), p
+		g.hold(op, t, pass)
+		return true, nil
 	})
+	if t == nil {
+		return nil, gate.Pass{}, err
+	}
+	return t, pass, err
 }
 
 // TryEnter takes the handle's turn in the queue if nobody of the process
