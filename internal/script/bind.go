@@ -256,13 +256,13 @@ func encode(v reflect.Value) []any {
 		switch f.kind {
 		case reflect.String:
 			if f.stable != nil {
-				args = append(args, f.boxString(fv.String()))
+				args = append(args, f.box(0, fv.String()))
 			} else {
 				args = append(args, fv.String())
 			}
 		case reflect.Int64:
 			if f.stable != nil {
-				args = append(args, f.boxInt(fv.Int()))
+				args = append(args, f.box(fv.Int(), ""))
 			} else {
 				args = append(args, fv.Int())
 			}
@@ -281,23 +281,17 @@ func encode(v reflect.Value) []any {
 	return args
 }
 
-// boxString returns s boxed, reusing the stable field's last box when s is
-// its value.
-func (f field) boxString(s string) any {
-	if b := f.stable.Load(); b != nil && b.s == s {
+// box returns the stable field's value boxed, i for an int64 field and s
+// for a string one (the other zero), reusing the last box when the value
+// is the same.
+func (f field) box(i int64, s string) any {
+	if b := f.stable.Load(); b != nil && b.i == i && b.s == s {
 		return b.box
 	}
-	b := &boxed{s: s, box: s}
-	f.stable.Store(b)
-	return b.box
-}
-
-// boxInt is boxString for an int64.
-func (f field) boxInt(i int64) any {
-	if b := f.stable.Load(); b != nil && b.i == i {
-		return b.box
+	b := &boxed{i: i, s: s, box: s}
+	if f.kind == reflect.Int64 {
+		b.box = i
 	}
-	b := &boxed{i: i, box: i}
 	f.stable.Store(b)
 	return b.box
 }
