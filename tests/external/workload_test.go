@@ -37,9 +37,13 @@ const (
 	// lockTimeout bounds one Lock of the workload: longer than a pinned
 	// hold lasts, so that the waiters stay in line while it is pinned.
 	lockTimeout = 10 * time.Second
-	// pinFor bounds how long a pinned hold is kept waiting for its Done:
-	// past every bound, so that a hold that is never told ends the test's
-	// wait (and fails check (c)) instead of hanging it.
+	// pinFor bounds how long a pinned hold is kept waiting for its Done
+	// once its end's injection has returned: past every bound, so that a
+	// hold that is never told ends the test's wait (and fails check (c))
+	// instead of hanging it. It counts from the injection's return, not
+	// from the pin: a command-line force unlock took up to 5s to return on
+	// a loaded machine, and a hold let go before it would have been taken
+	// for one that was never told.
 	pinFor = renewalBound + 3*time.Second
 	// newerWithin bounds the wait for another process's grant after an
 	// end.
@@ -100,19 +104,21 @@ type hold struct {
 // A pinRequest asks the workload to keep the next target hold that accept
 // takes (accept nil: any).
 type pinRequest struct {
-	accept  func(*hold) bool
-	got     chan *hold
-	release chan struct{} // closed to let the pinned hold go (modes passing and chain)
+	accept   func(*hold) bool
+	got      chan *hold
+	release  chan struct{} // closed to let the pinned hold go (modes passing and chain)
+	injected chan struct{} // closed when the injection returned (see finish)
 }
 
 // An injection is one end injected from outside.
 type injection struct {
-	how     string // cli, library, del, eviction, failover
-	mode    string // held, passing or chain
-	pinned  *hold
-	release chan struct{}
-	told    bool      // the pinned holder's process listened on its wake channel
-	e0, e   time.Time // just before the injecting command, right after it returned
+	how      string // cli, library, del, eviction, failover
+	mode     string // held, passing or chain
+	pinned   *hold
+	release  chan struct{}
+	injected chan struct{} // closed by finish, once e is recorded
+	told     bool          // the pinned holder's process listened on its wake channel
+	e0, e    time.Time     // just before the injecting command, right after it returned
 	// promoted is, for a failover, when the replica was promoted; e is
 	// when the old master was demoted (see TestFailover)
 	promoted time.Time
@@ -234,18 +240,9 @@ func (r *run) work(p *proc, g int, h holder, weight int, target bool) {
 		}
 		switch {
 		case req != nil:
-			select {
-			case <-x.done:
-			case <-req.release:
-			case <-time.After(pinFor):
-			case <-r.ctx.Done():
-			}
+			waitPinned(r.ctx, x.done, req.release, req.injected)
 		case x.pinned:
-			select {
-			case <-x.done:
-			case <-time.After(pinFor):
-			case <-r.ctx.Done():
-			}
+			waitPinned(r.ctx, x.done, nil, x.after.injected)
 		default:
 			select {
 			case <-x.done:
@@ -264,6 +261,27 @@ func (r *run) work(p *proc, g int, h holder, weight int, target bool) {
 	}
 }
 
+// waitPinned keeps a pinned hold until done closes (its Done), release
+// closes (the test lets it go), pinFor has passed since injected closed
+// (its end's injection returned), or ctx ends.
+func waitPinned(ctx context.Context, done, release, injected <-chan struct{}) {
+	var timeout <-chan time.Time
+	for {
+		select {
+		case <-done:
+			return
+		case <-release:
+			return
+		case <-injected:
+			injected, timeout = nil, time.After(pinFor)
+		case <-timeout:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
 func isClosed(c <-chan struct{}) bool {
 	select {
 	case <-c:
@@ -276,15 +294,15 @@ func isClosed(c <-chan struct{}) bool {
 // arm waits until the workload pins a hold that accept takes (nil: any
 // target hold) and returns the injection it is pinned for.
 func (r *run) arm(how, mode string, accept func(*hold) bool) (*injection, error) {
-	req := &pinRequest{accept: accept, got: make(chan *hold, 1), release: make(chan struct{})}
+	req := &pinRequest{accept: accept, got: make(chan *hold, 1), release: make(chan struct{}), injected: make(chan struct{})}
 	r.pin.Store(req)
 	select {
 	case x := <-req.got:
-		return &injection{how: how, mode: mode, pinned: x, release: req.release}, nil
+		return &injection{how: how, mode: mode, pinned: x, release: req.release, injected: req.injected}, nil
 	case <-time.After(10 * time.Second):
 		if !r.pin.CompareAndSwap(req, nil) {
 			// A hold was pinned just now.
-			return &injection{how: how, mode: mode, pinned: <-req.got, release: req.release}, nil
+			return &injection{how: how, mode: mode, pinned: <-req.got, release: req.release, injected: req.injected}, nil
 		}
 		r.mu.Lock()
 		defer r.mu.Unlock()
@@ -335,6 +353,9 @@ func (r *run) begin(in *injection, keep func(*leaseInfo) bool) {
 // kept in mode passing.
 func (r *run) finish(in *injection, e time.Time, bound time.Duration, err error) {
 	in.e, in.bound, in.err = e, bound, err
+	if in.injected != nil {
+		close(in.injected)
+	}
 	if x := in.pinned; err != nil && x.li != nil {
 		r.t.Logf("%s: the pinned hold, token %d of process %d, taken %v before the end (handed on: %v): Done closed %v, Err %v",
 			in.how, x.token, x.proc, e.Sub(x.start).Round(time.Millisecond), x.local, isClosed(x.done), x.li.l.Err())
