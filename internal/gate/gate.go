@@ -16,6 +16,9 @@ package gate
 
 import (
 	"context"
+	"fmt"
+	"sort"
+	"strings"
 	"sync"
 
 	"github.com/redisync/redisync/locker"
@@ -353,4 +356,37 @@ func (h Handle) HandOff(p Pass, class any, b Baton) bool {
 		return true
 	}
 	return false
+}
+
+// String describes the gates of s that are in use, for diagnostics (a test
+// that found its waiters stranded): per name, whether the gate is taken,
+// how many goroutines hold or wait for it, how many wait, and how many of
+// those come through a handle that is taken (they wait for their handle's
+// Unlock, not for the gate).
+func (s *Set) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	names := make([]string, 0, len(s.m))
+	for name := range s.m {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	for _, name := range names {
+		g := s.m[name]
+		handled := 0
+		for _, w := range g.queue {
+			if w.h != nil && w.h.taken {
+				handled++
+			}
+		}
+		if b.Len() > 0 {
+			b.WriteString("; ")
+		}
+		fmt.Fprintf(&b, "%s: busy=%v refs=%d waiting=%d (%d behind a taken handle)", name, g.busy, g.refs, len(g.queue), handled)
+	}
+	if b.Len() == 0 {
+		return "no gate in use"
+	}
+	return b.String()
 }

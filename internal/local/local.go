@@ -58,6 +58,12 @@ func New(tel *telemetry.T, holder string) *State {
 // internal/script/lock_lib.lua).
 func (s *State) Call() int64 { return s.calls.Add(1) }
 
+// LastCall returns the number Call returned last, for diagnostics: the
+// goroutines of a cohort contend for a name through Redis one at a time,
+// each with a new call, so while one contends (and the cohort uses no other
+// name meanwhile) it is the number of its call.
+func (s *State) LastCall() int64 { return s.calls.Load() }
+
 // Telemetry returns the instruments the Backend's primitives record into.
 func (s *State) Telemetry() *telemetry.T { return s.tel }
 
