@@ -160,33 +160,6 @@ func (s *Setup) deleteKeys(t *testing.T, b backend.Backend, name string) {
 	}
 }
 
-// dumpKeys logs every key of the primitive called name, with its type, its
-// time to live and its content, on every node of raw: what a test that waited
-// in vain saw on the server.
-func dumpKeys(t *testing.T, raw []redis.UniversalClient, prefix, name string) {
-	t.Helper()
-	err := eachKeyNode(t, raw, prefix, name, func(ctx context.Context, c redis.Cmdable, keys []string) error {
-		for _, k := range keys {
-			typ, _ := c.Type(ctx, k).Result()
-			pttl, _ := c.PTTL(ctx, k).Result()
-			var content any
-			switch typ {
-			case "hash":
-				content, _ = c.HGetAll(ctx, k).Result()
-			case "zset":
-				content, _ = c.ZRangeWithScores(ctx, k, 0, -1).Result()
-			case "string":
-				content, _ = c.Get(ctx, k).Result()
-			}
-			t.Logf("server state: %s (%s, pttl %v): %v", k, typ, pttl, content)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Logf("server state of %q: %v", name, err)
-	}
-}
-
 // eachKeyNode calls f with the keys of the primitive called name on every
 // node of raw that has some (every master of a Cluster).
 func eachKeyNode(t *testing.T, raw []redis.UniversalClient, prefix, name string, f func(context.Context, redis.Cmdable, []string) error) error {
@@ -258,25 +231,48 @@ func (r *Resource) Counts() (entries, overlaps, stale int) {
 	return r.entries, r.overlaps, r.stale
 }
 
+// stallTTLs is how many TTLs of the mutual exclusion test without a single
+// acquisition count as a stall. Nothing in the test crashes, so a hold
+// ends by its Unlock within a critical section's time, or by its TTL when
+// the holder lost it; a waiter polls at least every second. A gap of three
+// TTLs means that the waiters are stranded.
+const stallTTLs = 3
+
 func testMutualExclusion(t *testing.T, s *Setup) {
 	if s.Shared {
 		t.Skip("shared holds overlap by design; the readers/writer suite checks exclusion between modes")
 	}
+	const ttl = 10 * time.Second
 	n := name(t)
 	var res Resource
 	var wg sync.WaitGroup
 	per := (s.Acquisitions + s.Clients*s.Goroutines - 1) / (s.Clients * s.Goroutines)
-	ctx := ctxFor(t, 5*time.Minute)
+	ctx, cancel := context.WithCancel(ctxFor(t, 5*time.Minute))
+	defer cancel()
 	errs := make(chan error, s.Clients*s.Goroutines)
+	var backends []backend.Backend
 	for c := 0; c < s.Clients; c++ {
 		b := s.backend(t)
+		backends = append(backends, b)
+	}
+	prefix := backends[0].Prefix()
+	// A stall is logged while it is live: the keys of the name on every
+	// node, what each process (client) has queued locally, and where the
+	// goroutines wait.
+	prog := newProgress()
+	stop := watchStall(t, prog, stallTTLs*ttl, func() {
+		dumpKeys(t, s.Raw, prefix, n)
+		dumpCohorts(t, backends)
+		dumpStacks(t)
+	}, cancel)
+	for _, b := range backends {
 		// Half the goroutines of a client share one handle (they queue
 		// locally), the others have a handle each.
-		shared := s.lock(t, b, n, Options{TTL: 10 * time.Second, Watchdog: true})
+		shared := s.lock(t, b, n, Options{TTL: ttl, Watchdog: true})
 		for g := 0; g < s.Goroutines; g++ {
 			l := shared
 			if g%2 == 1 {
-				l = s.lock(t, b, n, Options{TTL: 10 * time.Second, Watchdog: true})
+				l = s.lock(t, b, n, Options{TTL: ttl, Watchdog: true})
 			}
 			wg.Add(1)
 			go func() {
@@ -286,6 +282,7 @@ func testMutualExclusion(t *testing.T, s *Setup) {
 						errs <- fmt.Errorf("lock: %w", err)
 						return
 					}
+					prog.acquired()
 					res.Enter(l.Token())
 					runtime.Gosched() // a short critical section that lets others run
 					res.Exit()
@@ -298,16 +295,20 @@ func testMutualExclusion(t *testing.T, s *Setup) {
 		}
 	}
 	wg.Wait()
+	stalled := stop()
 	close(errs)
 	for err := range errs {
 		t.Error(err)
 	}
 	entries, overlaps, stale := res.Counts()
-	t.Logf("%d clients x %d goroutines: %d acquisitions, %d overlaps, %d non-increasing tokens",
-		s.Clients, s.Goroutines, entries, overlaps, stale)
+	longest, _ := prog.gaps()
+	t.Logf("%d clients x %d goroutines: %d acquisitions, %d overlaps, %d non-increasing tokens; longest gap between acquisitions %v (a stall is %v)",
+		s.Clients, s.Goroutines, entries, overlaps, stale, longest.Round(time.Millisecond), stallTTLs*ttl)
 	if entries < s.Acquisitions {
 		t.Errorf("acquisitions = %d; want >= %d", entries, s.Acquisitions)
-		dumpKeys(t, s.Raw, s.backend(t).Prefix(), n)
+		if !stalled {
+			dumpKeys(t, s.Raw, prefix, n)
+		}
 	}
 	if overlaps != 0 || stale != 0 {
 		t.Errorf("overlaps = %d, non-increasing tokens = %d; want 0 and 0", overlaps, stale)
