@@ -301,9 +301,9 @@ func testMutualExclusion(t *testing.T, s *Setup) {
 		t.Error(err)
 	}
 	entries, overlaps, stale := res.Counts()
-	longest, _ := prog.gaps()
-	t.Logf("%d clients x %d goroutines: %d acquisitions, %d overlaps, %d non-increasing tokens; longest gap between acquisitions %v (a stall is %v)",
-		s.Clients, s.Goroutines, entries, overlaps, stale, longest.Round(time.Millisecond), stallTTLs*ttl)
+	longest, at := prog.gaps()
+	t.Logf("%d clients x %d goroutines: %d acquisitions, %d overlaps, %d non-increasing tokens; longest gap between acquisitions %v, before acquisition %d (a stall is %v)",
+		s.Clients, s.Goroutines, entries, overlaps, stale, longest.Round(time.Millisecond), at, stallTTLs*ttl)
 	if entries < s.Acquisitions {
 		t.Errorf("acquisitions = %d; want >= %d", entries, s.Acquisitions)
 		if !stalled {

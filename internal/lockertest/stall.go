@@ -27,6 +27,7 @@ type progress struct {
 	start   time.Time
 	last    time.Time
 	longest time.Duration
+	at      int // the acquisition that ended the longest gap
 	count   int
 }
 
@@ -40,9 +41,11 @@ func (p *progress) acquired() {
 	now := time.Now()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.longest = max(p.longest, now.Sub(p.last))
-	p.last = now
 	p.count++
+	if gap := now.Sub(p.last); gap > p.longest {
+		p.longest, p.at = gap, p.count
+	}
+	p.last = now
 }
 
 // idle returns how long ago the last acquisition came (or the start, before
@@ -53,11 +56,12 @@ func (p *progress) idle() (time.Duration, int) {
 	return time.Since(p.last), p.count
 }
 
-// gaps returns the longest gap between acquisitions and the number of them.
-func (p *progress) gaps() (time.Duration, int) {
+// gaps returns the longest gap between acquisitions and the acquisition
+// that ended it (1 for the first).
+func (p *progress) gaps() (longest time.Duration, at int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.longest, p.count
+	return p.longest, p.at
 }
 
 // watchStall watches p while the goroutines of a run acquire: when no
