@@ -124,8 +124,9 @@
 // For a Mutex named "orders:42" on a backend with the default prefix:
 //
 //	redisync:{orders:42}:lock          hash: the hold {o: owner token, f: fencing token, a: attempt, c: cohort
-//	                                   "<host>/<pid>#<backend>"}, the line {q:<cohort>: "<arrival> <until ms> <call>",
-//	                                   qn: last arrival}, and a release's yield marker {y: "<until ms> <cohort>"};
+//	                                   "<host>/<pid>#<backend>"}, the line {q:<cohort>: "<arrival> <until ms> <call>"
+//	                                   (a grant's departure adds " <attempt>"), qn: last arrival}, and a release's
+//	                                   yield marker {y: "<until ms> <cohort>"};
 //	                                   expires with the hold, or without one with the last place in line, departure
 //	                                   or marker
 //	redisync:{orders:42}:fence         the last fencing token reserved, expires 10s after the server's clock passes it
@@ -144,7 +145,10 @@
 // process, from its clock); an arrival of 0 is a departure: the call it
 // names gave up or was granted, and until it ends (the place's stale time
 // later), that call's late requests, and those of earlier calls of the
-// process, neither take a place nor the lock.
+// process, neither take a place nor the lock. The departure of a grant
+// names the attempt granted and refuses that attempt and the earlier ones
+// only: when the grant is given back (on a quorum, a minority's grant is
+// undone), the call still waits, and its next attempts are served.
 //
 // # Errors
 //

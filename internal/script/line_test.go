@@ -11,7 +11,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/backend"
+	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/internal/script"
+	"github.com/redisync/redisync/redisynctest"
 )
 
 // lineFixture drives the mutex scripts of one name for several cohorts and
@@ -76,8 +78,15 @@ func newChannelLog(t *testing.T, rdb *redis.Client, wake string) *channelLog {
 func (f *lineFixture) acquire(owner, cohort string, waits bool, stale int64) int64 {
 	f.t.Helper()
 	f.attempt++
+	return f.acquireAt(owner, cohort, waits, stale, f.attempt)
+}
+
+// acquireAt makes attempt n of owner in cohort, as acquire does: a request
+// delivered late when n is not the last attempt.
+func (f *lineFixture) acquireAt(owner, cohort string, waits bool, stale int64, n int) int64 {
+	f.t.Helper()
 	r, err := script.MutexAcquire.Run(f.ctx, f.b, f.keys, script.MutexAcquireArgs{
-		Owner: owner, TTL: 10000, FenceMargin: fenceMargin, Attempt: int64(f.attempt), Block: 1,
+		Owner: owner, TTL: 10000, FenceMargin: fenceMargin, Attempt: int64(n), Block: 1,
 		Cohort: cohort, Waits: waits, Stale: stale, Clock: 0, Call: f.callOf(owner),
 	})
 	if err != nil {
@@ -521,5 +530,149 @@ func TestGrantNeverShortens(t *testing.T) {
 		if ttl := rdb.PTTL(r.ctx, r.keys[rwWriter]).Val(); ttl < 50*time.Second {
 			t.Fatalf("after an extension to 60s, the writer's acquisition left %v", ttl)
 		}
+	})
+}
+
+// TestUndoneGrantKeepsCallWaiting: a waiting call whose grant is given back
+// (a quorum's minority, a grant that came back after its validity ran out)
+// still waits: its next attempt gets the free lock, while a late copy of
+// the attempt that was granted, or of an earlier one, is still refused. On
+// a quorum, a call refused on every node where a grant of it was undone
+// could reach no majority; with several processes waiting, every call was
+// refused on every node for the departure's stale time, and nobody got
+// the lock.
+func TestUndoneGrantKeepsCallWaiting(t *testing.T) {
+	servers(t, func(t *testing.T, rdb *redis.Client) {
+		f := newLineFixture(t, rdb)
+		wantOK(t, "A", backend.Reply{f.acquire("A", "H", true, 3000)})
+		if s := f.acquire("W", "X", true, 3000); s != backend.StatusContended {
+			t.Fatalf("W on the held lock: %d", s)
+		}
+		first := f.attempt
+		f.release("A", 0)
+		if s := f.acquire("W", "X", true, 3000); s != backend.StatusOK {
+			t.Fatalf("W on the free lock: %d", s)
+		}
+		granted := f.attempt
+		f.undo("W", "X", granted)
+		for _, n := range []int{first, granted} {
+			if s := f.acquireAt("W", "X", true, 3000, n); s != backend.StatusContended {
+				t.Fatalf("a late copy of W's attempt %d after the undo of attempt %d: %d; want it refused", n, granted, s)
+			}
+		}
+		if o := rdb.HGet(f.ctx, f.keys[0], "o").Val(); o != "" {
+			t.Fatalf("a late copy of W's attempt took the lock for %q", o)
+		}
+		if s := f.acquire("W", "X", true, 3000); s != backend.StatusOK {
+			t.Fatalf("W's next attempt after the undo of its grant: %d; want the free lock: the call still waits (%v)",
+				s, rdb.HGetAll(f.ctx, f.keys[0]).Val())
+		}
+		// Granted again and released, the call has left: a late copy of
+		// any of its attempts is refused.
+		f.release("W", 0)
+		for _, n := range []int{granted, f.attempt} {
+			if s := f.acquireAt("W", "X", true, 3000, n); s != backend.StatusContended {
+				t.Fatalf("a late copy of W's attempt %d after W's release: %d; want it refused", n, s)
+			}
+		}
+	})
+}
+
+// TestQuorumUndoneMinorityGrants: on a quorum of 3 nodes, a waiting call
+// whose attempts are granted by one node at a time (the others still held
+// by another owner), each grant undone there, is served by a majority once
+// the lock is free on every node. When the undone grants left the call
+// refused on the nodes that granted it, it could reach no majority while
+// those refusals stood: every process caught that way waited in vain, and
+// a mutual-exclusion run made no acquisition for seconds.
+func TestQuorumUndoneMinorityGrants(t *testing.T) {
+	run := func(t *testing.T, clients []*redis.Client) {
+		ctx := context.Background()
+		raw := make([]redis.UniversalClient, len(clients))
+		node := make([]backend.Backend, len(clients))
+		for i, c := range clients {
+			raw[i] = c
+			node[i] = backend.New(c)
+			t.Cleanup(func() { node[i].Close() })
+		}
+		q, err := backend.NewQuorum(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { q.Close() })
+		name := fmt.Sprintf("%s-%d", t.Name(), time.Now().UnixNano())
+		keys := []string{"redisync:{" + name + "}:lock", "redisync:{" + name + "}:fence"}
+		wake := "redisync:{" + name + "}:wake"
+		attempt := 0
+		acquire := func(b backend.Backend, owner, cohort string, call int64) int64 {
+			t.Helper()
+			attempt++
+			r, err := script.MutexAcquire.Run(ctx, b, keys, script.MutexAcquireArgs{
+				Owner: owner, TTL: 10000, FenceMargin: fenceMargin, Attempt: int64(attempt), Block: 1,
+				Cohort: cohort, Waits: true, Stale: 3000, Call: call,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return r.Status()
+		}
+		release := func(b backend.Backend, owner string) {
+			t.Helper()
+			if _, err := script.MutexRelease.Run(ctx, b, keys, script.MutexReleaseArgs{Owner: owner, Wake: wake}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// H holds on every node; X waits, in line on every node.
+		if s := acquire(q, "H", "H", 1); s != backend.StatusOK {
+			t.Fatalf("H on the free lock: %d", s)
+		}
+		if s := acquire(q, "X", "X", 1); s != backend.StatusContended {
+			t.Fatalf("X on the held lock: %d", s)
+		}
+		// Node 0 frees up first: X's attempt is granted there alone, and
+		// undone. Then node 1 frees up while G takes node 0: the same
+		// again on node 1.
+		release(node[0], "H")
+		if s := acquire(q, "X", "X", 1); s != backend.StatusContended {
+			t.Fatalf("X with node 0 free: %d; want a minority's grant, undone", s)
+		}
+		if s := acquire(node[0], "G", "G", 1); s != backend.StatusOK {
+			t.Fatalf("G on node 0: %d", s)
+		}
+		release(node[1], "H")
+		if s := acquire(q, "X", "X", 1); s != backend.StatusContended {
+			t.Fatalf("X with node 1 free: %d; want a minority's grant, undone", s)
+		}
+		// Every node free: X, which still waits, gets the lock.
+		release(node[0], "G")
+		release(node[2], "H")
+		if s := acquire(q, "X", "X", 1); s != backend.StatusOK {
+			var on []string
+			for i, c := range clients {
+				on = append(on, fmt.Sprintf("node %d: %v", i, c.HGetAll(ctx, keys[0]).Val()))
+			}
+			t.Fatalf("X on the lock free on every node: %d; want it granted (%s)", s, strings.Join(on, "; "))
+		}
+	}
+	t.Run("miniredis", func(t *testing.T) {
+		var clients []*redis.Client
+		for range 3 {
+			s, err := redisynctest.Start()
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(s.Close)
+			c := redis.NewClient(&redis.Options{Addr: s.Addr()})
+			t.Cleanup(func() { c.Close() })
+			clients = append(clients, c)
+		}
+		run(t, clients)
+	})
+	t.Run("redis-server", func(t *testing.T) {
+		var clients []*redis.Client
+		for _, n := range redistest.StartNodes(t, 3) {
+			clients = append(clients, n.Client(t))
+		}
+		run(t, clients)
 	})
 }

@@ -17,8 +17,16 @@
 --   the call it names gave up (a leave) or was granted, and until it passes,
 --   that call's late attempts, and those of earlier calls of the cohort,
 --   neither join the line nor take the lock, so that a request delivered
---   after its caller moved on leaves nothing behind. A departure is not in
---   line; qn stays while any entry does, so that the fast path of an
+--   after its caller moved on leaves nothing behind. The departure of a
+--   grant also names the attempt that was granted ("0 <until ms> <call>
+--   <attempt>"): it refuses that attempt and the earlier ones only. A later
+--   attempt of the call is its caller trying again after that grant was
+--   given back (a quorum's undo of a minority, a grant that came back after
+--   its validity ran out), for the call's attempts are made one after the
+--   other and each only once the one before failed: the call still waits,
+--   and must not be shut out (on a quorum, a call refused on every node
+--   where a grant of it was undone can reach no majority). A departure is
+--   not in line; qn stays while any entry does, so that the fast path of an
 --   acquisition (no qn) knows there is nothing to look at;
 --   y = "<until ms> <cohort>": a release's yield marker, which refuses the
 --   releasing cohort until it passes.
@@ -54,25 +62,37 @@ local function lock_num(v)
 end
 
 -- lock_entry returns the entry of cohort in the line of lock: its arrival
--- (0: a departure), until ms and call number; nil when it has none.
+-- (0: a departure), until ms, call number and, for the departure of a
+-- grant, the attempt granted (nil otherwise); nil when it has none.
 local function lock_entry(lock, cohort)
   local v = redis.call('HGET', lock, 'q:' .. cohort)
   if not v then
     return nil
   end
-  local arrival, untilms, call = string.match(v, '^(%d+) (%d+) (%d+)$')
+  local arrival, untilms, call, attempt = string.match(v, '^(%d+) (%d+) (%d+) ?(%d*)$')
   if not arrival then
     return nil
   end
-  return tonumber(arrival), tonumber(untilms), tonumber(call)
+  if attempt == '' then
+    attempt = nil
+  end
+  return tonumber(arrival), tonumber(untilms), tonumber(call), tonumber(attempt)
 end
 
--- lock_stale reports whether call of cohort has been overtaken: a later call
--- of the cohort has an entry, or call itself departed. Its requests then
--- arrive after its caller moved on, and must change nothing.
-local function lock_stale(lock, cohort, call)
-  local arrival, _, last = lock_entry(lock, cohort)
-  return arrival ~= nil and (last > call or (arrival == 0 and last == call))
+-- lock_stale reports whether attempt of call of cohort has been overtaken:
+-- a later call of the cohort has an entry, or call itself departed (for
+-- the departure of a grant, at this attempt or a later one). Its requests
+-- then arrive after its caller moved on, and must change nothing. attempt
+-- may be nil (any attempt of the call).
+local function lock_stale(lock, cohort, call, attempt)
+  local arrival, _, last, granted = lock_entry(lock, cohort)
+  if arrival == nil or last < call then
+    return false
+  end
+  if last > call then
+    return true
+  end
+  return arrival == 0 and not (granted and attempt and attempt > granted)
 end
 
 -- lock_line returns the live entries of the line of lock, oldest first, as
@@ -89,7 +109,7 @@ local function lock_line(lock)
   for i = 1, #flat, 2 do
     local field = flat[i]
     if string.sub(field, 1, 2) == 'q:' then
-      local arrival, untilms = string.match(flat[i + 1], '^(%d+) (%d+) %d+$')
+      local arrival, untilms = string.match(flat[i + 1], '^(%d+) (%d+) %d+ ?%d*$')
       untilms = tonumber(untilms)
       if arrival and untilms >= now then
         keep = math.max(keep, untilms)
@@ -117,11 +137,12 @@ local function lock_keep(lock, untilms)
 end
 
 -- lock_wait puts call of cohort in the line of lock, or keeps the cohort's
--- place there, for stale ms from now; it does nothing for a stale call (see
--- lock_stale). held says that the lock is held: the key then expires with
--- the hold; otherwise it is made to outlive the entry.
-local function lock_wait(lock, cohort, call, stale, held)
-  if lock_stale(lock, cohort, call) then
+-- place there, for stale ms from now, for its attempt attempt (nil: not
+-- known); it does nothing for a stale attempt (see lock_stale). held says
+-- that the lock is held: the key then expires with the hold; otherwise it
+-- is made to outlive the entry.
+local function lock_wait(lock, cohort, call, stale, held, attempt)
+  if lock_stale(lock, cohort, call, attempt) then
     return
   end
   local arrival, untilms = lock_entry(lock, cohort)
@@ -137,18 +158,32 @@ end
 
 -- lock_depart records that call of cohort left the line of lock (it gave
 -- up, or it was granted): a departure that stands for stale ms, unless a
--- later call of the cohort has an entry already. held says that the lock is
--- held: the key then expires with the hold (which must not outlive its
--- TTL); otherwise it is made to outlive the departure. It returns whether
--- the cohort was in line.
-local function lock_depart(lock, cohort, call, stale, held)
-  local arrival, untilms, last = lock_entry(lock, cohort)
+-- later call of the cohort has an entry already. attempt is the attempt
+-- granted, for the departure of a grant, and nil for one that ends the
+-- call whatever its attempts (a leave); a departure of the call that stands
+-- already keeps refusing what it refused. held says that the lock is held:
+-- the key then expires with the hold (which must not outlive its TTL);
+-- otherwise it is made to outlive the departure. It returns whether the
+-- cohort was in line.
+local function lock_depart(lock, cohort, call, stale, held, attempt)
+  local arrival, untilms, last, granted = lock_entry(lock, cohort)
   if arrival and last > call then
     return false
   end
+  local refuses = attempt
+  if arrival == 0 and last == call and untilms >= lock_ms() then
+    refuses = nil
+    if granted and attempt then
+      refuses = math.max(attempt, granted)
+    end
+  end
   local was = arrival ~= nil and arrival > 0 and untilms >= lock_ms()
   local departs = lock_ms() + stale
-  redis.call('HSET', lock, 'q:' .. cohort, '0 ' .. lock_num(departs) .. ' ' .. lock_num(call))
+  local v = '0 ' .. lock_num(departs) .. ' ' .. lock_num(call)
+  if refuses then
+    v = v .. ' ' .. lock_num(refuses)
+  end
+  redis.call('HSET', lock, 'q:' .. cohort, v)
   if redis.call('HEXISTS', lock, 'qn') == 0 then
     redis.call('HSET', lock, 'qn', '0')
   end
@@ -174,13 +209,13 @@ local function lock_yielding(lock)
 end
 
 -- lock_grant makes owner the holder of lock for ttl ms with the fencing
--- token token, granted to call of cohort: a yield marker is dropped, and
--- the cohort's entry in line, if it has one, becomes a departure (see
--- lock_depart).
+-- token token, granted to attempt of call of cohort: a yield marker is
+-- dropped, and the cohort's entry in line, if it has one, becomes the
+-- departure of that attempt (see lock_depart).
 local function lock_grant(lock, owner, token, attempt, cohort, call, stale, ttl)
   redis.call('HDEL', lock, 'y')
   if lock_entry(lock, cohort) then
-    lock_depart(lock, cohort, call, stale, true)
+    lock_depart(lock, cohort, call, stale, true, tonumber(attempt))
   end
   redis.call('HSET', lock, 'o', owner, 'f', lock_num(token), 'a', attempt, 'c', cohort)
   redis.call('PEXPIRE', lock, ttl)

@@ -24,13 +24,13 @@
 local n = #KEYS / 2
 for i = 1, n do
   local lock = KEYS[2 * i - 1]
-  if lock_stale(lock, cohort, call) then
+  if lock_stale(lock, cohort, call, attempt) then
     return {0, 1, i}
   end
   local holder = redis.call('HGET', lock, 'o')
   if holder and holder ~= owner then
     if stale > 0 then
-      lock_wait(lock, cohort, call, stale, true)
+      lock_wait(lock, cohort, call, stale, true, attempt)
     end
     return {0, redis.call('PTTL', lock), i}
   end

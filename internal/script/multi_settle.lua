@@ -2,8 +2,9 @@
 -- multi-lock acquisition that a majority granted left there: the caller's
 -- place in the line of each member it waited for (see lock_lib.lua), which
 -- becomes a departure of its call. It takes the KEYS and arguments of
--- multi_acquire.lua (MultiArgs), of which it reads cohort, stale (0: the
--- caller did not wait) and call. Holds of the owner are left alone. Run
+-- multi_acquire.lua (MultiArgs), of which it reads attempt (the one
+-- granted: the departures are those of that attempt, see lock_depart),
+-- cohort, stale (0: the caller did not wait) and call. Holds of the owner are left alone. Run
 -- twice, it does the same.
 -- Returns {1}.
 if stale <= 0 or cohort == '' or call == 0 then
@@ -13,7 +14,7 @@ end
 for i = 1, #KEYS / 2 do
   local lock = KEYS[2 * i - 1]
   if lock_entry(lock, cohort) then
-    lock_depart(lock, cohort, call, stale, redis.call('HEXISTS', lock, 'f') == 1)
+    lock_depart(lock, cohort, call, stale, redis.call('HEXISTS', lock, 'f') == 1, attempt)
   end
 end
 return {1}

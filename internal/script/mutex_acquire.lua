@@ -83,17 +83,17 @@ if holder == owner then
 end
 if holder then
   if waits then
-    lock_wait(lock, cohort, call, stale, true)
+    lock_wait(lock, cohort, call, stale, true, attempt)
   end
   return {0, redis.call('PTTL', lock)}
 end
-if lock_stale(lock, cohort, call) then
+if lock_stale(lock, cohort, call, attempt) then
   return {0, 1}
 end
 local yields, left = lock_yielding(lock)
 if yields == cohort then
   if waits then
-    lock_wait(lock, cohort, call, stale, false)
+    lock_wait(lock, cohort, call, stale, false, attempt)
   end
   return {0, left}
 end

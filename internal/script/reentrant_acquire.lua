@@ -65,12 +65,12 @@ end
 if cohort == '' then
   cohort = nil
 end
-if cohort and lock_stale(KEYS[1], cohort, call) then
+if cohort and lock_stale(KEYS[1], cohort, call, attempt) then
   return {0, math.max(redis.call('PTTL', KEYS[1]), 1)}
 end
 if redis.call('HEXISTS', KEYS[1], 'f') == 1 and not mine then
   if cohort then
-    lock_wait(KEYS[1], cohort, call, stale, true)
+    lock_wait(KEYS[1], cohort, call, stale, true, attempt)
   end
   return {0, redis.call('PTTL', KEYS[1])}
 end
@@ -79,12 +79,12 @@ if cohort and not mine then
   -- process waited (see reentrant_release.lua).
   local yields, wait = lock_yielding(KEYS[1])
   if yields == cohort then
-    lock_wait(KEYS[1], cohort, call, stale, false)
+    lock_wait(KEYS[1], cohort, call, stale, false, attempt)
     return {0, wait}
   end
 end
 if cohort and lock_entry(KEYS[1], cohort) then
-  lock_depart(KEYS[1], cohort, call, stale, true)
+  lock_depart(KEYS[1], cohort, call, stale, true, attempt)
 end
 local t = redis.call('TIME')
 local nowus = t[1] * 1000000 + t[2]

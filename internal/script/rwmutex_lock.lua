@@ -47,7 +47,7 @@ if holder == owner then
   local f = tonumber(redis.call('HGET', KEYS[1], 'f'))
   return {1, f, f + block - 1}
 end
-if lock_stale(KEYS[1], cohort, call) then
+if lock_stale(KEYS[1], cohort, call, attempt) then
   return {0, math.max(math.floor(ttl / 3), 1)}
 end
 
@@ -62,7 +62,7 @@ local function blocked(ms, notify)
     if redis.call('PTTL', KEYS[3]) < ttl then
       redis.call('PEXPIRE', KEYS[3], ttl)
     end
-    lock_wait(KEYS[1], cohort, call, stale, holder ~= false)
+    lock_wait(KEYS[1], cohort, call, stale, holder ~= false, attempt)
     if notify then
       redis.call(publish, rwake, 'i')
     end
@@ -98,7 +98,7 @@ local s = string.format('%.0f', token)
 local nowus = t[1] * 1000000 + t[2]
 redis.call('SET', KEYS[6], string.format('%.0f', token + block - 1), 'PX', math.max(math.ceil((token + block - 1 - nowus) / 1000), 0) + fence_margin)
 if lock_entry(KEYS[1], cohort) then
-  lock_depart(KEYS[1], cohort, call, stale, true)
+  lock_depart(KEYS[1], cohort, call, stale, true, attempt)
 end
 redis.call('HSET', KEYS[1], 'o', owner, 'f', s, 'a', attempt, 'c', cohort)
 redis.call('PEXPIRE', KEYS[1], ttl)
