@@ -186,7 +186,8 @@ func nodeDump(ctx context.Context, label string, c redis.Cmdable, pattern string
 }
 
 // hashDump describes a hash field by field, in order; the fields of a
-// lock's line ("q:<cohort>" = "<arrival> <until ms> <call>") and its yield
+// lock's line ("q:<cohort>" = "<arrival> <until ms> <call>", and for a
+// grant's departure " <attempt>") and its yield
 // marker ("y" = "<until ms> <cohort>") get how far their until lies from the
 // node's clock, nowMS.
 func hashDump(h map[string]string, nowMS int64) string {
@@ -206,7 +207,7 @@ func hashDump(h map[string]string, nowMS int64) string {
 		var until string
 		switch {
 		case strings.HasPrefix(f, "q:"):
-			if p := strings.Fields(v); len(p) == 3 {
+			if p := strings.Fields(v); len(p) >= 3 {
 				until = p[1]
 			}
 		case f == "y":
