@@ -441,7 +441,7 @@ func (e lineEntry) until() int64 {
 	var s string
 	switch e.kind {
 	case "h":
-		if f := strings.Fields(e.value); len(f) == 3 {
+		if f := strings.Fields(e.value); len(f) >= 3 {
 			s = f[1]
 		}
 	case "z":
