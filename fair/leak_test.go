@@ -2,17 +2,12 @@ package fair_test
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/fair"
-	"github.com/redisync/redisync/internal/leakcheck"
-	"github.com/redisync/redisync/locker"
-	"github.com/redisync/redisync/redisynctest"
+	"github.com/redisync/redisync/internal/primtest"
 )
 
 // TestCloseStopsEverything holds the lock (a watchdog runs) and blocks a
@@ -20,48 +15,26 @@ import (
 // checks that the hold is reported lost, the waiter returns, and no goroutine
 // is left.
 func TestCloseStopsEverything(t *testing.T) {
-	ignore := leakcheck.Current()
-	s, err := redisynctest.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c1 := redis.NewClient(&redis.Options{Addr: s.Addr()})
-	c2 := redis.NewClient(&redis.Options{Addr: s.Addr()})
-	b1, b2 := backend.New(c1), backend.New(c2)
-	ctx := context.Background()
-	held, _ := fair.New(b1, "leak", fair.WithTTL(time.Second))
-	waiter, _ := fair.New(b2, "leak", fair.WithQueueTimeout(300*time.Millisecond))
-	if err := held.Lock(ctx); err != nil {
-		t.Fatal(err)
-	}
-	waited := make(chan error, 1)
-	go func() { waited <- waiter.Lock(ctx) }()
-	for n, _ := held.QueueLen(ctx); n != 1; n, _ = held.QueueLen(ctx) {
-		time.Sleep(time.Millisecond)
-	}
-	time.Sleep(200 * time.Millisecond) // a heartbeat or two
-	if err := b2.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-waited; !errors.Is(err, locker.ErrClosed) {
-		t.Errorf("waiter's Lock after Close = %v; want locker.ErrClosed", err)
-	}
-	if err := b1.Close(); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-held.Done():
-	case <-time.After(5 * time.Second):
-		t.Fatal("hold not ended by Close")
-	}
-	if err := held.Err(); !errors.Is(err, locker.ErrLost) || !errors.Is(err, locker.ErrClosed) {
-		t.Errorf("Err after Close = %v; want locker.ErrLost and locker.ErrClosed", err)
-	}
-	if err := held.Unlock(ctx); !errors.Is(err, locker.ErrLost) {
-		t.Errorf("Unlock after Close = %v; want locker.ErrLost", err)
-	}
-	_ = c1.Close()
-	_ = c2.Close()
-	s.Close()
-	leakcheck.Verify(t, ignore)
+	primtest.Close[*fair.Mutex]{
+		Hold: func(ctx context.Context, b backend.Backend, name string) (*fair.Mutex, error) {
+			m, err := fair.New(b, name, fair.WithTTL(time.Second))
+			if err != nil {
+				return nil, err
+			}
+			return m, m.Lock(ctx)
+		},
+		Waiters: []primtest.Waiter[*fair.Mutex]{{
+			Call: "waiter's Lock",
+			Wait: func(ctx context.Context, b backend.Backend, name string) error {
+				m, err := fair.New(b, name, fair.WithQueueTimeout(300*time.Millisecond))
+				if err != nil {
+					return err
+				}
+				return m.Lock(ctx)
+			},
+			Blocked: primtest.Queued[*fair.Mutex](1),
+			Settle:  200 * time.Millisecond, // a heartbeat or two
+		}},
+		Release: func(ctx context.Context, m *fair.Mutex) []error { return []error{m.Unlock(ctx)} },
+	}.Run(t)
 }

@@ -2,16 +2,11 @@ package semaphore_test
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/redisync/redisync/backend"
-	"github.com/redisync/redisync/internal/leakcheck"
-	"github.com/redisync/redisync/locker"
-	"github.com/redisync/redisync/redisynctest"
+	"github.com/redisync/redisync/internal/primtest"
 	"github.com/redisync/redisync/semaphore"
 )
 
@@ -20,50 +15,31 @@ import (
 // the permits are reported lost, the waiter returns, and no goroutine is
 // left.
 func TestCloseStopsEverything(t *testing.T) {
-	ignore := leakcheck.Current()
-	s, err := redisynctest.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c1 := redis.NewClient(&redis.Options{Addr: s.Addr()})
-	c2 := redis.NewClient(&redis.Options{Addr: s.Addr()})
-	b1, b2 := backend.New(c1), backend.New(c2)
-	ctx := context.Background()
-	held, _ := semaphore.NewWeighted(b1, "leak", 2, semaphore.WithTTL(time.Second))
-	waiter, _ := semaphore.NewWeighted(b2, "leak", 2, semaphore.WithQueueTimeout(300*time.Millisecond))
-	for range 2 {
-		if err := held.Acquire(ctx, 1); err != nil {
-			t.Fatal(err)
-		}
-	}
-	waited := make(chan error, 1)
-	go func() { waited <- waiter.Acquire(ctx, 1) }()
-	for n, _ := held.QueueLen(ctx); n != 1; n, _ = held.QueueLen(ctx) {
-		time.Sleep(time.Millisecond)
-	}
-	time.Sleep(200 * time.Millisecond) // a heartbeat or two
-	if err := b2.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-waited; !errors.Is(err, locker.ErrClosed) {
-		t.Errorf("waiter's Acquire after Close = %v; want locker.ErrClosed", err)
-	}
-	if err := b1.Close(); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-held.Done():
-	case <-time.After(5 * time.Second):
-		t.Fatal("permits not ended by Close")
-	}
-	if err := held.Err(); !errors.Is(err, locker.ErrLost) || !errors.Is(err, locker.ErrClosed) {
-		t.Errorf("Err after Close = %v; want locker.ErrLost and locker.ErrClosed", err)
-	}
-	if err := held.Release(ctx, 2); !errors.Is(err, locker.ErrLost) {
-		t.Errorf("Release after Close = %v; want locker.ErrLost", err)
-	}
-	_ = c1.Close()
-	_ = c2.Close()
-	s.Close()
-	leakcheck.Verify(t, ignore)
+	primtest.Close[*semaphore.Weighted]{
+		Hold: func(ctx context.Context, b backend.Backend, name string) (*semaphore.Weighted, error) {
+			s, err := semaphore.NewWeighted(b, name, 2, semaphore.WithTTL(time.Second))
+			if err != nil {
+				return nil, err
+			}
+			for range 2 {
+				if err := s.Acquire(ctx, 1); err != nil {
+					return nil, err
+				}
+			}
+			return s, nil
+		},
+		Waiters: []primtest.Waiter[*semaphore.Weighted]{{
+			Call: "waiter's Acquire",
+			Wait: func(ctx context.Context, b backend.Backend, name string) error {
+				s, err := semaphore.NewWeighted(b, name, 2, semaphore.WithQueueTimeout(300*time.Millisecond))
+				if err != nil {
+					return err
+				}
+				return s.Acquire(ctx, 1)
+			},
+			Blocked: primtest.Queued[*semaphore.Weighted](1),
+			Settle:  200 * time.Millisecond, // a heartbeat or two
+		}},
+		Release: func(ctx context.Context, s *semaphore.Weighted) []error { return []error{s.Release(ctx, 2)} },
+	}.Run(t)
 }

@@ -3,58 +3,42 @@ package semaphore_test
 import (
 	"context"
 	"errors"
-	"strings"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/backend"
+	"github.com/redisync/redisync/internal/primtest"
 	"github.com/redisync/redisync/locker"
 	"github.com/redisync/redisync/redisynctest"
 	"github.com/redisync/redisync/semaphore"
 )
 
 func TestNewWeightedRejectsBadInput(t *testing.T) {
+	// The limits are the semaphore's own cases.
+	limit := func(good backend.Backend, n int64) func() (*semaphore.Weighted, error) {
+		return func() (*semaphore.Weighted, error) { return semaphore.NewWeighted(good, "x", n) }
+	}
+	primtest.Constructor[*semaphore.Weighted, semaphore.Option]{
+		Kind: "semaphore",
+		New: func(b backend.Backend, name string, opts ...semaphore.Option) (*semaphore.Weighted, error) {
+			return semaphore.NewWeighted(b, name, 1, opts...)
+		},
+		WithTTL: semaphore.WithTTL, WithBackoff: semaphore.WithBackoff, WithQueueTimeout: semaphore.WithQueueTimeout,
+		Own: func(good backend.Backend) []primtest.Case[*semaphore.Weighted] {
+			return []primtest.Case[*semaphore.Weighted]{
+				{Name: "zero limit", New: limit(good, 0), Mention: "limit 0"},
+				{Name: "negative limit", New: limit(good, -3), Mention: "limit -3"},
+				{Name: "limit too large", New: limit(good, semaphore.MaxLimit+1), Mention: "limit 9007199254740992"},
+			}
+		},
+	}.Run(t)
+
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // never dialled: NewWeighted does no I/O
 	defer rdb.Close()
-	good := backend.New(rdb)
-	cases := []struct {
-		name    string
-		b       backend.Backend
-		sem     string
-		n       int64
-		opts    []semaphore.Option
-		mention string // the error must name the bad value
-	}{
-		{"nil backend", nil, "x", 1, nil, "nil Backend"},
-		{"nil client", backend.New(nil), "x", 1, nil, "nil client"},
-		{"bad prefix", backend.New(rdb, backend.WithPrefix("a b")), "x", 1, nil, `"a b"`},
-		{"empty name", good, "", 1, nil, `name ""`},
-		{"brace in name", good, "a{b}", 1, nil, `"a{b}"`},
-		{"control character", good, "a\x7fb", 1, nil, "control"},
-		{"invalid UTF-8", good, "a\xffb", 1, nil, "UTF-8"},
-		{"huge name", good, strings.Repeat("n", 513), 1, nil, "513 bytes"},
-		{"zero limit", good, "x", 0, nil, "limit 0"},
-		{"negative limit", good, "x", -3, nil, "limit -3"},
-		{"limit too large", good, "x", semaphore.MaxLimit + 1, nil, "limit 9007199254740992"},
-		{"zero TTL", good, "x", 1, []semaphore.Option{semaphore.WithTTL(0)}, "ttl 0s"},
-		{"TTL below 10ms", good, "x", 1, []semaphore.Option{semaphore.WithTTL(9 * time.Millisecond)}, "ttl 9ms"},
-		{"nil backoff", good, "x", 1, []semaphore.Option{semaphore.WithBackoff(nil)}, "nil Backoff"},
-		{"queue timeout below 50ms", good, "x", 1, []semaphore.Option{semaphore.WithQueueTimeout(10 * time.Millisecond)}, "queue timeout 10ms"},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			s, err := semaphore.NewWeighted(tc.b, tc.sem, tc.n, tc.opts...)
-			if s != nil || !errors.Is(err, locker.ErrInvalid) {
-				t.Fatalf("NewWeighted = (%v, %v); want (nil, locker.ErrInvalid)", s, err)
-			}
-			if !strings.Contains(err.Error(), tc.mention) {
-				t.Errorf("error %q does not mention %q", err, tc.mention)
-			}
-		})
-	}
-	s, err := semaphore.NewWeighted(good, "x", semaphore.MaxLimit, nil, semaphore.WithTTL(10*time.Millisecond))
+	s, err := semaphore.NewWeighted(backend.New(rdb), "x", semaphore.MaxLimit)
 	if err != nil || s.Size() != semaphore.MaxLimit || s.Name() != "x" {
 		t.Errorf("NewWeighted with the largest limit = (%v, %v); want a semaphore of MaxLimit permits", s, err)
 	}
@@ -79,11 +63,6 @@ func TestExtend(t *testing.T) {
 	}
 	if err := s.Acquire(ctx, 2); err != nil {
 		t.Fatal(err)
-	}
-	for _, d := range []time.Duration{0, -time.Second, time.Millisecond} {
-		if err := s.Extend(ctx, d); !errors.Is(err, locker.ErrInvalid) {
-			t.Errorf("Extend(%v) = %v; want locker.ErrInvalid", d, err)
-		}
 	}
 	before := s.Until()
 	if err := s.Extend(ctx, time.Minute); err != nil {
@@ -134,23 +113,31 @@ func TestFixedLeaseEnds(t *testing.T) {
 	_ = other.Release(ctx, 1)
 }
 
-// TestWrongTypeKey: a key of the wrong type left by another program is a
-// clear, permanent error, and nothing is held or queued afterwards.
+// onePermit is a semaphore of two permits taken one at a time, as a lock:
+// what the suites of Extend's argument and of keys of the wrong type run.
+type onePermit struct{ *semaphore.Weighted }
+
+func (p onePermit) Lock(ctx context.Context) error            { return p.Acquire(ctx, 1) }
+func (p onePermit) TryLock(ctx context.Context) (bool, error) { return p.TryAcquire(ctx, 1) }
+func (p onePermit) Unlock(ctx context.Context) error          { return p.Release(ctx, 1) }
+
+var asLock = primtest.Lock[onePermit, semaphore.Option]{
+	Kind: "semaphore",
+	New: func(b backend.Backend, name string, opts ...semaphore.Option) (onePermit, error) {
+		s, err := semaphore.NewWeighted(b, name, 2, opts...)
+		return onePermit{s}, err
+	},
+}
+
+func TestExtendRejectsBadTTL(t *testing.T) { asLock.RunExtend(t) }
+
+// TestWrongTypeKey: after a failed Acquire on a key of the wrong type,
+// nothing is held.
 func TestWrongTypeKey(t *testing.T) {
-	rdb := redisynctest.NewServer(t).Client()
-	b := backend.New(rdb)
-	defer b.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := rdb.Set(ctx, "redisync:{squatted}:semaphore:deadlines", "not a zset", 0).Err(); err != nil {
-		t.Fatal(err)
-	}
-	s, _ := semaphore.NewWeighted(b, "squatted", 2)
-	err := s.Acquire(ctx, 1)
-	if err == nil || errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "WRONGTYPE") {
-		t.Fatalf("Acquire on a squatted key = %v; want an immediate WRONGTYPE error", err)
-	}
-	if s.Held() != 0 {
-		t.Errorf("Held after a failed Acquire = %d; want 0", s.Held())
-	}
+	asLock.RunForeignKey(t, []string{"semaphore:deadlines"}, func(_ context.Context, _ *redis.Client, s onePermit, _ string) error {
+		if s.Held() != 0 {
+			return fmt.Errorf("Held after a failed Acquire = %d; want 0", s.Held())
+		}
+		return nil
+	})
 }
