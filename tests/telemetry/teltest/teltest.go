@@ -66,10 +66,40 @@ type Point struct {
 // Metrics collects the metrics recorded so far, by name.
 func (r *Recorder) Metrics(t testing.TB) map[string][]Point {
 	t.Helper()
+	return points(r.collect(t))
+}
+
+// Counts collects the metrics recorded so far and returns, by name, the sum
+// of a counter or the count of a histogram over all its points. It fails
+// the test on a metric of a scope other than tracing.ScopeName at
+// tracing.Version.
+func (r *Recorder) Counts(t testing.TB) map[string]int64 {
+	t.Helper()
+	rm := r.collect(t)
+	for _, sm := range rm.ScopeMetrics {
+		if sm.Scope.Name != tracing.ScopeName || sm.Scope.Version != tracing.Version {
+			t.Errorf("scope %s %s; want %s %s", sm.Scope.Name, sm.Scope.Version, tracing.ScopeName, tracing.Version)
+		}
+	}
+	out := make(map[string]int64)
+	for name, ps := range points(rm) {
+		for _, p := range ps {
+			out[name] += int64(p.Value)
+		}
+	}
+	return out
+}
+
+func (r *Recorder) collect(t testing.TB) metricdata.ResourceMetrics {
+	t.Helper()
 	var rm metricdata.ResourceMetrics
 	if err := r.metrics.Collect(context.Background(), &rm); err != nil {
 		t.Fatal(err)
 	}
+	return rm
+}
+
+func points(rm metricdata.ResourceMetrics) map[string][]Point {
 	out := make(map[string][]Point)
 	for _, sm := range rm.ScopeMetrics {
 		for _, md := range sm.Metrics {
