@@ -90,6 +90,17 @@ func (r *Recorder) Counts(t testing.TB) map[string]int64 {
 	return out
 }
 
+// WantCounts checks the Counts of the metrics in want.
+func (r *Recorder) WantCounts(t testing.TB, want map[string]int64) {
+	t.Helper()
+	got := r.Counts(t)
+	for name, n := range want {
+		if got[name] != n {
+			t.Errorf("%s = %d; want %d (all: %v)", name, got[name], n, got)
+		}
+	}
+}
+
 func (r *Recorder) collect(t testing.TB) metricdata.ResourceMetrics {
 	t.Helper()
 	var rm metricdata.ResourceMetrics
