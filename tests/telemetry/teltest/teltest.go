@@ -158,15 +158,18 @@ func Find(spans []sdktrace.ReadOnlySpan, name string) []sdktrace.ReadOnlySpan {
 // spans and attributes, where they must never appear.
 type Owners struct {
 	backend.Backend
-	mu   sync.Mutex
-	seen []string
+	// Every records the owner and waiter arguments of calls of every
+	// kind, not only of acquisitions.
+	Every bool
+	mu    sync.Mutex
+	seen  []string
 }
 
 // Exec records the owners of the acquisitions among calls and runs them.
 func (o *Owners) Exec(ctx context.Context, calls ...*backend.Call) {
 	o.mu.Lock()
 	for _, c := range calls {
-		if c.Script.Kind() == backend.Acquire {
+		if o.Every || c.Script.Kind() == backend.Acquire {
 			for _, name := range []string{"owner", "waiter"} {
 				if s, ok := script.Arg(c.Script, c.Args, name).(string); ok && s != "" {
 					o.seen = append(o.seen, s)
