@@ -6,13 +6,10 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/fence"
-	"github.com/redisync/redisync/redisynctest"
 	"github.com/redisync/redisync/tests/telemetry/teltest"
 )
 
@@ -30,16 +27,8 @@ func increment(old []byte) ([]byte, error) {
 }
 
 func TestSpansAndMetrics(t *testing.T) {
-	s, err := redisynctest.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	rec := teltest.New()
-	rdb := redis.NewClient(&redis.Options{Addr: s.Addr()})
-	defer rdb.Close()
-	b := backend.New(rdb, backend.WithTracing(rec.Options()...))
-	defer b.Close()
+	rec := teltest.NewTraced(t)
+	b := rec.B
 	ctx := context.Background()
 
 	if err := fence.Set(ctx, b, "orders:42", 20, []byte("new")); err != nil {

@@ -5,27 +5,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/latch"
-	"github.com/redisync/redisync/redisynctest"
 	"github.com/redisync/redisync/tests/telemetry/teltest"
 )
 
 func TestSpansAndMetrics(t *testing.T) {
-	s, err := redisynctest.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	rec := teltest.New()
-	rdb := redis.NewClient(&redis.Options{Addr: s.Addr()})
-	defer rdb.Close()
-	b := backend.New(rdb, backend.WithTracing(rec.Options()...))
-	defer b.Close()
+	rec := teltest.NewTraced(t)
+	b := rec.B
 	ctx := context.Background()
 
 	l, err := latch.New(b, "traced", 2)

@@ -5,50 +5,22 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/redis/go-redis/v9"
-	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/locker"
-	"github.com/redisync/redisync/redisynctest"
 	"github.com/redisync/redisync/semaphore"
-	"github.com/redisync/redisync/tracing"
+	"github.com/redisync/redisync/tests/telemetry/teltest"
 )
 
-func find(spans []sdktrace.ReadOnlySpan, name string) []sdktrace.ReadOnlySpan {
-	var out []sdktrace.ReadOnlySpan
-	for _, s := range spans {
-		if s.Name() == name {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-func attrs(s sdktrace.ReadOnlySpan) map[attribute.Key]attribute.Value {
-	m := make(map[attribute.Key]attribute.Value)
-	for _, kv := range s.Attributes() {
-		m[kv.Key] = kv.Value
-	}
-	return m
-}
+var (
+	attrs = teltest.Attrs
+	find  = teltest.Find
+)
 
 func TestSpans(t *testing.T) {
-	s, err := redisynctest.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	rec := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	rdb := redis.NewClient(&redis.Options{Addr: s.Addr()})
-	defer rdb.Close()
-	b := backend.New(rdb, backend.WithTracing(tracing.WithTracerProvider(tp)))
-	defer b.Close()
+	tr := teltest.NewTraced(t)
+	b := tr.B
 	ctx := context.Background()
 
 	sem, _ := semaphore.NewWeighted(b, "gpu", 2)
@@ -65,7 +37,7 @@ func TestSpans(t *testing.T) {
 	if err := sem.Release(ctx, 2); err != nil {
 		t.Fatal(err)
 	}
-	spans := rec.Ended()
+	spans := tr.Ended()
 	acq := find(spans, "semaphore.Acquire")
 	if len(acq) != 2 {
 		t.Fatalf("%d semaphore.Acquire spans; want 2", len(acq))
@@ -79,10 +51,7 @@ func TestSpans(t *testing.T) {
 	if bad := attrs(acq[1]); acq[1].Status().Code != codes.Error || bad["error.type"].AsString() != "invalid" {
 		t.Errorf("rejected semaphore.Acquire span: status %v, attributes %v; want an error of type invalid", acq[1].Status(), acq[1].Attributes())
 	}
-	try := find(spans, "semaphore.TryAcquire")
-	if len(try) != 1 || attrs(try[0])["redisync.outcome"].AsString() != "contended" || try[0].Status().Code != codes.Unset {
-		t.Errorf("TryAcquire span: %v; want outcome contended, status unset", try)
-	}
+	teltest.Contended(t, spans, "semaphore.TryAcquire")
 	rel := find(spans, "semaphore.Release")
 	if len(rel) != 1 || attrs(rel[0])["redisync.permits"].AsInt64() != 2 || attrs(rel[0])["redisync.outcome"].AsString() != "released" {
 		t.Errorf("Release span: %v", rel)
