@@ -18,11 +18,7 @@ func TestLocker(t *testing.T) {
 	teltest.LockerSuite{
 		Kind: "fair",
 		New: func(b backend.Backend, name string, ttl time.Duration) (teltest.Locker, error) {
-			var opts []fair.Option
-			if ttl > 0 {
-				opts = append(opts, fair.WithTTL(ttl))
-			}
-			return fair.New(b, name, opts...)
+			return fair.New(b, name, fair.WithTTL(ttl))
 		},
 		HoldKey:  func(name string) string { return "redisync:{" + name + "}:fair" },
 		Acquire:  "fair.acquire",

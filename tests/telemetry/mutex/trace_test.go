@@ -16,11 +16,7 @@ func TestLocker(t *testing.T) {
 	teltest.LockerSuite{
 		Kind: "mutex",
 		New: func(b backend.Backend, name string, ttl time.Duration) (teltest.Locker, error) {
-			var opts []mutex.Option
-			if ttl > 0 {
-				opts = append(opts, mutex.WithTTL(ttl))
-			}
-			return mutex.New(b, name, opts...)
+			return mutex.New(b, name, mutex.WithTTL(ttl))
 		},
 		HoldKey: func(name string) string { return "redisync:{" + name + "}:lock" },
 		Acquire: "mutex.acquire",

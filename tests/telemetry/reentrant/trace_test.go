@@ -21,11 +21,7 @@ func TestLocker(t *testing.T) {
 	teltest.LockerSuite{
 		Kind: "reentrant",
 		New: func(b backend.Backend, name string, ttl time.Duration) (teltest.Locker, error) {
-			var opts []reentrant.Option
-			if ttl > 0 {
-				opts = append(opts, reentrant.WithTTL(ttl))
-			}
-			return reentrant.New(b, name, opts...)
+			return reentrant.New(b, name, reentrant.WithTTL(ttl))
 		},
 		Scope:   reentrant.WithOwner,
 		HoldKey: func(name string) string { return "redisync:{" + name + "}:reentrant" },

@@ -21,11 +21,7 @@ func TestLocker(t *testing.T) {
 	teltest.LockerSuite{
 		Kind: "rwmutex",
 		New: func(b backend.Backend, name string, ttl time.Duration) (teltest.Locker, error) {
-			var opts []rwmutex.Option
-			if ttl > 0 {
-				opts = append(opts, rwmutex.WithTTL(ttl))
-			}
-			return rwmutex.New(b, name, opts...)
+			return rwmutex.New(b, name, rwmutex.WithTTL(ttl))
 		},
 		HoldKey:  func(name string) string { return "redisync:{" + name + "}:writer" },
 		Acquire:  "rwmutex.lock",

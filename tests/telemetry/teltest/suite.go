@@ -30,8 +30,7 @@ type LockerSuite struct {
 	// Kind is the primitive: the prefix of its span names and its
 	// redisync.primitive attribute.
 	Kind string
-	// New returns a lock called name on b, with a hold of ttl (0: the
-	// default).
+	// New returns a lock called name on b whose hold lasts ttl.
 	New func(b backend.Backend, name string, ttl time.Duration) (Locker, error)
 	// Scope returns the context a holder locks and unlocks in (nil: ctx
 	// itself); each call is a new holder.
@@ -47,6 +46,10 @@ type LockerSuite struct {
 	// carries (0: one, its owner token).
 	Secrets int
 }
+
+// ttl is the hold of the locks of the suite's cases, but for the one that
+// loses its hold: the default of every lock primitive.
+const ttl = 15 * time.Second
 
 // Run runs the suite's cases as subtests of t. Each case fails when it
 // found nothing of Kind to check, and Run fails when the cases checked no
@@ -97,8 +100,8 @@ func (s LockerSuite) spans(t *testing.T) int {
 	tr := NewTraced(t)
 	ctx := s.scope(context.Background())
 	theirs := s.scope(context.Background())
-	m := s.lock(t, tr.B, "orders:42", 0)
-	other := s.lock(t, tr.B2, "orders:42", 0)
+	m := s.lock(t, tr.B, "orders:42", ttl)
+	other := s.lock(t, tr.B2, "orders:42", ttl)
 	if err := m.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +183,7 @@ func (s LockerSuite) spans(t *testing.T) int {
 func (s LockerSuite) noOwnerToken(t *testing.T) int {
 	tr := NewTraced(t)
 	rec := &Owners{Backend: tr.B}
-	m := s.lock(t, rec, "secret", 0)
+	m := s.lock(t, rec, "secret", ttl)
 	for range 3 {
 		ctx := s.scope(context.Background())
 		if err := m.Lock(ctx); err != nil {
@@ -203,7 +206,7 @@ func (s LockerSuite) noOwnerToken(t *testing.T) int {
 func (s LockerSuite) clientSpansOff(t *testing.T) int {
 	tr := NewTraced(t, tracing.WithClientSpans(false))
 	ctx := s.scope(context.Background())
-	m := s.lock(t, tr.B, "quiet", 0)
+	m := s.lock(t, tr.B, "quiet", ttl)
 	if err := m.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +232,7 @@ func (s LockerSuite) metrics(t *testing.T) int {
 	tr := NewTraced(t)
 	ctx := s.scope(context.Background())
 	m := s.lock(t, tr.B, "metered", 300*time.Millisecond)
-	other := s.lock(t, tr.B2, "metered", 0)
+	other := s.lock(t, tr.B2, "metered", ttl)
 	if err := m.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -77,10 +77,7 @@ func TestSuiteOfNothing(t *testing.T) {
 	teltest.LockerSuite{
 		Kind: "nothing",
 		New: func(b backend.Backend, name string, ttl time.Duration) (teltest.Locker, error) {
-			if ttl > 0 {
-				return mutex.New(b, name, mutex.WithTTL(ttl))
-			}
-			return mutex.New(b, name)
+			return mutex.New(b, name, mutex.WithTTL(ttl))
 		},
 		HoldKey: func(name string) string { return "redisync:{" + name + "}:lock" },
 		Acquire: "mutex.acquire",
