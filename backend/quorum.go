@@ -14,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redisync/redisync/internal/background"
 	"github.com/redisync/redisync/internal/holdopt"
 	"github.com/redisync/redisync/internal/telemetry"
 	"github.com/redisync/redisync/locker"
@@ -355,8 +356,10 @@ var resendBackoff = []time.Duration{20 * time.Millisecond, 100 * time.Millisecon
 // when the backend closes.
 func (q *quorum) resend(n int, calls []*Call) {
 	q.wg.Add(1)
+	done := background.Start()
 	go func() {
 		defer q.wg.Done()
+		defer done()
 		for _, d := range resendBackoff {
 			t := time.NewTimer(d)
 			select {

@@ -36,6 +36,7 @@ import (
 	"time"
 
 	"github.com/redisync/redisync/backend"
+	"github.com/redisync/redisync/internal/background"
 	"github.com/redisync/redisync/internal/holdopt"
 	"github.com/redisync/redisync/internal/retry"
 	"github.com/redisync/redisync/internal/script"
@@ -418,9 +419,9 @@ func SendRelease(ctx context.Context, b backend.Backend, limit time.Time, calls 
 	for i, c := range calls {
 		copies[i] = &backend.Call{Script: c.Script, Keys: c.Keys, Args: c.Args}
 	}
-	pending.Add(1)
+	done := background.Start()
 	go func() {
-		defer pending.Done()
+		defer done()
 		Send(context.WithoutCancel(ctx), b, limit, copies...)
 	}()
 }
@@ -504,9 +505,9 @@ func Persist(ctx context.Context, b backend.Backend, within time.Duration, calls
 	if len(again) == 0 {
 		return
 	}
-	pending.Add(1)
+	done := background.Start()
 	go func() {
-		defer pending.Done()
+		defer done()
 		// retry.Sleep and Exec end at the backend's Close.
 		ctx, cancel := context.WithDeadline(ctx, limit)
 		defer cancel()
@@ -517,12 +518,10 @@ func Persist(ctx context.Context, b backend.Backend, within time.Duration, calls
 	}()
 }
 
-// pending counts the background repetitions of Persist, for tests.
-var pending sync.WaitGroup
-
-// WaitPersisted waits until no background repetition of Persist is left:
-// each ends with its reply, its bound or its backend's Close.
-func WaitPersisted() { pending.Wait() }
+// WaitPersisted waits until no background repetition of Persist, nor of a
+// quorum's release on a node where it failed, is left: each ends with its
+// reply, its bound or its backend's Close (see package background).
+func WaitPersisted() { background.Wait() }
 
 // Undo gives back what the acquire call c granted, and only that (its
 // script's undo, see backend.Script.Undo), as Cleanup does.
