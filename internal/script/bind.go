@@ -340,29 +340,27 @@ func Arg(s *backend.Script, args []any, name string) any {
 // arguments A. undo, when not nil, reverses it (an Acquire script);
 // variants are the values of its "--@variant" lines.
 func define[A any](name string, kind backend.Kind, src string, undo *Def[A], variants map[string]string) Def[A] {
-	t := reflect.TypeFor[A]()
-	if _, ok := plans[t]; !ok {
-		plans[t] = fields(t)
-	}
-	lua := compose(source{name: name, src: src, variants: variants}, t)
 	var u *backend.Script
 	if undo != nil {
 		u = undo.Script
 	}
-	d := Def[A]{backend.NewScript(name, kind, lua, u)}
-	argvOf[d.Script] = plans[t]
-	return d
+	return newDef[A](name, src, variants, func(lua string) *backend.Script { return backend.NewScript(name, kind, lua, u) })
 }
 
 // defineBlock is define for an Acquire script that reserves a block of
 // fencing tokens (see backend.NewBlockScript).
 func defineBlock[A any](name, src string, undo Def[A]) Def[A] {
+	return newDef[A](name, src, nil, func(lua string) *backend.Script { return backend.NewBlockScript(name, lua, undo.Script) })
+}
+
+// newDef composes the source src of the script name with arguments A and
+// variants, makes the script with build, and records its arguments.
+func newDef[A any](name, src string, variants map[string]string, build func(lua string) *backend.Script) Def[A] {
 	t := reflect.TypeFor[A]()
 	if _, ok := plans[t]; !ok {
 		plans[t] = fields(t)
 	}
-	lua := compose(source{name: name, src: src}, t)
-	d := Def[A]{backend.NewBlockScript(name, lua, undo.Script)}
+	d := Def[A]{build(compose(source{name: name, src: src, variants: variants}, t))}
 	argvOf[d.Script] = plans[t]
 	return d
 }
