@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"github.com/redisync/redisync/backend"
+
+	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/internal/keyspace"
 	"github.com/redisync/redisync/internal/script"
 )
@@ -92,9 +94,9 @@ func ForceUnlock(ctx context.Context, b backend.Backend, name string) ([]Hold, e
 
 // forceCalls returns the calls that end every hold of the primitives of the
 // name of ks, one per kind.
-func forceCalls(ks keyspace.Space) []*backend.Call {
+func forceCalls(ks keyspace.Space) []*driver.Call {
 	mu, re, rw, fair, sem := ks.Mutex(), ks.Reentrant(), ks.RWMutex(), ks.Fair(), ks.Semaphore()
-	return []*backend.Call{
+	return []*driver.Call{
 		script.MutexForce.Call([]string{mu.Lock}, script.ForceArgs{Wake: mu.Wake}),
 		script.ReentrantForce.Call([]string{re.Lock}, script.ForceArgs{Wake: re.Wake}),
 		script.RWMutexForce.Call([]string{rw.Writer, rw.Readers}, script.RWForceArgs{WWake: rw.Wake, RWake: rw.RWake}),
@@ -104,9 +106,9 @@ func forceCalls(ks keyspace.Space) []*backend.Call {
 }
 
 // ended returns the holds that a force call ended.
-func ended(c *backend.Call) []Hold {
+func ended(c *driver.Call) []Hold {
 	r := c.Reply
-	if r.Status() != backend.StatusOK {
+	if r.Status() != driver.StatusOK {
 		return nil
 	}
 	switch c.Script {

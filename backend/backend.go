@@ -3,196 +3,23 @@ package backend
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/locker"
 )
 
 // A Backend runs the scripts of the primitives and carries their wake-up
-// messages. Implementations must be safe for concurrent use.
+// messages: New and NewQuorum build one, and every primitive's constructor
+// takes one. Share one Backend among all the primitives of a process, and
+// Close it when they are done; Close reports every hold taken through it as
+// lost and leaves the clients it was built on open.
 //
-// The primitives own their keys and scripts; a Backend owns its connections.
-// It does not own the go-redis client it was built on: Close stops what the
-// Backend started (pub/sub connections, watchdogs of holds taken through it)
-// and leaves the client open.
-type Backend interface {
-	// Exec runs every call, in one round trip per node where it can, and
-	// stores each result in the call's Reply and Err. Before the call's Args,
-	// the script receives in ARGV[1] the command that publishes wake-ups on
-	// this deployment ("publish", or "spublish" on Cluster). Errors are per
-	// call: a network failure, a Redis error reply, ctx's error, or
-	// locker.ErrClosed after Close.
-	Exec(ctx context.Context, calls ...*Call)
-
-	// Subscribe returns a Subscription to the wake channel name. It returns
-	// once the server has confirmed the subscription or a short bound has
-	// passed (wake-ups are best effort; waiters poll too). After a reconnect
-	// the Subscription is signalled, because messages may have been lost.
-	Subscribe(ctx context.Context, channel string) (Subscription, error)
-
-	// Prefix returns the namespace that starts every key and channel.
-	Prefix() string
-
-	// Done returns a channel that is closed by Close.
-	Done() <-chan struct{}
-
-	// Close stops the Backend's background work and releases its
-	// connections. Holds taken through it are reported lost. Close is
-	// idempotent and does not close the underlying client.
-	Close() error
-
-	// Local returns what the primitives keep in this process for the
-	// Backend (see Local): the same value on every call, made by NewLocal
-	// when the Backend was built.
-	Local() *Local
-}
-
-// A Listener is a Backend that can tell whether it already listens on a
-// wake channel. A waiter then subscribes before its first attempt, at no
-// cost, and a contended attempt needs no second one; without it, a waiter
-// tries first and subscribes only on contention. The Backends of New and
-// NewQuorum are Listeners.
-type Listener interface {
-	Backend
-	// Listening reports whether channel is subscribed and confirmed now,
-	// so that a new Subscription would be ready without a round trip.
-	Listening(channel string) bool
-}
-
-// A Prober is a Backend that can check its deployment with a round trip
-// (see Check).
-type Prober interface {
-	Backend
-	// Probe checks, once, that every server of the Backend can be reached,
-	// accepts the client's credentials and runs the library's scripts on
-	// keys and channels under its prefix, and that the client is the right
-	// kind for the server. It writes nothing.
-	Probe(ctx context.Context) error
-}
-
-// A Validator is a Backend that can be unusable from the start (New does
-// not fail: it returns such a Backend for a nil client or a bad option).
-// Check reports its Err.
-type Validator interface {
-	Backend
-	// Err returns why the Backend cannot work, or nil.
-	Err() error
-}
-
-// A Subscription delivers wake-up signals of one channel. Signals coalesce:
-// a receiver that is slow sees one signal for several messages.
-type Subscription interface {
-	C() <-chan struct{}
-	Close()
-}
-
-// A Call is one script invocation and, after Exec, its result.
-type Call struct {
-	Script *Script
-	Keys   []string
-	Args   []any
-
-	Reply Reply  // set by Exec on success
-	Data  []byte // the reply's trailing byte string, when the script returned one
-	Err   error  // set by Exec on failure
-
-	buf [3]int64 // room for a short Reply
-}
-
-// Result returns the call's reply and error (Data aside).
-func (c *Call) Result() (Reply, error) { return c.Reply, c.Err }
-
-// Run executes one script on b and returns its reply.
-func Run(ctx context.Context, b Backend, s *Script, keys []string, args ...any) (Reply, error) {
-	c := &Call{Script: s, Keys: keys, Args: args}
-	b.Exec(ctx, c)
-	return c.Reply, c.Err
-}
-
-// A Reply is the decoded answer of a script: an array of integers whose first
-// element is a status. A script may end its array with one byte string (a
-// value it read), which Exec stores in the Call's Data instead.
-type Reply []int64
-
-// Status codes in the first element of a Reply.
-const (
-	StatusOK        = 1  // done: acquired, renewed, released
-	StatusContended = 0  // held by others; Reply[1] is how long to wait (ms)
-	StatusGone      = -1 // nothing held under this owner: expired or released
-	StatusTaken     = -2 // held, but by another owner
-)
-
-// Status returns r[0], or StatusGone for an empty reply.
-func (r Reply) Status() int64 {
-	if len(r) == 0 {
-		return StatusGone
-	}
-	return r[0]
-}
-
-// At returns r[i], or 0 when the reply is shorter.
-func (r Reply) At(i int) int64 {
-	if i < len(r) {
-		return r[i]
-	}
-	return 0
-}
-
-// decode turns a script's reply into integers and, when the array ends with
-// a byte string, that string.
-func decode(s *Script, v any) (Reply, []byte, error) { return decodeInto(s, v, nil) }
-
-// decodeInto is decode with room for the reply: buf is used when it is
-// large enough.
-func decodeInto(s *Script, v any, buf []int64) (Reply, []byte, error) {
-	arr, ok := v.([]any)
-	if !ok {
-		return nil, nil, fmt.Errorf("backend: script %s: unexpected reply %T", s.name, v)
-	}
-	var data []byte
-	if n := len(arr); n > 1 {
-		if str, ok := arr[n-1].(string); ok {
-			data, arr = []byte(str), arr[:n-1]
-		}
-	}
-	var r Reply
-	if len(arr) <= cap(buf) {
-		r = buf[:len(arr)]
-	} else {
-		r = make(Reply, len(arr))
-	}
-	for i, e := range arr {
-		n, ok := e.(int64)
-		if !ok {
-			return nil, nil, fmt.Errorf("backend: script %s: reply element %d is %T, want integer", s.name, i, e)
-		}
-		r[i] = n
-	}
-	return r, data, nil
-}
-
-// Validate reports whether b is usable, without I/O: it returns an error
-// matching locker.ErrInvalid for a nil Backend or one without a Local, and
-// the construction error of a Validator (New's Backend for a nil client or
-// a bad option). Primitive constructors call it, so that bad input surfaces
-// there.
-func Validate(b Backend) error {
-	if b == nil {
-		return fmt.Errorf("backend: nil Backend: %w", locker.ErrInvalid)
-	}
-	if v, ok := b.(Validator); ok {
-		if err := v.Err(); err != nil {
-			return err
-		}
-	}
-	if l := b.Local(); l == nil || l.state == nil {
-		return fmt.Errorf("backend: %T: Local returned no Local (make one with NewLocal): %w", b, locker.ErrInvalid)
-	}
-	return nil
-}
+// Its methods are for the primitives and for implementations over other
+// clients: package driver documents them.
+type Backend = driver.Backend
 
 // Check reports whether b can serve the primitives, as a program's start-up
 // would ask before it relies on it: Validate, then, when b is a Prober (the
@@ -205,10 +32,10 @@ func Validate(b Backend) error {
 // every node does; the error names each node that failed. Nothing is
 // written.
 func Check(ctx context.Context, b Backend) error {
-	if err := Validate(b); err != nil {
+	if err := driver.Validate(b); err != nil {
 		return err
 	}
-	if p, ok := b.(Prober); ok {
+	if p, ok := b.(driver.Prober); ok {
 		return p.Probe(ctx)
 	}
 	return nil

@@ -8,8 +8,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redisync/redisync/backend/driver"
+
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redisync/redisync/internal/local"
 	"github.com/redisync/redisync/internal/telemetry"
 	"github.com/redisync/redisync/internal/wake"
 	"github.com/redisync/redisync/locker"
@@ -39,8 +42,8 @@ import (
 func New(c redis.UniversalClient, opts ...Option) Backend {
 	cfg := newConfig(opts)
 	b := &client{rdb: c, prefix: cfg.prefix, done: make(chan struct{}), err: cfg.err, acks: cfg.acks, ackTimeout: cfg.ackTimeout, outage: cfg.outage}
-	b.local = NewLocal(cfg.tracing...)
-	b.tel = b.local.state.Telemetry()
+	b.local = driver.NewLocal(cfg.tracing...)
+	b.tel = local.Of(b).Telemetry()
 	var router wake.Router
 	switch rdb := c.(type) {
 	case nil:
@@ -86,7 +89,7 @@ type client struct {
 	tel    *telemetry.T
 	srv    telemetry.Server
 	err    error // construction error
-	local  *Local
+	local  *driver.Local
 
 	outage     time.Duration // see WithOutageLimit
 	ctxBound   bool          // the client bounds its calls by their context (see bounded)
@@ -99,9 +102,9 @@ type client struct {
 }
 
 var (
-	_ Backend   = (*client)(nil)
-	_ Listener  = (*client)(nil)
-	_ Validator = (*client)(nil)
+	_ Backend          = (*client)(nil)
+	_ driver.Listener  = (*client)(nil)
+	_ driver.Validator = (*client)(nil)
 )
 
 func (c *client) Err() error { return c.err }
@@ -110,7 +113,7 @@ func (c *client) Err() error { return c.err }
 func (c *client) OutageLimit() time.Duration { return c.outage }
 func (c *client) Prefix() string             { return c.prefix }
 func (c *client) Done() <-chan struct{}      { return c.done }
-func (c *client) Local() *Local              { return c.local }
+func (c *client) Local() *driver.Local       { return c.local }
 func (c *client) closed() bool {
 	select {
 	case <-c.done:
@@ -120,7 +123,7 @@ func (c *client) closed() bool {
 	}
 }
 
-func (c *client) Exec(ctx context.Context, calls ...*Call) {
+func (c *client) Exec(ctx context.Context, calls ...*driver.Call) {
 	var err error
 	switch {
 	case c.err != nil:
@@ -137,7 +140,7 @@ func (c *client) Exec(ctx context.Context, calls ...*Call) {
 	if c.acks > 0 {
 		plain := calls[:0:0]
 		for _, call := range calls {
-			if k := call.Script.kind; k == Acquire || k == Renew {
+			if k := call.Script.Kind(); k == driver.Acquire || k == driver.Renew {
 				c.runAcked(ctx, call)
 			} else {
 				plain = append(plain, call)
@@ -154,18 +157,18 @@ func (c *client) Exec(ctx context.Context, calls ...*Call) {
 	}
 }
 
-func (c *client) args(call *Call) []any {
+func (c *client) args(call *driver.Call) []any {
 	args := make([]any, 0, len(call.Args)+1)
 	return append(append(args, c.pubArg), call.Args...)
 }
 
 // run sends one call with EVALSHA, falling back to EVAL on NOSCRIPT.
-func (c *client) run(ctx context.Context, call *Call) {
-	ctx, span := c.tel.ClientSpan(ctx, c.srv, "EVALSHA", call.Script.name, 1)
-	rs, keys, args := call.Script.rs, call.Keys, c.args(call)
+func (c *client) run(ctx context.Context, call *driver.Call) {
+	ctx, span := c.tel.ClientSpan(ctx, c.srv, "EVALSHA", call.Script.Name(), 1)
+	s, keys, args := call.Script, call.Keys, c.args(call)
 	start := time.Now()
 	v, err := c.bounded(ctx, func(ctx context.Context) (any, error) {
-		return rs.Run(ctx, c.rdb, keys, args...).Result()
+		return evalSha(ctx, c.rdb, s, keys, args).Result()
 	})
 	c.finish(call, v, c.dials.explain(err, start))
 	telemetry.EndClient(span, call.Err)
@@ -202,13 +205,13 @@ func (c *client) bounded(ctx context.Context, f func(context.Context) (any, erro
 // pipeline sends calls with EVALSHA in one pipeline (one per node on
 // Cluster). Calls that meet NOSCRIPT, on a fresh or just promoted node, are
 // sent again one by one, which loads the script.
-func (c *client) pipeline(ctx context.Context, calls []*Call) {
+func (c *client) pipeline(ctx context.Context, calls []*driver.Call) {
 	ctx, span := c.tel.ClientSpan(ctx, c.srv, "EVALSHA", batchName(calls), len(calls))
 	cmds := make([]*redis.Cmd, len(calls))
 	send := make([]func(context.Context, redis.Pipeliner) *redis.Cmd, len(calls))
 	for i, call := range calls {
-		rs, keys, args := call.Script.rs, call.Keys, c.args(call)
-		send[i] = func(ctx context.Context, p redis.Pipeliner) *redis.Cmd { return rs.EvalSha(ctx, p, keys, args...) }
+		hash, keys, args := call.Script.Hash(), call.Keys, c.args(call)
+		send[i] = func(ctx context.Context, p redis.Pipeliner) *redis.Cmd { return p.EvalSha(ctx, hash, keys, args...) }
 	}
 	start := time.Now()
 	if _, err := c.bounded(ctx, func(ctx context.Context) (any, error) {
@@ -247,22 +250,22 @@ func (c *client) pipeline(ctx context.Context, calls []*Call) {
 // pipeline, on one connection to the master that owns the call's keys: WAIT
 // counts the acknowledgements of its own connection's writes. An acquisition
 // that is not acknowledged enough is rolled back with its Undo script.
-func (c *client) runAcked(ctx context.Context, call *Call) {
-	ctx, span := c.tel.ClientSpan(ctx, c.srv, "EVALSHA", call.Script.name, 1)
+func (c *client) runAcked(ctx context.Context, call *driver.Call) {
+	ctx, span := c.tel.ClientSpan(ctx, c.srv, "EVALSHA", call.Script.Name(), 1)
 	defer func() { telemetry.EndClient(span, call.Err) }()
 	node, err := c.master(ctx, call)
 	if err != nil {
 		c.finish(call, nil, err)
 		return
 	}
-	rs, keys, args := call.Script.rs, call.Keys, c.args(call)
+	s, keys, args := call.Script, call.Keys, c.args(call)
 	var eval, wait *redis.Cmd
 	send := func(ctx context.Context, load bool) (any, error) {
 		_, _ = node.Pipelined(ctx, func(p redis.Pipeliner) error {
 			if load {
-				eval = rs.Eval(ctx, p, keys, args...)
+				eval = p.Eval(ctx, s.Source(), keys, args...)
 			} else {
-				eval = rs.EvalSha(ctx, p, keys, args...)
+				eval = p.EvalSha(ctx, s.Hash(), keys, args...)
 			}
 			wait = p.Do(ctx, "wait", c.acks, c.ackTimeout.Milliseconds())
 			return nil
@@ -282,17 +285,17 @@ func (c *client) runAcked(ctx context.Context, call *Call) {
 	}
 	v, err := eval.Result()
 	c.finish(call, v, err)
-	if call.Err != nil || call.Reply.Status() != StatusOK {
+	if call.Err != nil || call.Reply.Status() != driver.StatusOK {
 		return
 	}
 	if got, err := wait.Int64(); err != nil || int(got) < c.acks {
-		if call.Script.kind == Acquire && call.Script.undo != nil {
-			undo := &Call{Script: call.Script.undo, Keys: call.Keys, Args: call.Args}
+		if call.Script.Kind() == driver.Acquire && call.Script.Undo() != nil {
+			undo := &driver.Call{Script: call.Script.Undo(), Keys: call.Keys, Args: call.Args}
 			uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 			c.run(uctx, undo)
 			cancel()
 		}
-		rerr := &ReplicaError{Script: call.Script.name, Want: c.acks, Got: int(got)}
+		rerr := &ReplicaError{Script: call.Script.Name(), Want: c.acks, Got: int(got)}
 		if err != nil {
 			call.Err = fmt.Errorf("%w: %w", rerr, err)
 		} else {
@@ -303,30 +306,30 @@ func (c *client) runAcked(ctx context.Context, call *Call) {
 }
 
 // master returns the client of the node that owns the call's keys.
-func (c *client) master(ctx context.Context, call *Call) (*redis.Client, error) {
+func (c *client) master(ctx context.Context, call *driver.Call) (*redis.Client, error) {
 	switch rdb := c.rdb.(type) {
 	case *redis.Client:
 		return rdb, nil
 	case *redis.ClusterClient:
 		if len(call.Keys) == 0 {
-			return nil, fmt.Errorf("backend: script %s has no keys to route by", call.Script.name)
+			return nil, fmt.Errorf("backend: script %s has no keys to route by", call.Script.Name())
 		}
 		return rdb.MasterForKey(ctx, call.Keys[0])
 	}
 	return nil, fmt.Errorf("backend: unsupported client %T", c.rdb)
 }
 
-func batchName(calls []*Call) string {
-	name := calls[0].Script.name
+func batchName(calls []*driver.Call) string {
+	name := calls[0].Script.Name()
 	for _, call := range calls[1:] {
-		if call.Script.name != name {
+		if call.Script.Name() != name {
 			return "mixed"
 		}
 	}
 	return name
 }
 
-func (c *client) finish(call *Call, v any, err error) {
+func (c *client) finish(call *driver.Call, v any, err error) {
 	if err != nil {
 		if cfg := misconfigured(err, c.pub == "spublish", c.prefix); cfg != nil {
 			err = cfg
@@ -339,13 +342,13 @@ func (c *client) finish(call *Call, v any, err error) {
 				cc.ReloadState(context.Background())
 			}
 		}
-		call.Reply, call.Data, call.Err = nil, nil, fmt.Errorf("backend: script %s: %w", call.Script.name, err)
+		call.Reply, call.Data, call.Err = nil, nil, fmt.Errorf("backend: script %s: %w", call.Script.Name(), err)
 		return
 	}
-	call.Reply, call.Data, call.Err = decodeInto(call.Script, v, call.buf[:0])
+	call.Decode(v)
 }
 
-func (c *client) Subscribe(ctx context.Context, channel string) (Subscription, error) {
+func (c *client) Subscribe(ctx context.Context, channel string) (driver.Subscription, error) {
 	switch {
 	case c.err != nil:
 		return nil, c.err
@@ -360,7 +363,7 @@ func (c *client) Subscribe(ctx context.Context, channel string) (Subscription, e
 }
 
 // subscribeInto subscribes with a signal channel shared with other nodes.
-func (c *client) subscribeInto(ctx context.Context, channel string, sig chan struct{}) (Subscription, error) {
+func (c *client) subscribeInto(ctx context.Context, channel string, sig chan struct{}) (driver.Subscription, error) {
 	switch {
 	case c.err != nil:
 		return nil, c.err
@@ -438,4 +441,15 @@ func (r *clusterRouter) Open(ctx context.Context, shard string) (*redis.PubSub, 
 	}
 	r.cc.ReloadState(ctx)
 	return v.(*redis.Client).SSubscribe(ctx), nil
+}
+
+// evalSha runs s on c with EVALSHA and, when the server answers NOSCRIPT (a
+// fresh or just promoted node), again with EVAL, which loads it. args must
+// already include the publish command in first place.
+func evalSha(ctx context.Context, c redis.Scripter, s *driver.Script, keys []string, args []any) *redis.Cmd {
+	cmd := c.EvalSha(ctx, s.Hash(), keys, args...)
+	if err := cmd.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+		return c.Eval(ctx, s.Source(), keys, args...)
+	}
+	return cmd
 }

@@ -88,22 +88,7 @@
 //
 // # Implementing a Backend
 //
-// A third party can implement Backend over another client; package
-// backendtest is the conformance suite it should pass. Its contract is the
-// Backend interface and nothing hidden:
-//
-//   - Local returns the Backend's Local, made once with NewLocal: the
-//     primitives keep there, for this process, the watchdog of the holds
-//     taken through the Backend, the local queues of its waiting goroutines
-//     and its telemetry. Tracing options go to NewLocal. A wrapper around
-//     another Backend may return the wrapped one's Local instead.
-//   - Listener (optional) tells whether a wake channel is listened to
-//     already, which saves a waiter a round trip.
-//   - Validator (optional) reports a Backend that cannot work; Check and
-//     the primitives' constructors refuse it.
-//   - Quorum (optional) marks a Backend over independent nodes; the
-//     primitives whose state is not a hold refuse it.
-//
-// Nothing is keyed by the Backend value, so its type need not be
-// comparable.
+// A Backend over another client implements the interface that package
+// driver describes (Backend is an alias of driver.Backend), and passes the
+// conformance suite of package backendtest.
 package backend

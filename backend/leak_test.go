@@ -8,6 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/backend"
+	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/internal/leakcheck"
 	"github.com/redisync/redisync/internal/redistest"
 )
@@ -31,7 +32,7 @@ func TestCloseLeavesNoGoroutine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := backend.NewScript("leak.write", backend.Write, "return {1}", nil)
+	s := driver.NewScript("leak.write", driver.Write, "return {1}", nil)
 	for _, b := range []backend.Backend{single, q} {
 		for i := range 5 {
 			sub, err := b.Subscribe(ctx, "redisync:{leak-"+string(rune('a'+i))+"}:wake")
@@ -40,7 +41,7 @@ func TestCloseLeavesNoGoroutine(t *testing.T) {
 			}
 			defer sub.Close()
 		}
-		if _, err := backend.Run(ctx, b, s, []string{"redisync:{leak}:k"}); err != nil {
+		if _, err := driver.Run(ctx, b, s, []string{"redisync:{leak}:k"}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redisync/redisync/backend/driver"
+
 	"github.com/redisync/redisync/locker"
 	"github.com/redisync/redisync/tracing"
 )
@@ -132,7 +134,7 @@ func WithNodeTimeout(d time.Duration) Option {
 // cluster-node-timeout), so that a failover delays a Lock rather than fails
 // it, and it is short enough that a program whose Redis is gone hears so,
 // with the cause, instead of waiting without a word.
-const DefaultOutageLimit = time.Minute
+const DefaultOutageLimit = driver.DefaultOutageLimit
 
 // WithOutageLimit bounds how long a call keeps retrying while every attempt
 // fails with a transient error: Redis unreachable, not answering, loading,
@@ -152,15 +154,4 @@ func WithOutageLimit(d time.Duration) Option {
 		}
 		c.outage = d
 	})
-}
-
-// OutageLimit returns the outage limit of b (see WithOutageLimit): the one
-// it was built with, for the Backends of New and NewQuorum, and
-// DefaultOutageLimit for a Backend that does not say (one without an
-// OutageLimit() time.Duration method).
-func OutageLimit(b Backend) time.Duration {
-	if o, ok := b.(interface{ OutageLimit() time.Duration }); ok {
-		return o.OutageLimit()
-	}
-	return DefaultOutageLimit
 }

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redisync/redisync/backend/driver"
+
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/locker"
@@ -16,15 +18,15 @@ import (
 // probeScript reads a key and publishes on a channel under the prefix, and
 // reads the server's clock, as the primitives' scripts do: it needs the
 // permissions they need, and writes nothing.
-var probeScript = NewScript("backend.probe", Query, `
+var probeScript = driver.NewScript("backend.probe", driver.Query, `
 redis.call('TIME')
 redis.call('EXISTS', KEYS[1])
 redis.call(ARGV[1], KEYS[1], '')
 return {1}`, nil)
 
 var (
-	_ Prober = (*client)(nil)
-	_ Prober = (*quorum)(nil)
+	_ driver.Prober = (*client)(nil)
+	_ driver.Prober = (*quorum)(nil)
 )
 
 // Probe checks the server of c: a PING (reachable, credentials accepted),
@@ -45,7 +47,7 @@ func (c *client) Probe(ctx context.Context) error {
 			return fmt.Errorf("backend: %w", &ConfigError{Problem: "this server is a Redis Cluster node", Fix: fixCluster, Err: errors.New("INFO cluster: cluster_enabled:1")})
 		}
 	}
-	call := &Call{Script: probeScript, Keys: []string{c.prefix + ":{probe}:check"}}
+	call := &driver.Call{Script: probeScript, Keys: []string{c.prefix + ":{probe}:check"}}
 	c.Exec(ctx, call)
 	return c.probeError(call.Err)
 }

@@ -12,10 +12,13 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/redisync/redisync/backend/driver"
+
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/internal/background"
 	"github.com/redisync/redisync/internal/holdopt"
+	"github.com/redisync/redisync/internal/local"
 	"github.com/redisync/redisync/internal/telemetry"
 	"github.com/redisync/redisync/locker"
 )
@@ -80,8 +83,8 @@ func NewQuorum(clients []redis.UniversalClient, opts ...Option) (Backend, error)
 		outage:   cfg.outage,
 		done:     make(chan struct{}),
 	}
-	q.local = NewLocal(cfg.tracing...)
-	q.tel = q.local.state.Telemetry()
+	q.local = driver.NewLocal(cfg.tracing...)
+	q.tel = local.Of(q).Telemetry()
 	seen := make(map[string]int) // server -> node
 	for i, c := range clients {
 		rc, ok := c.(*redis.Client)
@@ -133,7 +136,7 @@ type quorum struct {
 	prefix   string
 	outage   time.Duration // see WithOutageLimit
 	tel      *telemetry.T
-	local    *Local
+	local    *driver.Local
 
 	closeOnce sync.Once
 	done      chan struct{}
@@ -141,13 +144,13 @@ type quorum struct {
 }
 
 var (
-	_ Backend  = (*quorum)(nil)
-	_ Listener = (*quorum)(nil)
+	_ Backend         = (*quorum)(nil)
+	_ driver.Listener = (*quorum)(nil)
 )
 
 func (q *quorum) Prefix() string                 { return q.prefix }
 func (q *quorum) Done() <-chan struct{}          { return q.done }
-func (q *quorum) Local() *Local                  { return q.local }
+func (q *quorum) Local() *driver.Local           { return q.local }
 func (q *quorum) addr(n int) string              { return q.nodes[n].rdb.(*redis.Client).Options().Addr }
 func (q *quorum) nodeErr(n int, err error) error { return &NodeError{Addr: q.addr(n), Err: err} }
 
@@ -186,16 +189,16 @@ func (q *quorum) Stats() (channels, conns int) {
 // calls with their results. A node that has not answered within the per-node
 // timeout (or before ctx ends) gets an error result; its call goes on in the
 // background until its own deadline, and its late result is dropped.
-func (q *quorum) fanout(ctx context.Context, calls []*Call) [][]*Call {
+func (q *quorum) fanout(ctx context.Context, calls []*driver.Call) [][]*driver.Call {
 	n := len(q.nodes)
 	// The copies of the calls, one block for every node.
-	copies := make([]Call, n*len(calls))
-	per := make([]*Call, n*len(calls))
-	out := make([][]*Call, n)
+	copies := make([]driver.Call, n*len(calls))
+	per := make([]*driver.Call, n*len(calls))
+	out := make([][]*driver.Call, n)
 	for i := range q.nodes {
 		for j, c := range calls {
 			k := i*len(calls) + j
-			copies[k] = Call{Script: c.Script, Keys: c.Keys, Args: c.Args}
+			copies[k] = driver.Call{Script: c.Script, Keys: c.Keys, Args: c.Args}
 			per[k] = &copies[k]
 		}
 	}
@@ -244,9 +247,9 @@ func (q *quorum) fanout(ctx context.Context, calls []*Call) [][]*Call {
 	}
 	for i := range out {
 		if out[i] == nil {
-			out[i] = make([]*Call, len(calls))
+			out[i] = make([]*driver.Call, len(calls))
 			for j, c := range calls {
-				out[i][j] = &Call{Script: c.Script, Keys: c.Keys, Args: c.Args, Err: late}
+				out[i][j] = &driver.Call{Script: c.Script, Keys: c.Keys, Args: c.Args, Err: late}
 			}
 		}
 	}
@@ -264,7 +267,7 @@ func countdown(n int, f func()) func() {
 	}
 }
 
-func (q *quorum) Exec(ctx context.Context, calls ...*Call) {
+func (q *quorum) Exec(ctx context.Context, calls ...*driver.Call) {
 	var err error
 	select {
 	case <-q.done:
@@ -286,7 +289,7 @@ func (q *quorum) Exec(ctx context.Context, calls ...*Call) {
 	defer func() { telemetry.EndQuorum(span, granted, calls[0].Err) }()
 	results := q.fanout(ctx, calls)
 	for n := range q.nodes {
-		if r := results[n][0]; r.Err == nil && r.Reply.Status() == StatusOK {
+		if r := results[n][0]; r.Err == nil && r.Reply.Status() == driver.StatusOK {
 			granted++
 		}
 	}
@@ -297,37 +300,37 @@ func (q *quorum) Exec(ctx context.Context, calls ...*Call) {
 	// Both are made when first needed; per is the replies of one call.
 	// A granted acquisition is settled on the nodes that did not grant it
 	// (settle works like undo): the caller's place in line there.
-	var undo, again [][]*Call
-	add := func(n int, s *Script, call *Call) {
+	var undo, again [][]*driver.Call
+	add := func(n int, s *driver.Script, call *driver.Call) {
 		if undo == nil {
-			undo = make([][]*Call, len(q.nodes))
+			undo = make([][]*driver.Call, len(q.nodes))
 		}
-		undo[n] = append(undo[n], &Call{Script: s, Keys: call.Keys, Args: call.Args})
+		undo[n] = append(undo[n], &driver.Call{Script: s, Keys: call.Keys, Args: call.Args})
 	}
-	per := make([]*Call, len(q.nodes))
+	per := make([]*driver.Call, len(q.nodes))
 	for i, call := range calls {
 		for n := range q.nodes {
 			per[n] = results[n][i]
 		}
-		switch call.Script.kind {
-		case Acquire:
+		switch call.Script.Kind() {
+		case driver.Acquire:
 			granted := q.acquire(ctx, call, per)
 			for n, r := range per {
-				switch ok := r.Err == nil && r.Reply.Status() == StatusOK; {
-				case !granted && call.Script.undo != nil && (ok || r.Err != nil):
-					add(n, call.Script.undo, call)
-				case granted && call.Script.settle != nil && !ok:
-					add(n, call.Script.settle, call)
+				switch ok := r.Err == nil && r.Reply.Status() == driver.StatusOK; {
+				case !granted && call.Script.Undo() != nil && (ok || r.Err != nil):
+					add(n, call.Script.Undo(), call)
+				case granted && call.Script.Settle() != nil && !ok:
+					add(n, call.Script.Settle(), call)
 				}
 			}
-		case Renew, Write:
+		case driver.Renew, driver.Write:
 			q.majorityOf(call, per)
-		case Release:
+		case driver.Release:
 			q.anyOf(call, per)
 			for n, r := range per {
 				if r.Err != nil && IsTransient(r.Err) {
 					if again == nil {
-						again = make([][]*Call, len(q.nodes))
+						again = make([][]*driver.Call, len(q.nodes))
 					}
 					again[n] = append(again[n], call)
 				}
@@ -354,7 +357,7 @@ var resendBackoff = []time.Duration{20 * time.Millisecond, 100 * time.Millisecon
 // and a node left holding keeps the others from a majority until the hold
 // expires. It makes a few attempts of up to a node timeout each, and stops
 // when the backend closes.
-func (q *quorum) resend(n int, calls []*Call) {
+func (q *quorum) resend(n int, calls []*driver.Call) {
 	q.wg.Add(1)
 	done := background.Start()
 	go func() {
@@ -368,9 +371,9 @@ func (q *quorum) resend(n int, calls []*Call) {
 				t.Stop()
 				return
 			}
-			copies := make([]*Call, len(calls))
+			copies := make([]*driver.Call, len(calls))
 			for i, c := range calls {
-				copies[i] = &Call{Script: c.Script, Keys: c.Keys, Args: c.Args}
+				copies[i] = &driver.Call{Script: c.Script, Keys: c.Keys, Args: c.Args}
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), q.timeout)
 			q.nodes[n].Exec(ctx, copies...)
@@ -395,8 +398,8 @@ func (q *quorum) resend(n int, calls []*Call) {
 // holding keeps the others from a majority until the hold expires. An undo
 // names its attempt, so one that arrives late cannot end a later hold of the
 // same owner.
-func (q *quorum) undo(ctx context.Context, perNode [][]*Call) {
-	if !slices.ContainsFunc(perNode, func(c []*Call) bool { return len(c) > 0 }) {
+func (q *quorum) undo(ctx context.Context, perNode [][]*driver.Call) {
+	if !slices.ContainsFunc(perNode, func(c []*driver.Call) bool { return len(c) > 0 }) {
 		return
 	}
 	var wg sync.WaitGroup
@@ -416,7 +419,7 @@ func (q *quorum) undo(ctx context.Context, perNode [][]*Call) {
 	}
 	wg.Wait()
 	for n, calls := range perNode {
-		var failed []*Call
+		var failed []*driver.Call
 		for _, c := range calls {
 			if c.Err != nil && (IsTransient(c.Err) || errors.Is(c.Err, context.DeadlineExceeded)) {
 				failed = append(failed, c)
@@ -429,12 +432,12 @@ func (q *quorum) undo(ctx context.Context, perNode [][]*Call) {
 }
 
 // tally sorts the nodes' results of one call.
-func (q *quorum) tally(per []*Call) (ok []int, negative []int, errs []error) {
+func (q *quorum) tally(per []*driver.Call) (ok []int, negative []int, errs []error) {
 	for n, r := range per {
 		switch {
 		case r.Err != nil:
 			errs = append(errs, q.nodeErr(n, r.Err))
-		case r.Reply.Status() == StatusOK:
+		case r.Reply.Status() == driver.StatusOK:
 			ok = append(ok, n)
 		default:
 			negative = append(negative, n)
@@ -443,14 +446,14 @@ func (q *quorum) tally(per []*Call) (ok []int, negative []int, errs []error) {
 	return ok, negative, errs
 }
 
-func (q *quorum) fail(call *Call, granted int, errs []error) {
-	call.Reply, call.Err = nil, &QuorumError{Script: call.Script.name, Nodes: len(q.nodes), Required: q.majority, Granted: granted, Errs: errs}
+func (q *quorum) fail(call *driver.Call, granted int, errs []error) {
+	call.Reply, call.Err = nil, &QuorumError{Script: call.Script.Name(), Nodes: len(q.nodes), Required: q.majority, Granted: granted, Errs: errs}
 }
 
 // acquire combines the answers to an acquisition and reports whether it was
 // granted. On a grant it raises the fence counters of the granting nodes to
 // the token it returns.
-func (q *quorum) acquire(ctx context.Context, call *Call, per []*Call) bool {
+func (q *quorum) acquire(ctx context.Context, call *driver.Call, per []*driver.Call) bool {
 	ok, contended, errs := q.tally(per)
 	if len(ok) >= q.majority {
 		token := int64(0)
@@ -461,7 +464,7 @@ func (q *quorum) acquire(ctx context.Context, call *Call, per []*Call) bool {
 		// token itself, or the end of the block it reserved (as long on
 		// every node, since the nodes ran the same call).
 		last := token
-		if call.Script.block {
+		if call.Script.Block() {
 			r := per[ok[0]].Reply
 			last = token + r.At(2) - r.At(1)
 		}
@@ -469,9 +472,11 @@ func (q *quorum) acquire(ctx context.Context, call *Call, per []*Call) bool {
 			q.fail(call, len(ok), []error{err})
 			return false
 		}
-		reply := append(Reply(call.buf[:0]), per[ok[0]].Reply...)
+		// The reply is the first granting node's, in place: per is read
+		// for statuses only from here on.
+		reply := per[ok[0]].Reply
 		reply[1] = token
-		if call.Script.block {
+		if call.Script.Block() {
 			reply[2] = last
 		}
 		call.Reply, call.Data, call.Err = reply, per[ok[0]].Data, nil
@@ -489,7 +494,7 @@ func (q *quorum) acquire(ctx context.Context, call *Call, per []*Call) bool {
 			wait = w
 		}
 	}
-	call.Reply, call.Err = Reply{StatusContended, wait}, nil
+	call.Reply, call.Err = driver.Reply{driver.StatusContended, wait}, nil
 	return false
 }
 
@@ -497,7 +502,7 @@ func (q *quorum) acquire(ctx context.Context, call *Call, per []*Call) bool {
 // are the token and margin, the ms the counter lives after the server's
 // clock passes it, as the acquisitions set it (see
 // internal/script/mutex_acquire.lua).
-var raiseFence = NewScript("quorum.raise_fence", Write, `
+var raiseFence = driver.NewScript("quorum.raise_fence", driver.Write, `
 local token, margin = ARGV[2], tonumber(ARGV[3])
 local cur = tonumber(redis.call('GET', KEYS[1])) or 0
 local v = tonumber(token)
@@ -512,13 +517,13 @@ return {1}
 // raise makes the fence counters of a majority of nodes at least token: the
 // granting nodes that left their counter lower are raised; those that
 // issued token itself (or, for a block, reserved up to it) already hold it.
-func (q *quorum) raise(ctx context.Context, call *Call, per []*Call, ok []int, token int64) error {
+func (q *quorum) raise(ctx context.Context, call *driver.Call, per []*driver.Call, ok []int, token int64) error {
 	fence := []string{call.Keys[len(call.Keys)-1]}
 	at := 0
 	var lower []int
 	for _, n := range ok {
 		left := per[n].Reply.At(1)
-		if call.Script.block {
+		if call.Script.Block() {
 			left = per[n].Reply.At(2)
 		}
 		if left >= token {
@@ -538,7 +543,7 @@ func (q *quorum) raise(ctx context.Context, call *Call, per []*Call, ok []int, t
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, err := Run(rctx, q.nodes[n], raiseFence, fence, fmt.Sprint(token), holdopt.Millis(holdopt.FenceMargin))
+			_, err := driver.Run(rctx, q.nodes[n], raiseFence, fence, fmt.Sprint(token), holdopt.Millis(holdopt.FenceMargin))
 			if err != nil && rctx.Err() != nil && ctx.Err() == nil {
 				err = errNodeTimeout // cut by the per-node timeout: worth a retry
 			}
@@ -561,7 +566,7 @@ func (q *quorum) raise(ctx context.Context, call *Call, per []*Call, ok []int, t
 }
 
 // majorityOf succeeds when a majority succeeded.
-func (q *quorum) majorityOf(call *Call, per []*Call) {
+func (q *quorum) majorityOf(call *driver.Call, per []*driver.Call) {
 	ok, negative, errs := q.tally(per)
 	switch {
 	case len(ok) >= q.majority:
@@ -574,7 +579,7 @@ func (q *quorum) majorityOf(call *Call, per []*Call) {
 }
 
 // anyOf succeeds when any node succeeded.
-func (q *quorum) anyOf(call *Call, per []*Call) {
+func (q *quorum) anyOf(call *driver.Call, per []*driver.Call) {
 	ok, negative, errs := q.tally(per)
 	switch {
 	case len(ok) > 0:
@@ -587,7 +592,7 @@ func (q *quorum) anyOf(call *Call, per []*Call) {
 }
 
 // firstOf returns the first answer.
-func (q *quorum) firstOf(call *Call, per []*Call) {
+func (q *quorum) firstOf(call *driver.Call, per []*driver.Call) {
 	ok, negative, errs := q.tally(per)
 	switch {
 	case len(ok) > 0:
@@ -601,7 +606,7 @@ func (q *quorum) firstOf(call *Call, per []*Call) {
 
 // worst picks among negative answers the one that says most: "taken by
 // another owner" over "gone".
-func worst(per []*Call, negative []int) Reply {
+func worst(per []*driver.Call, negative []int) driver.Reply {
 	r := per[negative[0]].Reply
 	for _, n := range negative[1:] {
 		if per[n].Reply.Status() < r.Status() {
@@ -611,7 +616,7 @@ func worst(per []*Call, negative []int) Reply {
 	return r
 }
 
-func (q *quorum) Subscribe(ctx context.Context, channel string) (Subscription, error) {
+func (q *quorum) Subscribe(ctx context.Context, channel string) (driver.Subscription, error) {
 	select {
 	case <-q.done:
 		return nil, locker.ErrClosed
@@ -647,7 +652,7 @@ func (q *quorum) Subscribe(ctx context.Context, channel string) (Subscription, e
 // quorumSub merges the wake-ups of every node into one channel.
 type quorumSub struct {
 	c    chan struct{}
-	subs []Subscription
+	subs []driver.Subscription
 	once sync.Once
 }
 

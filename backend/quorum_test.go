@@ -12,6 +12,7 @@ import (
 
 	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/backend/backendtest"
+	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/internal/script"
 	"github.com/redisync/redisync/locker"
@@ -107,8 +108,8 @@ func TestQuorumErrorNamesNodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	s := backend.NewScript("test.acquire", backend.Acquire, "return {1, 1}", nil)
-	_, err = backend.Run(context.Background(), b, s, []string{"redisync:{q}:lock", "redisync:{q}:fence"}, "owner", "ch")
+	s := driver.NewScript("test.acquire", driver.Acquire, "return {1, 1}", nil)
+	_, err = driver.Run(context.Background(), b, s, []string{"redisync:{q}:lock", "redisync:{q}:fence"}, "owner", "ch")
 	var qe *backend.QuorumError
 	if !errors.As(err, &qe) || len(qe.Errs) != 3 || qe.Required != 2 || qe.Granted != 0 {
 		t.Fatalf("Run on dead nodes = %v; want a QuorumError with 3 node errors, 2 required, 0 granted", err)
@@ -153,7 +154,7 @@ func TestQuorumTokenBlock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := base + 201; r.Status() != backend.StatusOK || r.At(1) != want || r.At(2) != want+block-1 {
+	if want := base + 201; r.Status() != driver.StatusOK || r.At(1) != want || r.At(2) != want+block-1 {
 		t.Fatalf("reply %v; want {1, %d, %d}", r, want, want+block-1)
 	}
 	for i, n := range nodes {

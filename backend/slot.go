@@ -1,51 +1,27 @@
 package backend
 
 import (
-	"strings"
-
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redisync/redisync/backend/driver"
 )
 
-// SameSlot reports whether b can run one script over all of keys: always on
-// a single node or a Sentinel-managed master, on Cluster only when the keys
-// hash to one slot, and never on a quorum or a Backend this package did not
-// build (whose layout it cannot know).
-func SameSlot(b Backend, keys ...string) bool {
-	c, ok := b.(*client)
-	if !ok || c.err != nil {
+// SameSlot reports whether c can run one script over all of keys (see
+// driver.SameSlot): always on a single node or a Sentinel-managed master, on
+// Cluster only when the keys hash to one slot. A quorum has no such method:
+// its nodes are independent.
+func (c *client) SameSlot(keys ...string) bool {
+	if c.err != nil {
 		return false
 	}
 	if _, cluster := c.rdb.(*redis.ClusterClient); !cluster || len(keys) == 0 {
 		return true
 	}
-	slot := Slot(keys[0])
+	slot := driver.Slot(keys[0])
 	for _, k := range keys[1:] {
-		if Slot(k) != slot {
+		if driver.Slot(k) != slot {
 			return false
 		}
 	}
 	return true
-}
-
-// Slot returns the Redis Cluster hash slot of key: CRC16 (XMODEM) of its hash
-// tag (the text between the first '{' and the next '}', when not empty) or
-// of the whole key, modulo 16384.
-func Slot(key string) int {
-	if open := strings.IndexByte(key, '{'); open >= 0 {
-		if end := strings.IndexByte(key[open+1:], '}'); end > 0 {
-			key = key[open+1 : open+1+end]
-		}
-	}
-	var crc uint16
-	for i := 0; i < len(key); i++ {
-		crc ^= uint16(key[i]) << 8
-		for range 8 {
-			if crc&0x8000 != 0 {
-				crc = crc<<1 ^ 0x1021
-			} else {
-				crc <<= 1
-			}
-		}
-	}
-	return int(crc) % 16384
 }

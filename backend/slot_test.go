@@ -7,6 +7,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/backend"
+	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/internal/redistest"
 )
 
@@ -18,21 +19,21 @@ func TestSlotMatchesCluster(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := backend.Slot(key); int64(got) != want {
+		if got := driver.Slot(key); int64(got) != want {
 			t.Errorf("Slot(%q) = %d; CLUSTER KEYSLOT says %d", key, got, want)
 		}
 	}
 	cb := backend.New(rdb)
 	defer cb.Close()
-	if backend.Slot("{a}") == backend.Slot("{b}") || backend.SameSlot(cb, "redisync:{a}:lock", "redisync:{b}:lock") {
+	if driver.Slot("{a}") == driver.Slot("{b}") || driver.SameSlot(cb, "redisync:{a}:lock", "redisync:{b}:lock") {
 		t.Error("keys of different slots reported in one slot on Cluster")
 	}
-	if !backend.SameSlot(cb, "redisync:{a}:lock", "redisync:{a}:fence") {
+	if !driver.SameSlot(cb, "redisync:{a}:lock", "redisync:{a}:fence") {
 		t.Error("keys with one hash tag are not in the same slot")
 	}
 	single := backend.New(redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}))
 	defer single.Close()
-	if !backend.SameSlot(single, "redisync:{a}:lock", "redisync:{b}:lock") {
+	if !driver.SameSlot(single, "redisync:{a}:lock", "redisync:{b}:lock") {
 		t.Error("a single node runs any keys in one script")
 	}
 }

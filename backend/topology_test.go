@@ -9,6 +9,7 @@ import (
 
 	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/backend/backendtest"
+	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/internal/redistest"
 )
 
@@ -83,7 +84,7 @@ func TestClusterOnePubSubConnectionPerNode(t *testing.T) {
 	defer b.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	var subs []backend.Subscription
+	var subs []driver.Subscription
 	for i := range 60 {
 		s, err := b.Subscribe(ctx, "redisync:{spread-"+string(rune('a'+i%26))+string(rune('a'+i/26))+"}:wake")
 		if err != nil {

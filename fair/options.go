@@ -20,7 +20,7 @@ func (f optionFunc) apply(c *holdopt.Config) { f(c) }
 // watchdog on (the default) a hold is renewed every TTL/3 for as long as it is
 // held; with it off the hold ends TTL after it was taken unless extended. The
 // TTL must be between 10ms and 24h, and on a quorum longer than twice its node
-// timeout (see backend.Quorum).
+// timeout (see driver.Quorum).
 func WithTTL(d time.Duration) Option {
 	return optionFunc(func(c *holdopt.Config) { c.TTL = d })
 }

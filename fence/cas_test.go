@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redisync/redisync/backend"
+	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/fence"
 	"github.com/redisync/redisync/internal/deploytest"
 	"github.com/redisync/redisync/locker"
@@ -94,7 +94,7 @@ func TestRetriedSwapAppliedOnce(t *testing.T) {
 		var lose atomic.Int64
 		f := &deploytest.Faulty{
 			Backend: d.NewBackend(t),
-			Lose:    func(c *backend.Call) bool { return c.Script.Name() == "fence.cas" && lose.Add(1) <= 2 },
+			Lose:    func(c *driver.Call) bool { return c.Script.Name() == "fence.cas" && lose.Add(1) <= 2 },
 		}
 		name := unique(t)
 		if _, err := fence.Update(ctx, f, name, increment); err != nil {
@@ -121,7 +121,7 @@ func TestLostSwapReplyIsUnknown(t *testing.T) {
 		var lose atomic.Int64
 		f := &deploytest.Faulty{
 			Backend: d.NewBackend(t),
-			Lose: func(c *backend.Call) bool {
+			Lose: func(c *driver.Call) bool {
 				if c.Script.Name() != "fence.cas" || lose.Add(1) != 1 {
 					return false
 				}

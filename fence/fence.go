@@ -13,6 +13,8 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/redisync/redisync/backend"
+
+	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/internal/holdopt"
 	"github.com/redisync/redisync/internal/keyspace"
 	"github.com/redisync/redisync/internal/local"
@@ -296,7 +298,7 @@ func write(ctx context.Context, b backend.Backend, name, method string, token in
 		Op: operation, Token: strconv.FormatInt(token, 10), ID: writeID(),
 		TTL: r.ttlMs(), Retention: holdopt.Millis(r.cfg.retention), Operands: operands,
 	}
-	var reply backend.Reply
+	var reply driver.Reply
 	err = retry.Do(ctx, r.b, r.cfg.backoff, func(ctx context.Context) error {
 		var err error
 		reply, err = script.FenceWrite.Run(ctx, r.b, r.keys, args)
@@ -307,7 +309,7 @@ func write(ctx context.Context, b backend.Backend, name, method string, token in
 	}
 	span := op.Span()
 	switch reply.Status() {
-	case backend.StatusOK:
+	case driver.StatusOK:
 		span.SetAttributes(keyVersion.Int64(reply.At(1)))
 		return nil
 	case script.FenceStale:
@@ -350,7 +352,7 @@ func (r *resource) cas(ctx context.Context, version int64, value []byte) (int64,
 		TTL: r.ttlMs(), Retention: holdopt.Millis(r.cfg.retention), Data: string(value),
 	}
 	unsure := false // an attempt was sent and its outcome is unknown
-	var reply backend.Reply
+	var reply driver.Reply
 	err := retry.Do(ctx, r.b, r.cfg.backoff, func(ctx context.Context) error {
 		var err error
 		reply, err = script.FenceCAS.Run(ctx, r.b, r.keys, args)
@@ -362,7 +364,7 @@ func (r *resource) cas(ctx context.Context, version int64, value []byte) (int64,
 		return 0, fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
 	case err != nil:
 		return 0, err
-	case reply.Status() == backend.StatusOK:
+	case reply.Status() == driver.StatusOK:
 		return reply.At(1), nil
 	case reply.Status() == script.FenceConflict && unsure:
 		return 0, fmt.Errorf("%w: a reply was lost, and the version is now %d, not %d: the write may have been applied and overwritten since",

@@ -11,6 +11,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/backend"
+
+	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/fence"
 	"github.com/redisync/redisync/internal/deploytest"
 	"github.com/redisync/redisync/internal/redistest"
@@ -44,7 +46,7 @@ func TestPausedHolderRejected(t *testing.T) {
 				var cut atomic.Bool
 				fa := &deploytest.Faulty{
 					Backend: d.NewBackend(t),
-					Drop:    func(c *backend.Call) bool { return cut.Load() && c.Script.Kind() == backend.Renew },
+					Drop:    func(c *driver.Call) bool { return cut.Load() && c.Script.Kind() == driver.Renew },
 				}
 				bb := d.NewBackend(t) // B's process
 				store := d.NewBackend(t)
@@ -158,7 +160,7 @@ func TestPausedQuorumHolderRejected(t *testing.T) {
 	var cut atomic.Bool
 	qa := &deploytest.Faulty{
 		Backend: quorum(),
-		Drop:    func(c *backend.Call) bool { return cut.Load() && c.Script.Kind() == backend.Renew },
+		Drop:    func(c *driver.Call) bool { return cut.Load() && c.Script.Kind() == driver.Renew },
 	}
 	qb := quorum()
 	resource, lock := unique(t), unique(t)

@@ -10,6 +10,8 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/redisync/redisync/backend"
+
+	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/internal/acquire"
 	"github.com/redisync/redisync/internal/holdopt"
 	"github.com/redisync/redisync/internal/keyspace"
@@ -124,7 +126,7 @@ func (l *CountDown) CountDown(ctx context.Context) (err error) {
 		return l.errorf("count down", err)
 	}
 	id := rand.Text()
-	var r backend.Reply
+	var r driver.Reply
 	err = retry.Do(ctx, l.b, l.backoff, func(ctx context.Context) error {
 		var err error
 		r, err = l.run(ctx, script.LatchCountDown.Call(l.keys, l.args(id)))
@@ -254,7 +256,7 @@ func (l *CountDown) args(id string) script.LatchArgs {
 
 // run runs c, a latch script's call, and turns a count mismatch into an
 // error.
-func (l *CountDown) run(ctx context.Context, c *backend.Call) (backend.Reply, error) {
+func (l *CountDown) run(ctx context.Context, c *driver.Call) (driver.Reply, error) {
 	l.b.Exec(ctx, c)
 	r, err := c.Reply, c.Err
 	switch {
@@ -263,7 +265,7 @@ func (l *CountDown) run(ctx context.Context, c *backend.Call) (backend.Reply, er
 	case r.Status() == script.LatchMismatch:
 		return nil, fmt.Errorf("%w: the latch exists with count %d, this handle's count is %d (Reset replaces it): %w",
 			ErrCountMismatch, r.At(1), l.count, locker.ErrInvalid)
-	case r.Status() != backend.StatusOK:
+	case r.Status() != driver.StatusOK:
 		return nil, fmt.Errorf("%s: script %s: unexpected status %d", primitive, c.Script.Name(), r.Status())
 	}
 	return r, nil

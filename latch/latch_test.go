@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/redisync/redisync/backend"
+
+	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/internal/deploytest"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/latch"
@@ -343,7 +345,7 @@ func TestRetriedCountDownCountsOnce(t *testing.T) {
 		var lose atomic.Int64
 		f := &deploytest.Faulty{
 			Backend: d.NewBackend(t),
-			Lose: func(c *backend.Call) bool {
+			Lose: func(c *driver.Call) bool {
 				return c.Script.Name() == "latch.count_down" && lose.Add(1) <= 2
 			},
 		}
@@ -409,7 +411,7 @@ func TestAwaitWokenByMessage(t *testing.T) {
 // deaf is a Backend whose subscriptions never fire.
 type deaf struct{ backend.Backend }
 
-func (deaf) Subscribe(context.Context, string) (backend.Subscription, error) { return silent{}, nil }
+func (deaf) Subscribe(context.Context, string) (driver.Subscription, error) { return silent{}, nil }
 
 type silent struct{}
 

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/redisync/redisync/backend"
+
+	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/internal/acquire"
 	"github.com/redisync/redisync/internal/holdopt"
 	"github.com/redisync/redisync/internal/keyspace"
@@ -86,7 +88,7 @@ type hold struct {
 // New returns an error matching locker.ErrInvalid for an unusable backend,
 // no member, a bad name, the same name twice, or a bad option.
 func New(b backend.Backend, members []Member, opts ...Option) (*Lock, error) {
-	if err := backend.Validate(b); err != nil {
+	if err := driver.Validate(b); err != nil {
 		return nil, fmt.Errorf("%s: %w", primitive, err)
 	}
 	if len(members) == 0 {
@@ -128,7 +130,7 @@ func New(b backend.Backend, members []Member, opts ...Option) (*Lock, error) {
 		l.wakes = append(l.wakes, keys.Wake)
 		l.lines = append(l.lines, keys.Line(l.cohort))
 	}
-	if allMutex && backend.SameSlot(b, l.keys...) {
+	if allMutex && driver.SameSlot(b, l.keys...) {
 		l.atomic = true
 		l.specs = make([]lease.Spec, len(sorted))
 		spec := lease.Spec{Backend: b, Tel: l.tel, Primitive: primitive, TTL: cfg.TTL, Watchdog: cfg.Watchdog}
@@ -277,9 +279,9 @@ func (l *Lock) lockAtomic(ctx context.Context, op *telemetry.Op, try bool) (*hol
 			return false, 0, err
 		}
 		switch r.Status() {
-		case backend.StatusContended:
+		case driver.StatusContended:
 			return false, time.Duration(r.At(1)) * time.Millisecond, nil
-		case backend.StatusOK:
+		case driver.StatusOK:
 		default:
 			return false, 0, fmt.Errorf("multi: unexpected acquire status %d", r.Status())
 		}
@@ -326,7 +328,7 @@ func (l *Lock) lockAtomic(ctx context.Context, op *telemetry.Op, try bool) (*hol
 // Lock's cohort out of every member's line it may have joined (see
 // lock_lib.lua), so that releases wake the next process.
 func (l *Lock) giveUp(ctx context.Context, owner string, call int64, attempts int, unsure, waited bool) {
-	var calls []*backend.Call
+	var calls []*driver.Call
 	if unsure {
 		calls = append(calls, script.MultiRelease.Call(l.keys, l.args(owner, call, attempts, false)))
 	}

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/redisync/redisync/backend"
+
+	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/internal/gate"
 	"github.com/redisync/redisync/internal/holdopt"
 	"github.com/redisync/redisync/internal/lease"
@@ -78,7 +80,7 @@ func New(b backend.Backend, name string, opts ...Option) (*Mutex, error) {
 	m.gate = h.ExclusiveGate(lease.Exclusive{
 		Key: m.keys[0], Line: m.line, Wake: m.wake, Leave: script.MutexLeave, Spec: &m.spec, What: "acquire",
 	}, cfg, calls{m})
-	_, m.quorum = b.(backend.Quorum)
+	_, m.quorum = b.(driver.Quorum)
 	handoff, class := cfg.Local()
 	m.acquire = script.MutexAcquireArgs{
 		TTL:         holdopt.Millis(cfg.TTL),
@@ -150,7 +152,7 @@ type calls struct{ m *Mutex }
 
 // AcquireCall returns attempt n of owner (see
 // internal/script/mutex_acquire.lua).
-func (c calls) AcquireCall(owner string, call int64, n int, wait bool, sent time.Time) *backend.Call {
+func (c calls) AcquireCall(owner string, call int64, n int, wait bool, sent time.Time) *driver.Call {
 	a := c.m.acquire
 	a.Owner, a.Attempt, a.Waits, a.Call = owner, int64(n), wait, call
 	if c.m.quorum {
@@ -162,7 +164,7 @@ func (c calls) AcquireCall(owner string, call int64, n int, wait bool, sent time
 // AbandonCall returns the release of what owner may hold, after an
 // attempt whose outcome is unknown; the process's place in line is the
 // gate's to leave.
-func (c calls) AbandonCall(owner string, unsure bool) *backend.Call {
+func (c calls) AbandonCall(owner string, unsure bool) *driver.Call {
 	if !unsure {
 		return nil
 	}
@@ -174,7 +176,7 @@ func (c calls) AbandonCall(owner string, unsure bool) *backend.Call {
 // the block is given back (see internal/script/mutex_release.lua). With
 // hand-off on, a release lets the waiters of other processes in before
 // this process's own (see holdopt.HandoffYield).
-func (m *Mutex) releaseUsed(owner string, used, last int64) *backend.Call {
+func (m *Mutex) releaseUsed(owner string, used, last int64) *driver.Call {
 	return script.MutexRelease.Call(m.keys, script.MutexReleaseArgs{Owner: owner, Wake: m.wake, Yield: m.yield, Used: used, Last: last})
 }
 

@@ -8,6 +8,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/backend"
+
+	"github.com/redisync/redisync/backend/driver"
 )
 
 // A Server is a running embedded Redis on a loopback port. Its methods are
@@ -54,7 +56,7 @@ func NewServer(tb testing.TB) *Server {
 func New(tb testing.TB, opts ...backend.Option) backend.Backend {
 	tb.Helper()
 	b := NewServer(tb).Backend(opts...)
-	if err := backend.Validate(b); err != nil {
+	if err := driver.Validate(b); err != nil {
 		tb.Fatalf("redisynctest: %v", err)
 	}
 	return b

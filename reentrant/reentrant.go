@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redisync/redisync/backend"
+
+	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/internal/acquire"
 	"github.com/redisync/redisync/internal/gate"
 	"github.com/redisync/redisync/internal/holdopt"
@@ -242,9 +244,9 @@ func (m *Mutex) reenter(ctx context.Context, op *telemetry.Op, s *scope, e *entr
 		case err != nil:
 			unsure = append(unsure, n)
 			return false, 0, err
-		case r.Status() == backend.StatusOK:
+		case r.Status() == driver.StatusOK:
 			return true, 0, nil
-		case r.Status() == backend.StatusContended:
+		case r.Status() == driver.StatusContended:
 			return false, 0, errGone
 		}
 		return false, 0, fmt.Errorf("reentrant: unexpected acquire status %d", r.Status())
@@ -363,7 +365,7 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 					// release ends the hold whatever becomes of this one.
 				case c.Err != nil:
 					err = c.Err
-				case c.Reply.Status() != backend.StatusOK:
+				case c.Reply.Status() != driver.StatusOK:
 					h.l.Finish(script.NotHeld(c.Reply.Status()))
 					err = h.l.Err()
 				}

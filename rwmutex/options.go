@@ -22,7 +22,7 @@ func (f optionFunc) apply(c *holdopt.Config) { f(c) }
 // extended. A waiting writer's claim, which keeps new readers out, also lasts
 // one TTL unless the writer keeps trying. The TTL must be between 10ms and
 // 24h, and on a quorum longer than twice its node timeout (see
-// backend.Quorum).
+// driver.Quorum).
 func WithTTL(d time.Duration) Option {
 	return optionFunc(func(c *holdopt.Config) { c.TTL = d })
 }

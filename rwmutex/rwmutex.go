@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redisync/redisync/backend"
+
+	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/internal/gate"
 	"github.com/redisync/redisync/internal/holdopt"
 	"github.com/redisync/redisync/internal/lease"
@@ -163,7 +165,7 @@ type writer struct{ m *RWMutex }
 // internal/script/rwmutex_lock.lua). A grant that comes back too late is
 // given back keeping the place among the waiting writers (see
 // lease.Grant).
-func (w writer) AcquireCall(owner string, call int64, n int, wait bool, _ time.Time) *backend.Call {
+func (w writer) AcquireCall(owner string, call int64, n int, wait bool, _ time.Time) *driver.Call {
 	m := w.m
 	return script.RWMutexLock.Call(m.keys, script.RWLockArgs{
 		Owner: owner, WWake: m.wake, RWake: m.rwake, TTL: m.ttlMs, FenceMargin: holdopt.Millis(holdopt.FenceMargin),
@@ -174,12 +176,12 @@ func (w writer) AcquireCall(owner string, call int64, n int, wait bool, _ time.T
 // AbandonCall returns the withdrawal of owner: contended attempts
 // registered the writer as waiting, which keeps readers out, and a grant
 // whose reply was lost is given back.
-func (w writer) AbandonCall(owner string, _ bool) *backend.Call { return w.m.unlockCall(owner) }
+func (w writer) AbandonCall(owner string, _ bool) *driver.Call { return w.m.unlockCall(owner) }
 
 // rlockCall returns attempt n of owner at a read hold; unsure are the
 // owner's earlier attempts whose replies were lost, whose holds it takes
 // over (see internal/script/rwmutex_rlock.lua).
-func (m *RWMutex) rlockCall(owner string, wait bool, n int, unsure ...int) *backend.Call {
+func (m *RWMutex) rlockCall(owner string, wait bool, n int, unsure ...int) *driver.Call {
 	return script.RWMutexRLock.Call(m.keys, script.RWRLockArgs{
 		Owner: owner, WWake: m.wake, TTL: m.ttlMs, FenceMargin: holdopt.Millis(holdopt.FenceMargin),
 		Waits: wait, Attempt: int64(n), Earlier: numbers(unsure),
@@ -197,12 +199,12 @@ func numbers(ns []int) []string {
 
 // unlockCall returns the call that ends owner's write hold and withdraws
 // owner from the waiting writers.
-func (m *RWMutex) unlockCall(owner string) *backend.Call { return m.unlockUsed(owner, 0, 0) }
+func (m *RWMutex) unlockCall(owner string) *driver.Call { return m.unlockUsed(owner, 0, 0) }
 
 // unlockUsed is unlockCall for a hold whose holders used the tokens up to
 // used of the block that ends at last: the rest is given back (see
 // internal/script/rwmutex_unlock.lua).
-func (m *RWMutex) unlockUsed(owner string, used, last int64) *backend.Call {
+func (m *RWMutex) unlockUsed(owner string, used, last int64) *driver.Call {
 	return script.RWMutexUnlock.Call(m.keys, script.RWUnlockArgs{Owner: owner, WWake: m.wake, RWake: m.rwake, Turn: m.turnMs, Used: used, Last: last})
 }
 
@@ -210,7 +212,7 @@ func (m *RWMutex) unlockUsed(owner string, used, last int64) *backend.Call {
 // and withdraws owner from the waiting readers. depart says that some of
 // owner's attempts may still arrive (their replies were lost): they are
 // refused for a TTL (see internal/script/rwmutex_runlock.lua).
-func (m *RWMutex) runlockCall(owner string, depart bool, attempts ...int) *backend.Call {
+func (m *RWMutex) runlockCall(owner string, depart bool, attempts ...int) *driver.Call {
 	return script.RWMutexRUnlock.Call(m.keys, script.RWRUnlockArgs{Owner: owner, WWake: m.wake, Refuse: m.ttlMs, Depart: depart, Attempts: numbers(attempts)})
 }
 

@@ -20,7 +20,7 @@ func (f optionFunc) apply(c *holdopt.Config) { f(c) }
 // default is 15s. With the watchdog on (the default) they are renewed every
 // TTL/3 for as long as they are held; with it off they expire TTL after they
 // were acquired unless extended. The TTL must be between 10ms and 24h, and on
-// a quorum longer than twice its node timeout (see backend.Quorum).
+// a quorum longer than twice its node timeout (see driver.Quorum).
 func WithTTL(d time.Duration) Option {
 	return optionFunc(func(c *holdopt.Config) { c.TTL = d })
 }

@@ -27,6 +27,8 @@ import (
 	"time"
 
 	"github.com/redisync/redisync/backend"
+
+	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/locker"
 	"github.com/redisync/redisync/mutex"
 )
@@ -46,7 +48,7 @@ type HarnessMaker func(ctx context.Context, t *testing.T) (Harness, error)
 
 // echo stores ARGV[2] under KEYS[1] for a while, publishes on ARGV[3] when it
 // is not empty, and replies what it saw.
-var echo = backend.NewScript("backendtest.echo", backend.Write, `
+var echo = driver.NewScript("backendtest.echo", driver.Write, `
 redis.call('SET', KEYS[1], ARGV[2], 'PX', 60000)
 if ARGV[3] ~= '' then redis.call(ARGV[1], ARGV[3], 'x') end
 local pub = 0
@@ -55,16 +57,16 @@ return {1, #KEYS, #ARGV, pub, tonumber(redis.call('GET', KEYS[1]))}
 `, nil)
 
 // pair touches two keys that share a hash tag.
-var pair = backend.NewScript("backendtest.pair", backend.Write, `
+var pair = driver.NewScript("backendtest.pair", driver.Write, `
 redis.call('SET', KEYS[1], ARGV[2], 'PX', 60000)
 redis.call('SET', KEYS[2], ARGV[2], 'PX', 60000)
 return {1, tonumber(redis.call('GET', KEYS[1])) + tonumber(redis.call('GET', KEYS[2]))}
 `, nil)
 
 // bytes returns its argument back as a byte string after a status.
-var bytesBack = backend.NewScript("backendtest.bytes", backend.Query, `return {1, #ARGV[2], ARGV[2]}`, nil)
+var bytesBack = driver.NewScript("backendtest.bytes", driver.Query, `return {1, #ARGV[2], ARGV[2]}`, nil)
 
-var failing = backend.NewScript("backendtest.fail", backend.Write, `return redis.error_reply('BOOM backendtest failure')`, nil)
+var failing = driver.NewScript("backendtest.fail", driver.Write, `return redis.error_reply('BOOM backendtest failure')`, nil)
 
 // RunConformanceTests runs the suite against the Backends of newHarness.
 func RunConformanceTests(t *testing.T, newHarness HarnessMaker) {
@@ -119,12 +121,12 @@ func testExec(t *testing.T, mk func(*testing.T) backend.Backend) {
 		t.Errorf("Prefix() is empty")
 	}
 	key := space(b, t) + "k"
-	r, err := backend.Run(context.Background(), b, echo, []string{key}, 42, "")
+	r, err := driver.Run(context.Background(), b, echo, []string{key}, 42, "")
 	if err != nil {
 		t.Fatalf("Run(echo) error: %v", err)
 	}
-	want := backend.Reply{1, 1, 3, r.At(3), 42}
-	if len(r) != len(want) || r.Status() != backend.StatusOK || r.At(1) != 1 || r.At(2) != 3 || r.At(4) != 42 {
+	want := driver.Reply{1, 1, 3, r.At(3), 42}
+	if len(r) != len(want) || r.Status() != driver.StatusOK || r.At(1) != 1 || r.At(2) != 3 || r.At(4) != 42 {
 		t.Fatalf("Run(echo) = %v; want %v (1 key, 3 ARGV: publish command, value, channel)", r, want)
 	}
 	if pub := r.At(3); pub != 1 && pub != 2 {
@@ -135,13 +137,13 @@ func testExec(t *testing.T, mk func(*testing.T) backend.Backend) {
 func testBatch(t *testing.T, mk func(*testing.T) backend.Backend) {
 	b := mk(t)
 	const n = 20
-	calls := make([]*backend.Call, n)
+	calls := make([]*driver.Call, n)
 	for i := range calls {
 		// Distinct hash tags: on Cluster the batch spans nodes.
 		key := fmt.Sprintf("%s:{bt-batch-%s-%d}:k", b.Prefix(), rand.Text()[:8], i)
-		calls[i] = &backend.Call{Script: echo, Keys: []string{key}, Args: []any{i * 10, ""}}
+		calls[i] = &driver.Call{Script: echo, Keys: []string{key}, Args: []any{i * 10, ""}}
 	}
-	calls[7] = &backend.Call{Script: failing, Keys: []string{space(b, t) + "f"}, Args: []any{}}
+	calls[7] = &driver.Call{Script: failing, Keys: []string{space(b, t) + "f"}, Args: []any{}}
 	b.Exec(context.Background(), calls...)
 	for i, c := range calls {
 		if i == 7 {
@@ -165,11 +167,11 @@ func testNotCached(t *testing.T, mk func(*testing.T) backend.Backend) {
 	// A script whose text is new to the server: EVALSHA answers NOSCRIPT
 	// and the backend must load it, alone and inside a batch.
 	for _, batch := range []bool{false, true} {
-		fresh := backend.NewScript("backendtest.fresh", backend.Write,
+		fresh := driver.NewScript("backendtest.fresh", driver.Write,
 			"-- "+rand.Text()+"\nreturn {1, tonumber(ARGV[2])}", nil)
-		calls := []*backend.Call{{Script: fresh, Keys: []string{space(b, t) + "a"}, Args: []any{7}}}
+		calls := []*driver.Call{{Script: fresh, Keys: []string{space(b, t) + "a"}, Args: []any{7}}}
 		if batch {
-			calls = append(calls, &backend.Call{Script: fresh, Keys: []string{space(b, t) + "b"}, Args: []any{8}})
+			calls = append(calls, &driver.Call{Script: fresh, Keys: []string{space(b, t) + "b"}, Args: []any{8}})
 		}
 		b.Exec(context.Background(), calls...)
 		for i, c := range calls {
@@ -183,7 +185,7 @@ func testNotCached(t *testing.T, mk func(*testing.T) backend.Backend) {
 func testHashTag(t *testing.T, mk func(*testing.T) backend.Backend) {
 	b := mk(t)
 	s := space(b, t)
-	r, err := backend.Run(context.Background(), b, pair, []string{s + "x", s + "y"}, 21)
+	r, err := driver.Run(context.Background(), b, pair, []string{s + "x", s + "y"}, 21)
 	if err != nil || r.At(1) != 42 {
 		t.Fatalf("Run(pair) = (%v, %v); want ([1 42], nil)", r, err)
 	}
@@ -192,16 +194,16 @@ func testHashTag(t *testing.T, mk func(*testing.T) backend.Backend) {
 func testBytes(t *testing.T, mk func(*testing.T) backend.Backend) {
 	b := mk(t)
 	value := "bin\x00\xff\r\nary"
-	c := &backend.Call{Script: bytesBack, Keys: []string{space(b, t) + "k"}, Args: []any{value}}
+	c := &driver.Call{Script: bytesBack, Keys: []string{space(b, t) + "k"}, Args: []any{value}}
 	b.Exec(context.Background(), c)
-	if c.Err != nil || c.Reply.Status() != backend.StatusOK || c.Reply.At(1) != int64(len(value)) || string(c.Data) != value {
+	if c.Err != nil || c.Reply.Status() != driver.StatusOK || c.Reply.At(1) != int64(len(value)) || string(c.Data) != value {
 		t.Fatalf("bytes script = (%v, %q, %v); want ([1 %d], %q, nil)", c.Reply, c.Data, c.Err, len(value), value)
 	}
 }
 
 func testScriptError(t *testing.T, mk func(*testing.T) backend.Backend) {
 	b := mk(t)
-	_, err := backend.Run(context.Background(), b, failing, []string{space(b, t) + "k"})
+	_, err := driver.Run(context.Background(), b, failing, []string{space(b, t) + "k"})
 	if err == nil {
 		t.Fatal("Run(failing) error = nil; want the script's error")
 	}
@@ -214,13 +216,13 @@ func testCanceled(t *testing.T, mk func(*testing.T) backend.Backend) {
 	b := mk(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := backend.Run(ctx, b, echo, []string{space(b, t) + "k"}, 1, ""); !errors.Is(err, context.Canceled) {
+	if _, err := driver.Run(ctx, b, echo, []string{space(b, t) + "k"}, 1, ""); !errors.Is(err, context.Canceled) {
 		t.Errorf("Run with a canceled context: error = %v; want context.Canceled", err)
 	}
 }
 
 // await waits for a signal on s, for at most d.
-func await(s backend.Subscription, d time.Duration) bool {
+func await(s driver.Subscription, d time.Duration) bool {
 	select {
 	case <-s.C():
 		return true
@@ -238,7 +240,7 @@ func testWake(t *testing.T, mk func(*testing.T) backend.Backend) {
 		t.Fatalf("Subscribe: %v", err)
 	}
 	defer sub.Close()
-	if _, err := backend.Run(ctx, pubB, echo, []string{s + "k"}, 1, s+"wake"); err != nil {
+	if _, err := driver.Run(ctx, pubB, echo, []string{s + "k"}, 1, s+"wake"); err != nil {
 		t.Fatalf("Run(echo, publish): %v", err)
 	}
 	if !await(sub, 10*time.Second) {
@@ -250,7 +252,7 @@ func testWakeMany(t *testing.T, mk func(*testing.T) backend.Backend) {
 	pubB, subB := mk(t), mk(t)
 	ctx := context.Background()
 	const n = 64
-	subs := make([]backend.Subscription, n)
+	subs := make([]driver.Subscription, n)
 	names := make([]string, n)
 	var wg sync.WaitGroup
 	errs := make([]error, n)
@@ -270,7 +272,7 @@ func testWakeMany(t *testing.T, mk func(*testing.T) backend.Backend) {
 		defer subs[i].Close()
 	}
 	for i := range n {
-		if _, err := backend.Run(ctx, pubB, echo, []string{names[i] + "k"}, i, names[i]+"wake"); err != nil {
+		if _, err := driver.Run(ctx, pubB, echo, []string{names[i] + "k"}, i, names[i]+"wake"); err != nil {
 			t.Fatalf("Run(echo) %d: %v", i, err)
 		}
 	}
@@ -294,7 +296,7 @@ func testRefCount(t *testing.T, mk func(*testing.T) backend.Backend) {
 		t.Fatalf("Subscribe 2: %v", err)
 	}
 	defer s2.Close()
-	if _, err := backend.Run(ctx, b, echo, []string{s + "k"}, 1, s+"wake"); err != nil {
+	if _, err := driver.Run(ctx, b, echo, []string{s + "k"}, 1, s+"wake"); err != nil {
 		t.Fatal(err)
 	}
 	if !await(s1, 10*time.Second) || !await(s2, 10*time.Second) {
@@ -302,7 +304,7 @@ func testRefCount(t *testing.T, mk func(*testing.T) backend.Backend) {
 	}
 	s1.Close()
 	s1.Close() // idempotent
-	if _, err := backend.Run(ctx, b, echo, []string{s + "k"}, 2, s+"wake"); err != nil {
+	if _, err := driver.Run(ctx, b, echo, []string{s + "k"}, 2, s+"wake"); err != nil {
 		t.Fatal(err)
 	}
 	if !await(s2, 10*time.Second) {
@@ -330,7 +332,7 @@ func testClose(t *testing.T, mk func(*testing.T) backend.Backend) {
 	default:
 		t.Fatal("Done() is open after Close")
 	}
-	if _, err := backend.Run(ctx, b, echo, []string{s + "k"}, 1, ""); !errors.Is(err, locker.ErrClosed) {
+	if _, err := driver.Run(ctx, b, echo, []string{s + "k"}, 1, ""); !errors.Is(err, locker.ErrClosed) {
 		t.Errorf("Run after Close: error = %v; want locker.ErrClosed", err)
 	}
 	if _, err := b.Subscribe(ctx, s+"wake2"); !errors.Is(err, locker.ErrClosed) {
@@ -342,9 +344,9 @@ func testClose(t *testing.T, mk func(*testing.T) backend.Backend) {
 // returned and the server confirmed it.
 func testListening(t *testing.T, mk func(*testing.T) backend.Backend) {
 	b := mk(t)
-	l, ok := b.(backend.Listener)
+	l, ok := b.(driver.Listener)
 	if !ok {
-		t.Skipf("%T is not a backend.Listener", b)
+		t.Skipf("%T is not a driver.Listener", b)
 	}
 	ch := space(b, t) + "listen"
 	if l.Listening(ch) {
@@ -375,7 +377,7 @@ func testLocal(t *testing.T, mk func(*testing.T) backend.Backend) {
 	}
 	la := a.Local()
 	if la == nil {
-		t.Fatal("Local() = nil; want the Backend's Local (backend.NewLocal)")
+		t.Fatal("Local() = nil; want the Backend's Local (driver.NewLocal)")
 	}
 	if a.Local() != la {
 		t.Error("Local() returned another Local on its second call")
@@ -398,7 +400,7 @@ func testAnyType(t *testing.T, mk func(*testing.T) backend.Backend) {
 	b := anyType{Backend: mk(t)}
 	name := fmt.Sprintf("bt-anytype-%s-%s", t.Name(), rand.Text()[:8])
 	ttl := 3 * time.Second
-	if q, ok := b.Backend.(backend.Quorum); ok {
+	if q, ok := b.Backend.(driver.Quorum); ok {
 		ttl = max(ttl, 3*q.NodeTimeout())
 	}
 	m1, err := mutex.New(b, name, mutex.WithTTL(ttl))

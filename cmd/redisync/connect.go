@@ -14,6 +14,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/backend"
+
+	"github.com/redisync/redisync/backend/driver"
 )
 
 // defaultTimeout is how long redisync waits, by default, for Redis to
@@ -153,7 +155,7 @@ func (c *conn) open(ctx context.Context) (*session, error) {
 		s.b = q
 	} else {
 		s.b = backend.New(s.clients[0], opts...)
-		if err := backend.Validate(s.b); err != nil {
+		if err := driver.Validate(s.b); err != nil {
 			s.closeClients()
 			return nil, fail(exitUsage, "%v", err)
 		}

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/redisync/redisync/backend"
+
+	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/internal/retry"
 	"github.com/redisync/redisync/internal/telemetry"
 	"github.com/redisync/redisync/locker"
@@ -46,7 +48,7 @@ type Loop struct {
 // locker.ErrUnavailable, and wraps the last one.
 func (l Loop) Wait(ctx context.Context, attempt Attempt) error {
 	var (
-		sub     backend.Subscription
+		sub     driver.Subscription
 		lastErr error
 		errs    int
 		polls   int
@@ -156,7 +158,7 @@ func NotAcquired(ctx context.Context, cause error) error {
 // listening reports whether the backend already listens on every channel
 // of the loop.
 func (l Loop) listening() bool {
-	b, ok := l.Backend.(backend.Listener)
+	b, ok := l.Backend.(driver.Listener)
 	if !ok {
 		return false
 	}
@@ -173,7 +175,7 @@ func (l Loop) listening() bool {
 }
 
 // subscribe subscribes to the loop's channel or channels.
-func (l Loop) subscribe(ctx context.Context) (backend.Subscription, error) {
+func (l Loop) subscribe(ctx context.Context) (driver.Subscription, error) {
 	if len(l.Channels) == 0 {
 		return l.Backend.Subscribe(ctx, l.Channel)
 	}
@@ -194,7 +196,7 @@ func (l Loop) subscribe(ctx context.Context) (backend.Subscription, error) {
 // merged fans the signals of several subscriptions into one channel.
 type merged struct {
 	c    chan struct{}
-	subs []backend.Subscription
+	subs []driver.Subscription
 	stop chan struct{}
 	wg   sync.WaitGroup
 	once sync.Once
@@ -202,7 +204,7 @@ type merged struct {
 
 func (m *merged) C() <-chan struct{} { return m.c }
 
-func (m *merged) forward(s backend.Subscription) {
+func (m *merged) forward(s driver.Subscription) {
 	defer m.wg.Done()
 	for {
 		select {

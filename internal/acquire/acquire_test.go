@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redisync/redisync/backend"
+	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/internal/acquire"
 	"github.com/redisync/redisync/internal/leakcheck"
 	"github.com/redisync/redisync/internal/telemetry"
@@ -23,7 +23,7 @@ import (
 // log "try" and "backoff n" in the same log, so that the log is the
 // sequence of a wait's steps.
 type fake struct {
-	local     *backend.Local
+	local     *driver.Local
 	done      chan struct{}
 	closeOnce sync.Once
 
@@ -36,7 +36,7 @@ type fake struct {
 }
 
 func newFake(t *testing.T) *fake {
-	f := &fake{local: backend.NewLocal(), done: make(chan struct{}), changed: make(chan struct{}), subs: make(map[*sub]struct{}), subErr: make(map[string]error)}
+	f := &fake{local: driver.NewLocal(), done: make(chan struct{}), changed: make(chan struct{}), subs: make(map[*sub]struct{}), subErr: make(map[string]error)}
 	t.Cleanup(func() { _ = f.Close() })
 	return f
 }
@@ -49,13 +49,13 @@ func (f *fake) add(entry string) {
 	f.changed = make(chan struct{})
 }
 
-func (f *fake) Exec(_ context.Context, calls ...*backend.Call) {
+func (f *fake) Exec(_ context.Context, calls ...*driver.Call) {
 	for _, c := range calls {
 		c.Err = errors.New("fake: no scripts")
 	}
 }
 
-func (f *fake) Subscribe(ctx context.Context, channel string) (backend.Subscription, error) {
+func (f *fake) Subscribe(ctx context.Context, channel string) (driver.Subscription, error) {
 	f.add("subscribe " + channel)
 	select {
 	case <-f.done:
@@ -83,8 +83,8 @@ func (f *fake) Listening(string) bool {
 	return f.listening
 }
 
-func (f *fake) Prefix() string        { return "redisync" }
-func (f *fake) Local() *backend.Local { return f.local }
+func (f *fake) Prefix() string       { return "redisync" }
+func (f *fake) Local() *driver.Local { return f.local }
 
 func (f *fake) Done() <-chan struct{} {
 	f.add("wait")

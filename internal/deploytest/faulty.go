@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 
 	"github.com/redisync/redisync/backend"
+
+	"github.com/redisync/redisync/backend/driver"
 )
 
 // ErrLink is the error of a call a Faulty backend failed: a network error,
@@ -20,17 +22,17 @@ var ErrLink error = &net.OpError{Op: "read", Net: "tcp", Err: errors.New("connec
 type Faulty struct {
 	backend.Backend
 	// Drop reports whether to fail the call without running it.
-	Drop func(*backend.Call) bool
+	Drop func(*driver.Call) bool
 	// Lose reports whether to drop the reply of a call that ran. It sees
 	// the call's result.
-	Lose func(*backend.Call) bool
+	Lose func(*driver.Call) bool
 
 	dropped, lost atomic.Int64
 }
 
 // Exec runs the calls that are not dropped and loses the replies Lose picks.
-func (f *Faulty) Exec(ctx context.Context, calls ...*backend.Call) {
-	run := make([]*backend.Call, 0, len(calls))
+func (f *Faulty) Exec(ctx context.Context, calls ...*driver.Call) {
+	run := make([]*driver.Call, 0, len(calls))
 	for _, c := range calls {
 		if f.Drop != nil && f.Drop(c) {
 			c.Reply, c.Err = nil, ErrLink

@@ -11,7 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redisync/redisync/backend"
+	"github.com/redisync/redisync/backend/driver"
 )
 
 // ErrLostReply is the error a Replies hook gives a command whose reply it
@@ -137,7 +137,7 @@ func (r *Replies) Wait() {
 
 // ScriptOf returns the script that cmd runs, among scripts, or nil when cmd
 // is not an EVALSHA or EVAL of one of them.
-func ScriptOf(cmd redis.Cmder, scripts ...*backend.Script) *backend.Script {
+func ScriptOf(cmd redis.Cmder, scripts ...*driver.Script) *driver.Script {
 	args := cmd.Args()
 	if len(args) < 2 {
 		return nil

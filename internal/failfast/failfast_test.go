@@ -11,6 +11,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/backend"
+
+	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/fair"
 	"github.com/redisync/redisync/fence"
 	"github.com/redisync/redisync/internal/redistest"
@@ -367,7 +369,7 @@ func TestOutageLimitOption(t *testing.T) {
 	if _, err := mutex.New(backend.New(redis.NewClient(&redis.Options{}), backend.WithOutageLimit(-time.Second)), "x"); !errors.Is(err, locker.ErrInvalid) {
 		t.Errorf("a negative outage limit: %v; want an error matching locker.ErrInvalid", err)
 	}
-	if got := backend.OutageLimit(backend.New(redis.NewClient(&redis.Options{}))); got != backend.DefaultOutageLimit {
+	if got := driver.OutageLimit(backend.New(redis.NewClient(&redis.Options{}))); got != backend.DefaultOutageLimit {
 		t.Errorf("OutageLimit of a default Backend = %v; want %v", got, backend.DefaultOutageLimit)
 	}
 }

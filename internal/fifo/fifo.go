@@ -37,6 +37,8 @@ import (
 	"time"
 
 	"github.com/redisync/redisync/backend"
+
+	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/internal/holdopt"
 	"github.com/redisync/redisync/internal/keyspace"
 	"github.com/redisync/redisync/internal/lease"
@@ -84,7 +86,7 @@ func New(c Config) *Queue {
 		backoff:   c.Hold.Backoff,
 		spec:      c.Spec,
 	}
-	q.spec.Renew = func(owner string, ttl time.Duration) *backend.Call {
+	q.spec.Renew = func(owner string, ttl time.Duration) *driver.Call {
 		return q.s.Renew.Call(q.keys, script.FIFORenewArgs{Owner: owner, Prefix: q.wake, TTL: holdopt.Millis(ttl)})
 	}
 	q.spec.Keys = q.keys[:2]
@@ -97,7 +99,7 @@ func (q *Queue) Keys() []string { return q.keys }
 
 // acquireCall builds the call of attempt n of owner, queued as waiter (or
 // ""), for k permits.
-func (q *Queue) acquireCall(owner, waiter string, k int64, n int) *backend.Call {
+func (q *Queue) acquireCall(owner, waiter string, k int64, n int) *driver.Call {
 	return q.s.Acquire.Call(q.keys, script.FIFOAcquireArgs{
 		Owner: owner, Prefix: q.wake, Waiter: waiter, Permits: k, Limit: q.limit,
 		TTL: holdopt.Millis(q.spec.TTL), Timeout: q.timeoutMs, FenceMargin: q.fenceMs, Attempt: int64(n),
@@ -106,11 +108,11 @@ func (q *Queue) acquireCall(owner, waiter string, k int64, n int) *backend.Call 
 
 // releaseCall builds the call that makes owner's hold keep k permits (0:
 // end it) and drops waiter (unless "").
-func (q *Queue) releaseCall(owner, waiter string, keep int64) *backend.Call {
+func (q *Queue) releaseCall(owner, waiter string, keep int64) *driver.Call {
 	return q.s.Release.Call(q.keys, script.FIFOReleaseArgs{Owner: owner, Prefix: q.wake, Waiter: waiter, Keep: keep, Timeout: q.timeoutMs})
 }
 
-func (q *Queue) exec(ctx context.Context, c *backend.Call) (backend.Reply, error) {
+func (q *Queue) exec(ctx context.Context, c *driver.Call) (driver.Reply, error) {
 	q.b.Exec(ctx, c)
 	if c.Err != nil {
 		return nil, script.Limit(c.Err, q.limit)
@@ -225,7 +227,7 @@ func (q *Queue) attempt(ctx context.Context, owner, waiter string, k int64, n in
 		return nil, reply{}, script.Limit(err, q.limit)
 	case l != nil:
 		return &Hold{Lease: l, waiter: waiter}, reply{}, nil
-	case r.Status() == backend.StatusOK:
+	case r.Status() == driver.StatusOK:
 		return nil, reply{pos: placeLate}, nil
 	}
 	return nil, reply{pos: r.At(2), hint: hint}, nil
@@ -242,7 +244,7 @@ func (q *Queue) join(ctx context.Context, s script.Def[script.FIFOJoinArgs], wai
 	if err != nil {
 		return 0, false, err
 	}
-	if r.Status() != backend.StatusOK {
+	if r.Status() != driver.StatusOK {
 		// A quorum that did not reach a majority (the place was given
 		// back on every node): as transient as a network error.
 		return 0, false, errNoPlace
@@ -281,7 +283,7 @@ type Part struct {
 // if the partial release fails the hold can no longer be vouched for: it is
 // stopped and ends as lost, and its permits come back when it expires.
 func (q *Queue) Release(ctx context.Context, parts ...Part) []error {
-	calls := make([]*backend.Call, len(parts))
+	calls := make([]*driver.Call, len(parts))
 	var limit time.Time
 	full := true // every part ends its hold: see lease.SendRelease
 	for i, p := range parts {

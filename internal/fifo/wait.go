@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redisync/redisync/backend"
+
+	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/internal/acquire"
 	"github.com/redisync/redisync/internal/retry"
 	"github.com/redisync/redisync/internal/telemetry"
@@ -58,7 +60,7 @@ func (w *waiter) wait(ctx context.Context) (*Hold, error) {
 	q := w.q
 	outage := retry.NewOutage(q.b) // before the timer called retry
 	var (
-		sub     backend.Subscription
+		sub     driver.Subscription
 		next    = stepAttempt
 		retryOf = stepAttempt // the step the retry timer runs
 		lastErr error

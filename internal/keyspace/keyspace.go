@@ -10,6 +10,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/redisync/redisync/backend"
+
+	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/locker"
 )
 
@@ -209,10 +211,10 @@ func OpenSingle(kind string, b backend.Backend, name, what string) (Space, error
 // open checks b, refuses a quorum when single says what it cannot keep,
 // and checks name.
 func open(kind string, b backend.Backend, name, single string) (Space, error) {
-	if err := backend.Validate(b); err != nil {
+	if err := driver.Validate(b); err != nil {
 		return Space{}, fmt.Errorf("%s: %w", kind, err)
 	}
-	if q, ok := b.(backend.Quorum); ok && single != "" {
+	if q, ok := b.(driver.Quorum); ok && single != "" {
 		nodes, _ := q.QuorumNodes()
 		return Space{}, fmt.Errorf("%s: a quorum backend (%d independent nodes) cannot keep %s: %w", kind, nodes, single, locker.ErrInvalid)
 	}

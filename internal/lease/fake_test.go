@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redisync/redisync/backend"
+	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/internal/lease"
 	"github.com/redisync/redisync/internal/telemetry"
 	"github.com/redisync/redisync/locker"
@@ -19,7 +19,7 @@ import (
 // their operation and owner in Args: {"renew", owner, ttl} or
 // {"release", owner}.
 type fake struct {
-	local     *backend.Local
+	local     *driver.Local
 	done      chan struct{}
 	closeOnce sync.Once
 
@@ -41,8 +41,8 @@ type answer struct {
 }
 
 var (
-	ok   = answer{status: backend.StatusOK}
-	gone = answer{status: backend.StatusGone}
+	ok   = answer{status: driver.StatusOK}
+	gone = answer{status: driver.StatusGone}
 )
 
 // errTransient is an error that backend.IsTransient calls transient.
@@ -54,7 +54,7 @@ func (transientError) Error() string   { return "fake: connection reset" }
 func (transientError) Transient() bool { return true }
 
 func newFake(t *testing.T) *fake {
-	f := &fake{local: backend.NewLocal(), done: make(chan struct{}), answers: make(map[string]answer), counts: make(map[string]int), returned: make(map[string]int)}
+	f := &fake{local: driver.NewLocal(), done: make(chan struct{}), answers: make(map[string]answer), counts: make(map[string]int), returned: make(map[string]int)}
 	t.Cleanup(func() { _ = f.Close() })
 	return f
 }
@@ -74,7 +74,7 @@ func key(op, owner string) string {
 	return op + " " + owner
 }
 
-func (f *fake) Exec(ctx context.Context, calls ...*backend.Call) {
+func (f *fake) Exec(ctx context.Context, calls ...*driver.Call) {
 	f.mu.Lock()
 	f.execs = append(f.execs, len(calls))
 	f.inflight++
@@ -112,7 +112,7 @@ func (f *fake) Exec(ctx context.Context, calls ...*backend.Call) {
 		case as[i].err != nil:
 			c.Err = as[i].err
 		default:
-			c.Reply = backend.Reply{as[i].status}
+			c.Reply = driver.Reply{as[i].status}
 		}
 		f.returned[key(c.Args[0].(string), c.Args[1].(string))]++
 		f.returned[c.Args[0].(string)]++
@@ -120,12 +120,12 @@ func (f *fake) Exec(ctx context.Context, calls ...*backend.Call) {
 	f.inflight--
 }
 
-func (f *fake) Subscribe(context.Context, string) (backend.Subscription, error) {
+func (f *fake) Subscribe(context.Context, string) (driver.Subscription, error) {
 	return nil, errors.New("fake: no subscriptions")
 }
 
-func (f *fake) Prefix() string        { return "redisync" }
-func (f *fake) Local() *backend.Local { return f.local }
+func (f *fake) Prefix() string       { return "redisync" }
+func (f *fake) Local() *driver.Local { return f.local }
 
 func (f *fake) Done() <-chan struct{} {
 	f.mu.Lock()
@@ -183,16 +183,16 @@ func (f *fake) spec(ttl time.Duration, watchdog bool) *lease.Spec {
 		Primitive: "test",
 		TTL:       ttl,
 		Watchdog:  watchdog,
-		Renew: func(owner string, ttl time.Duration) *backend.Call {
-			return &backend.Call{Args: []any{"renew", owner, ttl}}
+		Renew: func(owner string, ttl time.Duration) *driver.Call {
+			return &driver.Call{Args: []any{"renew", owner, ttl}}
 		},
-		Release: func(owner string, _, _ int64) *backend.Call { return releaseCall(owner) },
+		Release: func(owner string, _, _ int64) *driver.Call { return releaseCall(owner) },
 	}
 }
 
 // releaseCall returns the release call of owner, as spec's Release builds it.
-func releaseCall(owner string) *backend.Call {
-	return &backend.Call{Args: []any{"release", owner}}
+func releaseCall(owner string) *driver.Call {
+	return &driver.Call{Args: []any{"release", owner}}
 }
 
 // start starts the hold of owner with token, acquired by a request sent at

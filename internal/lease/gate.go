@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/redisync/redisync/backend"
+
+	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/internal/acquire"
 	"github.com/redisync/redisync/internal/gate"
 	"github.com/redisync/redisync/internal/holdopt"
@@ -43,12 +45,12 @@ type Calls interface {
 	// the acquisition call numbered call in the process's cohort
 	// (local.State.Call); wait says that the call waits for the lock
 	// (Lock, not TryLock), which puts the process in the lock's line.
-	AcquireCall(owner string, call int64, n int, wait bool, sent time.Time) *backend.Call
+	AcquireCall(owner string, call int64, n int, wait bool, sent time.Time) *driver.Call
 	// AbandonCall returns the call that ends what the attempts of owner
 	// left after its acquisition call failed, or nil when there is nothing
 	// to end; unsure says that an attempt's outcome is unknown (its reply
 	// was lost or cut short), so that it may hold the lock.
-	AbandonCall(owner string, unsure bool) *backend.Call
+	AbandonCall(owner string, unsure bool) *driver.Call
 }
 
 // Exclusive describes an exclusive handle's holds to its Gate: what the
@@ -148,9 +150,9 @@ func (g Gate) watch(ctx context.Context) (w gate.Watch, stop func()) {
 
 // listening reports whether the process listens on its wake channel of the
 // lock, so that a force unlock would reach it (see watch). A backend that
-// cannot tell (not a backend.Listener) is taken at its word.
+// cannot tell (not a driver.Listener) is taken at its word.
 func (g Gate) listening() bool {
-	l, ok := g.b.(backend.Listener)
+	l, ok := g.b.(driver.Listener)
 	return !ok || l.Listening(g.line)
 }
 

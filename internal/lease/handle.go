@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/redisync/redisync/backend"
+
+	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/internal/acquire"
 	"github.com/redisync/redisync/internal/holdopt"
 	"github.com/redisync/redisync/internal/keyspace"
@@ -159,7 +161,7 @@ func (h *Handle) Wait(ctx context.Context, op *telemetry.Op, channel string, att
 
 // Cleanup runs calls on the handle's backend after a failed or doubtful
 // acquisition (see Cleanup).
-func (h *Handle) Cleanup(ctx context.Context, calls ...*backend.Call) { Cleanup(ctx, h.b, calls...) }
+func (h *Handle) Cleanup(ctx context.Context, calls ...*driver.Call) { Cleanup(ctx, h.b, calls...) }
 
 // Wrap returns err, when not nil, as the error of the operation op (the
 // lower-case name of a public call: "lock", "unlock", ...): "<kind> <name>:

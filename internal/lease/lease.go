@@ -36,6 +36,8 @@ import (
 	"time"
 
 	"github.com/redisync/redisync/backend"
+
+	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/internal/background"
 	"github.com/redisync/redisync/internal/holdopt"
 	"github.com/redisync/redisync/internal/retry"
@@ -61,13 +63,13 @@ type Spec struct {
 	// Renew builds the call that makes the hold of owner last at least ttl.
 	// Its reply is {StatusOK, ...} or a negative status when the hold is
 	// gone.
-	Renew func(owner string, ttl time.Duration) *backend.Call
+	Renew func(owner string, ttl time.Duration) *driver.Call
 	// Release, for the primitives with local hand-off, builds the call that
 	// ends the hold of owner (see Tenure.Release), whose holders used the
 	// tokens up to used of the block that ends at last (see
 	// Lease.Reserved): the release gives the rest of the block back, so
 	// that the fence counter does not run ahead of what was issued.
-	Release func(owner string, used, last int64) *backend.Call
+	Release func(owner string, used, last int64) *driver.Call
 	// Keys are the keys whose expiry bounds the hold on the server, and
 	// Member, when not nil, names the hold of owner in those of them that
 	// are sorted sets scored by expiry. They describe the hold to an
@@ -80,7 +82,7 @@ type Spec struct {
 // whose reply is {StatusOK, ...} or a negative status when the hold is
 // gone. keys are also the Keys of the Spec.
 func (s Spec) RenewedBy(renew script.Def[script.RenewArgs], keys []string) Spec {
-	s.Renew = func(owner string, ttl time.Duration) *backend.Call {
+	s.Renew = func(owner string, ttl time.Duration) *driver.Call {
 		return renew.Call(keys, script.RenewArgs{Owner: owner, TTL: holdopt.Millis(ttl)})
 	}
 	s.Keys = keys
@@ -152,14 +154,14 @@ func Start(spec *Spec, owner string, token int64, sent time.Time) (l *Lease, ok 
 // ends the next attempt's) and returns a nil Lease, the reply and 0, for the
 // caller to try again. Another status is an error that names the attempt,
 // what ("acquire", "lock", ...).
-func Grant(ctx context.Context, spec *Spec, call *backend.Call, owner string, sent time.Time, what string) (*Lease, backend.Reply, time.Duration, error) {
+func Grant(ctx context.Context, spec *Spec, call *driver.Call, owner string, sent time.Time, what string) (*Lease, driver.Reply, time.Duration, error) {
 	spec.Backend.Exec(ctx, call)
 	r, err := call.Result()
 	if err != nil {
 		return nil, nil, 0, err
 	}
 	switch r.Status() {
-	case backend.StatusOK:
+	case driver.StatusOK:
 		l, valid := Start(spec, owner, r.At(1), sent)
 		if !valid {
 			Undo(ctx, spec.Backend, call)
@@ -169,14 +171,14 @@ func Grant(ctx context.Context, spec *Spec, call *backend.Call, owner string, se
 			l.Reserved(r.At(2))
 		}
 		return l, r, 0, nil
-	case backend.StatusContended:
+	case driver.StatusContended:
 		return nil, r, time.Duration(r.At(1)) * time.Millisecond, nil
 	}
 	return nil, r, 0, fmt.Errorf("%s: unexpected %s status %d", spec.Primitive, what, r.Status())
 }
 
 // Reserved records the last fencing token of the block the grant reserved
-// (see backend.NewBlockScript); the tenures of the Lease use the tokens up
+// (see driver.NewBlockScript); the tenures of the Lease use the tokens up
 // to it. It must be called before the Lease is handed on.
 func (l *Lease) Reserved(last int64) { l.last = max(l.token, last) }
 
@@ -396,7 +398,7 @@ func (l *Lease) Finish(cause error) error {
 // expires: the release is then sent in the background, on a context without
 // ctx's cancellation, until the hold's expiry, and Release returns at once,
 // as if it had succeeded (or with the hold's loss).
-func (l *Lease) Release(ctx context.Context, call *backend.Call) error {
+func (l *Lease) Release(ctx context.Context, call *driver.Call) error {
 	l.Stop()
 	SendRelease(ctx, l.spec.Backend, l.Expiry(), call)
 	if lost := l.Finish(nil); lost != nil {
@@ -410,14 +412,14 @@ func (l *Lease) Release(ctx context.Context, call *backend.Call) error {
 // that ended (the hold would stay until it expires), so it is then sent in
 // the background, on a context without ctx's cancellation, until limit,
 // and the calls are left without a result (nil Err).
-func SendRelease(ctx context.Context, b backend.Backend, limit time.Time, calls ...*backend.Call) {
+func SendRelease(ctx context.Context, b backend.Backend, limit time.Time, calls ...*driver.Call) {
 	if ctx.Err() == nil {
 		Send(ctx, b, limit, calls...)
 		return
 	}
-	copies := make([]*backend.Call, len(calls))
+	copies := make([]*driver.Call, len(calls))
 	for i, c := range calls {
-		copies[i] = &backend.Call{Script: c.Script, Keys: c.Keys, Args: c.Args}
+		copies[i] = &driver.Call{Script: c.Script, Keys: c.Keys, Args: c.Args}
 	}
 	done := background.Start()
 	go func() {
@@ -436,7 +438,7 @@ func SendRelease(ctx context.Context, b backend.Backend, limit time.Time, calls 
 // and cleanupAfterEnd once it is done, so that a caller whose context ended
 // returns within a round trip of it; after AfterFailure marked ctx, it does
 // not wait at all.
-func Cleanup(ctx context.Context, b backend.Backend, calls ...*backend.Call) {
+func Cleanup(ctx context.Context, b backend.Backend, calls ...*driver.Call) {
 	Persist(ctx, b, cleanupWithin, calls...)
 }
 
@@ -476,7 +478,7 @@ type unansweredKey struct{}
 // arrive late: each must name what it cleans up (an owner, an attempt, a
 // call number), so that it cannot touch what came after it. The first send
 // is left in the calls; the background ones work on copies.
-func Persist(ctx context.Context, b backend.Backend, within time.Duration, calls ...*backend.Call) {
+func Persist(ctx context.Context, b backend.Backend, within time.Duration, calls ...*driver.Call) {
 	limit := time.Now().Add(within)
 	wait := time.Second
 	switch {
@@ -486,20 +488,20 @@ func Persist(ctx context.Context, b backend.Backend, within time.Duration, calls
 		wait = cleanupAfterEnd
 	}
 	ctx = context.WithoutCancel(ctx)
-	var again []*backend.Call
+	var again []*driver.Call
 	if wait > 0 {
 		first, cancel := context.WithTimeout(ctx, wait)
 		b.Exec(first, calls...)
 		cancel()
 		for _, c := range calls {
 			if c.Err != nil && (backend.IsTransient(c.Err) || errors.Is(c.Err, context.DeadlineExceeded)) {
-				again = append(again, &backend.Call{Script: c.Script, Keys: c.Keys, Args: c.Args})
+				again = append(again, &driver.Call{Script: c.Script, Keys: c.Keys, Args: c.Args})
 			}
 		}
 	} else {
 		for _, c := range calls {
 			c.Reply, c.Err = nil, nil
-			again = append(again, &backend.Call{Script: c.Script, Keys: c.Keys, Args: c.Args})
+			again = append(again, &driver.Call{Script: c.Script, Keys: c.Keys, Args: c.Args})
 		}
 	}
 	if len(again) == 0 {
@@ -524,9 +526,9 @@ func Persist(ctx context.Context, b backend.Backend, within time.Duration, calls
 func WaitPersisted() { background.Wait() }
 
 // Undo gives back what the acquire call c granted, and only that (its
-// script's undo, see backend.Script.Undo), as Cleanup does.
-func Undo(ctx context.Context, b backend.Backend, c *backend.Call) {
-	Cleanup(ctx, b, &backend.Call{Script: c.Script.Undo(), Keys: c.Keys, Args: c.Args})
+// script's undo, see driver.Script.Undo), as Cleanup does.
+func Undo(ctx context.Context, b backend.Backend, c *driver.Call) {
+	Cleanup(ctx, b, &driver.Call{Script: c.Script.Undo(), Keys: c.Keys, Args: c.Args})
 }
 
 // releaseBackoff paces the repetitions of a release: they are cheap, and
@@ -537,7 +539,7 @@ var releaseBackoff = locker.ExponentialBackoff(10*time.Millisecond, 200*time.Mil
 // those that failed with a transient error, until each has a reply, ctx
 // ends or limit passes. The calls must be safe to repeat. Each call is left
 // with its last result.
-func Send(ctx context.Context, b backend.Backend, limit time.Time, calls ...*backend.Call) {
+func Send(ctx context.Context, b backend.Backend, limit time.Time, calls ...*driver.Call) {
 	if !time.Now().Before(limit) {
 		for _, c := range calls {
 			c.Reply, c.Err = nil, context.DeadlineExceeded
@@ -568,7 +570,7 @@ func Send(ctx context.Context, b backend.Backend, limit time.Time, calls ...*bac
 	}
 }
 
-func anyTransient(calls []*backend.Call) bool {
+func anyTransient(calls []*driver.Call) bool {
 	for _, c := range calls {
 		if c.Err != nil && backend.IsTransient(c.Err) {
 			return true

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/redisync/redisync/backend"
+
+	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/internal/gate"
 	"github.com/redisync/redisync/internal/holdopt"
 	"github.com/redisync/redisync/internal/leakcheck"
@@ -181,7 +183,7 @@ func TestFixedLeaseEndsByItself(t *testing.T) {
 func TestStopWaitsForRenewal(t *testing.T) {
 	f := newFake(t)
 	block := make(chan struct{})
-	f.answer("renew", "a", answer{status: backend.StatusOK, block: block})
+	f.answer("renew", "a", answer{status: driver.StatusOK, block: block})
 	const ttl = 30 * time.Second
 	spec := f.spec(ttl, true)
 	l := start(t, spec, "a", 1, time.Now().Add(-ttl/3)) // renewal due now
@@ -263,7 +265,7 @@ func TestRelease(t *testing.T) {
 	t.Run("deadline", func(t *testing.T) {
 		f := newFake(t)
 		block := make(chan struct{})
-		f.answer("release", "a", answer{status: backend.StatusOK, block: block})
+		f.answer("release", "a", answer{status: driver.StatusOK, block: block})
 		l := start(t, f.spec(500*time.Millisecond, true), "a", 1, time.Now())
 		done := l.Done()
 		released := make(chan error, 1)
@@ -344,8 +346,8 @@ func TestExtendDuringRelease(t *testing.T) {
 			ctx := context.Background()
 			l := start(t, f.spec(30*time.Second, watchdog), "a", 1, time.Now())
 			extendReply, releaseReply := make(chan struct{}), make(chan struct{})
-			f.answer("renew", "a", answer{status: backend.StatusGone, block: extendReply})
-			f.answer("release", "a", answer{status: backend.StatusOK, block: releaseReply})
+			f.answer("renew", "a", answer{status: driver.StatusGone, block: extendReply})
+			f.answer("release", "a", answer{status: driver.StatusOK, block: releaseReply})
 			extended := make(chan error, 1)
 			go func() { extended <- l.Extend(ctx, time.Minute) }()
 			for f.count("renew", "a") == 0 {

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/redisync/redisync/backend"
+
+	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/internal/holdopt"
 	"github.com/redisync/redisync/locker"
 )
@@ -19,7 +21,7 @@ func ValidTTL(kind string, b backend.Backend, ttl time.Duration) error {
 	if err := holdopt.ValidTTL(kind, ttl); err != nil {
 		return err
 	}
-	q, ok := b.(backend.Quorum)
+	q, ok := b.(driver.Quorum)
 	if !ok {
 		return nil
 	}

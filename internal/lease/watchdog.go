@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redisync/redisync/backend"
+
+	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/internal/local"
 	"github.com/redisync/redisync/internal/script"
 	"github.com/redisync/redisync/locker"
@@ -200,7 +202,7 @@ func earliest(a, b time.Time) time.Time {
 func (wd *watchdog) renew(ctx context.Context, batch []*Lease) {
 	defer wd.wg.Done()
 	deadline := batch[0].deadlineLocked()
-	calls := make([]*backend.Call, len(batch))
+	calls := make([]*driver.Call, len(batch))
 	for i, l := range batch {
 		deadline = earliest(deadline, l.deadlineLocked())
 		calls[i] = l.spec.Renew(l.owner, l.spec.TTL)
@@ -229,10 +231,10 @@ func (wd *watchdog) renew(ctx context.Context, batch []*Lease) {
 
 // execPerBackend runs calls[i], the renewal of batch[i], through the
 // backend batch[i] was taken through: one Exec per backend, in parallel.
-func execPerBackend(ctx context.Context, batch []*Lease, calls []*backend.Call) {
+func execPerBackend(ctx context.Context, batch []*Lease, calls []*driver.Call) {
 	type group struct {
 		b     backend.Backend
-		calls []*backend.Call
+		calls []*driver.Call
 	}
 	var groups []group
 next:
@@ -243,7 +245,7 @@ next:
 				continue next
 			}
 		}
-		groups = append(groups, group{l.spec.Backend, []*backend.Call{calls[i]}})
+		groups = append(groups, group{l.spec.Backend, []*driver.Call{calls[i]}})
 	}
 	if len(groups) == 1 {
 		groups[0].b.Exec(ctx, groups[0].calls...)
@@ -282,7 +284,7 @@ func (l *Lease) deadlineLocked() time.Time {
 // renewed applies the result of a renewal sent at sent and reports whether
 // it renewed the hold. When it did, the renewal stays in flight until
 // settle.
-func (l *Lease) renewed(call *backend.Call, sent time.Time) bool {
+func (l *Lease) renewed(call *driver.Call, sent time.Time) bool {
 	var lost error
 	l.mu.Lock()
 	idle := l.idle
@@ -296,9 +298,9 @@ func (l *Lease) renewed(call *backend.Call, sent time.Time) bool {
 	}
 	renewed := false
 	switch status := call.Reply.Status(); {
-	case call.Err == nil && status == backend.StatusOK && l.ended:
+	case call.Err == nil && status == driver.StatusOK && l.ended:
 		// The deadline passed while the renewal was on its way: too late.
-	case call.Err == nil && status == backend.StatusOK:
+	case call.Err == nil && status == driver.StatusOK:
 		if d := sent.Add(l.spec.TTL - Drift(l.spec.TTL)); d.After(l.deadline) {
 			l.deadline = d
 		}

@@ -3,7 +3,7 @@
 // goroutines that use it, as the servers see them), the queues of its
 // goroutines that wait for the same names, and the watchdog of its holds.
 //
-// Package backend makes a State for every Backend (backend.NewLocal) and
+// Package driver makes a State for every Backend (driver.NewLocal) and
 // hands it out through Backend.Local, so that this state belongs to the
 // Backend: nothing here is kept in a process-wide registry keyed by a
 // Backend value, and a Backend whose type is not comparable works like any

@@ -12,6 +12,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/backend"
+
+	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/locker"
 )
 
@@ -132,8 +134,8 @@ func testArrivalOrder(t *testing.T, s *FairSetup) {
 	ctx := ctxFor(t, 2*time.Minute)
 	o := FairOptions{Options: Options{TTL: 10 * time.Second, Watchdog: true}}
 	var placed atomic.Int64 // Enqueue calls that came back with a place
-	enqueued := func(c *backend.Call) {
-		if c.Err == nil && c.Reply.Status() == backend.StatusOK && strings.HasSuffix(c.Script.Name(), ".enqueue") {
+	enqueued := func(c *driver.Call) {
+		if c.Err == nil && c.Reply.Status() == driver.StatusOK && strings.HasSuffix(c.Script.Name(), ".enqueue") {
 			placed.Add(1)
 		}
 	}

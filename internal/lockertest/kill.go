@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redisync/redisync/backend"
+
+	"github.com/redisync/redisync/backend/driver"
 )
 
 // A Killable is a Backend that can be cut off from Redis as if its process
@@ -28,7 +30,7 @@ func (k *Killable) Kill() { k.dead.Store(true) }
 func (k *Killable) Revive() { k.dead.Store(false) }
 
 // Exec runs calls, or fails them all after Kill.
-func (k *Killable) Exec(ctx context.Context, calls ...*backend.Call) {
+func (k *Killable) Exec(ctx context.Context, calls ...*driver.Call) {
 	if k.dead.Load() {
 		for _, c := range calls {
 			c.Reply, c.Err = nil, errKilled{}
@@ -76,9 +78,9 @@ func Settle(as ...*Attempts) []int64 {
 }
 
 // Exec counts the attempts among calls and runs them.
-func (a *Attempts) Exec(ctx context.Context, calls ...*backend.Call) {
+func (a *Attempts) Exec(ctx context.Context, calls ...*driver.Call) {
 	for _, c := range calls {
-		if c.Script.Kind() == backend.Acquire && strings.HasSuffix(c.Script.Name(), ".acquire") {
+		if c.Script.Kind() == driver.Acquire && strings.HasSuffix(c.Script.Name(), ".acquire") {
 			a.n.Add(1)
 		}
 	}

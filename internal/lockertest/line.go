@@ -10,6 +10,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/backend"
+
+	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/locker"
 	"github.com/redisync/redisync/redisynctest"
 )
@@ -42,10 +44,10 @@ type replied struct {
 	n atomic.Int64
 }
 
-func (r *replied) Exec(ctx context.Context, calls ...*backend.Call) {
+func (r *replied) Exec(ctx context.Context, calls ...*driver.Call) {
 	r.Backend.Exec(ctx, calls...)
 	for _, c := range calls {
-		if c.Script.Kind() == backend.Acquire {
+		if c.Script.Kind() == driver.Acquire {
 			r.n.Add(1)
 		}
 	}

@@ -12,6 +12,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/backend"
+
+	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/fair"
 	"github.com/redisync/redisync/internal/local"
 	"github.com/redisync/redisync/mutex"
@@ -29,8 +31,8 @@ type dropping struct {
 	dropped atomic.Int64
 }
 
-func (d *dropping) Exec(ctx context.Context, calls ...*backend.Call) {
-	var send []*backend.Call
+func (d *dropping) Exec(ctx context.Context, calls ...*driver.Call) {
+	var send []*driver.Call
 	for _, c := range calls {
 		if slices.Contains(d.scripts, c.Script.Name()) {
 			c.Reply, c.Err = nil, nil

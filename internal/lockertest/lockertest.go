@@ -16,6 +16,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/backend"
+
+	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/internal/lease"
 	"github.com/redisync/redisync/locker"
 )
@@ -524,9 +526,9 @@ type counting struct {
 	renewals atomic.Int64
 }
 
-func (c *counting) Exec(ctx context.Context, calls ...*backend.Call) {
+func (c *counting) Exec(ctx context.Context, calls ...*driver.Call) {
 	for _, call := range calls {
-		if call.Script.Kind() == backend.Renew {
+		if call.Script.Kind() == driver.Renew {
 			c.renewals.Add(1)
 		}
 	}

@@ -12,6 +12,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/backend"
+
+	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/locker"
 )
 
@@ -273,13 +275,13 @@ func testRWExclusion(t *testing.T, s *RWSetup) {
 type counter struct {
 	backend.Backend
 	mu    sync.Mutex
-	calls map[backend.Kind]int
+	calls map[driver.Kind]int
 }
 
-func (c *counter) Exec(ctx context.Context, calls ...*backend.Call) {
+func (c *counter) Exec(ctx context.Context, calls ...*driver.Call) {
 	c.mu.Lock()
 	if c.calls == nil {
-		c.calls = make(map[backend.Kind]int)
+		c.calls = make(map[driver.Kind]int)
 	}
 	for _, call := range calls {
 		c.calls[call.Script.Kind()]++
@@ -288,7 +290,7 @@ func (c *counter) Exec(ctx context.Context, calls ...*backend.Call) {
 	c.Backend.Exec(ctx, calls...)
 }
 
-func (c *counter) count(kind backend.Kind) int {
+func (c *counter) count(kind driver.Kind) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.calls[kind]
@@ -304,7 +306,7 @@ func testReadersShare(t *testing.T, s *RWSetup) {
 		t.Fatal(err)
 	}
 	tok := l.Token()
-	acquires := cb.count(backend.Acquire)
+	acquires := cb.count(driver.Acquire)
 	const joiners = 8
 	var wg sync.WaitGroup
 	tokens := make(chan int64, joiners)
@@ -326,7 +328,7 @@ func testReadersShare(t *testing.T, s *RWSetup) {
 			t.Errorf("token of a reader that joined = %d; want the shared hold's %d", got, tok)
 		}
 	}
-	if extra := cb.count(backend.Acquire) - acquires; extra != 0 {
+	if extra := cb.count(driver.Acquire) - acquires; extra != 0 {
 		t.Errorf("%d readers joining a held read lock made %d acquire calls; want 0 (one shared hold)", joiners, extra)
 	}
 	if ok, err := other.TryRLock(ctx); !ok || err != nil {
@@ -342,11 +344,11 @@ func testReadersShare(t *testing.T, s *RWSetup) {
 		if err := l.RUnlock(ctx); err != nil {
 			t.Fatalf("RUnlock %d: %v", i, err)
 		}
-		if i < joiners && cb.count(backend.Release) != 0 {
+		if i < joiners && cb.count(driver.Release) != 0 {
 			t.Fatalf("the shared read hold was released with %d readers still inside", joiners-i)
 		}
 	}
-	if got := cb.count(backend.Release); got != 1 {
+	if got := cb.count(driver.Release); got != 1 {
 		t.Errorf("release calls after the last reader left = %d; want 1", got)
 	}
 	if err := l.RUnlock(ctx); !isNotHeld(err) {

@@ -9,6 +9,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/backend"
+
+	"github.com/redisync/redisync/backend/driver"
 )
 
 // Counting is a Backend that counts the calls and subscriptions it runs, to
@@ -19,13 +21,13 @@ type Counting struct {
 }
 
 // Exec counts the calls and runs them.
-func (c *Counting) Exec(ctx context.Context, calls ...*backend.Call) {
+func (c *Counting) Exec(ctx context.Context, calls ...*driver.Call) {
 	c.n.Add(int64(len(calls)))
 	c.Backend.Exec(ctx, calls...)
 }
 
 // Subscribe counts the subscription and makes it.
-func (c *Counting) Subscribe(ctx context.Context, channel string) (backend.Subscription, error) {
+func (c *Counting) Subscribe(ctx context.Context, channel string) (driver.Subscription, error) {
 	c.n.Add(1)
 	return c.Backend.Subscribe(ctx, channel)
 }

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redisync/redisync/backend"
+
+	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/locker"
 )
 
@@ -73,7 +75,7 @@ type Outage struct {
 
 // NewOutage returns an Outage with b's limit, starting now.
 func NewOutage(b backend.Backend) Outage {
-	return Outage{limit: backend.OutageLimit(b), since: time.Now()}
+	return Outage{limit: driver.OutageLimit(b), since: time.Now()}
 }
 
 // Answered records an attempt that got an answer.

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 
 	"github.com/redisync/redisync/backend"
+
+	"github.com/redisync/redisync/backend/driver"
 )
 
 // A Def is a script whose ARGV are described by the struct type A, its
@@ -29,20 +31,20 @@ import (
 //     local is a Lua table of them (empty when the slice is).
 //
 // The undo and the settle script of an acquisition take the acquisition's
-// KEYS and ARGV (see backend.Kind), so they are Defs of the same A: they
+// KEYS and ARGV (see driver.Kind), so they are Defs of the same A: they
 // read by name what they need of it.
 type Def[A any] struct {
-	*backend.Script
+	*driver.Script
 }
 
 // Call returns the call of d on keys with the arguments a.
-func (d Def[A]) Call(keys []string, a A) *backend.Call {
-	return &backend.Call{Script: d.Script, Keys: keys, Args: encode(reflect.ValueOf(a))}
+func (d Def[A]) Call(keys []string, a A) *driver.Call {
+	return &driver.Call{Script: d.Script, Keys: keys, Args: encode(reflect.ValueOf(a))}
 }
 
 // Run executes d on b with keys and the arguments a, and returns its
 // reply.
-func (d Def[A]) Run(ctx context.Context, b backend.Backend, keys []string, a A) (backend.Reply, error) {
+func (d Def[A]) Run(ctx context.Context, b backend.Backend, keys []string, a A) (driver.Reply, error) {
 	c := d.Call(keys, a)
 	b.Exec(ctx, c)
 	return c.Reply, c.Err
@@ -312,13 +314,13 @@ func (p planCache) of(t reflect.Type) []field {
 
 // argvOf holds the arguments of every script that define made; it is
 // complete at package initialisation, so that reads need no lock.
-var argvOf = map[*backend.Script][]field{}
+var argvOf = map[*driver.Script][]field{}
 
 // ArgIndex returns the ARGV index of the argument called name (its lua tag)
 // of s, or 0 when s has no such argument or was not made here. A []string
 // argument's index is that of its first element. It is for code that looks
 // at script calls from outside, such as a test's fault injector.
-func ArgIndex(s *backend.Script, name string) int {
+func ArgIndex(s *driver.Script, name string) int {
 	for i, f := range argvOf[s] {
 		if f.name == name {
 			return i + 2
@@ -329,7 +331,7 @@ func ArgIndex(s *backend.Script, name string) int {
 
 // Arg returns the argument called name of a call of s whose Args are args
 // (as Def.Call built them), or nil when there is none.
-func Arg(s *backend.Script, args []any, name string) any {
+func Arg(s *driver.Script, args []any, name string) any {
 	if i := ArgIndex(s, name) - 2; i >= 0 && i < len(args) {
 		return args[i]
 	}
@@ -339,23 +341,23 @@ func Arg(s *backend.Script, args []any, name string) any {
 // define returns the script name of kind, from the .lua source src with
 // arguments A. undo, when not nil, reverses it (an Acquire script);
 // variants are the values of its "--@variant" lines.
-func define[A any](name string, kind backend.Kind, src string, undo *Def[A], variants map[string]string) Def[A] {
-	var u *backend.Script
+func define[A any](name string, kind driver.Kind, src string, undo *Def[A], variants map[string]string) Def[A] {
+	var u *driver.Script
 	if undo != nil {
 		u = undo.Script
 	}
-	return newDef[A](name, src, variants, func(lua string) *backend.Script { return backend.NewScript(name, kind, lua, u) })
+	return newDef[A](name, src, variants, func(lua string) *driver.Script { return driver.NewScript(name, kind, lua, u) })
 }
 
 // defineBlock is define for an Acquire script that reserves a block of
-// fencing tokens (see backend.NewBlockScript).
+// fencing tokens (see driver.NewBlockScript).
 func defineBlock[A any](name, src string, undo Def[A]) Def[A] {
-	return newDef[A](name, src, nil, func(lua string) *backend.Script { return backend.NewBlockScript(name, lua, undo.Script) })
+	return newDef[A](name, src, nil, func(lua string) *driver.Script { return driver.NewBlockScript(name, lua, undo.Script) })
 }
 
 // newDef composes the source src of the script name with arguments A and
 // variants, makes the script with build, and records its arguments.
-func newDef[A any](name, src string, variants map[string]string, build func(lua string) *backend.Script) Def[A] {
+func newDef[A any](name, src string, variants map[string]string, build func(lua string) *driver.Script) Def[A] {
 	t := reflect.TypeFor[A]()
 	if _, ok := plans[t]; !ok {
 		plans[t] = fields(t)

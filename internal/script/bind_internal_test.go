@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/redisync/redisync/backend"
+	"github.com/redisync/redisync/backend/driver"
 )
 
 // TestNoLuaFileReadsARGV checks what the package promises: the arguments of
@@ -142,7 +142,7 @@ func TestArgByName(t *testing.T) {
 	if got := ArgIndex(MutexAcquire.Script, "owner"); got != 2 {
 		t.Errorf(`ArgIndex(owner) = %d; want 2 (ARGV[1] is the publish command)`, got)
 	}
-	if got := ArgIndex(backend.NewScript("x", backend.Query, "return {1}", nil), "owner"); got != 0 {
+	if got := ArgIndex(driver.NewScript("x", driver.Query, "return {1}", nil), "owner"); got != 0 {
 		t.Errorf("ArgIndex of a script made elsewhere = %d; want 0", got)
 	}
 }

@@ -4,7 +4,7 @@ import (
 	_ "embed"
 	"fmt"
 
-	"github.com/redisync/redisync/backend"
+	"github.com/redisync/redisync/backend/driver"
 )
 
 var (
@@ -42,24 +42,24 @@ type FenceGetArgs struct{}
 
 // Scripts of package fence. Each takes two keys, the value and its guard.
 var (
-	FenceWrite = define[FenceWriteArgs]("fence.write", backend.Write, fenceWriteSrc, nil, nil)
-	FenceCAS   = define[FenceCASArgs]("fence.cas", backend.Write, fenceCASSrc, nil, nil)
-	FenceGet   = define[FenceGetArgs]("fence.get", backend.Query, fenceGetSrc, nil, nil)
+	FenceWrite = define[FenceWriteArgs]("fence.write", driver.Write, fenceWriteSrc, nil, nil)
+	FenceCAS   = define[FenceCASArgs]("fence.cas", driver.Write, fenceCASSrc, nil, nil)
+	FenceGet   = define[FenceGetArgs]("fence.get", driver.Query, fenceGetSrc, nil, nil)
 )
 
-// Statuses of the fence scripts besides backend.StatusOK.
+// Statuses of the fence scripts besides driver.StatusOK.
 const (
 	// FenceStale: the write's token is lower than the highest seen, which
 	// follows in two parts (see Joined).
-	FenceStale = backend.StatusTaken
+	FenceStale = driver.StatusTaken
 	// FenceConflict: the version is not the one expected; the current one
 	// follows.
-	FenceConflict = backend.StatusContended
+	FenceConflict = driver.StatusContended
 )
 
 // Joined returns the number a script split into r[i] = n / 1e9 and
 // r[i+1] = n % 1e9, so that numbers above 2^53 survive Lua.
-func Joined(r backend.Reply, i int) int64 {
+func Joined(r driver.Reply, i int) int64 {
 	return r.At(i)*1e9 + r.At(i+1)
 }
 
@@ -72,8 +72,8 @@ type FenceValue struct {
 
 // DecodeFenceGet decodes a reply of FenceGet and the byte string that
 // carries the value.
-func DecodeFenceGet(r backend.Reply, data []byte) (FenceValue, error) {
-	if r.Status() != backend.StatusOK || len(r) != 5 {
+func DecodeFenceGet(r driver.Reply, data []byte) (FenceValue, error) {
+	if r.Status() != driver.StatusOK || len(r) != 5 {
 		return FenceValue{}, fmt.Errorf("script fence.get: malformed reply of %d elements, status %d", len(r), r.Status())
 	}
 	v := FenceValue{Version: r[1], Token: Joined(r, 2)}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redisync/redisync/backend"
+	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/locker"
 )
 
@@ -126,20 +126,20 @@ type FIFO struct {
 // newFIFO returns the scripts of the primitive called kind, named
 // "<kind>.<op>" in spans and errors.
 func newFIFO(kind string) FIFO {
-	undo := define[FIFOAcquireArgs](kind+".undo", backend.Release, fifoUndoSrc, nil, nil)
-	settle := define[FIFOAcquireArgs](kind+".settle", backend.Release, fifoSettleSrc, nil, nil)
-	unjoin := define[FIFOJoinArgs](kind+".unjoin", backend.Release, fifoUnjoinSrc, nil, nil)
+	undo := define[FIFOAcquireArgs](kind+".undo", driver.Release, fifoUndoSrc, nil, nil)
+	settle := define[FIFOAcquireArgs](kind+".settle", driver.Release, fifoSettleSrc, nil, nil)
+	unjoin := define[FIFOJoinArgs](kind+".unjoin", driver.Release, fifoUnjoinSrc, nil, nil)
 	return FIFO{
-		Acquire: define(kind+".acquire", backend.Acquire, fifoAcquireSrc, &undo, nil).settledBy(settle),
+		Acquire: define(kind+".acquire", driver.Acquire, fifoAcquireSrc, &undo, nil).settledBy(settle),
 		Undo:    undo,
 		Settle:  settle,
-		Enqueue: define(kind+".enqueue", backend.Acquire, fifoJoinSrc, &unjoin, nil),
+		Enqueue: define(kind+".enqueue", driver.Acquire, fifoJoinSrc, &unjoin, nil),
 		Unjoin:  unjoin,
-		Beat:    define[FIFOJoinArgs](kind+".beat", backend.Write, fifoJoinSrc, nil, nil),
-		Renew:   define[FIFORenewArgs](kind+".renew", backend.Renew, fifoRenewSrc, nil, nil),
-		Release: define[FIFOReleaseArgs](kind+".release", backend.Release, fifoReleaseSrc, nil, nil),
-		Stat:    define[FIFOStatArgs](kind+".stat", backend.Query, fifoStatSrc, nil, nil),
-		Force:   define[FIFOForceArgs](kind+".force", backend.Release, fifoForceSrc, nil, nil),
+		Beat:    define[FIFOJoinArgs](kind+".beat", driver.Write, fifoJoinSrc, nil, nil),
+		Renew:   define[FIFORenewArgs](kind+".renew", driver.Renew, fifoRenewSrc, nil, nil),
+		Release: define[FIFOReleaseArgs](kind+".release", driver.Release, fifoReleaseSrc, nil, nil),
+		Stat:    define[FIFOStatArgs](kind+".stat", driver.Query, fifoStatSrc, nil, nil),
+		Force:   define[FIFOForceArgs](kind+".force", driver.Release, fifoForceSrc, nil, nil),
 	}
 }
 

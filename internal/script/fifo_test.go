@@ -11,6 +11,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/backend"
+
+	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/internal/script"
 	"github.com/redisync/redisync/locker"
 )
@@ -39,7 +41,7 @@ func newFIFORig(t *testing.T, rdb *redis.Client, limit int64) *fifoRig {
 	}
 }
 
-func (r *fifoRig) run(s *backend.Script, owner, waiter string, k, ticket int64) backend.Reply {
+func (r *fifoRig) run(s *driver.Script, owner, waiter string, k, ticket int64) driver.Reply {
 	r.t.Helper()
 	return r.runAttempt(s, owner, waiter, k, ticket, 1)
 }
@@ -47,10 +49,10 @@ func (r *fifoRig) run(s *backend.Script, owner, waiter string, k, ticket int64) 
 // runAttempt runs s as attempt n of owner: the arguments of its kind, from
 // owner, waiter, k permits (for a release, those the hold keeps) and ticket;
 // n is the attempt of an acquisition and the number of an enqueue.
-func (r *fifoRig) runAttempt(s *backend.Script, owner, waiter string, k, ticket int64, n int) backend.Reply {
+func (r *fifoRig) runAttempt(s *driver.Script, owner, waiter string, k, ticket int64, n int) driver.Reply {
 	r.t.Helper()
 	f := script.Semaphore // the families share their arguments types
-	var c *backend.Call
+	var c *driver.Call
 	switch name := s.Name(); {
 	case strings.HasSuffix(name, ".acquire"), strings.HasSuffix(name, ".undo"), strings.HasSuffix(name, ".settle"):
 		c = f.Acquire.Call(r.keys, script.FIFOAcquireArgs{
@@ -79,12 +81,12 @@ func (r *fifoRig) runAttempt(s *backend.Script, owner, waiter string, k, ticket 
 	return c.Reply
 }
 
-func (r *fifoRig) acquire(owner, waiter string, k int64) backend.Reply {
+func (r *fifoRig) acquire(owner, waiter string, k int64) driver.Reply {
 	r.t.Helper()
 	return r.run(script.Semaphore.Acquire.Script, owner, waiter, k, 0)
 }
 
-func (r *fifoRig) join(waiter string, k, ticket int64) backend.Reply {
+func (r *fifoRig) join(waiter string, k, ticket int64) driver.Reply {
 	r.t.Helper()
 	return r.run(script.Semaphore.Enqueue.Script, waiter, waiter, k, ticket)
 }
@@ -101,27 +103,27 @@ func TestFIFOScripts(t *testing.T) {
 
 		// An uncontended request is granted at once, with a token.
 		a := r.acquire("hA", "", 2)
-		if a.Status() != backend.StatusOK || a.At(1) <= 0 {
+		if a.Status() != driver.StatusOK || a.At(1) <= 0 {
 			t.Fatalf("acquire(2 of 3) = %v; want [1 token]", a)
 		}
-		if again := r.acquire("hA", "", 2); again.Status() != backend.StatusOK || again.At(1) != a.At(1) {
+		if again := r.acquire("hA", "", 2); again.Status() != driver.StatusOK || again.At(1) != a.At(1) {
 			t.Errorf("retried acquire = %v; want [1 %d] (the same hold)", again, a.At(1))
 		}
 		// Too many: contended, and not queued.
-		if c := r.acquire("hB", "wB", 2); c.Status() != backend.StatusContended || c.At(1) <= 0 || c.At(2) != -1 {
+		if c := r.acquire("hB", "wB", 2); c.Status() != driver.StatusContended || c.At(1) <= 0 || c.At(2) != -1 {
 			t.Errorf("acquire(2) with 1 free = %v; want [0 ms>0 -1]", c)
 		}
 		// Join in order: tickets grow, and joining again keeps the place.
 		jb := r.join("wB", 2, 0)
 		jc := r.join("wC", 1, 0)
-		if jb.Status() != backend.StatusOK || jc.At(1) <= jb.At(1) || jb.At(1) <= a.At(1) {
+		if jb.Status() != driver.StatusOK || jc.At(1) <= jb.At(1) || jb.At(1) <= a.At(1) {
 			t.Fatalf("tickets: acquire token %d, B %v, C %v; want growing", a.At(1), jb, jc)
 		}
 		if again := r.join("wB", 2, 0); again.At(1) != jb.At(1) || again.At(3) != 1 {
 			t.Errorf("join again = %v; want ticket %d at place 1", again, jb.At(1))
 		}
 		// C would fit (1 free) but B, ahead of it, does not: C waits.
-		if c := r.acquire("hC", "wC", 1); c.Status() != backend.StatusContended || c.At(2) != 2 {
+		if c := r.acquire("hC", "wC", 1); c.Status() != driver.StatusContended || c.At(2) != 2 {
 			t.Errorf("acquire by C behind B = %v; want [0 _ 2]", c)
 		}
 		if jc := r.join("wC", 1, jc.At(1)); jc.At(2) != 0 {
@@ -135,7 +137,7 @@ func TestFIFOScripts(t *testing.T) {
 		for range 2 {
 			// Run twice, as a re-sent command is: it keeps 1, it does not
 			// give back 1 each time.
-			if rel := r.run(script.Semaphore.Release.Script, "hA", "", 1, 0); rel.Status() != backend.StatusOK || rel.At(1) != 1 {
+			if rel := r.run(script.Semaphore.Release.Script, "hA", "", 1, 0); rel.Status() != driver.StatusOK || rel.At(1) != 1 {
 				t.Errorf("release down to 1 of 2 = %v; want [1 1]", rel)
 			}
 		}
@@ -143,21 +145,21 @@ func TestFIFOScripts(t *testing.T) {
 			t.Errorf("permits out after releasing down to 1 = %d; want 1", out)
 		}
 		b := r.acquire("hB", "wB", 2)
-		if b.Status() != backend.StatusOK || b.At(1) <= jc.At(1) {
+		if b.Status() != driver.StatusOK || b.At(1) <= jc.At(1) {
 			t.Fatalf("acquire by B at the head = %v; want [1 token > every ticket]", b)
 		}
 		// The undo of B's acquisition gives back the hold and B's place,
 		// ahead of C.
-		if u := r.runAttempt(script.Semaphore.Undo.Script, "hB", "wB", 2, 0, 2); u.Status() != backend.StatusOK {
+		if u := r.runAttempt(script.Semaphore.Undo.Script, "hB", "wB", 2, 0, 2); u.Status() != driver.StatusOK {
 			t.Errorf("undo of another attempt = %v; want [1]", u)
 		}
 		if _, out := r.stat(); out != 3 {
 			t.Errorf("permits out after the undo of another attempt = %d; want 3 (B's hold left alone)", out)
 		}
-		if u := r.run(script.Semaphore.Undo.Script, "hB", "wB", 2, 0); u.Status() != backend.StatusOK {
+		if u := r.run(script.Semaphore.Undo.Script, "hB", "wB", 2, 0); u.Status() != driver.StatusOK {
 			t.Errorf("undo = %v; want [1]", u)
 		}
-		if u := r.run(script.Semaphore.Undo.Script, "hB", "wB", 2, 0); u.Status() != backend.StatusOK {
+		if u := r.run(script.Semaphore.Undo.Script, "hB", "wB", 2, 0); u.Status() != driver.StatusOK {
 			t.Errorf("second undo = %v; want [1] (done already)", u)
 		}
 		if _, out := r.stat(); out != 1 {
@@ -166,7 +168,7 @@ func TestFIFOScripts(t *testing.T) {
 		if again := r.join("wB", 2, 0); again.At(1) != jb.At(1) || again.At(3) != 1 {
 			t.Errorf("B after the undo = %v; want its ticket %d at place 1", again, jb.At(1))
 		}
-		if c := r.acquire("hC", "wC", 1); c.Status() != backend.StatusContended {
+		if c := r.acquire("hC", "wC", 1); c.Status() != driver.StatusContended {
 			t.Errorf("acquire by C after B's undo = %v; want contended", c)
 		}
 		// A heartbeat with a larger ticket (the quorum's) moves B behind C,
@@ -174,10 +176,10 @@ func TestFIFOScripts(t *testing.T) {
 		if m := r.run(script.Semaphore.Beat.Script, "wB", "wB", 2, jc.At(1)+1); m.At(1) != jc.At(1)+1 || m.At(3) != 2 {
 			t.Errorf("heartbeat with a larger ticket = %v; want ticket %d at place 2", m, jc.At(1)+1)
 		}
-		if rel := r.run(script.Semaphore.Release.Script, "nobody", "wC", 0, 0); rel.Status() != backend.StatusOK || rel.At(1) != 0 {
+		if rel := r.run(script.Semaphore.Release.Script, "nobody", "wC", 0, 0); rel.Status() != driver.StatusOK || rel.At(1) != 0 {
 			t.Errorf("leave of C = %v; want [1 0] (no hold remains, as asked)", rel)
 		}
-		if rel := r.run(script.Semaphore.Release.Script, "nobody", "", 1, 0); rel.Status() != backend.StatusGone {
+		if rel := r.run(script.Semaphore.Release.Script, "nobody", "", 1, 0); rel.Status() != driver.StatusGone {
 			t.Errorf("partial release of a hold that is gone = %v; want [-1]", rel)
 		}
 		if w, _ := r.stat(); w != 1 {
@@ -186,13 +188,13 @@ func TestFIFOScripts(t *testing.T) {
 		// C left: a heartbeat of it that arrives later (a request delivered
 		// after its caller moved on) does not put it back, and tells a
 		// caller that is still there to try (see fifo_lib.lua).
-		if back := r.run(script.Semaphore.Beat.Script, "wC", "wC", 1, jc.At(1)); back.Status() != backend.StatusOK || back.At(2) != 1 {
+		if back := r.run(script.Semaphore.Beat.Script, "wC", "wC", 1, jc.At(1)); back.Status() != driver.StatusOK || back.At(2) != 1 {
 			t.Errorf("late heartbeat of C, which left = %v; want [1 ticket 1 ...]: try now", back)
 		}
 		if w, _ := r.stat(); w != 1 {
 			t.Errorf("waiting after C's late heartbeat = %d; want 1: C stays out", w)
 		}
-		if a := r.run(script.Semaphore.Acquire.Script, "hC", "wC", 1, 0); a.Status() != backend.StatusContended || a.At(2) != -3 {
+		if a := r.run(script.Semaphore.Acquire.Script, "hC", "wC", 1, 0); a.Status() != driver.StatusContended || a.At(2) != -3 {
 			t.Errorf("late attempt of C, which left = %v; want [0 _ -3]: nothing taken, its id departed", a)
 		}
 		// Every key has a TTL.
@@ -228,7 +230,7 @@ func TestFIFOExpiry(t *testing.T) {
 		// Long enough that a loaded machine does not let the dead waiter's
 		// deadline pass before the next call.
 		r.timeout = 1000
-		if a := r.acquire("hA", "", 1); a.Status() != backend.StatusOK {
+		if a := r.acquire("hA", "", 1); a.Status() != driver.StatusOK {
 			t.Fatalf("acquire = %v", a)
 		}
 		r.join("wDead", 1, 0)
@@ -237,12 +239,12 @@ func TestFIFOExpiry(t *testing.T) {
 		// The dead waiter is at the head: the line is blocked until its
 		// heartbeat is overdue, and the reply says when that is.
 		c := r.acquire("hLive", "wLive", 1)
-		if c.Status() != backend.StatusContended || c.At(1) <= 0 || c.At(1) > 1002 || c.At(2) != 2 {
+		if c.Status() != driver.StatusContended || c.At(1) <= 0 || c.At(1) > 1002 || c.At(2) != 2 {
 			t.Fatalf("acquire behind a silent waiter = %v; want [0 ms<=1002 2]", c)
 		}
 		r.join("wLive", 1, 0)
 		time.Sleep(time.Duration(c.At(1)+20) * time.Millisecond)
-		if g := r.acquire("hLive", "wLive", 1); g.Status() != backend.StatusOK {
+		if g := r.acquire("hLive", "wLive", 1); g.Status() != driver.StatusOK {
 			t.Errorf("acquire after the silent waiter's deadline = %v; want [1 token]", g)
 		}
 		if w, out := r.stat(); w != 0 || out != 1 {
@@ -289,7 +291,7 @@ func TestFIFOUndoWakesNotItsCaller(t *testing.T) {
 		l := newChannelLog(t, rdb, strings.TrimSuffix(r.wake, ":"))
 		r.run(script.Semaphore.Enqueue.Script, "cw.1", "cw.1", 1, 0)
 		r.run(script.Semaphore.Enqueue.Script, "cv.1", "cv.1", 1, 0)
-		if a := r.acquire("hW", "cw.1", 1); a.Status() != backend.StatusOK {
+		if a := r.acquire("hW", "cw.1", 1); a.Status() != driver.StatusOK {
 			t.Fatalf("W's attempt = %v; want a grant", a)
 		}
 		l.published()
@@ -300,7 +302,7 @@ func TestFIFOUndoWakesNotItsCaller(t *testing.T) {
 		if w, _ := r.stat(); w != 2 {
 			t.Fatalf("waiting after the undo = %d; want 2: W back in line", w)
 		}
-		if b := r.run(script.Semaphore.Beat.Script, "cw.1", "cw.1", 1, 0); b.Status() != backend.StatusOK || b.At(3) != 1 {
+		if b := r.run(script.Semaphore.Beat.Script, "cw.1", "cw.1", 1, 0); b.Status() != driver.StatusOK || b.At(3) != 1 {
 			t.Fatalf("W's heartbeat after the undo = %v; want it first in line", b)
 		}
 	})
@@ -313,15 +315,15 @@ func TestFIFOUndoWakesNotItsCaller(t *testing.T) {
 func TestFIFOUnjoin(t *testing.T) {
 	servers(t, func(t *testing.T, rdb *redis.Client) {
 		r := newFIFORig(t, rdb, 1)
-		enqueue := func(n int) backend.Reply {
+		enqueue := func(n int) driver.Reply {
 			return r.runAttempt(script.Fair.Enqueue.Script, "cw.1", "cw.1", 1, 0, n)
 		}
-		unjoin := func(n int) backend.Reply {
+		unjoin := func(n int) driver.Reply {
 			return r.runAttempt(script.Fair.Unjoin.Script, "cw.1", "cw.1", 1, 0, n)
 		}
 		r.acquire("hA", "", 1)
 		first := enqueue(1)
-		if first.Status() != backend.StatusOK {
+		if first.Status() != driver.StatusOK {
 			t.Fatalf("enqueue 1 = %v", first)
 		}
 		if again := enqueue(2); again.At(1) != first.At(1) {
@@ -335,7 +337,7 @@ func TestFIFOUnjoin(t *testing.T) {
 		if w, _ := r.stat(); w != 0 {
 			t.Fatalf("waiting after the undo of enqueue 2 = %d; want 0", w)
 		}
-		if e := enqueue(3); e.Status() != backend.StatusOK {
+		if e := enqueue(3); e.Status() != driver.StatusOK {
 			t.Fatalf("enqueue 3 after the undo = %v; want a place: the undo records no departure", e)
 		}
 	})

@@ -10,6 +10,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/backend"
+
+	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/internal/script"
 )
 
@@ -34,7 +36,7 @@ func newForceRig(t *testing.T, rdb *redis.Client) *forceRig {
 func (r *forceRig) key(suffix string) string { return r.base + suffix }
 
 // exec runs c and returns it.
-func (r *forceRig) exec(c *backend.Call) *backend.Call {
+func (r *forceRig) exec(c *driver.Call) *driver.Call {
 	r.t.Helper()
 	r.b.Exec(r.ctx, c)
 	if c.Err != nil {
@@ -62,12 +64,12 @@ func (r *forceRig) listen(channel string) func() bool {
 
 // forceCall runs the force call c twice, checks the second run and the
 // fence counter, and returns the first call.
-func (r *forceRig) forceCall(c *backend.Call) *backend.Call {
+func (r *forceRig) forceCall(c *driver.Call) *driver.Call {
 	r.t.Helper()
 	s, keys := c.Script, c.Keys
 	fence := r.rdb.Get(r.ctx, r.key("fence")).Val()
 	r.exec(c)
-	if again := r.exec(&backend.Call{Script: s, Keys: keys, Args: c.Args}); again.Reply.Status() != backend.StatusGone {
+	if again := r.exec(&driver.Call{Script: s, Keys: keys, Args: c.Args}); again.Reply.Status() != driver.StatusGone {
 		r.t.Errorf("%s run twice: second reply %v; want [-1], nothing held", s.Name(), again.Reply)
 	}
 	if after := r.rdb.Get(r.ctx, r.key("fence")).Val(); after != fence {
@@ -91,8 +93,8 @@ func (r *forceRig) forceCall(c *backend.Call) *backend.Call {
 }
 
 func TestForceScripts(t *testing.T) {
-	for _, s := range []*backend.Script{script.MutexForce.Script, script.ReentrantForce.Script, script.RWMutexForce.Script, script.Fair.Force.Script, script.Semaphore.Force.Script} {
-		if s.Kind() != backend.Release {
+	for _, s := range []*driver.Script{script.MutexForce.Script, script.ReentrantForce.Script, script.RWMutexForce.Script, script.Fair.Force.Script, script.Semaphore.Force.Script} {
+		if s.Kind() != driver.Release {
 			t.Errorf("%s is not a Release script", s.Name())
 		}
 	}
@@ -100,7 +102,7 @@ func TestForceScripts(t *testing.T) {
 		t.Run("mutex", func(t *testing.T) {
 			r := newForceRig(t, rdb)
 			keys, wake := []string{r.key("lock"), r.key("fence")}, r.key("wake")
-			if c := r.exec(script.MutexForce.Call(keys[:1], script.ForceArgs{Wake: wake})); c.Reply.Status() != backend.StatusGone {
+			if c := r.exec(script.MutexForce.Call(keys[:1], script.ForceArgs{Wake: wake})); c.Reply.Status() != driver.StatusGone {
 				t.Errorf("force on a free lock = %v; want [-1]", c.Reply)
 			}
 			tok := wantOK(t, "acquire", r.exec(script.MutexAcquire.Call(keys, script.MutexAcquireArgs{
@@ -110,18 +112,18 @@ func TestForceScripts(t *testing.T) {
 			// channel (see lock_lib.lua).
 			if rep := r.exec(script.MutexAcquire.Call(keys, script.MutexAcquireArgs{
 				Owner: "B", TTL: 10000, FenceMargin: fenceMargin, Attempt: 1, Block: 1, Cohort: "host/8#2", Waits: true, Stale: 3000, Clock: 0, Call: 1,
-			})).Reply; rep.Status() != backend.StatusContended {
+			})).Reply; rep.Status() != driver.StatusContended {
 				t.Fatalf("waiting attempt on a held lock = %v; want contended", rep)
 			}
 			woken := r.listen(wake + ":host/8#2")
 			c := r.forceCall(script.MutexForce.Call(keys[:1], script.ForceArgs{Wake: wake}))
-			if c.Reply.Status() != backend.StatusOK || c.Reply.At(1) != tok || string(c.Data) != "host/7" {
+			if c.Reply.Status() != driver.StatusOK || c.Reply.At(1) != tok || string(c.Data) != "host/7" {
 				t.Errorf("force = %v %q; want [1 %d] and the holder host/7", c.Reply, c.Data, tok)
 			}
 			if !woken() {
 				t.Error("no wake-up after the force")
 			}
-			if rep := r.exec(script.MutexRenew.Call(keys[:1], script.RenewArgs{Owner: "A", TTL: 10000})).Reply; rep.Status() != backend.StatusGone {
+			if rep := r.exec(script.MutexRenew.Call(keys[:1], script.RenewArgs{Owner: "A", TTL: 10000})).Reply; rep.Status() != driver.StatusGone {
 				t.Errorf("holder's renewal after the force = %v; want [-1]", rep)
 			}
 			if next := wantOK(t, "acquire by another", r.exec(script.MutexAcquire.Call(keys, script.MutexAcquireArgs{
@@ -142,17 +144,17 @@ func TestForceScripts(t *testing.T) {
 			// B's process waits in line: the force wakes it.
 			if rep := r.exec(script.ReentrantAcquire.Call(keys, script.ReentrantAcquireArgs{
 				Owner: "B", Wake: wake, TTL: 10000, FenceMargin: fenceMargin, Count: 1, Grant: 0, Attempt: 1, Cohort: "host/8#2", Stale: 3000, Call: 1,
-			})).Reply; rep.Status() != backend.StatusContended {
+			})).Reply; rep.Status() != driver.StatusContended {
 				t.Fatalf("waiting attempt on a held lock = %v; want contended", rep)
 			}
 			woken := r.listen(wake + ":host/8#2")
-			if c := r.forceCall(script.ReentrantForce.Call(keys[:1], script.ForceArgs{Wake: wake})); c.Reply.Status() != backend.StatusOK || c.Reply.At(1) != tok {
+			if c := r.forceCall(script.ReentrantForce.Call(keys[:1], script.ForceArgs{Wake: wake})); c.Reply.Status() != driver.StatusOK || c.Reply.At(1) != tok {
 				t.Errorf("force = %v; want [1 %d]", c.Reply, tok)
 			}
 			if !woken() {
 				t.Error("no wake-up after the force")
 			}
-			if rep := r.exec(script.ReentrantRenew.Call(keys[:1], script.RenewArgs{Owner: "A", TTL: 10000})).Reply; rep.Status() != backend.StatusGone {
+			if rep := r.exec(script.ReentrantRenew.Call(keys[:1], script.RenewArgs{Owner: "A", TTL: 10000})).Reply; rep.Status() != driver.StatusGone {
 				t.Errorf("owner's renewal after the force = %v; want [-1]", rep)
 			}
 			if next := wantOK(t, "acquire by another", r.exec(script.ReentrantAcquire.Call(keys, script.ReentrantAcquireArgs{
@@ -170,14 +172,14 @@ func TestForceScripts(t *testing.T) {
 			wantContended(t, "rlock while written", rw.rlock("R1", true), 10000)
 			wantContended(t, "lock while written", rw.lock("W2", true), 10000)
 			writers, readers := r.listen(rw.line("W2")), r.listen(rw.rwake)
-			if c := r.forceCall(script.RWMutexForce.Call(keys, script.RWForceArgs{WWake: rw.wake, RWake: rw.rwake})); c.Reply.Status() != backend.StatusOK || c.Reply.At(1) != tok || c.Reply.At(2) != 0 {
+			if c := r.forceCall(script.RWMutexForce.Call(keys, script.RWForceArgs{WWake: rw.wake, RWake: rw.rwake})); c.Reply.Status() != driver.StatusOK || c.Reply.At(1) != tok || c.Reply.At(2) != 0 {
 				t.Errorf("force of the write hold = %v; want [1 %d 0]", c.Reply, tok)
 			}
 			if !writers() || !readers() {
 				t.Error("writers or readers not woken by the force")
 			}
 			rw.unlock("W2") // the waiting writer gives up, letting readers in
-			if rep := rw.exec(script.RWMutexRenew.Call(keys[:1], script.RenewArgs{Owner: "W", TTL: 10000})); rep.Status() != backend.StatusGone {
+			if rep := rw.exec(script.RWMutexRenew.Call(keys[:1], script.RenewArgs{Owner: "W", TTL: 10000})); rep.Status() != driver.StatusGone {
 				t.Errorf("writer's renewal after the force = %v; want [-1]", rep)
 			}
 			r1 := wantOK(t, "rlock after the force", rw.rlock("R1", true))
@@ -185,10 +187,10 @@ func TestForceScripts(t *testing.T) {
 			if r1 <= tok {
 				t.Errorf("read token after the force %d; want more than %d", r1, tok)
 			}
-			if c := r.forceCall(script.RWMutexForce.Call(keys, script.RWForceArgs{WWake: rw.wake, RWake: rw.rwake})); c.Reply.Status() != backend.StatusOK || c.Reply.At(1) != 0 || c.Reply.At(2) != 2 {
+			if c := r.forceCall(script.RWMutexForce.Call(keys, script.RWForceArgs{WWake: rw.wake, RWake: rw.rwake})); c.Reply.Status() != driver.StatusOK || c.Reply.At(1) != 0 || c.Reply.At(2) != 2 {
 				t.Errorf("force of two read holds = %v; want [1 0 2]", c.Reply)
 			}
-			if rep := rw.exec(script.RWMutexRRenew.Call(keys[1:2], script.RenewArgs{Owner: "R1:1", TTL: 10000})); rep.Status() != backend.StatusGone {
+			if rep := rw.exec(script.RWMutexRRenew.Call(keys[1:2], script.RenewArgs{Owner: "R1:1", TTL: 10000})); rep.Status() != driver.StatusGone {
 				t.Errorf("reader's renewal after the force = %v; want [-1]", rep)
 			}
 		})
@@ -202,7 +204,7 @@ func TestForceScripts(t *testing.T) {
 			woken := r.listen(f.wake + "W")
 			c := r.forceCall(script.Semaphore.Force.Call(f.keys, script.FIFOForceArgs{Prefix: f.wake}))
 			pairs := [][2]int64{{c.Reply.At(1), c.Reply.At(2)}, {c.Reply.At(3), c.Reply.At(4)}}
-			if c.Reply.Status() != backend.StatusOK || len(c.Reply) != 5 || !slices.Contains(pairs, [2]int64{2, ta}) || !slices.Contains(pairs, [2]int64{1, tb}) {
+			if c.Reply.Status() != driver.StatusOK || len(c.Reply) != 5 || !slices.Contains(pairs, [2]int64{2, ta}) || !slices.Contains(pairs, [2]int64{1, tb}) {
 				t.Errorf("force = %v; want [1] and the pairs (2 %d) and (1 %d)", c.Reply, ta, tb)
 			}
 			if !woken() {
@@ -211,7 +213,7 @@ func TestForceScripts(t *testing.T) {
 			if waiting, out := f.stat(); waiting != 1 || out != 0 {
 				t.Errorf("after the force: %d waiting, %d permits out; want the waiter still in line and none out", waiting, out)
 			}
-			if rep := f.run(script.Semaphore.Renew.Script, "A", "", 0, 0); rep.Status() != backend.StatusGone {
+			if rep := f.run(script.Semaphore.Renew.Script, "A", "", 0, 0); rep.Status() != driver.StatusGone {
 				t.Errorf("A's renewal after the force = %v; want [-1]", rep)
 			}
 			if tw := wantOK(t, "acquire by the waiter", f.acquire("W2", "W", 2)); tw <= max(ta, tb) {

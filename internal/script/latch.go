@@ -3,7 +3,7 @@ package script
 import (
 	_ "embed"
 
-	"github.com/redisync/redisync/backend"
+	"github.com/redisync/redisync/backend/driver"
 )
 
 var (
@@ -31,11 +31,11 @@ type LatchStateArgs struct {
 // Scripts of package latch. Each takes one key, the latch hash, and replies
 // {StatusOK, count left} or {LatchMismatch, size of the existing latch}.
 var (
-	LatchCountDown = define[LatchArgs]("latch.count_down", backend.Write, latchCountDownSrc, nil, nil)
-	LatchState     = define[LatchStateArgs]("latch.state", backend.Query, latchStateSrc, nil, nil)
-	LatchReset     = define[LatchArgs]("latch.reset", backend.Write, latchResetSrc, nil, nil)
+	LatchCountDown = define[LatchArgs]("latch.count_down", driver.Write, latchCountDownSrc, nil, nil)
+	LatchState     = define[LatchStateArgs]("latch.state", driver.Query, latchStateSrc, nil, nil)
+	LatchReset     = define[LatchArgs]("latch.reset", driver.Write, latchResetSrc, nil, nil)
 )
 
 // LatchMismatch is the status of a latch script that found the latch with
 // another size than the caller's; the size found follows it.
-const LatchMismatch = backend.StatusTaken
+const LatchMismatch = driver.StatusTaken

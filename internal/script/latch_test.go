@@ -10,6 +10,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/backend"
+
+	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/internal/script"
 )
 
@@ -22,7 +24,7 @@ func TestLatchCallAcrossReset(t *testing.T) {
 		b := backend.New(rdb)
 		defer b.Close()
 		key := fmt.Sprintf("redisync:{%s-%d}:latch", t.Name(), time.Now().UnixNano())
-		run := func(s script.Def[script.LatchArgs], wake string, size, ttl int64, id string) backend.Reply {
+		run := func(s script.Def[script.LatchArgs], wake string, size, ttl int64, id string) driver.Reply {
 			t.Helper()
 			r, err := s.Run(ctx, b, []string{key}, script.LatchArgs{Wake: wake, Size: size, TTL: ttl, ID: id})
 			if err != nil {

@@ -11,6 +11,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/backend"
+
+	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/internal/script"
 	"github.com/redisync/redisync/redisynctest"
@@ -176,15 +178,15 @@ func TestMutexLine(t *testing.T) {
 	servers(t, func(t *testing.T, rdb *redis.Client) {
 		f := newLineFixture(t, rdb)
 		const stale = 3000
-		if s := f.acquire("A", "X", true, stale); s != backend.StatusOK {
+		if s := f.acquire("A", "X", true, stale); s != driver.StatusOK {
 			t.Fatalf("first acquire: %d", s)
 		}
 		for _, c := range []string{"Y", "Z", "Y"} { // Y waits again: keeps its place
-			if s := f.acquire("w"+c, c, true, stale); s != backend.StatusContended {
+			if s := f.acquire("w"+c, c, true, stale); s != driver.StatusContended {
 				t.Fatalf("waiting acquire of %s: %d", c, s)
 			}
 		}
-		if s := f.acquire("T", "T", false, stale); s != backend.StatusContended {
+		if s := f.acquire("T", "T", false, stale); s != driver.StatusContended {
 			t.Fatalf("TryLock of a held lock: %d", s)
 		}
 		if got := f.release("A", 0); !slices.Equal(got, []string{"Y"}) {
@@ -192,22 +194,22 @@ func TestMutexLine(t *testing.T) {
 		}
 		// T (not in line) takes the lock before Y: Y's next attempt keeps
 		// its place ahead of Z.
-		if s := f.acquire("T", "T", false, stale); s != backend.StatusOK {
+		if s := f.acquire("T", "T", false, stale); s != driver.StatusOK {
 			t.Fatalf("TryLock of the free lock: %d", s)
 		}
-		if s := f.acquire("wY", "Y", true, stale); s != backend.StatusContended {
+		if s := f.acquire("wY", "Y", true, stale); s != driver.StatusContended {
 			t.Fatalf("Y after T took it: %d", s)
 		}
 		if got := f.release("T", 0); !slices.Equal(got, []string{"Y"}) {
 			t.Fatalf("T's release published on %q; want Y's channel again", got)
 		}
-		if s := f.acquire("wY", "Y", true, stale); s != backend.StatusOK {
+		if s := f.acquire("wY", "Y", true, stale); s != driver.StatusOK {
 			t.Fatalf("Y's attempt after its wake-up: %d", s)
 		}
 		if got := f.release("wY", 0); !slices.Equal(got, []string{"Z"}) {
 			t.Fatalf("Y's release published on %q; want Z's channel", got)
 		}
-		if s := f.acquire("wZ", "Z", true, stale); s != backend.StatusOK {
+		if s := f.acquire("wZ", "Z", true, stale); s != driver.StatusOK {
 			t.Fatalf("Z's attempt after its wake-up: %d", s)
 		}
 		if got := f.release("wZ", 0); len(got) != 0 {
@@ -222,7 +224,7 @@ func TestMutexLine(t *testing.T) {
 func TestMutexLineLapses(t *testing.T) {
 	servers(t, func(t *testing.T, rdb *redis.Client) {
 		f := newLineFixture(t, rdb)
-		if s := f.acquire("A", "X", true, 3000); s != backend.StatusOK {
+		if s := f.acquire("A", "X", true, 3000); s != driver.StatusOK {
 			t.Fatalf("first acquire: %d", s)
 		}
 		f.acquire("wY", "Y", true, 30) // gives up after this attempt
@@ -364,7 +366,7 @@ func TestReentrantLine(t *testing.T) {
 		keys := []string{base + "reentrant", base + "fence"}
 		wake := base + "wake"
 		l := newChannelLog(t, rdb, wake)
-		run := func(c *backend.Call) backend.Reply {
+		run := func(c *driver.Call) driver.Reply {
 			t.Helper()
 			b.Exec(ctx, c)
 			if c.Err != nil {
@@ -381,7 +383,7 @@ func TestReentrantLine(t *testing.T) {
 			}
 			return a
 		}
-		release := func(owner string, left, grant int64) backend.Reply {
+		release := func(owner string, left, grant int64) driver.Reply {
 			t.Helper()
 			return run(script.ReentrantRelease.Call(keys, script.ReentrantReleaseArgs{Owner: owner, Wake: wake, Left: left, Grant: grant}))
 		}
@@ -390,7 +392,7 @@ func TestReentrantLine(t *testing.T) {
 			Owner: "A", Wake: wake, TTL: 10000, FenceMargin: fenceMargin, Count: 2, Grant: 1, Attempt: 2,
 		})))
 		for _, w := range []string{"B", "C", "B"} { // B again: keeps its place
-			if r := run(script.ReentrantAcquire.Call(keys, first(w, 1, true))); r.Status() != backend.StatusContended {
+			if r := run(script.ReentrantAcquire.Call(keys, first(w, 1, true))); r.Status() != driver.StatusContended {
 				t.Fatalf("waiting attempt of %s = %v; want contended", w, r)
 			}
 		}
@@ -403,13 +405,13 @@ func TestReentrantLine(t *testing.T) {
 		if got := l.published(); !slices.Equal(got, []string{"p-B"}) {
 			t.Fatalf("the end of A's hold published on %q; want only B's channel", got)
 		}
-		if r := run(script.ReentrantRenew.Call(keys[:1], script.RenewArgs{Owner: "A", TTL: 10000})); r.Status() != backend.StatusGone {
+		if r := run(script.ReentrantRenew.Call(keys[:1], script.RenewArgs{Owner: "A", TTL: 10000})); r.Status() != driver.StatusGone {
 			t.Fatalf("A's renewal with only a line in the hash = %v; want [-1], nothing held", r)
 		}
-		if r := release("A", 1, 1); r.Status() != backend.StatusGone {
+		if r := release("A", 1, 1); r.Status() != driver.StatusGone {
 			t.Fatalf("A's release of a count with only a line in the hash = %v; want [-1]", r)
 		}
-		if r := run(script.ReentrantForce.Call(keys[:1], script.ForceArgs{Wake: wake})); r.Status() != backend.StatusGone {
+		if r := run(script.ReentrantForce.Call(keys[:1], script.ForceArgs{Wake: wake})); r.Status() != driver.StatusGone {
 			t.Fatalf("force with only a line in the hash = %v; want [-1]", r)
 		}
 		wantOK(t, "B's first hold", run(script.ReentrantAcquire.Call(keys, first("B", 2, true))))
@@ -455,7 +457,7 @@ func TestLineCalls(t *testing.T) {
 			}
 			return arrival, call
 		}
-		wantOK(t, "A", backend.Reply{f.acquire("A", "H", true, 3000)})
+		wantOK(t, "A", driver.Reply{f.acquire("A", "H", true, 3000)})
 		// X1 of cohort X waits, then gives up; X2 of the same process
 		// waits before X1's leave arrives: the leave must not take X2's
 		// place.
@@ -469,7 +471,7 @@ func TestLineCalls(t *testing.T) {
 		// not take the place back, nor, once the lock is free, the lock.
 		f.acquire("Y1", "Y", true, 3000)
 		leave("Y", "Y1")
-		if s := f.acquire("Y1", "Y", true, 3000); s != backend.StatusContended {
+		if s := f.acquire("Y1", "Y", true, 3000); s != driver.StatusContended {
 			t.Fatalf("Y1's late attempt on a held lock: %d", s)
 		}
 		if arrival, _ := place("Y"); arrival != 0 {
@@ -480,20 +482,20 @@ func TestLineCalls(t *testing.T) {
 			t.Fatalf("release published on %q; want X's channel", got)
 		}
 		// X1's attempt, later still, must not take the free lock from X2.
-		if s := f.acquire("X1", "X", true, 3000); s != backend.StatusContended {
+		if s := f.acquire("X1", "X", true, 3000); s != driver.StatusContended {
 			t.Fatalf("X1's late attempt on the free lock: %d; want it refused", s)
 		}
-		if s := f.acquire("X2", "X", true, 3000); s != backend.StatusOK {
+		if s := f.acquire("X2", "X", true, 3000); s != driver.StatusOK {
 			t.Fatalf("X2's attempt after its wake-up: %d", s)
 		}
 		if s := f.release("X2", 0); len(s) != 0 {
 			t.Fatalf("X2's release published on %q; want nothing (Y left)", s)
 		}
-		if s := f.acquire("Y1", "Y", true, 3000); s != backend.StatusContended {
+		if s := f.acquire("Y1", "Y", true, 3000); s != driver.StatusContended {
 			t.Fatalf("Y1's late attempt on the free lock: %d; want it refused", s)
 		}
 		// A later call of Y is a new waiter: it is served.
-		if s := f.acquire("Y2", "Y", true, 3000); s != backend.StatusOK {
+		if s := f.acquire("Y2", "Y", true, 3000); s != driver.StatusOK {
 			t.Fatalf("Y2 on the free lock: %d", s)
 		}
 	})
@@ -507,13 +509,13 @@ func TestGrantNeverShortens(t *testing.T) {
 		f := newLineFixture(t, rdb)
 		for _, waits := range []bool{false, true} {
 			owner := fmt.Sprintf("A-%v", waits)
-			if s := f.acquire(owner, "X", waits, 3000); s != backend.StatusOK {
+			if s := f.acquire(owner, "X", waits, 3000); s != driver.StatusOK {
 				t.Fatalf("acquire: %d", s)
 			}
 			if _, err := script.MutexRenew.Run(f.ctx, f.b, f.keys[:1], script.RenewArgs{Owner: owner, TTL: 60000}); err != nil {
 				t.Fatal(err)
 			}
-			if s := f.acquire(owner, "X", waits, 3000); s != backend.StatusOK {
+			if s := f.acquire(owner, "X", waits, 3000); s != driver.StatusOK {
 				t.Fatalf("acquire again: %d", s)
 			}
 			if ttl := rdb.PTTL(f.ctx, f.keys[0]).Val(); ttl < 50*time.Second {
@@ -544,26 +546,26 @@ func TestGrantNeverShortens(t *testing.T) {
 func TestUndoneGrantKeepsCallWaiting(t *testing.T) {
 	servers(t, func(t *testing.T, rdb *redis.Client) {
 		f := newLineFixture(t, rdb)
-		wantOK(t, "A", backend.Reply{f.acquire("A", "H", true, 3000)})
-		if s := f.acquire("W", "X", true, 3000); s != backend.StatusContended {
+		wantOK(t, "A", driver.Reply{f.acquire("A", "H", true, 3000)})
+		if s := f.acquire("W", "X", true, 3000); s != driver.StatusContended {
 			t.Fatalf("W on the held lock: %d", s)
 		}
 		first := f.attempt
 		f.release("A", 0)
-		if s := f.acquire("W", "X", true, 3000); s != backend.StatusOK {
+		if s := f.acquire("W", "X", true, 3000); s != driver.StatusOK {
 			t.Fatalf("W on the free lock: %d", s)
 		}
 		granted := f.attempt
 		f.undo("W", "X", granted)
 		for _, n := range []int{first, granted} {
-			if s := f.acquireAt("W", "X", true, 3000, n); s != backend.StatusContended {
+			if s := f.acquireAt("W", "X", true, 3000, n); s != driver.StatusContended {
 				t.Fatalf("a late copy of W's attempt %d after the undo of attempt %d: %d; want it refused", n, granted, s)
 			}
 		}
 		if o := rdb.HGet(f.ctx, f.keys[0], "o").Val(); o != "" {
 			t.Fatalf("a late copy of W's attempt took the lock for %q", o)
 		}
-		if s := f.acquire("W", "X", true, 3000); s != backend.StatusOK {
+		if s := f.acquire("W", "X", true, 3000); s != driver.StatusOK {
 			t.Fatalf("W's next attempt after the undo of its grant: %d; want the free lock: the call still waits (%v)",
 				s, rdb.HGetAll(f.ctx, f.keys[0]).Val())
 		}
@@ -571,7 +573,7 @@ func TestUndoneGrantKeepsCallWaiting(t *testing.T) {
 		// any of its attempts is refused.
 		f.release("W", 0)
 		for _, n := range []int{granted, f.attempt} {
-			if s := f.acquireAt("W", "X", true, 3000, n); s != backend.StatusContended {
+			if s := f.acquireAt("W", "X", true, 3000, n); s != driver.StatusContended {
 				t.Fatalf("a late copy of W's attempt %d after W's release: %d; want it refused", n, s)
 			}
 		}
@@ -623,30 +625,30 @@ func TestQuorumUndoneMinorityGrants(t *testing.T) {
 			}
 		}
 		// H holds on every node; X waits, in line on every node.
-		if s := acquire(q, "H", "H", 1); s != backend.StatusOK {
+		if s := acquire(q, "H", "H", 1); s != driver.StatusOK {
 			t.Fatalf("H on the free lock: %d", s)
 		}
-		if s := acquire(q, "X", "X", 1); s != backend.StatusContended {
+		if s := acquire(q, "X", "X", 1); s != driver.StatusContended {
 			t.Fatalf("X on the held lock: %d", s)
 		}
 		// Node 0 frees up first: X's attempt is granted there alone, and
 		// undone. Then node 1 frees up while G takes node 0: the same
 		// again on node 1.
 		release(node[0], "H")
-		if s := acquire(q, "X", "X", 1); s != backend.StatusContended {
+		if s := acquire(q, "X", "X", 1); s != driver.StatusContended {
 			t.Fatalf("X with node 0 free: %d; want a minority's grant, undone", s)
 		}
-		if s := acquire(node[0], "G", "G", 1); s != backend.StatusOK {
+		if s := acquire(node[0], "G", "G", 1); s != driver.StatusOK {
 			t.Fatalf("G on node 0: %d", s)
 		}
 		release(node[1], "H")
-		if s := acquire(q, "X", "X", 1); s != backend.StatusContended {
+		if s := acquire(q, "X", "X", 1); s != driver.StatusContended {
 			t.Fatalf("X with node 1 free: %d; want a minority's grant, undone", s)
 		}
 		// Every node free: X, which still waits, gets the lock.
 		release(node[0], "G")
 		release(node[2], "H")
-		if s := acquire(q, "X", "X", 1); s != backend.StatusOK {
+		if s := acquire(q, "X", "X", 1); s != driver.StatusOK {
 			var on []string
 			for i, c := range clients {
 				on = append(on, fmt.Sprintf("node %d: %v", i, c.HGetAll(ctx, keys[0]).Val()))

@@ -3,7 +3,7 @@ package script
 import (
 	_ "embed"
 
-	"github.com/redisync/redisync/backend"
+	"github.com/redisync/redisync/backend/driver"
 )
 
 var (
@@ -72,13 +72,13 @@ type ForceArgs struct {
 
 // Scripts of package mutex.
 var (
-	MutexRelease = define[MutexReleaseArgs]("mutex.release", backend.Release, mutexReleaseSrc, nil, nil)
-	MutexUndo    = define[MutexAcquireArgs]("mutex.undo", backend.Release, mutexUndoSrc, nil, nil)
-	MutexSettle  = define[MutexAcquireArgs]("mutex.settle", backend.Release, mutexSettleSrc, nil, nil)
+	MutexRelease = define[MutexReleaseArgs]("mutex.release", driver.Release, mutexReleaseSrc, nil, nil)
+	MutexUndo    = define[MutexAcquireArgs]("mutex.undo", driver.Release, mutexUndoSrc, nil, nil)
+	MutexSettle  = define[MutexAcquireArgs]("mutex.settle", driver.Release, mutexSettleSrc, nil, nil)
 	MutexAcquire = defineBlock("mutex.acquire", mutexAcquireSrc, MutexUndo).settledBy(MutexSettle)
-	MutexRenew   = define[RenewArgs]("mutex.renew", backend.Renew, mutexRenewSrc, nil, nil)
-	MutexLeave   = define[LeaveArgs]("mutex.leave", backend.Release, mutexLeaveSrc, nil, nil)
+	MutexRenew   = define[RenewArgs]("mutex.renew", driver.Renew, mutexRenewSrc, nil, nil)
+	MutexLeave   = define[LeaveArgs]("mutex.leave", driver.Release, mutexLeaveSrc, nil, nil)
 	// MutexForce ends whatever hold the lock has, for redisync unlock
 	// --force.
-	MutexForce = define[ForceArgs]("mutex.force", backend.Release, mutexForceSrc, nil, nil)
+	MutexForce = define[ForceArgs]("mutex.force", driver.Release, mutexForceSrc, nil, nil)
 )

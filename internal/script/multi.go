@@ -3,7 +3,7 @@ package script
 import (
 	_ "embed"
 
-	"github.com/redisync/redisync/backend"
+	"github.com/redisync/redisync/backend/driver"
 )
 
 var (
@@ -30,8 +30,8 @@ type MultiArgs struct {
 
 // Scripts of package multi, for a set of mutexes whose keys share one slot.
 var (
-	MultiRelease = define[MultiArgs]("multi.release", backend.Release, multiReleaseSrc, nil, released)
-	MultiUndo    = define[MultiArgs]("multi.undo", backend.Release, multiReleaseSrc, nil, undone)
-	MultiSettle  = define[MultiArgs]("multi.settle", backend.Release, multiSettleSrc, nil, nil)
-	MultiAcquire = define("multi.acquire", backend.Acquire, multiAcquireSrc, &MultiUndo, nil).settledBy(MultiSettle)
+	MultiRelease = define[MultiArgs]("multi.release", driver.Release, multiReleaseSrc, nil, released)
+	MultiUndo    = define[MultiArgs]("multi.undo", driver.Release, multiReleaseSrc, nil, undone)
+	MultiSettle  = define[MultiArgs]("multi.settle", driver.Release, multiSettleSrc, nil, nil)
+	MultiAcquire = define("multi.acquire", driver.Acquire, multiAcquireSrc, &MultiUndo, nil).settledBy(MultiSettle)
 )

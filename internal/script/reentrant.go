@@ -3,7 +3,7 @@ package script
 import (
 	_ "embed"
 
-	"github.com/redisync/redisync/backend"
+	"github.com/redisync/redisync/backend/driver"
 )
 
 var (
@@ -57,16 +57,16 @@ type ReentrantReleaseArgs struct {
 // KEYS and arguments; the undo gives back one level of nesting, and only if
 // that acquisition took it.
 var (
-	ReentrantUndo    = define[ReentrantAcquireArgs]("reentrant.undo", backend.Release, reentrantUndoSrc, nil, nil)
-	ReentrantSettle  = define[ReentrantAcquireArgs]("reentrant.settle", backend.Release, reentrantSettleSrc, nil, nil)
-	ReentrantAcquire = define("reentrant.acquire", backend.Acquire, reentrantAcquireSrc, &ReentrantUndo, nil).settledBy(ReentrantSettle)
-	ReentrantRelease = define[ReentrantReleaseArgs]("reentrant.release", backend.Release, reentrantReleaseSrc, nil, nil)
-	ReentrantRenew   = define[RenewArgs]("reentrant.renew", backend.Renew, reentrantRenewSrc, nil, nil)
+	ReentrantUndo    = define[ReentrantAcquireArgs]("reentrant.undo", driver.Release, reentrantUndoSrc, nil, nil)
+	ReentrantSettle  = define[ReentrantAcquireArgs]("reentrant.settle", driver.Release, reentrantSettleSrc, nil, nil)
+	ReentrantAcquire = define("reentrant.acquire", driver.Acquire, reentrantAcquireSrc, &ReentrantUndo, nil).settledBy(ReentrantSettle)
+	ReentrantRelease = define[ReentrantReleaseArgs]("reentrant.release", driver.Release, reentrantReleaseSrc, nil, nil)
+	ReentrantRenew   = define[RenewArgs]("reentrant.renew", driver.Renew, reentrantRenewSrc, nil, nil)
 	// ReentrantLeave takes a cohort out of the line when its last waiting
 	// scope gave up: the mutex's script, as the line is the same. Its KEYS
 	// are the lock hash alone.
-	ReentrantLeave = define[LeaveArgs]("reentrant.leave", backend.Release, mutexLeaveSrc, nil, nil)
+	ReentrantLeave = define[LeaveArgs]("reentrant.leave", driver.Release, mutexLeaveSrc, nil, nil)
 	// ReentrantForce ends whatever hold the lock has, for redisync unlock
 	// --force.
-	ReentrantForce = define[ForceArgs]("reentrant.force", backend.Release, reentrantForceSrc, nil, nil)
+	ReentrantForce = define[ForceArgs]("reentrant.force", driver.Release, reentrantForceSrc, nil, nil)
 )

@@ -10,11 +10,13 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/backend"
+
+	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/internal/script"
 )
 
 func TestReentrantScripts(t *testing.T) {
-	if s := script.ReentrantAcquire; s.Kind() != backend.Acquire || s.Undo() != script.ReentrantUndo.Script || s.Undo().Kind() != backend.Release {
+	if s := script.ReentrantAcquire; s.Kind() != driver.Acquire || s.Undo() != script.ReentrantUndo.Script || s.Undo().Kind() != driver.Release {
 		t.Fatal("reentrant.acquire must be an Acquire whose Undo is reentrant.undo, a Release")
 	}
 	servers(t, func(t *testing.T, rdb *redis.Client) {
@@ -24,7 +26,7 @@ func TestReentrantScripts(t *testing.T) {
 		base := fmt.Sprintf("redisync:{%s-%d}:", t.Name(), time.Now().UnixNano())
 		keys := []string{base + "reentrant", base + "fence"}
 		wake := base + "wake"
-		run := func(c *backend.Call) backend.Reply {
+		run := func(c *driver.Call) driver.Reply {
 			t.Helper()
 			b.Exec(ctx, c)
 			if c.Err != nil {
@@ -34,21 +36,21 @@ func TestReentrantScripts(t *testing.T) {
 		}
 		// acquisition is attempt n of owner: a first hold (grant 0) or a
 		// re-entry of the hold that attempt grant granted.
-		acquisition := func(owner string, count int, grant, n int64) *backend.Call {
+		acquisition := func(owner string, count int, grant, n int64) *driver.Call {
 			return script.ReentrantAcquire.Call(keys, script.ReentrantAcquireArgs{
 				Owner: owner, Wake: wake, TTL: 10000, FenceMargin: fenceMargin, Count: int64(count), Grant: grant, Attempt: n,
 			})
 		}
 		attempt := int64(0)
 		// acquire makes a new attempt.
-		acquire := func(owner string, count int, grant int64) backend.Reply {
+		acquire := func(owner string, count int, grant int64) driver.Reply {
 			t.Helper()
 			attempt++
 			return run(acquisition(owner, count, grant, attempt))
 		}
 		// undo gives back the acquisition of count by attempt n, or by one of
 		// the attempts unsure.
-		undo := func(owner string, count int, n int64, unsure ...int64) backend.Reply {
+		undo := func(owner string, count int, n int64, unsure ...int64) driver.Reply {
 			t.Helper()
 			var more []string
 			for _, a := range unsure {
@@ -58,11 +60,11 @@ func TestReentrantScripts(t *testing.T) {
 				Owner: owner, Wake: wake, TTL: 10000, FenceMargin: fenceMargin, Count: int64(count), Grant: 0, Attempt: n, Unsure: more,
 			}))
 		}
-		release := func(owner string, left int, grant int64) backend.Reply {
+		release := func(owner string, left int, grant int64) driver.Reply {
 			t.Helper()
 			return run(script.ReentrantRelease.Call(keys, script.ReentrantReleaseArgs{Owner: owner, Wake: wake, Left: int64(left), Grant: grant}))
 		}
-		renew := func(owner string, ttl int64) backend.Reply {
+		renew := func(owner string, ttl int64) driver.Reply {
 			t.Helper()
 			return run(script.ReentrantRenew.Call(keys, script.RenewArgs{Owner: owner, TTL: ttl}))
 		}
@@ -74,7 +76,7 @@ func TestReentrantScripts(t *testing.T) {
 
 		r := acquire("A", 1, 0)
 		tok := r.At(1)
-		if r.Status() != backend.StatusOK || tok <= 0 || r.At(2) != 1 {
+		if r.Status() != driver.StatusOK || tok <= 0 || r.At(2) != 1 {
 			t.Fatalf("first acquire = %v; want [1 token 1]", r)
 		}
 		if ttl := rdb.PTTL(ctx, keys[0]).Val(); ttl <= 0 || ttl > 10*time.Second {
@@ -87,7 +89,7 @@ func TestReentrantScripts(t *testing.T) {
 			t.Fatal(err)
 		}
 		r = acquire("A", 1, 0)
-		if r.Status() != backend.StatusOK || r.At(1) <= tok || count("A") != 1 {
+		if r.Status() != driver.StatusOK || r.At(1) <= tok || count("A") != 1 {
 			t.Errorf("first acquire of an owner on the server = %v, count %d; want [1 token>%d 1], count 1", r, count("A"), tok)
 		}
 		if ttl := rdb.PTTL(ctx, keys[0]).Val(); ttl <= time.Second {
@@ -95,81 +97,81 @@ func TestReentrantScripts(t *testing.T) {
 		}
 		tok = r.At(1)
 		grant := attempt
-		if r := acquire("A", 2, grant); r.Status() != backend.StatusOK || r.At(1) != tok || r.At(2) != 2 {
+		if r := acquire("A", 2, grant); r.Status() != driver.StatusOK || r.At(1) != tok || r.At(2) != 2 {
 			t.Errorf("re-entry = %v; want [1 %d 2] (the first hold's token)", r, tok)
 		}
 		reentry := attempt
 		// An earlier attempt delivered late changes nothing: not a first
 		// hold (which would reset the count and the grant), not a re-entry.
-		if r := run(acquisition("A", 1, 0, grant-1)); r.Status() != backend.StatusContended || count("A") != 2 {
+		if r := run(acquisition("A", 1, 0, grant-1)); r.Status() != driver.StatusContended || count("A") != 2 {
 			t.Errorf("late first acquire of an earlier attempt = %v, count %d; want [0 ms], count 2", r, count("A"))
 		}
-		if r := run(acquisition("A", 3, grant, grant-1)); r.Status() != backend.StatusContended || count("A") != 2 {
+		if r := run(acquisition("A", 3, grant, grant-1)); r.Status() != driver.StatusContended || count("A") != 2 {
 			t.Errorf("late re-entry of an earlier attempt = %v, count %d; want [0 0], count 2", r, count("A"))
 		}
-		if r := run(acquisition("A", 2, grant, reentry)); r.Status() != backend.StatusOK || r.At(2) != 2 || count("A") != 2 {
+		if r := run(acquisition("A", 2, grant, reentry)); r.Status() != driver.StatusOK || r.At(2) != 2 || count("A") != 2 {
 			t.Errorf("the re-entry run again = %v, count %d; want [1 token 2], count 2", r, count("A"))
 		}
-		if r := acquire("A", 3, grant-1); r.Status() != backend.StatusContended || count("A") != 2 {
+		if r := acquire("A", 3, grant-1); r.Status() != driver.StatusContended || count("A") != 2 {
 			t.Errorf("re-entry of another hold = %v, count %d; want [0 0], count 2", r, count("A"))
 		}
-		if r := acquire("B", 1, 0); r.Status() != backend.StatusContended || r.At(1) <= 0 {
+		if r := acquire("B", 1, 0); r.Status() != driver.StatusContended || r.At(1) <= 0 {
 			t.Errorf("acquire by another owner = %v; want [0 ms-left]", r)
 		}
 		// Undo gives back exactly what its attempt took.
-		if r := undo("A", 3, reentry); r.Status() != backend.StatusOK || count("A") != 2 {
+		if r := undo("A", 3, reentry); r.Status() != driver.StatusOK || count("A") != 2 {
 			t.Errorf("undo of an acquisition that took nothing = %v, count %d; want [1], count 2", r, count("A"))
 		}
-		if r := undo("A", 2, reentry-1); r.Status() != backend.StatusOK || count("A") != 2 {
+		if r := undo("A", 2, reentry-1); r.Status() != driver.StatusOK || count("A") != 2 {
 			t.Errorf("undo of an earlier attempt = %v, count %d; want [1], count 2", r, count("A"))
 		}
-		if r := undo("A", 2, reentry-2, reentry); r.Status() != backend.StatusOK || count("A") != 1 {
+		if r := undo("A", 2, reentry-2, reentry); r.Status() != driver.StatusOK || count("A") != 1 {
 			t.Errorf("undo of the re-entry = %v, count %d; want [1], count 1", r, count("A"))
 		}
-		if r := undo("A", 2, reentry); r.Status() != backend.StatusOK || count("A") != 1 {
+		if r := undo("A", 2, reentry); r.Status() != driver.StatusOK || count("A") != 1 {
 			t.Errorf("second undo of the re-entry = %v, count %d; want [1], count 1", r, count("A"))
 		}
 		// Releases set the count, so a retried one is harmless; they act on
 		// the hold of their token only.
 		acquire("A", 2, grant)
 		for range 2 {
-			if r := release("A", 1, grant); r.Status() != backend.StatusOK || count("A") != 1 {
+			if r := release("A", 1, grant); r.Status() != driver.StatusOK || count("A") != 1 {
 				t.Errorf("release to 1 = %v, count %d; want [1 1], count 1", r, count("A"))
 			}
 		}
-		if r := release("A", 0, grant-1); r.Status() != backend.StatusOK || count("A") != 1 {
+		if r := release("A", 0, grant-1); r.Status() != driver.StatusOK || count("A") != 1 {
 			t.Errorf("release of an earlier hold = %v, count %d; want [1 0] (nothing of it remains), count 1", r, count("A"))
 		}
-		if r := release("A", 1, grant-1); r.Status() != backend.StatusGone || count("A") != 1 {
+		if r := release("A", 1, grant-1); r.Status() != driver.StatusGone || count("A") != 1 {
 			t.Errorf("partial release of an earlier hold = %v, count %d; want [-1] (gone), count 1", r, count("A"))
 		}
-		if r := renew("B", 20000); r.Status() != backend.StatusTaken {
+		if r := renew("B", 20000); r.Status() != driver.StatusTaken {
 			t.Errorf("renew by another owner = %v; want [-2]", r)
 		}
-		if r := renew("A", 20000); r.Status() != backend.StatusOK || r.At(1) != 20000 {
+		if r := renew("A", 20000); r.Status() != driver.StatusOK || r.At(1) != 20000 {
 			t.Errorf("renew = %v; want [1 20000]", r)
 		}
-		if r := release("B", 1, grant); r.Status() != backend.StatusTaken {
+		if r := release("B", 1, grant); r.Status() != driver.StatusTaken {
 			t.Errorf("partial release by another owner = %v; want [-2]", r)
 		}
-		if r := release("A", 0, grant); r.Status() != backend.StatusOK || rdb.Exists(ctx, keys[0]).Val() != 0 {
+		if r := release("A", 0, grant); r.Status() != driver.StatusOK || rdb.Exists(ctx, keys[0]).Val() != 0 {
 			t.Errorf("last release = %v; want [1 0] and the key gone", r)
 		}
-		if r := release("A", 0, grant); r.Status() != backend.StatusOK {
+		if r := release("A", 0, grant); r.Status() != driver.StatusOK {
 			t.Errorf("release run again = %v; want [1 0] (nothing remains, as it asks)", r)
 		}
-		if r := renew("A", 1000); r.Status() != backend.StatusGone {
+		if r := renew("A", 1000); r.Status() != driver.StatusGone {
 			t.Errorf("renew after the end = %v; want [-1]", r)
 		}
 		// A re-entry never recreates a hold that is gone.
-		if r := acquire("A", 3, grant); r.Status() != backend.StatusContended || rdb.Exists(ctx, keys[0]).Val() != 0 {
+		if r := acquire("A", 3, grant); r.Status() != driver.StatusContended || rdb.Exists(ctx, keys[0]).Val() != 0 {
 			t.Errorf("re-entry of a gone hold = %v; want [0 0] and no key", r)
 		}
 		r = acquire("C", 1, 0)
-		if r.Status() != backend.StatusOK || r.At(1) <= tok {
+		if r.Status() != driver.StatusOK || r.At(1) <= tok {
 			t.Errorf("next first hold = %v; want a token > %d", r, tok)
 		}
-		if r := undo("C", 1, attempt); r.Status() != backend.StatusOK || rdb.Exists(ctx, keys[0]).Val() != 0 {
+		if r := undo("C", 1, attempt); r.Status() != driver.StatusOK || rdb.Exists(ctx, keys[0]).Val() != 0 {
 			t.Errorf("undo of a first hold = %v; want [1 0] and the key gone", r)
 		}
 		if ttl := rdb.PTTL(ctx, keys[1]).Val(); ttl <= 0 {

@@ -3,7 +3,7 @@ package script
 import (
 	_ "embed"
 
-	"github.com/redisync/redisync/backend"
+	"github.com/redisync/redisync/backend/driver"
 )
 
 var (
@@ -96,24 +96,24 @@ type RWForceArgs struct {
 // quorum runs when a majority was not reached, gives back the hold only, so
 // that a waiting writer keeps new readers out while it retries.
 var (
-	RWMutexUnlock   = define[RWUnlockArgs]("rwmutex.unlock", backend.Release, rwmutexUnlockSrc, nil, released)
-	RWMutexLockUndo = define[RWLockArgs]("rwmutex.lock_undo", backend.Release, rwmutexUnlockSrc, nil, undone)
-	RWMutexSettle   = define[RWLockArgs]("rwmutex.settle", backend.Release, rwmutexSettleSrc, nil, nil)
+	RWMutexUnlock   = define[RWUnlockArgs]("rwmutex.unlock", driver.Release, rwmutexUnlockSrc, nil, released)
+	RWMutexLockUndo = define[RWLockArgs]("rwmutex.lock_undo", driver.Release, rwmutexUnlockSrc, nil, undone)
+	RWMutexSettle   = define[RWLockArgs]("rwmutex.settle", driver.Release, rwmutexSettleSrc, nil, nil)
 	RWMutexLock     = defineBlock("rwmutex.lock", rwmutexLockSrc, RWMutexLockUndo).settledBy(RWMutexSettle)
 	// RWMutexLeave takes a cohort out of the writers' line when its last
 	// waiting writer gave up: the writer hash keeps its line as a mutex's
 	// lock hash does, so the mutex's script serves it. Its KEYS are the
 	// writer hash alone.
-	RWMutexLeave = define[LeaveArgs]("rwmutex.leave", backend.Release, mutexLeaveSrc, nil, nil)
+	RWMutexLeave = define[LeaveArgs]("rwmutex.leave", driver.Release, mutexLeaveSrc, nil, nil)
 	// RWMutexRenew renews the write hold: the writer hash has the layout of
 	// a mutex's lock hash, so the mutex's renewal serves it.
-	RWMutexRenew     = define[RenewArgs]("rwmutex.renew", backend.Renew, mutexRenewSrc, nil, nil)
-	RWMutexRUnlock   = define[RWRUnlockArgs]("rwmutex.runlock", backend.Release, rwmutexRUnlockSrc, nil, released)
-	RWMutexRLockUndo = define[RWRLockArgs]("rwmutex.rlock_undo", backend.Release, rwmutexRUnlockSrc, nil, undone)
-	RWMutexRSettle   = define[RWRLockArgs]("rwmutex.rsettle", backend.Release, rwmutexRSettleSrc, nil, nil)
-	RWMutexRLock     = define("rwmutex.rlock", backend.Acquire, rwmutexRLockSrc, &RWMutexRLockUndo, nil).settledBy(RWMutexRSettle)
-	RWMutexRRenew    = define[RenewArgs]("rwmutex.rrenew", backend.Renew, rwmutexRRenewSrc, nil, nil)
+	RWMutexRenew     = define[RenewArgs]("rwmutex.renew", driver.Renew, mutexRenewSrc, nil, nil)
+	RWMutexRUnlock   = define[RWRUnlockArgs]("rwmutex.runlock", driver.Release, rwmutexRUnlockSrc, nil, released)
+	RWMutexRLockUndo = define[RWRLockArgs]("rwmutex.rlock_undo", driver.Release, rwmutexRUnlockSrc, nil, undone)
+	RWMutexRSettle   = define[RWRLockArgs]("rwmutex.rsettle", driver.Release, rwmutexRSettleSrc, nil, nil)
+	RWMutexRLock     = define("rwmutex.rlock", driver.Acquire, rwmutexRLockSrc, &RWMutexRLockUndo, nil).settledBy(RWMutexRSettle)
+	RWMutexRRenew    = define[RenewArgs]("rwmutex.rrenew", driver.Renew, rwmutexRRenewSrc, nil, nil)
 	// RWMutexForce ends the write hold and every read hold, for redisync
 	// unlock --force. Its KEYS are the writer hash and the readers.
-	RWMutexForce = define[RWForceArgs]("rwmutex.force", backend.Release, rwmutexForceSrc, nil, nil)
+	RWMutexForce = define[RWForceArgs]("rwmutex.force", driver.Release, rwmutexForceSrc, nil, nil)
 )

@@ -10,6 +10,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/backend"
+
+	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/internal/script"
 )
 
@@ -38,7 +40,7 @@ func newRW(t *testing.T, rdb *redis.Client, ttl, turn int64) *rw {
 }
 
 // exec runs c and returns its reply.
-func (r *rw) exec(c *backend.Call) backend.Reply {
+func (r *rw) exec(c *driver.Call) driver.Reply {
 	r.t.Helper()
 	r.b.Exec(r.ctx, c)
 	if c.Err != nil {
@@ -49,7 +51,7 @@ func (r *rw) exec(c *backend.Call) backend.Reply {
 
 // lock makes owner's first write attempt, as the only writer of the
 // process (cohort) "p-<owner>".
-func (r *rw) lock(owner string, wait bool) backend.Reply {
+func (r *rw) lock(owner string, wait bool) driver.Reply {
 	r.t.Helper()
 	return r.exec(script.RWMutexLock.Call(r.keys, script.RWLockArgs{
 		Owner: owner, WWake: r.wake, RWake: r.rwake, TTL: r.ttl, FenceMargin: fenceMargin,
@@ -59,7 +61,7 @@ func (r *rw) lock(owner string, wait bool) backend.Reply {
 
 // lockUndo is the undo of attempt n of a waiting writer (Lock) that names no
 // block, cohort or call.
-func (r *rw) lockUndo(owner string, n int64) backend.Reply {
+func (r *rw) lockUndo(owner string, n int64) driver.Reply {
 	r.t.Helper()
 	return r.exec(script.RWMutexLockUndo.Call(r.keys, script.RWLockArgs{
 		Owner: owner, WWake: r.wake, RWake: r.rwake, TTL: r.ttl, FenceMargin: fenceMargin, Waits: true, Attempt: n,
@@ -73,25 +75,25 @@ func (r *rw) callOf(owner string) int64 { return int64(len(owner))*1000 + int64(
 // line returns the channel that wakes owner's process (see lock).
 func (r *rw) line(owner string) string { return r.wake + ":p-" + owner }
 
-func (r *rw) unlock(owner string) backend.Reply {
+func (r *rw) unlock(owner string) driver.Reply {
 	r.t.Helper()
 	return r.exec(script.RWMutexUnlock.Call(r.keys, script.RWUnlockArgs{Owner: owner, WWake: r.wake, RWake: r.rwake, Turn: r.turnMs}))
 }
 
-func (r *rw) rlock(owner string, wait bool) backend.Reply {
+func (r *rw) rlock(owner string, wait bool) driver.Reply {
 	r.t.Helper()
 	return r.rlockAttempt(owner, wait, 1)
 }
 
 // rlockAttempt makes attempt n of owner's read acquisition, naming the
 // earlier attempts whose replies were lost.
-func (r *rw) rlockAttempt(owner string, wait bool, n int64, earlier ...string) backend.Reply {
+func (r *rw) rlockAttempt(owner string, wait bool, n int64, earlier ...string) driver.Reply {
 	r.t.Helper()
 	return r.exec(script.RWMutexRLock.Call(r.keys, r.rlockArgs(owner, wait, n, earlier...)))
 }
 
 // rlockUndo is the undo of rlockAttempt(owner, wait, n, earlier...).
-func (r *rw) rlockUndo(owner string, wait bool, n int64, earlier ...string) backend.Reply {
+func (r *rw) rlockUndo(owner string, wait bool, n int64, earlier ...string) driver.Reply {
 	r.t.Helper()
 	return r.exec(script.RWMutexRLockUndo.Call(r.keys, r.rlockArgs(owner, wait, n, earlier...)))
 }
@@ -100,7 +102,7 @@ func (r *rw) rlockArgs(owner string, wait bool, n int64, earlier ...string) scri
 	return script.RWRLockArgs{Owner: owner, WWake: r.wake, TTL: r.ttl, FenceMargin: fenceMargin, Waits: wait, Attempt: n, Earlier: earlier}
 }
 
-func (r *rw) runlock(owner string) backend.Reply {
+func (r *rw) runlock(owner string) driver.Reply {
 	r.t.Helper()
 	return r.exec(script.RWMutexRUnlock.Call(r.keys, script.RWRUnlockArgs{Owner: owner, WWake: r.wake, Refuse: 0, Depart: false, Attempts: []string{"1"}}))
 }
@@ -135,17 +137,17 @@ const (
 	rwTurn
 )
 
-func wantOK(t *testing.T, what string, r backend.Reply) int64 {
+func wantOK(t *testing.T, what string, r driver.Reply) int64 {
 	t.Helper()
-	if r.Status() != backend.StatusOK {
+	if r.Status() != driver.StatusOK {
 		t.Fatalf("%s = %v; want [1 ...]", what, r)
 	}
 	return r.At(1)
 }
 
-func wantContended(t *testing.T, what string, r backend.Reply, ttl int64) {
+func wantContended(t *testing.T, what string, r driver.Reply, ttl int64) {
 	t.Helper()
-	if r.Status() != backend.StatusContended || r.At(1) <= 0 || r.At(1) > ttl/3 {
+	if r.Status() != driver.StatusContended || r.At(1) <= 0 || r.At(1) > ttl/3 {
 		t.Fatalf("%s = %v; want [0 ms] with 0 < ms <= %d", what, r, ttl/3)
 	}
 }
@@ -154,8 +156,8 @@ func TestRWMutexScripts(t *testing.T) {
 	if script.RWMutexLock.Undo() != script.RWMutexLockUndo.Script || script.RWMutexRLock.Undo() != script.RWMutexRLockUndo.Script {
 		t.Fatal("the acquisitions' Undo scripts are not rwmutex.lock_undo and rwmutex.rlock_undo")
 	}
-	for _, s := range []*backend.Script{script.RWMutexLock.Script, script.RWMutexRLock.Script} {
-		if s.Kind() != backend.Acquire || s.Undo().Kind() != backend.Release {
+	for _, s := range []*driver.Script{script.RWMutexLock.Script, script.RWMutexRLock.Script} {
+		if s.Kind() != driver.Acquire || s.Undo().Kind() != driver.Release {
 			t.Errorf("%s: kind %v, undo kind %v; want Acquire and Release", s.Name(), s.Kind(), s.Undo().Kind())
 		}
 	}
@@ -168,7 +170,7 @@ func TestRWMutexScripts(t *testing.T) {
 		if again := wantOK(t, "retried rlock A", r.rlock("A", true)); again <= a {
 			t.Errorf("token of a retried rlock = %d; want > %d", again, a)
 		}
-		if rep := r.rlockUndo("A", true, 2); rep.Status() != backend.StatusOK || r.members(rwReaders) != "A:1" {
+		if rep := r.rlockUndo("A", true, 2); rep.Status() != driver.StatusOK || r.members(rwReaders) != "A:1" {
 			t.Errorf("undo of another attempt of A = %v, readers %q; want [1], A:1 left alone", rep, r.members(rwReaders))
 		}
 		b := wantOK(t, "rlock B", r.rlock("B", true))
@@ -197,16 +199,16 @@ func TestRWMutexScripts(t *testing.T) {
 		r.expiring()
 
 		// Renewals.
-		if rep := r.exec(script.RWMutexRRenew.Call(r.keys[rwReaders:rwReaders+1], script.RenewArgs{Owner: "A:1", TTL: 20000})); rep.Status() != backend.StatusOK || rep.At(1) != 20000 {
+		if rep := r.exec(script.RWMutexRRenew.Call(r.keys[rwReaders:rwReaders+1], script.RenewArgs{Owner: "A:1", TTL: 20000})); rep.Status() != driver.StatusOK || rep.At(1) != 20000 {
 			t.Errorf("rrenew A = %v; want [1 20000]", rep)
 		}
-		if rep := r.exec(script.RWMutexRRenew.Call(r.keys[rwReaders:rwReaders+1], script.RenewArgs{Owner: "Z", TTL: 20000})); rep.Status() != backend.StatusGone {
+		if rep := r.exec(script.RWMutexRRenew.Call(r.keys[rwReaders:rwReaders+1], script.RenewArgs{Owner: "Z", TTL: 20000})); rep.Status() != driver.StatusGone {
 			t.Errorf("rrenew of a reader that holds nothing = %v; want [-1]", rep)
 		}
 
 		// The last reader out lets the writer in.
 		wantOK(t, "runlock A", r.runlock("A"))
-		if rep := r.runlock("A"); rep.Status() != backend.StatusOK || r.members(rwReaders) != "B:1" {
+		if rep := r.runlock("A"); rep.Status() != driver.StatusOK || r.members(rwReaders) != "B:1" {
 			t.Errorf("second runlock A = %v, readers %q; want [1] (done already), B:1", rep, r.members(rwReaders))
 		}
 		wantContended(t, "lock W with B inside", r.lock("W", true), ttl)
@@ -221,10 +223,10 @@ func TestRWMutexScripts(t *testing.T) {
 		if got := r.members(rwWWait); got != "" {
 			t.Errorf("waiting writers after the grant = %q; want none", got)
 		}
-		if rep := r.exec(script.RWMutexRenew.Call(r.keys[:1], script.RenewArgs{Owner: "W", TTL: 20000})); rep.Status() != backend.StatusOK {
+		if rep := r.exec(script.RWMutexRenew.Call(r.keys[:1], script.RenewArgs{Owner: "W", TTL: 20000})); rep.Status() != driver.StatusOK {
 			t.Errorf("renew W = %v; want [1 ...]", rep)
 		}
-		if rep := r.runlock("W"); rep.Status() != backend.StatusOK || rdb.HGet(r.ctx, r.keys[rwWriter], "o").Val() != "W" {
+		if rep := r.runlock("W"); rep.Status() != driver.StatusOK || rdb.HGet(r.ctx, r.keys[rwWriter], "o").Val() != "W" {
 			t.Errorf("runlock by a reader that holds nothing while a writer holds = %v; want [1], the writer left alone", rep)
 		}
 
@@ -232,7 +234,7 @@ func TestRWMutexScripts(t *testing.T) {
 		// writer.
 		wantContended(t, "rlock C under W", r.rlock("C", true), ttl)
 		wantContended(t, "lock V under W", r.lock("V", true), ttl)
-		if rep := r.unlock("V"); rep.Status() != backend.StatusOK || rdb.HGet(r.ctx, r.keys[rwWriter], "o").Val() != "W" {
+		if rep := r.unlock("V"); rep.Status() != driver.StatusOK || rdb.HGet(r.ctx, r.keys[rwWriter], "o").Val() != "W" {
 			t.Errorf("unlock by another owner = %v; want [1], W's hold left alone", rep)
 		}
 		wantOK(t, "unlock W", r.unlock("W"))
@@ -254,7 +256,7 @@ func TestRWMutexScripts(t *testing.T) {
 		wantOK(t, "runlock C", r.runlock("C"))
 		wantOK(t, "lock V", r.lock("V", true))
 		wantOK(t, "unlock V", r.unlock("V"))
-		if rep := r.unlock("V"); rep.Status() != backend.StatusOK {
+		if rep := r.unlock("V"); rep.Status() != driver.StatusOK {
 			t.Errorf("second unlock = %v; want [1] (done already)", rep)
 		}
 
@@ -263,11 +265,11 @@ func TestRWMutexScripts(t *testing.T) {
 		// lets readers in.
 		wantOK(t, "rlock E", r.rlock("E", true))
 		wantContended(t, "lock X", r.lock("X", true), ttl)
-		if rep := r.lockUndo("X", 1); rep.Status() != backend.StatusOK || r.members(rwWWait) != "X" {
+		if rep := r.lockUndo("X", 1); rep.Status() != driver.StatusOK || r.members(rwWWait) != "X" {
 			t.Errorf("undo of a contended lock = %v, waiting writers %q; want [1], X still waiting", rep, r.members(rwWWait))
 		}
 		wantContended(t, "tryrlock F while X waits", r.rlock("F", false), ttl)
-		if rep := r.unlock("X"); rep.Status() != backend.StatusOK || r.members(rwWWait) != "" {
+		if rep := r.unlock("X"); rep.Status() != driver.StatusOK || r.members(rwWWait) != "" {
 			t.Errorf("release by a writer that gave up = %v, waiting writers %q; want [1], none", rep, r.members(rwWWait))
 		}
 		wantOK(t, "tryrlock F after X gave up", r.rlock("F", false))
@@ -278,10 +280,10 @@ func TestRWMutexScripts(t *testing.T) {
 		// turn; a reader that gives up its turn lets the writers go.
 		wantOK(t, "lock Y", r.lock("Y", true))
 		wantContended(t, "rlock G under Y", r.rlock("G", true), ttl)
-		if rep := r.lockUndo("Y", 2); rep.Status() != backend.StatusOK || rdb.HGet(r.ctx, r.keys[rwWriter], "o").Val() != "Y" {
+		if rep := r.lockUndo("Y", 2); rep.Status() != driver.StatusOK || rdb.HGet(r.ctx, r.keys[rwWriter], "o").Val() != "Y" {
 			t.Errorf("late undo of another attempt of Y = %v; want [1], Y's hold left alone", rep)
 		}
-		if rep := r.lockUndo("Y", 1); rep.Status() != backend.StatusOK {
+		if rep := r.lockUndo("Y", 1); rep.Status() != driver.StatusOK {
 			t.Errorf("undo of a write grant = %v; want [1]", rep)
 		}
 		if got := r.members(rwTurn); got != "" {
@@ -293,7 +295,7 @@ func TestRWMutexScripts(t *testing.T) {
 			t.Errorf("turn after the release = %q; want G", got)
 		}
 		wantContended(t, "lock Z during G's turn", r.lock("Z", false), ttl)
-		if rep := r.runlock("G"); rep.Status() != backend.StatusOK || r.members(rwTurn) != "" {
+		if rep := r.runlock("G"); rep.Status() != driver.StatusOK || r.members(rwTurn) != "" {
 			t.Errorf("release by a reader that gave up = %v, turn %q; want [1], no turn left", rep, r.members(rwTurn))
 		}
 		wantOK(t, "lock Z after G gave up its turn", r.lock("Z", false))
@@ -301,16 +303,16 @@ func TestRWMutexScripts(t *testing.T) {
 		r.expiring()
 
 		// Undo of what took nothing is harmless.
-		if rep := r.unlock("nobody"); rep.Status() != backend.StatusOK {
+		if rep := r.unlock("nobody"); rep.Status() != driver.StatusOK {
 			t.Errorf("unlock of nothing = %v; want [1]", rep)
 		}
-		if rep := r.runlock("nobody"); rep.Status() != backend.StatusOK {
+		if rep := r.runlock("nobody"); rep.Status() != driver.StatusOK {
 			t.Errorf("runlock of nothing = %v; want [1]", rep)
 		}
 		// The processes whose writers waited leave the writers' line, as
 		// their last writer's Lock does when it gives up.
 		for _, w := range []string{"V", "W", "X", "Y"} {
-			if rep := r.exec(script.RWMutexLeave.Call(r.keys[:1], script.LeaveArgs{Cohort: "p-" + w, Wake: r.wake, Call: r.callOf(w), Stale: 3000})); rep.Status() != backend.StatusOK {
+			if rep := r.exec(script.RWMutexLeave.Call(r.keys[:1], script.LeaveArgs{Cohort: "p-" + w, Wake: r.wake, Call: r.callOf(w), Stale: 3000})); rep.Status() != driver.StatusOK {
 				t.Errorf("leave of p-%s = %v; want [1]", w, rep)
 			}
 		}
@@ -336,7 +338,7 @@ func TestRWMutexExpiry(t *testing.T) {
 		wantContended(t, "lock W", r.lock("W", false), ttl)
 		time.Sleep(2 * ttl * time.Millisecond)
 		wantOK(t, "lock W after the reader's hold expired", r.lock("W", true))
-		if rep := r.runlock("A"); rep.Status() != backend.StatusOK || rdb.HGet(r.ctx, r.keys[rwWriter], "o").Val() != "W" {
+		if rep := r.runlock("A"); rep.Status() != driver.StatusOK || rdb.HGet(r.ctx, r.keys[rwWriter], "o").Val() != "W" {
 			t.Errorf("runlock of an expired read hold = %v; want [1] (nothing of it remains), the writer left alone", rep)
 		}
 		wantContended(t, "rlock C under W", r.rlock("C", true), ttl)
@@ -397,7 +399,7 @@ func TestRWMutexLateReadAttempt(t *testing.T) {
 		wantContended(t, "rlock R while W holds", r.rlock("R", true), r.ttl)
 		// R gives up: its attempt 2 was sent, its reply lost.
 		wantOK(t, "R withdraws, departing", r.exec(script.RWMutexRUnlock.Call(r.keys, script.RWRUnlockArgs{Owner: "R", WWake: r.wake, Refuse: r.ttl, Depart: true, Attempts: []string{"1", "2"}})))
-		if rep := r.rlockAttempt("R", true, 2); rep.Status() != backend.StatusContended {
+		if rep := r.rlockAttempt("R", true, 2); rep.Status() != driver.StatusContended {
 			t.Fatalf("R's late attempt = %v; want it refused", rep)
 		}
 		if got := r.members(rwRWait); got != "x:R" {
@@ -409,7 +411,7 @@ func TestRWMutexLateReadAttempt(t *testing.T) {
 		}
 		wantOK(t, "lock V right after", r.lock("V", false))
 		wantOK(t, "unlock V", r.unlock("V"))
-		if rep := r.rlockAttempt("R", true, 3); rep.Status() != backend.StatusContended || r.members(rwReaders) != "" {
+		if rep := r.rlockAttempt("R", true, 3); rep.Status() != driver.StatusContended || r.members(rwReaders) != "" {
 			t.Fatalf("R's late attempt on a free lock = %v, readers %q; want refused, no hold", rep, r.members(rwReaders))
 		}
 	})

@@ -22,7 +22,7 @@ import (
 	_ "embed"
 	"fmt"
 
-	"github.com/redisync/redisync/backend"
+	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/locker"
 )
 
@@ -35,11 +35,11 @@ var (
 // script, matching locker.ErrNotHeld. It returns nil for StatusOK.
 func NotHeld(status int64) error {
 	switch status {
-	case backend.StatusOK:
+	case driver.StatusOK:
 		return nil
-	case backend.StatusGone:
+	case driver.StatusGone:
 		return fmt.Errorf("%w: the hold expired or was released", locker.ErrNotHeld)
-	case backend.StatusTaken:
+	case driver.StatusTaken:
 		return fmt.Errorf("%w: the lock belongs to another owner", locker.ErrNotHeld)
 	}
 	return fmt.Errorf("%w: unexpected status %d", locker.ErrNotHeld, status)

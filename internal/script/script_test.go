@@ -9,6 +9,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/backend"
+
+	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/internal/script"
 	"github.com/redisync/redisync/redisynctest"
@@ -45,7 +47,7 @@ func TestMutexScripts(t *testing.T) {
 		keys := []string{"redisync:{" + name + "}:lock", "redisync:{" + name + "}:fence"}
 		wake := "redisync:{" + name + "}:wake"
 		attempt := 0
-		acquire := func(owner string) backend.Reply {
+		acquire := func(owner string) driver.Reply {
 			t.Helper()
 			attempt++
 			r, err := script.MutexAcquire.Run(ctx, b, keys, script.MutexAcquireArgs{
@@ -57,7 +59,7 @@ func TestMutexScripts(t *testing.T) {
 			}
 			return r
 		}
-		run := func(c *backend.Call) backend.Reply {
+		run := func(c *driver.Call) driver.Reply {
 			t.Helper()
 			b.Exec(ctx, c)
 			if c.Err != nil {
@@ -67,15 +69,15 @@ func TestMutexScripts(t *testing.T) {
 		}
 		// undo is the undo of attempt n of owner, with the arguments of an
 		// acquisition that names no block, cohort or call.
-		undo := func(owner string, n int) backend.Reply {
+		undo := func(owner string, n int) driver.Reply {
 			t.Helper()
 			return run(script.MutexUndo.Call(keys, script.MutexAcquireArgs{Owner: owner, TTL: 10000, FenceMargin: fenceMargin, Attempt: int64(n)}))
 		}
-		renew := func(owner string, ttl int64) backend.Reply {
+		renew := func(owner string, ttl int64) driver.Reply {
 			t.Helper()
 			return run(script.MutexRenew.Call(keys, script.RenewArgs{Owner: owner, TTL: ttl}))
 		}
-		release := func(owner string) backend.Reply {
+		release := func(owner string) driver.Reply {
 			t.Helper()
 			return run(script.MutexRelease.Call(keys, script.MutexReleaseArgs{Owner: owner, Wake: wake}))
 		}
@@ -86,13 +88,13 @@ func TestMutexScripts(t *testing.T) {
 		if c := rdb.HGet(ctx, keys[0], "c").Val(); c != "host/1#1" {
 			t.Errorf("holder's cohort = %q; want host/1#1", c)
 		}
-		if r.Status() != backend.StatusOK || tok < before-int64(time.Minute/time.Microsecond) {
+		if r.Status() != driver.StatusOK || tok < before-int64(time.Minute/time.Microsecond) {
 			t.Fatalf("acquire on a free lock = %v; want [1 token] with token near the server clock in µs (%d)", r, before)
 		}
 		if err := rdb.PExpire(ctx, keys[0], time.Second).Err(); err != nil {
 			t.Fatal(err)
 		}
-		if r := acquire("A"); r.Status() != backend.StatusOK || r.At(1) != tok {
+		if r := acquire("A"); r.Status() != driver.StatusOK || r.At(1) != tok {
 			t.Errorf("retried acquire by the holder = %v; want [1 %d] (same hold, same token)", r, tok)
 		}
 		if ttl := rdb.PTTL(ctx, keys[0]).Val(); ttl <= time.Second {
@@ -100,13 +102,13 @@ func TestMutexScripts(t *testing.T) {
 		}
 		// The undo of the first attempt, arriving after the retry granted
 		// the hold again, leaves it alone; the retry's own undo ends it.
-		if r := undo("A", 1); r.Status() != backend.StatusOK {
+		if r := undo("A", 1); r.Status() != driver.StatusOK {
 			t.Errorf("late undo of an earlier attempt = %v; want [1] (nothing of that attempt remains)", r)
 		}
 		if o := rdb.HGet(ctx, keys[0], "o").Val(); o != "A" {
 			t.Fatalf("holder after a late undo = %q; want A", o)
 		}
-		if r := undo("A", attempt); r.Status() != backend.StatusOK {
+		if r := undo("A", attempt); r.Status() != driver.StatusOK {
 			t.Errorf("undo of the attempt that granted the hold = %v; want [1]", r)
 		}
 		r = acquire("A")
@@ -114,34 +116,34 @@ func TestMutexScripts(t *testing.T) {
 		// An earlier attempt delivered late keeps the hold, but leaves the
 		// later attempt recorded: that one's undo still ends it, the
 		// earlier one's does not.
-		if r := run(script.MutexAcquire.Call(keys, script.MutexAcquireArgs{Owner: "A", TTL: 10000, FenceMargin: fenceMargin, Attempt: 1, Block: 1})); r.Status() != backend.StatusOK || r.At(1) != tok {
+		if r := run(script.MutexAcquire.Call(keys, script.MutexAcquireArgs{Owner: "A", TTL: 10000, FenceMargin: fenceMargin, Attempt: 1, Block: 1})); r.Status() != driver.StatusOK || r.At(1) != tok {
 			t.Errorf("late acquire of an earlier attempt = %v; want [1 %d]", r, tok)
 		}
 		if a := rdb.HGet(ctx, keys[0], "a").Val(); a != fmt.Sprint(attempt) {
 			t.Errorf("attempt recorded after a late earlier one = %s; want %d", a, attempt)
 		}
-		if r := acquire("B"); r.Status() != backend.StatusContended || r.At(1) <= 0 || r.At(1) > 10000 {
+		if r := acquire("B"); r.Status() != driver.StatusContended || r.At(1) <= 0 || r.At(1) > 10000 {
 			t.Errorf("acquire by another owner = %v; want [0 ms-left]", r)
 		}
-		if r := renew("B", 20000); r.Status() != backend.StatusTaken {
+		if r := renew("B", 20000); r.Status() != driver.StatusTaken {
 			t.Errorf("renew by another owner = %v; want [-2]", r)
 		}
-		if r := renew("A", 20000); r.Status() != backend.StatusOK || r.At(1) != 20000 {
+		if r := renew("A", 20000); r.Status() != driver.StatusOK || r.At(1) != 20000 {
 			t.Errorf("renew to a longer TTL = %v; want [1 20000]", r)
 		}
-		if r := renew("A", 5000); r.Status() != backend.StatusOK || r.At(1) <= 5000 {
+		if r := renew("A", 5000); r.Status() != driver.StatusOK || r.At(1) <= 5000 {
 			t.Errorf("renew to a shorter TTL = %v; want [1 ms-left > 5000] (never shortened)", r)
 		}
-		if r := release("B"); r.Status() != backend.StatusOK || rdb.HGet(ctx, keys[0], "o").Val() != "A" {
+		if r := release("B"); r.Status() != driver.StatusOK || rdb.HGet(ctx, keys[0], "o").Val() != "A" {
 			t.Errorf("release by another owner = %v; want [1], A's hold left alone", r)
 		}
-		if r := release("A"); r.Status() != backend.StatusOK {
+		if r := release("A"); r.Status() != driver.StatusOK {
 			t.Errorf("release by the holder = %v; want [1]", r)
 		}
-		if r := release("A"); r.Status() != backend.StatusOK {
+		if r := release("A"); r.Status() != driver.StatusOK {
 			t.Errorf("second release = %v; want [1] (done already)", r)
 		}
-		if r := renew("A", 1000); r.Status() != backend.StatusGone {
+		if r := renew("A", 1000); r.Status() != driver.StatusGone {
 			t.Errorf("renew after release = %v; want [-1]", r)
 		}
 
@@ -180,12 +182,12 @@ func TestMutexScripts(t *testing.T) {
 }
 
 func TestNotHeld(t *testing.T) {
-	for _, s := range []int64{backend.StatusGone, backend.StatusTaken, 7} {
+	for _, s := range []int64{driver.StatusGone, driver.StatusTaken, 7} {
 		if err := script.NotHeld(s); err == nil {
 			t.Errorf("NotHeld(%d) = nil; want an error", s)
 		}
 	}
-	if err := script.NotHeld(backend.StatusOK); err != nil {
+	if err := script.NotHeld(driver.StatusOK); err != nil {
 		t.Errorf("NotHeld(StatusOK) = %v; want nil", err)
 	}
 }

@@ -12,13 +12,15 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/backend"
+
+	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/internal/script"
 )
 
 // A step is one script call of a scenario. Keys are given by role (see
 // layout); a key role the scenario does not name is ignored.
 type step struct {
-	s    *backend.Script
+	s    *driver.Script
 	keys []string // roles
 	args []any
 }
@@ -419,7 +421,7 @@ func runScenario(t *testing.T, rdb *redis.Client, b backend.Backend, sc scenario
 				args[i] = v
 			}
 		}
-		c := &backend.Call{Script: s.s, Keys: ks, Args: args}
+		c := &driver.Call{Script: s.s, Keys: ks, Args: args}
 		b.Exec(ctx, c)
 		if c.Err != nil {
 			t.Fatalf("%s: %v", s.s.Name(), c.Err)
@@ -438,7 +440,7 @@ func runScenario(t *testing.T, rdb *redis.Client, b backend.Backend, sc scenario
 
 // mask prints a reply with its large numbers (tokens, tickets, versions)
 // and its times left (ms, which differ between runs) replaced.
-func mask(r backend.Reply) string {
+func mask(r driver.Reply) string {
 	parts := make([]string, len(r))
 	for i, v := range r {
 		switch {

@@ -9,6 +9,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/backend"
+
+	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/internal/script"
 )
 
@@ -34,7 +36,7 @@ func TestMutexYield(t *testing.T) {
 			t.Run(tc.name, func(t *testing.T) {
 				name := fmt.Sprintf("%s-%d", t.Name(), time.Now().UnixNano())
 				keys := []string{"redisync:{" + name + "}:lock", "redisync:{" + name + "}:fence"}
-				acquire := func(owner, cohort string, waits bool) backend.Reply {
+				acquire := func(owner, cohort string, waits bool) driver.Reply {
 					t.Helper()
 					attempt++
 					r, err := script.MutexAcquire.Run(ctx, b, keys, script.MutexAcquireArgs{
@@ -46,10 +48,10 @@ func TestMutexYield(t *testing.T) {
 					}
 					return r
 				}
-				if r := acquire("A", "X", true); r.Status() != backend.StatusOK {
+				if r := acquire("A", "X", true); r.Status() != driver.StatusOK {
 					t.Fatalf("first acquire: %v", r)
 				}
-				if r := acquire("B", "Y", tc.waits); r.Status() != backend.StatusContended {
+				if r := acquire("B", "Y", tc.waits); r.Status() != driver.StatusContended {
 					t.Fatalf("acquire of a held lock: %v", r)
 				}
 				if _, err := script.MutexRelease.Run(ctx, b, keys, script.MutexReleaseArgs{Owner: "A", Wake: "wake", Yield: tc.yield}); err != nil {
@@ -61,15 +63,15 @@ func TestMutexYield(t *testing.T) {
 				}
 				r := acquire("A2", "X", true)
 				if !tc.wantsMarker {
-					if r.Status() != backend.StatusOK {
+					if r.Status() != driver.StatusOK {
 						t.Fatalf("the releaser's cohort was refused without a marker: %v", r)
 					}
 					return
 				}
-				if r.Status() != backend.StatusContended || r.At(1) <= 0 || r.At(1) > tc.yield {
+				if r.Status() != driver.StatusContended || r.At(1) <= 0 || r.At(1) > tc.yield {
 					t.Fatalf("the releaser's cohort during the yield got %v; want {0, ms left of %d}", r, tc.yield)
 				}
-				if r := acquire("B", "Y", true); r.Status() != backend.StatusOK {
+				if r := acquire("B", "Y", true); r.Status() != driver.StatusOK {
 					t.Fatalf("the waiting cohort during the yield got %v; want the lock", r)
 				}
 				if rdb.HGet(ctx, keys[0], "y").Val() != "" || rdb.HGet(ctx, keys[0], "o").Val() != "B" {

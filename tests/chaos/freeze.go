@@ -5,6 +5,8 @@ import (
 	"sync/atomic"
 
 	"github.com/redisync/redisync/backend"
+
+	"github.com/redisync/redisync/backend/driver"
 )
 
 // Freezable wraps a Backend so that a test can freeze it, as a paused
@@ -27,7 +29,7 @@ func (f *Freezable) Freeze() { f.frozen.Store(true) }
 func (f *Freezable) Thaw() { f.frozen.Store(false) }
 
 // Exec fails every call while frozen.
-func (f *Freezable) Exec(ctx context.Context, calls ...*backend.Call) {
+func (f *Freezable) Exec(ctx context.Context, calls ...*driver.Call) {
 	if f.frozen.Load() {
 		for _, c := range calls {
 			c.Reply, c.Err = nil, frozenError{}

@@ -11,6 +11,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/backend"
+
+	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/internal/deploytest"
 	"github.com/redisync/redisync/internal/keyspace"
 	"github.com/redisync/redisync/internal/script"
@@ -297,7 +299,7 @@ func (o *Order) record(c *OrderCall, at time.Time, format string, args ...any) {
 // its calls apart; argv returns ARGV[i], which script.ArgIndex finds by
 // name. Enqueue and Beat run the same source: an Enqueue is the one whose
 // ticket is 0.
-func describeFair(s *backend.Script, argv func(i int) any) string {
+func describeFair(s *driver.Script, argv func(i int) any) string {
 	f := script.Fair
 	arg := func(name string) any { return argv(script.ArgIndex(s, name)) }
 	switch s {
@@ -315,9 +317,9 @@ func describeFair(s *backend.Script, argv func(i int) any) string {
 }
 
 // isFair reports whether s is a script of the fair lock.
-func isFair(s *backend.Script) bool {
+func isFair(s *driver.Script) bool {
 	f := script.Fair
-	return slices.Contains([]*backend.Script{f.Acquire.Script, f.Settle.Script, f.Undo.Script, f.Enqueue.Script, f.Beat.Script,
+	return slices.Contains([]*driver.Script{f.Acquire.Script, f.Settle.Script, f.Undo.Script, f.Enqueue.Script, f.Beat.Script,
 		f.Renew.Script, f.Release.Script, f.Stat.Script, f.Force.Script}, s)
 }
 
@@ -325,7 +327,7 @@ func isFair(s *backend.Script) bool {
 // is a Listener, a Validator and a Quorum when b is.
 func (o *Order) Backend(b backend.Backend) backend.Backend {
 	ob := &orderBackend{b, o}
-	if _, ok := b.(backend.Quorum); ok {
+	if _, ok := b.(driver.Quorum); ok {
 		return orderQuorum{ob}
 	}
 	return ob
@@ -338,15 +340,15 @@ type orderBackend struct {
 }
 
 var (
-	_ backend.Listener  = (*orderBackend)(nil)
-	_ backend.Validator = (*orderBackend)(nil)
-	_ backend.Quorum    = orderQuorum{}
+	_ driver.Listener  = (*orderBackend)(nil)
+	_ driver.Validator = (*orderBackend)(nil)
+	_ driver.Quorum    = orderQuorum{}
 )
 
 // Exec runs the calls on the Backend, then records the fair script calls in
 // the OrderCall that ctx carries: an Enqueue that came back with status OK
 // confirms its place in line.
-func (b *orderBackend) Exec(ctx context.Context, calls ...*backend.Call) {
+func (b *orderBackend) Exec(ctx context.Context, calls ...*driver.Call) {
 	b.Backend.Exec(ctx, calls...)
 	c, ok := ctx.Value(orderKey{}).(*OrderCall)
 	if !ok {
@@ -373,7 +375,7 @@ func (b *orderBackend) Exec(ctx context.Context, calls ...*backend.Call) {
 		if call.Script == script.Fair.Acquire.Script && c.owner == "" {
 			c.owner = fmt.Sprint(script.Arg(call.Script, call.Args, "owner"))
 		}
-		if call.Script == script.Fair.Enqueue.Script && call.Err == nil && call.Reply.Status() == backend.StatusOK && c.placed.IsZero() {
+		if call.Script == script.Fair.Enqueue.Script && call.Err == nil && call.Reply.Status() == driver.StatusOK && c.placed.IsZero() {
 			c.placed, c.ticket = at, call.Reply.At(1)
 		}
 		o.mu.Unlock()
@@ -387,13 +389,13 @@ func (b *orderBackend) Exec(ctx context.Context, calls ...*backend.Call) {
 
 // Listening reports whether the Backend listens on channel.
 func (b *orderBackend) Listening(channel string) bool {
-	l, ok := b.Backend.(backend.Listener)
+	l, ok := b.Backend.(driver.Listener)
 	return ok && l.Listening(channel)
 }
 
 // Err returns the Backend's Err, if it has one.
 func (b *orderBackend) Err() error {
-	if v, ok := b.Backend.(backend.Validator); ok {
+	if v, ok := b.Backend.(driver.Validator); ok {
 		return v.Err()
 	}
 	return nil
@@ -403,10 +405,10 @@ func (b *orderBackend) Err() error {
 type orderQuorum struct{ *orderBackend }
 
 func (q orderQuorum) QuorumNodes() (nodes, majority int) {
-	return q.Backend.(backend.Quorum).QuorumNodes()
+	return q.Backend.(driver.Quorum).QuorumNodes()
 }
 
-func (q orderQuorum) NodeTimeout() time.Duration { return q.Backend.(backend.Quorum).NodeTimeout() }
+func (q orderQuorum) NodeTimeout() time.Duration { return q.Backend.(driver.Quorum).NodeTimeout() }
 
 // Hook returns a go-redis hook, for the client of node n, that records the
 // fair script calls of the OrderCall that a command's context carries. Add

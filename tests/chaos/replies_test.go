@@ -16,6 +16,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/backend"
+
+	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/fair"
 	"github.com/redisync/redisync/internal/deploytest"
 	"github.com/redisync/redisync/internal/lease"
@@ -143,8 +145,8 @@ func replyPrimitives() []replyPrimitive {
 
 // replyScripts returns every script of the library, as its package
 // variables are now, for deploytest.ScriptOf.
-func replyScripts() []*backend.Script {
-	ss := []*backend.Script{
+func replyScripts() []*driver.Script {
+	ss := []*driver.Script{
 		script.MutexAcquire.Script, script.MutexRelease.Script, script.MutexRenew.Script, script.MutexUndo.Script,
 		script.RWMutexLock.Script, script.RWMutexLockUndo.Script, script.RWMutexUnlock.Script, script.RWMutexRenew.Script,
 		script.RWMutexRLock.Script, script.RWMutexRLockUndo.Script, script.RWMutexRUnlock.Script, script.RWMutexRRenew.Script,
@@ -169,8 +171,8 @@ type replyRules struct {
 	lateGive    float64 // of single Release calls: undos and give-backs
 	lateTake    float64 // of single Acquire calls
 	alternate   bool    // lose the reply of every other grant instead (a reply whose status is 1), from the first
-	only        *backend.Script
-	scripts     []*backend.Script
+	only        *driver.Script
+	scripts     []*driver.Script
 
 	mu  sync.Mutex
 	rng *rand.Rand
@@ -241,7 +243,7 @@ func (r *replyRules) loseRule(cmds []redis.Cmder) bool {
 }
 
 // granted reports whether every command of cmds replied with a grant: an
-// array whose first element is 1 (backend.StatusOK).
+// array whose first element is 1 (driver.StatusOK).
 func granted(cmds []redis.Cmder) bool {
 	for _, c := range cmds {
 		cmd, ok := c.(*redis.Cmd)
@@ -249,7 +251,7 @@ func granted(cmds []redis.Cmder) bool {
 			return false
 		}
 		reply, err := cmd.Slice()
-		if err != nil || len(reply) == 0 || reply[0] != int64(backend.StatusOK) {
+		if err != nil || len(reply) == 0 || reply[0] != int64(driver.StatusOK) {
 			return false
 		}
 	}
@@ -269,12 +271,12 @@ func (r *replyRules) lateRule(cmds []redis.Cmder) (time.Duration, bool) {
 		return 0, false
 	}
 	switch s.Kind() {
-	case backend.Release:
+	case driver.Release:
 		if r.chance(r.lateGive) {
 			r.lateGives.Add(1)
 			return r.delay(), true
 		}
-	case backend.Acquire:
+	case driver.Acquire:
 		if r.chance(r.lateTake) {
 			r.lateTakes.Add(1)
 			return r.delay(), true
@@ -285,10 +287,10 @@ func (r *replyRules) lateRule(cmds []redis.Cmder) (time.Duration, bool) {
 
 // acquisitionScripts returns the scripts of replyScripts that take a hold
 // or a place in line: an AttemptHook counts their calls as attempts.
-func acquisitionScripts() []*backend.Script {
-	var out []*backend.Script
+func acquisitionScripts() []*driver.Script {
+	var out []*driver.Script
 	for _, s := range replyScripts() {
-		if s.Kind() == backend.Acquire {
+		if s.Kind() == driver.Acquire {
 			out = append(out, s)
 		}
 	}
@@ -753,7 +755,7 @@ func TestRepliesNegativeControl(t *testing.T) {
 	// Its first ARGV (owner, ttl, fence counter margin, count) sit where
 	// today's arguments put them (see script.ReentrantAcquireArgs).
 	script.ReentrantAcquire = script.Def[script.ReentrantAcquireArgs]{
-		Script: backend.NewScript("reentrant.acquire", backend.Acquire, reentrantAcquireB01ed44, script.ReentrantUndo.Script),
+		Script: driver.NewScript("reentrant.acquire", driver.Acquire, reentrantAcquireB01ed44, script.ReentrantUndo.Script),
 	}
 	t.Cleanup(func() { script.ReentrantAcquire = orig })
 

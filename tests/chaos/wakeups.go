@@ -11,6 +11,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/backend"
+
+	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/internal/deploytest"
 	"github.com/redisync/redisync/internal/lease"
 )
@@ -200,7 +202,7 @@ type lockCallKey struct{}
 // error. Add it before any hook that loses or delays replies, so that it
 // sees what the caller sees.
 type AttemptHook struct {
-	Scripts []*backend.Script
+	Scripts []*driver.Script
 }
 
 var _ redis.Hook = AttemptHook{}

@@ -16,6 +16,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/backend"
+
+	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/fence"
 	"github.com/redisync/redisync/internal/keyspace"
 	"github.com/redisync/redisync/internal/local"
@@ -319,7 +321,7 @@ func (r *run) listening(in *injection, d time.Duration) bool {
 	}
 	p := r.procs[in.pinned.proc]
 	line := r.p.line(keyspace.New(p.b.Prefix(), r.lockName), p.cohort)
-	l, ok := p.b.(backend.Listener)
+	l, ok := p.b.(driver.Listener)
 	if !ok {
 		return false
 	}

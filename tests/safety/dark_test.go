@@ -10,6 +10,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/backend"
+
+	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/internal/deploytest"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/internal/script"
@@ -17,7 +19,7 @@ import (
 )
 
 // darkReleases is a Backend whose release calls (Script.Kind() ==
-// backend.Release) do not go through until light is called, or their
+// driver.Release) do not go through until light is called, or their
 // context ends: the link is dark for them, and a context without a deadline
 // waits.
 type darkReleases struct {
@@ -33,9 +35,9 @@ func newDark(b backend.Backend) *darkReleases {
 
 func (d *darkReleases) light() { d.once.Do(func() { close(d.dark) }) }
 
-func (d *darkReleases) Exec(ctx context.Context, calls ...*backend.Call) {
+func (d *darkReleases) Exec(ctx context.Context, calls ...*driver.Call) {
 	for _, c := range calls {
-		if c.Script.Kind() != backend.Release {
+		if c.Script.Kind() != driver.Release {
 			continue
 		}
 		d.blocked.Add(1)
@@ -128,7 +130,7 @@ func checkDarkUnlock(t *testing.T, h handle, ttl time.Duration, watchdog bool, l
 
 // TestUnlockOnDarkLink covers finding 4: Unlock with a context without a
 // deadline while the link is dark for the release (a Backend wrapper holds
-// back every call of kind backend.Release until the test ends). The hold's
+// back every call of kind driver.Release until the test ends). The hold's
 // Done must close by its Until (plus a 1s slack), not when the release
 // finally returns; a Done taken after Until must be closed.
 func TestUnlockOnDarkLink(t *testing.T) {

@@ -14,6 +14,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/backend"
+
+	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/fair"
 	"github.com/redisync/redisync/internal/deploytest"
 	"github.com/redisync/redisync/internal/redistest"
@@ -755,7 +757,7 @@ func (c *counted) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 }
 
 // runs returns a match for the commands that run one of scripts.
-func runs(scripts ...*backend.Script) func(redis.Cmder) bool {
+func runs(scripts ...*driver.Script) func(redis.Cmder) bool {
 	return func(cmd redis.Cmder) bool { return deploytest.ScriptOf(cmd, scripts...) != nil }
 }
 

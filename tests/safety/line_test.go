@@ -14,6 +14,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/backend"
+
+	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/internal/deploytest"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/internal/script"
@@ -45,7 +47,7 @@ var lineBackoff = locker.ConstantBackoff(linePoll)
 // line (see internal/script/lock_lib.lua).
 var lineKinds = []struct {
 	name    string
-	acquire *backend.Script // the script of an acquisition attempt
+	acquire *driver.Script // the script of an acquisition attempt
 	key     func(name string) string
 	make    func(b backend.Backend, name string) (locker.Locker, error)
 }{
@@ -84,7 +86,7 @@ func TestGiveUpMidAttemptLeavesLine(t *testing.T) {
 			ctx := newContext(t)
 			name := newName(t)
 			cut := newCutReply(k.acquire)
-			counted := &attempts{scripts: []*backend.Script{k.acquire}}
+			counted := &attempts{scripts: []*driver.Script{k.acquire}}
 			a := newProcess(t, node.Addr, name, k.make)
 			b := newProcess(t, node.Addr, name, k.make, cut)
 			c := newProcess(t, node.Addr, name, k.make, counted)
@@ -163,7 +165,7 @@ func TestMultiGiveUpLeavesLine(t *testing.T) {
 	}
 	waiters := []struct {
 		name    string
-		acquire *backend.Script
+		acquire *driver.Script
 		make    func(b backend.Backend, name string) (locker.Locker, error)
 	}{
 		{"mutex", script.MutexAcquire.Script, func(b backend.Backend, name string) (locker.Locker, error) {
@@ -183,12 +185,12 @@ func TestMultiGiveUpLeavesLine(t *testing.T) {
 				ctx := newContext(t)
 				name := newName(t)
 				cut := newCutReply(script.MultiAcquire.Script)
-				bAttempts := &attempts{scripts: []*backend.Script{script.MultiAcquire.Script}}
+				bAttempts := &attempts{scripts: []*driver.Script{script.MultiAcquire.Script}}
 				bHook := redis.Hook(bAttempts)
 				if inFlight {
 					bHook = cut
 				}
-				counted := &attempts{scripts: []*backend.Script{w.acquire}}
+				counted := &attempts{scripts: []*driver.Script{w.acquire}}
 				a := newProcess(t, node.Addr, name, newMulti)
 				b := newProcess(t, node.Addr, name, newMulti, bHook)
 				c := newProcess(t, node.Addr, name, w.make, counted)
@@ -300,7 +302,7 @@ func lineOf(ctx context.Context, c *redis.Client, key string) string {
 // scripts once their replies are in: a counted attempt is no longer in
 // flight.
 type attempts struct {
-	scripts []*backend.Script
+	scripts []*driver.Script
 	replies atomic.Int64
 }
 
@@ -327,7 +329,7 @@ func (a *attempts) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 // deploytest.ErrLostReply (a read timeout, as a read deadline gives)
 // instead. Other commands pass through.
 type cutReply struct {
-	scripts []*backend.Script
+	scripts []*driver.Script
 	first   once
 	sent    atomic.Int64  // commands that ran one of scripts
 	ran     chan struct{} // closed once the held command has run
@@ -335,7 +337,7 @@ type cutReply struct {
 	reply   any           // and its reply
 }
 
-func newCutReply(scripts ...*backend.Script) *cutReply {
+func newCutReply(scripts ...*driver.Script) *cutReply {
 	return &cutReply{scripts: scripts, ran: make(chan struct{})}
 }
 

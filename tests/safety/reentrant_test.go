@@ -8,6 +8,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/backend"
+
+	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/internal/deploytest"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/internal/script"
@@ -118,7 +120,7 @@ func TestReentrantUnlockNeverArrived(t *testing.T) {
 	var first once
 	f := &deploytest.Faulty{
 		Backend: newBackend(t, newClient(t, node.Addr)),
-		Drop:    func(c *backend.Call) bool { return c.Script == script.ReentrantRelease.Script && first.take() },
+		Drop:    func(c *driver.Call) bool { return c.Script == script.ReentrantRelease.Script && first.take() },
 	}
 	name := newName(t)
 	m, err := reentrant.New(f, name, reentrant.WithTTL(time.Second), reentrant.WithWatchdog(false))

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/redisync/redisync/backend"
+
+	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/rwmutex"
 )
@@ -24,7 +26,7 @@ type deafReaders struct {
 	refused atomic.Int64
 }
 
-func (d *deafReaders) Subscribe(ctx context.Context, channel string) (backend.Subscription, error) {
+func (d *deafReaders) Subscribe(ctx context.Context, channel string) (driver.Subscription, error) {
 	if strings.HasSuffix(channel, ":rwake") {
 		d.refused.Add(1)
 		return nil, errNoSubscribe

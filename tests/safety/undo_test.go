@@ -12,6 +12,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/backend"
+
+	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/internal/deploytest"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/internal/script"
@@ -21,9 +23,9 @@ import (
 
 // mutexScripts are the scripts of a mutex, loaded on a node before a test
 // delivers some of them late: a late EVALSHA must not meet NOSCRIPT.
-var mutexScripts = []*backend.Script{script.MutexAcquire.Script, script.MutexRelease.Script, script.MutexUndo.Script, script.MutexRenew.Script}
+var mutexScripts = []*driver.Script{script.MutexAcquire.Script, script.MutexRelease.Script, script.MutexUndo.Script, script.MutexRenew.Script}
 
-func loadScripts(t *testing.T, ctx context.Context, c *redis.Client, scripts ...*backend.Script) {
+func loadScripts(t *testing.T, ctx context.Context, c *redis.Client, scripts ...*driver.Script) {
 	t.Helper()
 	for _, s := range scripts {
 		if err := c.ScriptLoad(ctx, s.Source()).Err(); err != nil {

@@ -9,6 +9,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/redisync/redisync/backend"
+
+	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/locker"
 	"github.com/redisync/redisync/mutex"
 	"github.com/redisync/redisync/redisynctest"
@@ -19,10 +21,10 @@ import (
 // Backend but keeps a Local of its own, made with its own tracing options.
 type ownBackend struct {
 	backend.Backend
-	local *backend.Local
+	local *driver.Local
 }
 
-func (o *ownBackend) Local() *backend.Local { return o.local }
+func (o *ownBackend) Local() *driver.Local { return o.local }
 
 // TestThirdPartyLocal: a Backend written outside this module gets tracing by
 // making its Local with tracing options; one without a Local is refused by
@@ -33,7 +35,7 @@ func TestThirdPartyLocal(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	defer tp.Shutdown(context.Background())
-	b := &ownBackend{Backend: inner, local: backend.NewLocal(tracing.WithTracerProvider(tp))}
+	b := &ownBackend{Backend: inner, local: driver.NewLocal(tracing.WithTracerProvider(tp))}
 	m, err := mutex.New(b, "third-party")
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/backend"
+
+	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/mutex"
 	"github.com/redisync/redisync/redisynctest"
@@ -73,8 +75,8 @@ func TestQuorumNamespace(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	s := backend.NewScript("test.write", backend.Write, "return {1}", nil)
-	if _, err := backend.Run(context.Background(), b, s, []string{"redisync:{ns}:k"}); err != nil {
+	s := driver.NewScript("test.write", driver.Write, "return {1}", nil)
+	if _, err := driver.Run(context.Background(), b, s, []string{"redisync:{ns}:k"}); err != nil {
 		t.Fatal(err)
 	}
 	got := map[string]string{} // server.port -> db.namespace

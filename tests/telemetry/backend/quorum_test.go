@@ -9,6 +9,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/redisync/redisync/backend"
+
+	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/tracing"
 )
@@ -28,8 +30,8 @@ func TestQuorumSpans(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	s := backend.NewScript("test.write", backend.Write, "return {1}", nil)
-	if _, err := backend.Run(context.Background(), b, s, []string{"redisync:{spans}:k"}); err != nil {
+	s := driver.NewScript("test.write", driver.Write, "return {1}", nil)
+	if _, err := driver.Run(context.Background(), b, s, []string{"redisync:{spans}:k"}); err != nil {
 		t.Fatal(err)
 	}
 	var quorum sdktrace.ReadOnlySpan

@@ -14,6 +14,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/redisync/redisync/backend"
+
+	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/internal/script"
 	"github.com/redisync/redisync/tracing"
 )
@@ -166,10 +168,10 @@ type Owners struct {
 }
 
 // Exec records the owners of the acquisitions among calls and runs them.
-func (o *Owners) Exec(ctx context.Context, calls ...*backend.Call) {
+func (o *Owners) Exec(ctx context.Context, calls ...*driver.Call) {
 	o.mu.Lock()
 	for _, c := range calls {
-		if o.Every || c.Script.Kind() == backend.Acquire {
+		if o.Every || c.Script.Kind() == driver.Acquire {
 			for _, name := range []string{"owner", "waiter"} {
 				if s, ok := script.Arg(c.Script, c.Args, name).(string); ok && s != "" {
 					o.seen = append(o.seen, s)

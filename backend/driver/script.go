@@ -1,9 +1,8 @@
-package backend
+package driver
 
 import (
-	"context"
-
-	"github.com/redis/go-redis/v9"
+	"crypto/sha1"
+	"encoding/hex"
 )
 
 // A Kind says what a script does to a hold, so that a backend spanning several
@@ -71,13 +70,14 @@ type Script struct {
 	undo   *Script
 	settle *Script
 	block  bool
-	rs     *redis.Script
+	hash   string
 }
 
 // NewScript returns the script src called name. undo, which may be nil, is the
 // script that reverses an Acquire script.
 func NewScript(name string, kind Kind, src string, undo *Script) *Script {
-	return &Script{name: name, kind: kind, src: src, undo: undo, rs: redis.NewScript(src)}
+	sum := sha1.Sum([]byte(src))
+	return &Script{name: name, kind: kind, src: src, undo: undo, hash: hex.EncodeToString(sum[:])}
 }
 
 // NewBlockScript returns the Acquire script src called name, whose grant
@@ -123,12 +123,8 @@ func (s *Script) SettledBy(settle *Script) *Script {
 // Source returns the Lua source.
 func (s *Script) Source() string { return s.src }
 
-// Hash returns the SHA1 digest that EVALSHA uses.
-func (s *Script) Hash() string { return s.rs.Hash() }
-
-// Run runs s on c with EVALSHA, loading it with EVAL when the server answers
-// NOSCRIPT. It is for backends built on go-redis; args must already include
-// the publish command in first place.
-func (s *Script) Run(ctx context.Context, c redis.Scripter, keys []string, args ...any) *redis.Cmd {
-	return s.rs.Run(ctx, c, keys, args...)
-}
+// Hash returns the SHA1 digest of the source, in hexadecimal, as EVALSHA
+// takes it. An implementation of Exec sends EVALSHA first and, when the
+// server answers NOSCRIPT (a fresh or just promoted node), EVAL with the
+// Source.
+func (s *Script) Hash() string { return s.hash }

@@ -1,4 +1,4 @@
-package backend
+package driver
 
 import (
 	"testing"
@@ -34,7 +34,9 @@ func FuzzDecode(f *testing.F) {
 				arr[i], ints = []any{n}, false
 			}
 		}
-		r, data, err := decode(s, arr)
+		c := &Call{Script: s}
+		c.Decode(arr)
+		r, data, err := c.Reply, c.Data, c.Err
 		if (err == nil) != ints {
 			t.Fatalf("decode(%v) = (%v, %q, %v); want an error exactly when an element other than a trailing string is not an integer", arr, r, data, err)
 		}
@@ -46,7 +48,7 @@ func FuzzDecode(f *testing.F) {
 		if err == nil && len(shape) > 1 && shape[len(shape)-1]%4 == 1 && string(data) != str {
 			t.Fatalf("decode kept data %q; want %q", data, str)
 		}
-		if _, _, err := decode(s, str); err == nil {
+		if _, _, err := decode(s.Name(), str, nil); err == nil {
 			t.Fatalf("decode of a bare string succeeded")
 		}
 		if st := r.Status(); len(r) == 0 && st != StatusGone {

@@ -1,0 +1,47 @@
+// Package driver is what an implementation of a Backend writes against, as
+// database/sql/driver is for database/sql: the Backend interface and its
+// optional parts, the scripts the primitives send (Script, Kind), the calls
+// that carry them (Call) and their replies (Reply). It names no client
+// library: package backend implements it over go-redis, and a Backend over
+// another client implements it the same way. Programs that only use the
+// primitives need package backend alone.
+//
+// # Implementing a Backend
+//
+// A Backend's contract is its interface and nothing hidden; package
+// backendtest is the conformance suite it should pass.
+//
+//   - Exec runs each Call's Script with EVALSHA (Script.Hash), and with
+//     EVAL (Script.Source) when the server answers NOSCRIPT, with the Call's
+//     Keys, and with the Backend's publish command ("publish", or
+//     "spublish" on Cluster) before the Call's Args. It stores each reply
+//     with Call.Decode, or the failure in Call.Err. Calls may go out in one
+//     pipeline per node.
+//   - Subscribe listens on a wake channel: one pub/sub connection per node
+//     should serve every subscriber of the process, channels counted by
+//     reference, and a reconnect signals every Subscription, since messages
+//     may have been lost meanwhile.
+//   - Local returns the Backend's Local, made once with NewLocal: the
+//     primitives keep there, for this process, the watchdog of the holds
+//     taken through the Backend, the local queues of its waiting goroutines
+//     and its telemetry. Tracing options go to NewLocal. A wrapper around
+//     another Backend may return the wrapped one's Local instead.
+//   - Listener (optional) tells whether a wake channel is listened to
+//     already, which saves a waiter a round trip.
+//   - Validator (optional) reports a Backend that cannot work; Check and
+//     the primitives' constructors refuse it.
+//   - Prober (optional) checks the deployment for backend.Check.
+//   - Quorum (optional) marks a Backend over independent nodes.
+//   - A method OutageLimit() time.Duration (optional) bounds how long the
+//     primitives retry while the server is unreachable (see OutageLimit);
+//     a method SameSlot(keys ...string) bool (optional) lets a multi-lock
+//     take all its names with one script (see SameSlot).
+//
+// Errors that retrying may cure (see backend.IsTransient) should be Redis
+// error replies with their usual prefixes (LOADING, READONLY, MASTERDOWN,
+// CLUSTERDOWN, TRYAGAIN), net.Error values, or errors with a method
+// Transient() bool that returns true.
+//
+// Nothing is keyed by the Backend value, so its type need not be
+// comparable.
+package driver
