@@ -77,7 +77,9 @@ func New(b backend.Backend, name string, opts ...Option) (*Mutex, error) {
 		ttlMs:  holdopt.Millis(cfg.TTL),
 	}
 	m.h.Describe("reentrant mutex is not locked", m.holds.Holds)
-	m.gate = h.Gate(m.keys[0])
+	m.gate = h.Gate(lease.Exclusive{
+		Key: m.keys[0], Line: m.line, Wake: m.wake, Leave: script.ReentrantLeave, Spec: &m.spec, What: "acquire",
+	})
 	m.spec = h.Spec(cfg).RenewedBy(script.ReentrantRenew, m.keys[:1])
 	return m, nil
 }
@@ -127,26 +129,12 @@ func (m *Mutex) Lock(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		var unsure []int64 // attempts whose outcome is unknown
-		call, sent := m.h.Local().Call(), false
-		err = m.h.Wait(ctx, op, m.line, func(ctx context.Context) (bool, time.Duration, error) {
-			n := s.attempt()
-			sent = true
-			ok, retry, err := m.attempt(ctx, s, e, pass, call, n, true)
-			if err != nil {
-				unsure = append(unsure, n)
-			}
-			return ok, retry, err
-		})
+		l, n, err := m.gate.Contend(ctx, &m.h, op, pass, first{m, s})
 		if err != nil {
-			ctx = lease.AfterFailure(ctx, err)
-			if len(unsure) > 0 {
-				m.undo(ctx, m.acquireArgs(s.owner, 1, 0, unsure...))
-			}
-			m.gate.GiveUp(ctx, pass, sent, call, script.ReentrantLeave, m.wake)
 			return err
 		}
-		op.Token(e.h.l.Token())
+		m.record(s, e, l, pass, n)
+		op.Token(l.Token())
 		return nil
 	})
 }
@@ -183,43 +171,51 @@ func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
 		if !free {
 			return false, nil
 		}
-		n := s.attempt()
-		ok, _, err := m.attempt(ctx, s, e, pass, 0, n, false)
-		op.Attempt(err == nil && !ok)
-		if err != nil {
-			m.undo(ctx, m.acquireArgs(s.owner, 1, 0, n))
-		}
-		if !ok {
-			m.gate.Leave(pass)
+		l, n, err := m.gate.Try(ctx, &m.h, op, pass, first{m, s})
+		if l == nil {
 			return false, err
 		}
-		op.Token(e.h.l.Token())
+		m.record(s, e, l, pass, n)
+		op.Token(l.Token())
 		return true, nil
 	})
 }
 
-// attempt makes attempt n at a first hold for s; on success the hold, with
-// pass, is recorded in e. wait puts the process in the lock's line when the
-// lock is taken (Lock), so that a release wakes it in its turn: the Lock
-// call numbered call of the process's cohort (local.State.Call).
-func (m *Mutex) attempt(ctx context.Context, s *scope, e *entry, pass gate.Pass, call, n int64, wait bool) (bool, time.Duration, error) {
-	sent := time.Now()
-	args := m.acquireArgs(s.owner, 1, 0, n)
+// first is the Claim of a scope's first hold (see lease.Claim): its
+// attempts are numbered across the scope's acquisitions, so that an undo
+// names the attempts it gives back and no other. A waiting attempt puts the
+// process in the lock's line, so that a release wakes it in its turn.
+type first struct {
+	m *Mutex
+	s *scope
+}
+
+func (f first) Owner() string { return f.s.owner }
+
+func (f first) AcquireCall(call int64, wait bool, _ time.Time) (*driver.Call, int64) {
+	n := f.s.attempt()
+	args := f.m.acquireArgs(f.s.owner, 1, 0, n)
 	if wait {
-		args.Cohort, args.Stale, args.Call = m.cohort, m.stale, call
+		args.Cohort, args.Stale, args.Call = f.m.cohort, f.m.stale, call
 	}
-	c := script.ReentrantAcquire.Call(m.keys, args)
-	l, _, retry, err := lease.Grant(ctx, &m.spec, c, s.owner, sent, "acquire")
-	if l == nil {
-		return false, retry, err
+	return script.ReentrantAcquire.Call(f.m.keys, args), n
+}
+
+func (f first) AbandonCall(unsure []int64) *driver.Call {
+	if len(unsure) == 0 {
+		return nil
 	}
+	return script.ReentrantUndo.Call(f.m.keys, f.m.acquireArgs(f.s.owner, 1, 0, unsure...))
+}
+
+// record records l, granted to attempt n of s in turn pass, as the scope's
+// hold in e. A lost hold lets the other scopes of the process contend at
+// once; the scope still owes its Unlocks.
+func (m *Mutex) record(s *scope, e *entry, l *lease.Lease, pass gate.Pass, n int64) {
 	h := &hold{l: l, pass: pass, grant: n}
-	// A lost hold lets the other scopes of the process contend at once;
-	// this scope still owes its Unlocks.
 	l.OnLoss(pass)
 	s.set(e, m.h.Backend(), h, 1)
 	m.use(h)
-	return true, 0, nil
 }
 
 // errGone stops a re-entry whose hold is no longer on the server.

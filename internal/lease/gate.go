@@ -53,6 +53,45 @@ type Calls interface {
 	AbandonCall(owner string, unsure bool) *driver.Call
 }
 
+// A Claim is one acquisition by one owner, as Contend and Try drive it: it
+// builds the call of each attempt, and the call that gives back what
+// attempts whose outcome is unknown may have taken. An exclusive handle's
+// Lock makes one from its Calls for a new owner; the reentrant lock makes
+// one per scope, whose attempts are numbered across its re-entries. Its
+// methods only build calls.
+type Claim interface {
+	// Owner returns the owner the attempts acquire for.
+	Owner() string
+	// AcquireCall returns the next attempt, sent at sent, for the
+	// acquisition call numbered call in the process's cohort, and the
+	// attempt's number; wait says that the call waits for the lock (Lock,
+	// not TryLock), which puts the process in the lock's line.
+	AcquireCall(call int64, wait bool, sent time.Time) (c *driver.Call, attempt int64)
+	// AbandonCall returns the call that ends what the attempts numbered
+	// unsure may have taken (their replies were lost or cut short; unsure
+	// may be empty), or nil when there is nothing to end.
+	AbandonCall(unsure []int64) *driver.Call
+}
+
+// exclusiveClaim is the Claim of an exclusive handle's acquisition by a
+// new owner: its attempts are numbered from 1.
+type exclusiveClaim struct {
+	calls Calls
+	owner string
+	n     int
+}
+
+func (c *exclusiveClaim) Owner() string { return c.owner }
+
+func (c *exclusiveClaim) AcquireCall(call int64, wait bool, sent time.Time) (*driver.Call, int64) {
+	c.n++
+	return c.calls.AcquireCall(c.owner, call, c.n, wait, sent), int64(c.n)
+}
+
+func (c *exclusiveClaim) AbandonCall(unsure []int64) *driver.Call {
+	return c.calls.AbandonCall(c.owner, len(unsure) > 0)
+}
+
 // Exclusive describes an exclusive handle's holds to its Gate: what the
 // Gate needs besides the calls. Its fields are values; the Gate calls
 // nothing of the handle but its Calls.
@@ -65,11 +104,11 @@ type Exclusive struct {
 	What  string                       // names an attempt in errors: "acquire", "lock"
 }
 
-// Gate returns the handle's way through the queue of the lock whose main
-// key is key, without a slot of its own: the reentrant lock, whose scopes
-// queue, has no hand-off.
-func (h *Handle) Gate(key string) Gate {
-	return Gate{b: h.b, set: h.local.Gates(), key: key, cohort: h.local.Cohort(), stale: holdopt.LineStale(h.backoff)}
+// Gate returns the handle's way through the queue of the lock x describes,
+// without a slot of its own and without hand-off: the reentrant lock, whose
+// scopes queue, takes its first holds through it (Contend, Try).
+func (h *Handle) Gate(x Exclusive) Gate {
+	return Gate{b: h.b, set: h.local.Gates(), key: x.Key, cohort: h.local.Cohort(), stale: holdopt.LineStale(h.backoff), line: x.Line, x: x}
 }
 
 // ExclusiveGate returns the way through the queue of the lock x describes
@@ -80,10 +119,10 @@ func (h *Handle) Gate(key string) Gate {
 // x.Line is the process's wake channel of the lock, on which a force
 // unlock tells the holder's process that its hold ended (see Enter).
 func (h *Handle) ExclusiveGate(x Exclusive, cfg holdopt.Config, c Calls) Gate {
-	g := h.Gate(x.Key)
+	g := h.Gate(x)
 	g.held = gate.NewHandle()
 	handoff, class := cfg.Local()
-	g.class, g.within, g.line, g.x, g.calls = class, handoff.Within, x.Line, x, c
+	g.class, g.within, g.calls = class, handoff.Within, c
 	return g
 }
 
@@ -159,11 +198,12 @@ func (g Gate) listening() bool {
 // Lock is the Lock call of h, an exclusive handle (ExclusiveGate), as
 // Handle.Acquire runs it: it takes the handle's turn in the queue (Enter).
 // When a holder of the process hands its hold on, the handle holds it
-// without a round trip; otherwise it takes the lock through Redis (see
-// contend). It returns the hold and its turn's pass, which the handle
-// keeps until Unlock; a hold that is lost gives the pass back at once, so
-// that the other handles of the process contend (the handle stays locked
-// until Unlock). On failure it returns nil, and nothing is held or queued.
+// without a round trip; otherwise it takes the lock through Redis for a new
+// owner (Contend). It returns the hold and its turn's pass, which the
+// handle keeps until Unlock; a hold that is lost gives the pass back at
+// once, so that the other handles of the process contend (the handle stays
+// locked until Unlock). On failure it returns nil, and nothing is held or
+// queued.
 func (g Gate) Lock(ctx context.Context, h *Handle) (*Tenure, gate.Pass, error) {
 	var (
 		t    *Tenure
@@ -173,7 +213,11 @@ func (g Gate) Lock(ctx context.Context, h *Handle) (*Tenure, gate.Pass, error) {
 		var err error
 		pass, t, err = g.Enter(ctx, op)
 		if err == nil && t == nil {
-			t, err = g.contend(ctx, h, op, pass)
+			var l *Lease
+			l, _, err = g.Contend(ctx, h, op, pass, &exclusiveClaim{calls: g.calls, owner: rand.Text()})
+			if l != nil {
+				t = First(l)
+			}
 		}
 		if err != nil {
 			return err
@@ -187,43 +231,57 @@ func (g Gate) Lock(ctx context.Context, h *Handle) (*Tenure, gate.Pass, error) {
 	return t, pass, nil
 }
 
-// contend takes the lock through Redis for Lock, in turn pass: it sends
-// attempts (Calls.AcquireCall) until one is granted, waking on the
-// process's wake channel of the lock. When it fails, it ends what the
-// attempts left (Calls.AbandonCall) and gives the turn back (GiveUp),
-// which takes the process out of the lock's line.
-func (g Gate) contend(ctx context.Context, h *Handle, op *telemetry.Op, pass gate.Pass) (*Tenure, error) {
-	owner, call := rand.Text(), h.local.Call()
-	unsure := false
-	attempts := 0
-	var t *Tenure
+// Contend takes the lock through Redis for c, in turn pass: it sends c's
+// attempts until one is granted, waking on the process's wake channel of
+// the lock. It returns the granted Lease and the number of the attempt
+// that took it. When it fails, it ends what the attempts whose outcome is
+// unknown may have taken (Claim.AbandonCall, see Cleanup), gives the turn
+// back and, when the attempts may have put the process in the lock's line
+// and nobody else of the process waits, takes the process out of it (see
+// giveUp). On success the turn is the caller's to keep or give back.
+func (g Gate) Contend(ctx context.Context, h *Handle, op *telemetry.Op, pass gate.Pass, c Claim) (*Lease, int64, error) {
+	call := h.local.Call()
+	var (
+		unsure []int64
+		sent   bool
+		l      *Lease
+		n      int64
+	)
 	err := h.Wait(ctx, op, g.line, func(ctx context.Context) (bool, time.Duration, error) {
-		attempts++
-		l, retry, err := g.attempt(ctx, owner, call, attempts, true)
-		unsure = unsure || err != nil
-		if l == nil {
-			return false, retry, err
+		sent = true
+		var (
+			retry time.Duration
+			err   error
+		)
+		l, n, retry, err = g.attempt(ctx, c, call, true)
+		if err != nil {
+			unsure = append(unsure, n)
 		}
-		t = First(l)
-		return true, 0, nil
+		return l != nil, retry, err
 	})
 	if err != nil {
 		ctx = AfterFailure(ctx, err)
-		if c := g.calls.AbandonCall(owner, unsure); c != nil {
-			Cleanup(ctx, g.b, c)
-		}
-		g.GiveUp(ctx, pass, attempts > 0, call, g.x.Leave, g.x.Wake)
-		return nil, err
+		g.abandon(ctx, c, unsure)
+		g.giveUp(ctx, pass, sent, call)
+		return nil, 0, err
 	}
-	return t, nil
+	return l, n, nil
 }
 
-// attempt makes attempt n of owner, for acquisition call call, as Grant
-// answers it.
-func (g Gate) attempt(ctx context.Context, owner string, call int64, n int, wait bool) (*Lease, time.Duration, error) {
+// attempt sends c's next attempt for acquisition call call, as Grant
+// answers it, and returns the attempt's number.
+func (g Gate) attempt(ctx context.Context, c Claim, call int64, wait bool) (*Lease, int64, time.Duration, error) {
 	sent := time.Now()
-	l, _, retry, err := Grant(ctx, g.x.Spec, g.calls.AcquireCall(owner, call, n, wait, sent), owner, sent, g.x.What)
-	return l, retry, err
+	ac, n := c.AcquireCall(call, wait, sent)
+	l, _, retry, err := Grant(ctx, g.x.Spec, ac, c.Owner(), sent, g.x.What)
+	return l, n, retry, err
+}
+
+// abandon ends what the attempts of c numbered unsure may have taken.
+func (g Gate) abandon(ctx context.Context, c Claim, unsure []int64) {
+	if ac := c.AbandonCall(unsure); ac != nil {
+		Cleanup(ctx, g.b, ac)
+	}
 }
 
 // hold records t as the hold of the call of op, in turn pass: a lost hold
@@ -235,11 +293,9 @@ func (g Gate) hold(op *telemetry.Op, t *Tenure, pass gate.Pass) {
 
 // TryLock is the TryLock call of h, an exclusive handle, as Handle.Try runs
 // it: if the handle's turn in the queue is free (TryEnter), it makes one
-// attempt through Redis for a new owner. After an attempt whose outcome is
-// unknown it ends whatever the owner may hold (Calls.AbandonCall, see
-// Cleanup); unless the attempt succeeded, it gives the turn back. It
-// returns a nil hold and a nil error when the turn or the lock is taken,
-// and otherwise the hold and its pass, as Lock does.
+// attempt through Redis for a new owner (Try). It returns a nil hold and a
+// nil error when the turn or the lock is taken, and otherwise the hold and
+// its pass, as Lock does.
 func (g Gate) TryLock(ctx context.Context, h *Handle) (*Tenure, gate.Pass, error) {
 	var (
 		t    *Tenure
@@ -250,16 +306,8 @@ func (g Gate) TryLock(ctx context.Context, h *Handle) (*Tenure, gate.Pass, error
 		if !free {
 			return false, nil
 		}
-		owner := rand.Text()
-		l, _, err := g.attempt(ctx, owner, h.local.Call(), 1, false)
-		op.Attempt(err == nil && l == nil)
-		if err != nil {
-			if c := g.calls.AbandonCall(owner, true); c != nil {
-				Cleanup(ctx, g.b, c)
-			}
-		}
+		l, _, err := g.Try(ctx, h, op, p, &exclusiveClaim{calls: g.calls, owner: rand.Text()})
 		if l == nil {
-			g.Leave(p)
 			return false, err
 		}
 		t, pass = First(l), p
@@ -270,6 +318,25 @@ func (g Gate) TryLock(ctx context.Context, h *Handle) (*Tenure, gate.Pass, error
 		return nil, gate.Pass{}, err
 	}
 	return t, pass, err
+}
+
+// Try makes one attempt of c through Redis, in turn pass, without joining
+// the lock's line, and records it in op. After an attempt whose outcome is
+// unknown it ends whatever it may have taken (Claim.AbandonCall, see
+// Cleanup); unless the attempt succeeded, it gives the turn back. It
+// returns the granted Lease and the attempt's number, or a nil Lease with a
+// nil error when the lock is taken.
+func (g Gate) Try(ctx context.Context, h *Handle, op *telemetry.Op, pass gate.Pass, c Claim) (*Lease, int64, error) {
+	l, n, _, err := g.attempt(ctx, c, h.local.Call(), false)
+	op.Attempt(err == nil && l == nil)
+	if err != nil {
+		g.abandon(ctx, c, []int64{n})
+	}
+	if l == nil {
+		g.Leave(pass)
+		return nil, 0, err
+	}
+	return l, n, nil
 }
 
 // TryEnter takes the handle's turn in the queue if nobody of the process
@@ -293,21 +360,21 @@ func (g Gate) Leave(pass gate.Pass) {
 // Idle reports whether nobody of the process holds or waits for the lock.
 func (g Gate) Idle() bool { return g.set.Idle(g.key) }
 
-// GiveUp gives the turn back after a Lock that failed, as Leave does. sent
+// giveUp gives the turn back after a Lock that failed, as Leave does. sent
 // says that the Lock sent attempts, which may have put the process in the
 // lock's line of waiting processes (see internal/script/lock_lib.lua),
 // whatever became of their replies (an attempt cut short by ctx may have
 // reached Redis): when nobody else of the process waits, the call numbered
-// call then leaves the line, with leave (a script of mutex_leave.lua's KEYS
-// and arguments) run on the lock's main key for the process's cohort and wake,
-// the prefix of the line's wake channels, so that releases wake the next
-// process instead. The leave is sent again after transient errors until
-// the place in line would have lapsed anyway, whatever ctx says; it leaves
-// alone the place of a later call of the process.
-func (g Gate) GiveUp(ctx context.Context, pass gate.Pass, sent bool, call int64, leave script.Def[script.LeaveArgs], wake string) {
+// call then leaves the line, with the lock's leave script (Exclusive.Leave)
+// run on its main key for the process's cohort and the prefix of the
+// line's wake channels, so that releases wake the next process instead.
+// The leave is sent again after transient errors until the place in line
+// would have lapsed anyway, whatever ctx says; it leaves alone the place of
+// a later call of the process.
+func (g Gate) giveUp(ctx context.Context, pass gate.Pass, sent bool, call int64) {
 	g.Leave(pass)
 	if sent && g.Idle() {
-		c := leave.Call([]string{g.key}, script.LeaveArgs{Cohort: g.cohort, Wake: wake, Call: call, Stale: holdopt.Millis(g.stale)})
+		c := g.x.Leave.Call([]string{g.key}, script.LeaveArgs{Cohort: g.cohort, Wake: g.x.Wake, Call: call, Stale: holdopt.Millis(g.stale)})
 		Persist(ctx, g.b, g.stale, c)
 	}
 }
