@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 	"time"
 
 	"github.com/redisync/redisync/fair"
@@ -11,57 +12,25 @@ import (
 	"github.com/redisync/redisync/redisynctest"
 )
 
-// Lock, work under the lock, and hand the fencing token to the resource.
-func Example() {
-	srv, err := redisynctest.Start() // an embedded Redis, for the example
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	defer srv.Close()
-	b := srv.Backend() // a real program: backend.New(rdb), on its own Redis
-
-	jobs, err := fair.New(b, "jobs")
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	ctx := context.Background()
-	if err := jobs.Lock(ctx); err != nil {
-		fmt.Println(err)
-		return
-	}
-	fmt.Println("locked, token > 0:", jobs.Token() > 0)
-	if err := jobs.Unlock(ctx); err != nil {
-		fmt.Println(err)
-	}
-	// Output:
-	// locked, token > 0: true
-}
-
 // Runners that find the lock taken are served in the order they arrived.
 // Here three runners line up behind a holder, one after the other (QueueLen
 // shows each one in line before the next arrives), and take their turns in
 // that order once the holder is done.
 func Example_order() {
-	srv, err := redisynctest.Start() // an embedded Redis, for the example
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
+	runners := []string{"first", "second", "third"}
+	srv := redisynctest.MustStart() // an embedded Redis, for the example
 	defer srv.Close()
-	b := srv.Backend() // a real program: backend.New(rdb), on its own Redis
+	b := srv.Backend() // a real program: backend.New(rdb)
 	ctx := context.Background()
 
 	holder, _ := fair.New(b, "deploys")
 	_ = holder.Lock(ctx)
-	turns := make(chan string, 3)
-	for i, runner := range []string{"first", "second", "third"} {
+	turns := make(chan string, len(runners))
+	for i, runner := range runners {
 		l, _ := fair.New(b, "deploys")
 		go func() {
 			if err := l.Lock(ctx); err != nil {
-				fmt.Println(err)
-				return
+				log.Fatal(err)
 			}
 			turns <- runner
 			_ = l.Unlock(ctx)
@@ -71,7 +40,7 @@ func Example_order() {
 		}
 	}
 	_ = holder.Unlock(ctx)
-	for range 3 {
+	for range runners {
 		fmt.Println(<-turns)
 	}
 	// Output:
@@ -80,52 +49,60 @@ func Example_order() {
 	// third
 }
 
-// TryLock reports contention as false, not as an error, and never jumps the
+// Run a job in its turn: locker.Do waits in line for the lock, runs the job
+// with a context that ends if the hold is lost, and unlocks after.
+func Example() {
+	srv := redisynctest.MustStart() // an embedded Redis, for the example
+	defer srv.Close()
+	jobs, err := fair.New(srv.Backend(), "jobs") // a real program: backend.New(rdb)
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	err = locker.Do(context.Background(), jobs, func(ctx context.Context) error {
+		fmt.Println("the job runs with a token > 0:", jobs.Token() > 0)
+		return nil
+	})
+	fmt.Println("done:", err)
+	// Output:
+	// the job runs with a token > 0: true
+	// done: <nil>
+}
+
+// TryLock reports contention as false, not as an error, and never joins the
 // line.
 func ExampleMutex_TryLock() {
-	srv, err := redisynctest.Start() // an embedded Redis, for the example
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
+	srv := redisynctest.MustStart() // an embedded Redis, for the example
 	defer srv.Close()
-	b := srv.Backend() // a real program: backend.New(rdb), on its own Redis
 	ctx := context.Background()
+	nightly, _ := fair.New(srv.Backend(), "nightly")
+	_ = nightly.Lock(ctx)
 
-	a, _ := fair.New(b, "nightly")
-	other, _ := fair.New(b, "nightly")
-	ok, err := a.TryLock(ctx)
-	fmt.Println("first:", ok, err)
-	ok, err = other.TryLock(ctx)
-	fmt.Println("second:", ok, err)
-	_ = a.Unlock(ctx)
+	other, _ := fair.New(srv.Backend(), "nightly") // another replica, say
+	ok, err := other.TryLock(ctx)
+	waiting, _ := nightly.QueueLen(ctx)
+	fmt.Println("other:", ok, err, "waiting:", waiting)
+	_ = nightly.Unlock(ctx)
 	// Output:
-	// first: true <nil>
-	// second: false <nil>
+	// other: false <nil> waiting: 0
 }
 
 // A Lock bounded by a deadline fails with an error that matches both
 // ErrNotAcquired and the context's error, and leaves the line at once.
 func ExampleMutex_Lock_timeout() {
-	srv, err := redisynctest.Start() // an embedded Redis, for the example
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
+	srv := redisynctest.MustStart() // an embedded Redis, for the example
 	defer srv.Close()
-	b := srv.Backend() // a real program: backend.New(rdb), on its own Redis
-	ctx := context.Background()
-
+	b := srv.Backend() // a real program: backend.New(rdb)
 	holder, _ := fair.New(b, "batch")
 	waiter, _ := fair.New(b, "batch")
-	_ = holder.Lock(ctx)
-	defer holder.Unlock(ctx)
 
-	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	_ = holder.Lock(context.Background())
+	defer holder.Unlock(context.Background())
+	short, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	err = waiter.Lock(short)
+	err := waiter.Lock(short)
 	fmt.Println(errors.Is(err, locker.ErrNotAcquired), errors.Is(err, context.DeadlineExceeded))
-	n, _ := holder.QueueLen(ctx)
+	n, _ := holder.QueueLen(context.Background())
 	fmt.Println("still in line:", n)
 	// Output:
 	// true true

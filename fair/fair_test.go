@@ -2,63 +2,45 @@ package fair_test
 
 import (
 	"testing"
-
-	"github.com/redis/go-redis/v9"
+	"time"
 
 	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/fair"
 	"github.com/redisync/redisync/internal/lockertest"
-	"github.com/redisync/redisync/redisynctest"
+	"github.com/redisync/redisync/internal/primtest"
+	"github.com/redisync/redisync/internal/redistest"
 )
 
+// TestBehaviour runs the suite of every lock and the FIFO suite on every
+// deployment; the mutual exclusion run has 600 acquisitions on the
+// embedded Redis and 500 on a quorum, rather than 2000.
+func TestBehaviour(t *testing.T) {
+	primtest.Deployments{}.Run(t, func(t *testing.T, d primtest.Deployment) {
+		lock := lockertest.Setup{NewBackend: d.NewBackend, Raw: d.Raw, New: newLock, MinTTL: d.MinTTL, Acquisitions: d.Load(600, 500)}
+		t.Run("Lock", func(t *testing.T) { lockertest.Run(t, lock) })
+		fifo := lockertest.FairSetup{NewBackend: d.NewBackend, Raw: d.Raw, New: newFair, Quorum: d.Quorum > 0}
+		t.Run("FIFO", func(t *testing.T) { lockertest.RunFair(t, fifo) })
+		if d.Name == "sentinel" {
+			// With replica acknowledgements, a place in line is
+			// acknowledged like a hold (and given back when the
+			// acknowledgements do not come).
+			fifo.NewBackend = d.With(backend.WithReplicaAcks(1, time.Second))
+			t.Run("FIFOReplicaAcks", func(t *testing.T) { lockertest.RunFair(t, fifo) })
+		}
+	})
+}
+
+// options are the fair mutex's options to the shared suites.
+var options = primtest.Options[fair.Option]{WithTTL: fair.WithTTL, WithWatchdog: fair.WithWatchdog, WithBackoff: fair.WithBackoff, WithQueueTimeout: fair.WithQueueTimeout}
+
 func newLock(b backend.Backend, name string, o lockertest.Options) (lockertest.Lock, error) {
-	opts := []fair.Option{fair.WithTTL(o.TTL), fair.WithWatchdog(o.Watchdog)}
-	if o.Backoff != nil {
-		opts = append(opts, fair.WithBackoff(o.Backoff))
-	}
-	return fair.New(b, name, opts...)
-}
-
-// embeddedSetup returns an embedded Redis and a raw client to it.
-func embeddedServer(t *testing.T) (*redisynctest.Server, redis.UniversalClient) {
-	t.Helper()
-	s, err := redisynctest.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
-	raw := redis.NewClient(&redis.Options{Addr: s.Addr()})
-	t.Cleanup(func() { _ = raw.Close() })
-	return s, raw
-}
-
-func embeddedClient(s *redisynctest.Server) func(t *testing.T) redis.UniversalClient {
-	return func(t *testing.T) redis.UniversalClient {
-		c := redis.NewClient(&redis.Options{Addr: s.Addr()})
-		t.Cleanup(func() { _ = c.Close() })
-		return c
-	}
+	return fair.New(b, name, options.For(o)...)
 }
 
 func newFair(b backend.Backend, name string, o lockertest.FairOptions) (lockertest.FairLock, error) {
-	opts := []fair.Option{fair.WithTTL(o.TTL), fair.WithWatchdog(o.Watchdog)}
-	if o.Backoff != nil {
-		opts = append(opts, fair.WithBackoff(o.Backoff))
-	}
-	if o.QueueTimeout != 0 {
-		opts = append(opts, fair.WithQueueTimeout(o.QueueTimeout))
-	}
-	return fair.New(b, name, opts...)
+	return fair.New(b, name, options.ForQueue(o.Options, o.QueueTimeout)...)
 }
 
-func TestBehaviourMiniredis(t *testing.T) {
-	s, raw := embeddedServer(t)
-	// miniredis serves pub/sub and scripts more slowly than redis-server:
-	// a smaller mutual exclusion run keeps the package's test time down.
-	behaviourOn(t, raw, embeddedClient(s), 600)
-}
-
-func TestFIFOMiniredis(t *testing.T) {
-	s, raw := embeddedServer(t)
-	fifoOn(t, raw, embeddedClient(s))
-}
+// TestMain stops the shared topologies of the deployments when the tests
+// are done.
+func TestMain(m *testing.M) { redistest.Main(m) }

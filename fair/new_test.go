@@ -11,18 +11,9 @@ import (
 	"github.com/redisync/redisync/internal/primtest"
 )
 
-func TestNewRejectsBadInput(t *testing.T) {
-	primtest.Constructor[*fair.Mutex, fair.Option]{
-		Kind: "fair", New: fair.New, WithTTL: fair.WithTTL, WithBackoff: fair.WithBackoff,
-		WithQueueTimeout: fair.WithQueueTimeout,
-	}.Run(t)
-}
-
 // asLock is the fair mutex to the suites of Extend's argument and of keys
 // of the wrong type.
 var asLock = primtest.Lock[*fair.Mutex, fair.Option]{Kind: "fair", New: fair.New}
-
-func TestExtendRejectsBadTTL(t *testing.T) { asLock.RunExtend(t) }
 
 // TestWrongTypeKey: after a failed Lock on a key of the wrong type, nothing
 // is queued either.
@@ -34,3 +25,9 @@ func TestWrongTypeKey(t *testing.T) {
 		return nil
 	})
 }
+
+func TestNewRejectsBadInput(t *testing.T) {
+	primtest.Constructor[*fair.Mutex, fair.Option]{Kind: "fair", New: fair.New, Options: options}.Run(t)
+}
+
+func TestExtendRejectsBadTTL(t *testing.T) { asLock.RunExtend(t) }

@@ -1,61 +1,31 @@
 package fair_test
 
 import (
-	"context"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/fair"
+	"github.com/redisync/redisync/internal/deploytest"
 	"github.com/redisync/redisync/internal/lockertest"
+	"github.com/redisync/redisync/internal/primtest"
 	"github.com/redisync/redisync/internal/redistest"
 )
-
-// quorumOf returns a quorum backend with new clients to nodes, closed at the
-// end of the test.
-func quorumOf(t *testing.T, nodes []*redistest.Node) backend.Backend {
-	t.Helper()
-	clients := make([]redis.UniversalClient, len(nodes))
-	for i, n := range nodes {
-		clients[i] = n.Client(t)
-	}
-	// A generous per-node timeout: these tests are about the lock, not about
-	// slow nodes, and a loaded test machine can be slow.
-	b, err := backend.NewQuorum(clients, backend.WithNodeTimeout(lockertest.QuorumNodeTimeout))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
-func TestQuorum(t *testing.T) {
-	nodes := redistest.StartNodes(t, 3)
-	raw := make([]redis.UniversalClient, len(nodes))
-	for i, n := range nodes {
-		raw[i] = n.Client(t)
-	}
-	newBackend := func(t *testing.T) backend.Backend { return quorumOf(t, nodes) }
-	t.Run("Behaviour", func(t *testing.T) {
-		lockertest.Run(t, lockertest.Setup{NewBackend: newBackend, Raw: raw, New: newLock, Acquisitions: 500, MinTTL: lockertest.QuorumMinTTL})
-	})
-	t.Run("FIFO", func(t *testing.T) {
-		lockertest.RunFair(t, lockertest.FairSetup{NewBackend: newBackend, Raw: raw, New: newFair, Quorum: true})
-	})
-}
 
 // TestQuorumConcurrentJoins has waiters of three clients join the line of a
 // quorum at the same moment, when the nodes may draw their tickets in
 // different orders: once the waiters have joined, the three nodes must hold
 // the same line, and every waiter must be served.
 func TestQuorumConcurrentJoins(t *testing.T) {
+	ctx := primtest.Context(t, time.Minute)
 	nodes := redistest.StartNodes(t, 3)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	backends := []backend.Backend{quorumOf(t, nodes), quorumOf(t, nodes), quorumOf(t, nodes)}
+	addrs := []string{nodes[0].Addr, nodes[1].Addr, nodes[2].Addr}
+	quorum := func() backend.Backend {
+		return deploytest.QuorumOf(t, addrs, backend.WithNodeTimeout(lockertest.QuorumNodeTimeout))
+	}
+	backends := []backend.Backend{quorum(), quorum(), quorum()}
 	holder, _ := fair.New(backends[0], "joins")
 	if err := holder.Lock(ctx); err != nil {
 		t.Fatal(err)

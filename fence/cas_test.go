@@ -12,6 +12,7 @@ import (
 	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/fence"
 	"github.com/redisync/redisync/internal/deploytest"
+	"github.com/redisync/redisync/internal/primtest"
 	"github.com/redisync/redisync/locker"
 )
 
@@ -33,8 +34,7 @@ func increment(old []byte) ([]byte, error) {
 func TestUpdateLosesNoIncrement(t *testing.T) {
 	deploytest.Each(t, func(t *testing.T, d deploytest.Deployment) {
 		const clients, perClient, increments = 4, 4, 25
-		ctx := ctxFor(t, 60*time.Second)
-		name := unique(t)
+		ctx, name := primtest.Context(t, 60*time.Second), primtest.Name(t)
 		var (
 			wg       sync.WaitGroup
 			calls    atomic.Int64 // calls of the function: attempts
@@ -90,19 +90,13 @@ func TestUpdateLosesNoIncrement(t *testing.T) {
 // applied once.
 func TestRetriedSwapAppliedOnce(t *testing.T) {
 	deploytest.Each(t, func(t *testing.T, d deploytest.Deployment) {
-		ctx := ctxFor(t, 30*time.Second)
-		var lose atomic.Int64
-		f := &deploytest.Faulty{
-			Backend: d.NewBackend(t),
-			Lose:    func(c *driver.Call) bool { return c.Script.Name() == "fence.cas" && lose.Add(1) <= 2 },
-		}
-		name := unique(t)
+		ctx := primtest.Context(t, 30*time.Second)
+		f, lost := primtest.LosingReplies(t, d.NewBackend(t), "fence.cas", 2)
+		name := primtest.Name(t)
 		if _, err := fence.Update(ctx, f, name, increment); err != nil {
 			t.Fatalf("Update with two lost replies = %v; want nil after retries", err)
 		}
-		if _, lost := f.Failed(); lost != 2 {
-			t.Fatalf("%d replies lost; want 2", lost)
-		}
+		lost()
 		if got, _ := get(t, f, name); string(got) != "1" {
 			t.Errorf("counter = %s after one increment whose reply was lost twice; want 1", got)
 		}
@@ -115,9 +109,9 @@ func TestRetriedSwapAppliedOnce(t *testing.T) {
 // than report a plain conflict (which invites applying the update again).
 func TestLostSwapReplyIsUnknown(t *testing.T) {
 	deploytest.Each(t, func(t *testing.T, d deploytest.Deployment) {
-		ctx := ctxFor(t, 30*time.Second)
+		ctx := primtest.Context(t, 30*time.Second)
 		other := d.NewBackend(t)
-		name := unique(t)
+		name := primtest.Name(t)
 		var lose atomic.Int64
 		f := &deploytest.Faulty{
 			Backend: d.NewBackend(t),
@@ -154,10 +148,10 @@ func TestLostSwapReplyIsUnknown(t *testing.T) {
 // with its context, and the error says why it had not succeeded.
 func TestUpdateContextEnds(t *testing.T) {
 	deploytest.Each(t, func(t *testing.T, d deploytest.Deployment) {
-		ctx := ctxFor(t, 30*time.Second)
+		ctx := primtest.Context(t, 30*time.Second)
 		b := d.NewBackend(t)
 		other := d.NewBackend(t)
-		name := unique(t)
+		name := primtest.Name(t)
 		short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 		defer cancel()
 		_, err := fence.Update(short, b, name, func(old []byte) ([]byte, error) {

@@ -2,36 +2,22 @@ package fence_test
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/fence"
 	"github.com/redisync/redisync/internal/deploytest"
+	"github.com/redisync/redisync/internal/primtest"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/locker"
 )
 
 func TestMain(m *testing.M) { redistest.Main(m) }
-
-var seq atomic.Int64
-
-// unique returns a resource name of its own for the test.
-func unique(t *testing.T) string {
-	return fmt.Sprintf("ft-%s-%d-%d", t.Name(), time.Now().UnixNano(), seq.Add(1))
-}
-
-func ctxFor(t *testing.T, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
 
 func valueKey(name string) string { return "redisync:{" + name + "}:value" }
 func guardKey(name string) string { return "redisync:{" + name + "}:guard" }
@@ -39,7 +25,7 @@ func guardKey(name string) string { return "redisync:{" + name + "}:guard" }
 // get reads a resource and fails the test on error.
 func get(t *testing.T, b backend.Backend, name string) ([]byte, int64) {
 	t.Helper()
-	v, ver, err := fence.Get(ctxFor(t, 10*time.Second), b, name)
+	v, ver, err := fence.Get(primtest.Context(t, 10*time.Second), b, name)
 	if err != nil {
 		t.Fatalf("Get(%q): %v", name, err)
 	}
@@ -48,9 +34,7 @@ func get(t *testing.T, b backend.Backend, name string) ([]byte, int64) {
 
 func TestFencedWrites(t *testing.T) {
 	deploytest.Each(t, func(t *testing.T, d deploytest.Deployment) {
-		ctx := ctxFor(t, 30*time.Second)
-		b := d.NewBackend(t)
-		name := unique(t)
+		ctx, b, name := primtest.Context(t, 30*time.Second), d.NewBackend(t), primtest.Name(t)
 
 		if v, ver := get(t, b, name); v != nil || ver != 0 {
 			t.Errorf("Get of a resource never written = (%q, %d); want (nil, 0)", v, ver)
@@ -102,9 +86,7 @@ func TestFencedWrites(t *testing.T) {
 // apart, are compared exactly.
 func TestTokensBeyondFloat(t *testing.T) {
 	deploytest.Each(t, func(t *testing.T, d deploytest.Deployment) {
-		ctx := ctxFor(t, 30*time.Second)
-		b := d.NewBackend(t)
-		name := unique(t)
+		ctx, b, name := primtest.Context(t, 30*time.Second), d.NewBackend(t), primtest.Name(t)
 		high := int64(1)<<62 + 1
 		if err := fence.Set(ctx, b, name, high, []byte("high")); err != nil {
 			t.Fatal(err)
@@ -124,9 +106,7 @@ func TestTokensBeyondFloat(t *testing.T) {
 
 func TestDelKeepsGuard(t *testing.T) {
 	deploytest.Each(t, func(t *testing.T, d deploytest.Deployment) {
-		ctx := ctxFor(t, 30*time.Second)
-		b := d.NewBackend(t)
-		name := unique(t)
+		ctx, b, name := primtest.Context(t, 30*time.Second), d.NewBackend(t), primtest.Name(t)
 		if err := fence.Set(ctx, b, name, 5, []byte("v")); err != nil {
 			t.Fatal(err)
 		}
@@ -160,9 +140,7 @@ func TestDelKeepsGuard(t *testing.T) {
 
 func TestHashWrites(t *testing.T) {
 	deploytest.Each(t, func(t *testing.T, d deploytest.Deployment) {
-		ctx := ctxFor(t, 30*time.Second)
-		b := d.NewBackend(t)
-		name := unique(t)
+		ctx, b, name := primtest.Context(t, 30*time.Second), d.NewBackend(t), primtest.Name(t)
 		fields := map[string][]byte{"status": []byte("paid"), "amount": []byte("42"), "bin": {0, 1, 255}}
 		if err := fence.HSet(ctx, b, name, 7, fields); err != nil {
 			t.Fatal(err)
@@ -221,9 +199,7 @@ func TestHashWrites(t *testing.T) {
 // which carries them six bytes to an integer.
 func TestValues(t *testing.T) {
 	deploytest.Each(t, func(t *testing.T, d deploytest.Deployment) {
-		ctx := ctxFor(t, 30*time.Second)
-		b := d.NewBackend(t)
-		name := unique(t)
+		ctx, b, name := primtest.Context(t, 30*time.Second), d.NewBackend(t), primtest.Name(t)
 		r := rand.New(rand.NewPCG(1, 2))
 		sizes := []int{0, 1, 5, 6, 7, 11, 12, 13, 255, 1 << 16}
 		for _, n := range sizes {
@@ -249,9 +225,7 @@ func TestValues(t *testing.T) {
 // retention and still rejects a late, lower token.
 func TestExpiry(t *testing.T) {
 	deploytest.Each(t, func(t *testing.T, d deploytest.Deployment) {
-		ctx := ctxFor(t, 30*time.Second)
-		b := d.NewBackend(t)
-		name := unique(t)
+		ctx, b, name := primtest.Context(t, 30*time.Second), d.NewBackend(t), primtest.Name(t)
 		if err := fence.Set(ctx, b, name, 3, []byte("short-lived"), fence.WithTTL(200*time.Millisecond), fence.WithRetention(time.Minute)); err != nil {
 			t.Fatal(err)
 		}
@@ -284,9 +258,7 @@ func TestExpiry(t *testing.T) {
 
 func TestCompareAndSwap(t *testing.T) {
 	deploytest.Each(t, func(t *testing.T, d deploytest.Deployment) {
-		ctx := ctxFor(t, 30*time.Second)
-		b := d.NewBackend(t)
-		name := unique(t)
+		ctx, b, name := primtest.Context(t, 30*time.Second), d.NewBackend(t), primtest.Name(t)
 		v1, err := fence.CompareAndSwap(ctx, b, name, 0, []byte("one"))
 		if err != nil {
 			t.Fatalf("CompareAndSwap(0) on a new resource: %v", err)
@@ -345,9 +317,7 @@ func TestCompareAndSwap(t *testing.T) {
 // writes nothing.
 func TestUpdateCallbackError(t *testing.T) {
 	deploytest.Each(t, func(t *testing.T, d deploytest.Deployment) {
-		ctx := ctxFor(t, 30*time.Second)
-		b := d.NewBackend(t)
-		name := unique(t)
+		ctx, b, name := primtest.Context(t, 30*time.Second), d.NewBackend(t), primtest.Name(t)
 		boom := errors.New("boom")
 		calls := 0
 		_, err := fence.Update(ctx, b, name, func(old []byte) ([]byte, error) {

@@ -3,7 +3,6 @@ package fence_test
 import (
 	"context"
 	"errors"
-	"strings"
 	"testing"
 	"time"
 
@@ -33,9 +32,10 @@ func TestRejectsBadInput(t *testing.T) {
 		New: func(b backend.Backend, name string, opts ...fence.Option) (bool, error) {
 			return set(b, name, 1, opts...)
 		},
-		WithTTL: fence.WithTTL, WithBackoff: fence.WithBackoff, MinTTL: time.Millisecond,
-		Accept: []fence.Option{fence.WithRetention(time.Millisecond)},
-		Good:   good,
+		Options: primtest.Options[fence.Option]{WithTTL: fence.WithTTL, WithBackoff: fence.WithBackoff},
+		MinTTL:  time.Millisecond,
+		Accept:  []fence.Option{fence.WithRetention(time.Millisecond)},
+		Good:    good,
 		// The deployment, the tokens, the retention and the arguments of
 		// the other calls are the fence's own cases.
 		Own: func(good backend.Backend) []primtest.Case[bool] {
@@ -60,24 +60,18 @@ func TestRejectsBadInput(t *testing.T) {
 // already done.
 func TestDoneContext(t *testing.T) {
 	b := &primtest.Counting{Backend: redisynctest.New(t)}
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	calls := map[string]func() error{
-		"Set":            func() error { return fence.Set(ctx, b, "done", 1, nil) },
-		"Del":            func() error { return fence.Del(ctx, b, "done", 1) },
-		"HSet":           func() error { return fence.HSet(ctx, b, "done", 1, map[string][]byte{"f": nil}) },
-		"Get":            func() error { _, _, err := fence.Get(ctx, b, "done"); return err },
-		"CompareAndSwap": func() error { _, err := fence.CompareAndSwap(ctx, b, "done", 0, nil); return err },
-		"Update":         func() error { _, err := fence.Update(ctx, b, "done", increment); return err },
-	}
-	for op, call := range calls {
-		err := call()
-		if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), `fence "done"`) || errors.Is(err, fence.ErrOutcomeUnknown) {
-			t.Errorf("%s with a canceled context = %v; want context.Canceled naming the resource (and no unknown outcome)", op, err)
+	errs := primtest.Canceled(t, b, `fence "done"`, map[string]func(context.Context) error{
+		"Set":            func(ctx context.Context) error { return fence.Set(ctx, b, "done", 1, nil) },
+		"Del":            func(ctx context.Context) error { return fence.Del(ctx, b, "done", 1) },
+		"HSet":           func(ctx context.Context) error { return fence.HSet(ctx, b, "done", 1, map[string][]byte{"f": nil}) },
+		"Get":            func(ctx context.Context) error { _, _, err := fence.Get(ctx, b, "done"); return err },
+		"CompareAndSwap": func(ctx context.Context) error { _, err := fence.CompareAndSwap(ctx, b, "done", 0, nil); return err },
+		"Update":         func(ctx context.Context) error { _, err := fence.Update(ctx, b, "done", increment); return err },
+	})
+	for op, err := range errs {
+		if errors.Is(err, fence.ErrOutcomeUnknown) {
+			t.Errorf("%s with a canceled context = %v; want no unknown outcome", op, err)
 		}
-	}
-	if n := b.Calls(); n != 0 {
-		t.Errorf("%d Redis calls with a canceled context; want 0", n)
 	}
 	_ = b.Close()
 	if err := fence.Set(context.Background(), b, "done", 1, nil); !errors.Is(err, locker.ErrClosed) {

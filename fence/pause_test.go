@@ -15,6 +15,7 @@ import (
 	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/fence"
 	"github.com/redisync/redisync/internal/deploytest"
+	"github.com/redisync/redisync/internal/primtest"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/locker"
 	"github.com/redisync/redisync/mutex"
@@ -41,8 +42,8 @@ func TestPausedHolderRejected(t *testing.T) {
 			t.Run(v.name, func(t *testing.T) {
 				const rounds = 3
 				const ttl = 300 * time.Millisecond
-				resource := unique(t)
-				lock := unique(t)
+				resource := primtest.Name(t)
+				lock := primtest.Name(t)
 				var cut atomic.Bool
 				fa := &deploytest.Faulty{
 					Backend: d.NewBackend(t),
@@ -52,7 +53,7 @@ func TestPausedHolderRejected(t *testing.T) {
 				store := d.NewBackend(t)
 				for round := 1; round <= rounds; round++ {
 					cut.Store(false)
-					ctx := ctxFor(t, 30*time.Second)
+					ctx := primtest.Context(t, 30*time.Second)
 					a, err := mutex.New(fa, lock, mutex.WithTTL(ttl), mutex.WithWatchdog(v.watchdog))
 					if err != nil {
 						t.Fatal(err)
@@ -156,14 +157,14 @@ func TestPausedQuorumHolderRejected(t *testing.T) {
 		t.Fatalf("Set on a quorum = %v; want locker.ErrInvalid", err)
 	}
 
-	ctx := ctxFor(t, 30*time.Second)
+	ctx := primtest.Context(t, 30*time.Second)
 	var cut atomic.Bool
 	qa := &deploytest.Faulty{
 		Backend: quorum(),
 		Drop:    func(c *driver.Call) bool { return cut.Load() && c.Script.Kind() == driver.Renew },
 	}
 	qb := quorum()
-	resource, lock := unique(t), unique(t)
+	resource, lock := primtest.Name(t), primtest.Name(t)
 	a, err := mutex.New(qa, lock, mutex.WithTTL(500*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
+	"log"
 	"time"
 
 	"github.com/redisync/redisync/latch"
@@ -14,47 +14,39 @@ import (
 // A deploy step waits until three workers have drained. Each worker, in its
 // own process in real life, counts the latch down once.
 func Example() {
-	srv, err := redisynctest.Start() // an embedded Redis, for the example
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
+	const workers = 3
+	srv := redisynctest.MustStart() // an embedded Redis, for the example
 	defer srv.Close()
-	b := srv.Backend() // a real program: backend.New(rdb), on its own Redis
 	ctx := context.Background()
 
-	const workers = 3
-	var wg sync.WaitGroup
+	counted := make(chan error, workers)
 	for range workers {
-		wg.Add(1)
+		l, err := latch.New(srv.Backend(), "deploy:42:drained", workers) // a real program: backend.New(rdb)
+		if err != nil {
+			log.Fatal(err)
+		}
 		go func() {
-			defer wg.Done()
-			l, err := latch.New(b, "deploy:42:drained", workers)
-			if err != nil {
-				fmt.Println(err)
-				return
-			}
 			// ... drain this worker ...
-			if err := l.CountDown(ctx); err != nil {
-				fmt.Println(err)
-			}
+			counted <- l.CountDown(ctx)
 		}()
 	}
 
-	l, err := latch.New(b, "deploy:42:drained", workers)
+	drained, err := latch.New(srv.Backend(), "deploy:42:drained", workers)
 	if err != nil {
-		fmt.Println(err)
-		return
+		log.Fatal(err)
 	}
 	wait, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	if err := l.Await(wait); err != nil {
-		fmt.Println("workers did not drain:", err)
-		return
+	if err := drained.Await(wait); err != nil {
+		log.Fatal("workers did not drain: ", err)
 	}
-	n, _ := l.Count(ctx)
+	n, _ := drained.Count(ctx)
 	fmt.Println("all drained; count left:", n)
-	wg.Wait()
+	for range workers {
+		if err := <-counted; err != nil {
+			log.Fatal(err)
+		}
+	}
 	// Output:
 	// all drained; count left: 0
 }
@@ -62,25 +54,17 @@ func Example() {
 // Every user of a latch names the same count; a handle with another count
 // is refused until the latch is reset explicitly.
 func ExampleCountDown_Reset() {
-	srv, err := redisynctest.Start() // an embedded Redis, for the example
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
+	srv := redisynctest.MustStart() // an embedded Redis, for the example
 	defer srv.Close()
-	b := srv.Backend() // a real program: backend.New(rdb), on its own Redis
+	three, _ := latch.New(srv.Backend(), "batch", 3)
+	five, _ := latch.New(srv.Backend(), "batch", 5)
 	ctx := context.Background()
 
-	three, _ := latch.New(b, "batch", 3)
 	_ = three.CountDown(ctx)
-
-	five, _ := latch.New(b, "batch", 5)
-	err = five.CountDown(ctx)
+	err := five.CountDown(ctx)
 	fmt.Println("mismatch:", errors.Is(err, latch.ErrCountMismatch))
-
 	if err := five.Reset(ctx); err != nil {
-		fmt.Println(err)
-		return
+		log.Fatal(err)
 	}
 	n, _ := five.Count(ctx)
 	fmt.Println("after reset:", n)
@@ -91,18 +75,13 @@ func ExampleCountDown_Reset() {
 
 // Await is bounded by its context: here the latch never opens.
 func ExampleCountDown_Await_timeout() {
-	srv, err := redisynctest.Start() // an embedded Redis, for the example
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
+	srv := redisynctest.MustStart() // an embedded Redis, for the example
 	defer srv.Close()
-	b := srv.Backend() // a real program: backend.New(rdb), on its own Redis
+	never, _ := latch.New(srv.Backend(), "never", 1)
 
-	l, _ := latch.New(b, "never", 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	err = l.Await(ctx)
+	err := never.Await(ctx)
 	fmt.Println(errors.Is(err, context.DeadlineExceeded))
 	// Output:
 	// true

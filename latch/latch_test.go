@@ -14,25 +14,13 @@ import (
 
 	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/internal/deploytest"
+	"github.com/redisync/redisync/internal/primtest"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/latch"
 	"github.com/redisync/redisync/locker"
 )
 
 func TestMain(m *testing.M) { redistest.Main(m) }
-
-var seq atomic.Int64
-
-// unique returns a latch name of its own for the test.
-func unique(t *testing.T) string {
-	return fmt.Sprintf("lt-%s-%d-%d", t.Name(), time.Now().UnixNano(), seq.Add(1))
-}
-
-func ctxFor(t *testing.T, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
 
 func newLatch(t *testing.T, b backend.Backend, name string, count int, opts ...latch.Option) *latch.CountDown {
 	t.Helper()
@@ -45,7 +33,7 @@ func newLatch(t *testing.T, b backend.Backend, name string, count int, opts ...l
 
 func count(t *testing.T, l *latch.CountDown) int {
 	t.Helper()
-	n, err := l.Count(ctxFor(t, 10*time.Second))
+	n, err := l.Count(primtest.Context(t, 10*time.Second))
 	if err != nil {
 		t.Fatalf("Count: %v", err)
 	}
@@ -63,8 +51,8 @@ func latchKey(name string) string { return "redisync:{" + name + "}:latch" }
 func TestFiftyCountersFiveClients(t *testing.T) {
 	deploytest.Each(t, func(t *testing.T, d deploytest.Deployment) {
 		const clients, counters, waitersPer = 5, 50, 4
-		name := unique(t)
-		ctx := ctxFor(t, 60*time.Second)
+		name := primtest.Name(t)
+		ctx := primtest.Context(t, 60*time.Second)
 		wake := d.Subscribe(t, "redisync:{"+name+"}:wake")
 
 		var (
@@ -171,9 +159,7 @@ func TestFiftyCountersFiveClients(t *testing.T) {
 
 func TestLifecycle(t *testing.T) {
 	deploytest.Each(t, func(t *testing.T, d deploytest.Deployment) {
-		ctx := ctxFor(t, 30*time.Second)
-		b := d.NewBackend(t)
-		name := unique(t)
+		ctx, b, name := primtest.Context(t, 30*time.Second), d.NewBackend(t), primtest.Name(t)
 		l := newLatch(t, b, name, 3, latch.WithTTL(time.Minute))
 
 		if n := count(t, l); n != 3 {
@@ -223,9 +209,7 @@ func TestLifecycle(t *testing.T) {
 
 func TestCountMismatch(t *testing.T) {
 	deploytest.Each(t, func(t *testing.T, d deploytest.Deployment) {
-		ctx := ctxFor(t, 30*time.Second)
-		b := d.NewBackend(t)
-		name := unique(t)
+		ctx, b, name := primtest.Context(t, 30*time.Second), d.NewBackend(t), primtest.Name(t)
 		three := newLatch(t, b, name, 3)
 		four := newLatch(t, b, name, 4)
 		if err := three.CountDown(ctx); err != nil {
@@ -265,8 +249,7 @@ func TestCountMismatch(t *testing.T) {
 // latch; a reset to another count wakes them with a mismatch.
 func TestResetDuringAwait(t *testing.T) {
 	deploytest.Each(t, func(t *testing.T, d deploytest.Deployment) {
-		ctx := ctxFor(t, 30*time.Second)
-		name := unique(t)
+		ctx, name := primtest.Context(t, 30*time.Second), primtest.Name(t)
 		waiter := newLatch(t, d.NewBackend(t), name, 2)
 		other := newLatch(t, d.NewBackend(t), name, 2)
 		done := make(chan error, 1)
@@ -315,8 +298,7 @@ func TestResetDuringAwait(t *testing.T) {
 // a new one.
 func TestExpiry(t *testing.T) {
 	deploytest.Each(t, func(t *testing.T, d deploytest.Deployment) {
-		ctx := ctxFor(t, 30*time.Second)
-		name := unique(t)
+		ctx, name := primtest.Context(t, 30*time.Second), primtest.Name(t)
 		l := newLatch(t, d.NewBackend(t), name, 2, latch.WithTTL(300*time.Millisecond))
 		if err := l.CountDown(ctx); err != nil {
 			t.Fatal(err)
@@ -341,22 +323,13 @@ func TestExpiry(t *testing.T) {
 // was applied; the retry must not count it again.
 func TestRetriedCountDownCountsOnce(t *testing.T) {
 	deploytest.Each(t, func(t *testing.T, d deploytest.Deployment) {
-		ctx := ctxFor(t, 30*time.Second)
-		var lose atomic.Int64
-		f := &deploytest.Faulty{
-			Backend: d.NewBackend(t),
-			Lose: func(c *driver.Call) bool {
-				return c.Script.Name() == "latch.count_down" && lose.Add(1) <= 2
-			},
-		}
-		name := unique(t)
-		l := newLatch(t, f, name, 3, latch.WithBackoff(locker.ConstantBackoff(time.Millisecond)))
+		ctx := primtest.Context(t, 30*time.Second)
+		f, lost := primtest.LosingReplies(t, d.NewBackend(t), "latch.count_down", 2)
+		l := newLatch(t, f, primtest.Name(t), 3, latch.WithBackoff(locker.ConstantBackoff(time.Millisecond)))
 		if err := l.CountDown(ctx); err != nil {
 			t.Fatalf("CountDown with two lost replies = %v; want nil after retries", err)
 		}
-		if _, lost := f.Failed(); lost != 2 {
-			t.Fatalf("%d replies lost; want 2", lost)
-		}
+		lost()
 		if n := count(t, l); n != 2 {
 			t.Errorf("Count after one count-down applied three times = %d; want 2", n)
 		}
@@ -367,8 +340,7 @@ func TestRetriedCountDownCountsOnce(t *testing.T) {
 // returns, by polling.
 func TestAwaitPollsWithoutMessages(t *testing.T) {
 	deploytest.Each(t, func(t *testing.T, d deploytest.Deployment) {
-		ctx := ctxFor(t, 30*time.Second)
-		name := unique(t)
+		ctx, name := primtest.Context(t, 30*time.Second), primtest.Name(t)
 		waiter := newLatch(t, &deaf{d.NewBackend(t)}, name, 1, latch.WithBackoff(locker.ConstantBackoff(50*time.Millisecond)))
 		counter := newLatch(t, d.NewBackend(t), name, 1)
 		done := make(chan error, 1)
@@ -387,8 +359,7 @@ func TestAwaitPollsWithoutMessages(t *testing.T) {
 // Await returns only if the opening message wakes it.
 func TestAwaitWokenByMessage(t *testing.T) {
 	deploytest.Each(t, func(t *testing.T, d deploytest.Deployment) {
-		ctx := ctxFor(t, 60*time.Second)
-		name := unique(t)
+		ctx, name := primtest.Context(t, 60*time.Second), primtest.Name(t)
 		waiter := newLatch(t, d.NewBackend(t), name, 1, latch.WithBackoff(locker.ConstantBackoff(time.Hour)))
 		counter := newLatch(t, d.NewBackend(t), name, 1)
 		done := make(chan error, 1)

@@ -3,11 +3,8 @@ package latch_test
 import (
 	"context"
 	"errors"
-	"strings"
 	"testing"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/internal/primtest"
@@ -27,7 +24,7 @@ func TestNewRejectsBadInput(t *testing.T) {
 		New: func(b backend.Backend, name string, opts ...latch.Option) (*latch.CountDown, error) {
 			return latch.New(b, name, 1, opts...)
 		},
-		WithTTL: latch.WithTTL, WithBackoff: latch.WithBackoff,
+		Options: primtest.Options[latch.Option]{WithTTL: latch.WithTTL, WithBackoff: latch.WithBackoff},
 		Own: func(good backend.Backend) []primtest.Case[*latch.CountDown] {
 			return []primtest.Case[*latch.CountDown]{
 				{Name: "quorum", New: count(quorum, 1), Mention: "quorum backend (3 independent nodes)"},
@@ -37,10 +34,8 @@ func TestNewRejectsBadInput(t *testing.T) {
 		},
 	}.Run(t)
 
-	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // never dialled: New does no I/O
-	defer rdb.Close()
 	for _, n := range []int{0, 1, latch.MaxCount} {
-		if _, err := latch.New(backend.New(rdb), "x", n); err != nil {
+		if _, err := latch.New(primtest.Never(t), "x", n); err != nil {
 			t.Errorf("New with count %d = %v; want nil", n, err)
 		}
 	}
@@ -54,22 +49,12 @@ func TestDoneContext(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	calls := map[string]func() error{
-		"CountDown": func() error { return l.CountDown(ctx) },
-		"Count":     func() error { _, err := l.Count(ctx); return err },
-		"Await":     func() error { return l.Await(ctx) },
-		"Reset":     func() error { return l.Reset(ctx) },
-	}
-	for op, call := range calls {
-		if err := call(); !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), `latch "done"`) {
-			t.Errorf("%s with a canceled context = %v; want context.Canceled naming the latch", op, err)
-		}
-	}
-	if n := b.Calls(); n != 0 {
-		t.Errorf("%d Redis calls with a canceled context; want 0", n)
-	}
+	primtest.Canceled(t, b, `latch "done"`, map[string]func(context.Context) error{
+		"CountDown": func(ctx context.Context) error { return l.CountDown(ctx) },
+		"Count":     func(ctx context.Context) error { _, err := l.Count(ctx); return err },
+		"Await":     func(ctx context.Context) error { return l.Await(ctx) },
+		"Reset":     func(ctx context.Context) error { return l.Reset(ctx) },
+	})
 }
 
 // TestCloseEndsAwait: closing the backend ends an Await in progress.

@@ -1,7 +1,6 @@
 package latch
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/redisync/redisync/internal/holdopt"
@@ -10,35 +9,29 @@ import (
 
 // An Option configures a CountDown. Later options override earlier ones; New
 // reports bad values.
-type Option interface{ apply(*config) }
-
-type optionFunc func(*config)
-
-func (f optionFunc) apply(c *config) { f(c) }
+type Option interface{ apply(*holdopt.Config) }
 
 // defaultTTL is how long a latch outlives its last CountDown or Reset.
 const defaultTTL = 24 * time.Hour
 
+// config is what a CountDown takes of the options.
 type config struct {
 	ttl     time.Duration
 	backoff locker.Backoff
-	nilBack bool
 }
 
+// newConfig applies opts to the defaults and checks the result: the TTL and
+// the backoff are checked as the locks' are (see holdopt.Config.Validate),
+// and the latch has no other option.
 func newConfig(opts []Option) (config, error) {
-	c := config{ttl: defaultTTL, backoff: holdopt.DefaultBackoff}
+	c := holdopt.New()
+	c.TTL = defaultTTL
 	for _, o := range opts {
 		if o != nil {
 			o.apply(&c)
 		}
 	}
-	if err := holdopt.ValidTTL(primitive, c.ttl); err != nil {
-		return c, err
-	}
-	if c.nilBack {
-		return c, fmt.Errorf("%s: nil Backoff: %w", primitive, locker.ErrInvalid)
-	}
-	return c, nil
+	return config{ttl: c.TTL, backoff: c.Backoff}, c.Validate(primitive)
 }
 
 // WithTTL sets how long a latch lives on the server after its last CountDown
@@ -48,14 +41,16 @@ func newConfig(opts []Option) (config, error) {
 // longest gap between count-downs and longer than the latest a waiter may
 // call Await after the latch opened: an expired latch reads as a new one.
 // The TTL must be between 10ms and 24h.
-func WithTTL(d time.Duration) Option {
-	return optionFunc(func(c *config) { c.ttl = d })
-}
+func WithTTL(d time.Duration) Option { return option(holdopt.TTL(d)) }
 
 // WithBackoff sets the pacing of retries after transient Redis errors and the
 // longest an Await sleeps without a wake-up message before it checks the
 // count again. The default starts at 100ms and doubles to 1s, with jitter. A
-// nil Backoff is an error.
-func WithBackoff(b locker.Backoff) Option {
-	return optionFunc(func(c *config) { c.backoff, c.nilBack = b, b == nil })
-}
+// nil Backoff is an error (see "Common options" in package [locker]).
+func WithBackoff(b locker.Backoff) Option { return option(holdopt.Backoff(b)) }
+
+// option is an Option: the common option of its name, as package holdopt
+// implements it.
+type option holdopt.Option
+
+func (o option) apply(c *holdopt.Config) { o(c) }

@@ -3,6 +3,7 @@ package multi_test
 import (
 	"context"
 	"fmt"
+	"log"
 
 	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/multi"
@@ -12,30 +13,25 @@ import (
 // A transfer holds the locks of both accounts; another transfer naming them
 // the other way round locks them in the same order, so neither deadlocks.
 func Example() {
-	srv, err := redisynctest.Start() // an embedded Redis, for the example
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
+	accounts := []multi.Member{multi.Mutex("account:2"), multi.Mutex("account:1")} // in any order
+	srv := redisynctest.MustStart()                                                // an embedded Redis, for the example
 	defer srv.Close()
 	rdb := srv.Client() // a real program: redis.NewClient(&redis.Options{Addr: ...})
 	b := backend.New(rdb)
 	defer b.Close()
-	ctx := context.Background()
 
-	transfer, err := multi.New(b, []multi.Member{multi.Mutex("account:2"), multi.Mutex("account:1")})
+	transfer, err := multi.New(b, accounts)
 	if err != nil {
-		fmt.Println(err)
-		return
+		log.Fatal(err)
 	}
+	ctx := context.Background()
 	if err := transfer.Lock(ctx); err != nil {
-		fmt.Println(err)
-		return
+		log.Fatal(err)
 	}
 	fmt.Println("locked:", transfer.Members(), "atomically:", transfer.Atomic())
 	fmt.Println("a token per account:", len(transfer.Tokens()))
 	if err := transfer.Unlock(ctx); err != nil {
-		fmt.Println(err)
+		log.Fatal(err)
 	}
 	// Output:
 	// locked: [mutex account:1 mutex account:2] atomically: true

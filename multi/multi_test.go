@@ -15,6 +15,7 @@ import (
 	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/internal/deploytest"
 	"github.com/redisync/redisync/internal/lockertest"
+	"github.com/redisync/redisync/internal/primtest"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/locker"
 	"github.com/redisync/redisync/multi"
@@ -23,12 +24,11 @@ import (
 
 func TestMain(m *testing.M) { redistest.Main(m) }
 
-var seq atomic.Int64
-
+// names returns n names of their own for the test.
 func names(t *testing.T, n int) []string {
 	out := make([]string, n)
 	for i := range out {
-		out[i] = fmt.Sprintf("ml-%s-%d-%d", strings.ReplaceAll(t.Name(), "/", "-"), seq.Add(1), i)
+		out[i] = primtest.Name(t)
 	}
 	return out
 }

@@ -8,10 +8,7 @@ import (
 )
 
 func TestNewRejectsBadInput(t *testing.T) {
-	primtest.Constructor[*mutex.Mutex, mutex.Option]{
-		Kind: "mutex", New: mutex.New, WithTTL: mutex.WithTTL, WithBackoff: mutex.WithBackoff,
-		WithLocalHandoff: mutex.WithLocalHandoff,
-	}.Run(t)
+	primtest.Constructor[*mutex.Mutex, mutex.Option]{Kind: "mutex", New: mutex.New, Options: options}.Run(t)
 }
 
 // asLock is the mutex to the suites of Extend's argument and of keys of the

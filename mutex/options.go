@@ -8,49 +8,39 @@ import (
 )
 
 // An Option configures a Mutex. Later options override earlier ones; New
-// reports bad values.
+// reports bad values. The options are the ones every lock has, described
+// in full under "Common options" in package [locker].
 type Option interface{ apply(*holdopt.Config) }
 
-type optionFunc func(*holdopt.Config)
-
-func (f optionFunc) apply(c *holdopt.Config) { f(c) }
-
-// WithTTL sets how long a hold lasts on the server without renewal: how long a
-// crashed holder keeps others out. The default is 15s. With the watchdog on
-// (the default) a hold is renewed every TTL/3 for as long as it is held; with
-// it off the hold ends TTL after it was taken unless extended. The TTL must be
-// between 10ms and 24h, and on a quorum longer than twice its node timeout
-// (see driver.Quorum).
-func WithTTL(d time.Duration) Option {
-	return optionFunc(func(c *holdopt.Config) { c.TTL = d })
+// WithLocalHandoff bounds local hand-off (see the package doc): a hold taken
+// through Redis passes to the goroutines of this process that wait for it,
+// without a round trip, at most turns times and not once within has passed
+// since it was taken. The default is 64 turns within 20ms (within the TTL,
+// when that is shorter); WithLocalHandoff(0, 0) turns hand-off off, and so
+// does WithWatchdog(false). See "Common options" in package [locker] for the
+// limits.
+func WithLocalHandoff(turns int, within time.Duration) Option {
+	return option(holdopt.LocalHandoff(turns, within))
 }
+
+// WithTTL sets how long a hold lasts on the server without renewal: how
+// long a crashed holder keeps others out. The default is 15s; the watchdog
+// renews a hold every TTL/3. The TTL must be between 10ms and 24h (see
+// "Common options" in package [locker]).
+func WithTTL(d time.Duration) Option { return option(holdopt.TTL(d)) }
 
 // WithWatchdog turns renewal on or off. The default is on. Off, a hold is a
-// fixed lease: it ends TTL after it was taken (its Done channel closes at the
-// validity deadline, with locker.ErrLost) unless Extend prolongs it.
-func WithWatchdog(on bool) Option {
-	return optionFunc(func(c *holdopt.Config) { c.Watchdog = on })
-}
+// fixed lease: it ends TTL after it was taken unless Extend prolongs it
+// (see "Common options" in package [locker]).
+func WithWatchdog(on bool) Option { return option(holdopt.Watchdog(on)) }
 
-// WithBackoff sets the pacing of retries after transient Redis errors and the
-// longest a waiter sleeps without a wake-up message before it tries again.
-// The default starts at 100ms and doubles to 1s, with jitter. A nil Backoff
-// is an error.
-func WithBackoff(b locker.Backoff) Option {
-	return optionFunc(func(c *holdopt.Config) { c.SetBackoff(b) })
-}
+// WithBackoff sets the pacing of retries after transient Redis errors and
+// the longest a waiter sleeps without a wake-up message before it tries
+// again. The default starts at 100ms and doubles to 1s, with jitter. A nil
+// Backoff is an error (see "Common options" in package [locker]).
+func WithBackoff(b locker.Backoff) Option { return option(holdopt.Backoff(b)) }
 
-// WithLocalHandoff bounds local hand-off: a hold taken through Redis passes
-// from goroutine to goroutine of this process, without a round trip, at
-// most turns times and not once within has passed since it was taken; then
-// Unlock releases it through Redis, and waiters of other processes get
-// their turn. The default is 64 turns within 20ms (within the TTL, when that is shorter). WithLocalHandoff(0, 0)
-// turns hand-off off: every Unlock goes through Redis, and the waiters of
-// all processes contend for each hold. turns must be between 0 and 1024
-// (each is a fencing token reserved at acquisition), and within, when turns
-// is not 0, more than 0 and at most the TTL. Without the watchdog
-// (WithWatchdog(false)) there is no hand-off: a fixed lease is not passed
-// on.
-func WithLocalHandoff(turns int, within time.Duration) Option {
-	return optionFunc(func(c *holdopt.Config) { c.SetHandoff(holdopt.Handoff{Turns: turns, Within: within}) })
-}
+// option is an Option: a common option, as package holdopt implements it.
+type option holdopt.Option
+
+func (o option) apply(c *holdopt.Config) { o(c) }

@@ -4,8 +4,11 @@ import (
 	"context"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/internal/redistest"
@@ -75,5 +78,100 @@ func TestTokensKeepToTheClock(t *testing.T) {
 				return true
 			})
 		})
+	}
+}
+
+// scriptCalls counts the scripts a client ran without error.
+type scriptCalls struct{ n atomic.Int64 }
+
+func (s *scriptCalls) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (s *scriptCalls) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if name := cmd.Name(); err == nil && (name == "evalsha" || name == "eval") {
+			s.n.Add(1)
+		}
+		return err
+	}
+}
+
+func (s *scriptCalls) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// TestQuorumTokenAgreed: on a quorum whose counters agree, the nodes issue
+// the same token, and an uncontended Lock+Unlock is two steps of one script
+// per node, with no write-back of the token; when a node's counter is ahead,
+// the write-back raises the others, tokens keep growing, and the next
+// acquisitions agree again.
+func TestQuorumTokenAgreed(t *testing.T) {
+	nodes := redistest.StartNodes(t, 3)
+	calls := make([]*scriptCalls, len(nodes))
+	clients := make([]redis.UniversalClient, len(nodes))
+	for i, n := range nodes {
+		c := redis.NewClient(&redis.Options{Addr: n.Addr})
+		calls[i] = new(scriptCalls)
+		c.AddHook(calls[i])
+		t.Cleanup(func() { _ = c.Close() })
+		clients[i] = c
+	}
+	// A node timeout no loaded machine reaches: a node cut off by it would
+	// have its release sent again, and the counts would be off.
+	b, err := backend.NewQuorum(clients, backend.WithNodeTimeout(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	m, err := mutex.New(b, "agreed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	var prev int64
+	pairs := func(n int) []int64 {
+		t.Helper()
+		before := make([]int64, len(calls))
+		for i, c := range calls {
+			before[i] = c.n.Load()
+		}
+		for range n {
+			if err := m.Lock(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if m.Token() <= prev {
+				t.Fatalf("token %d after %d", m.Token(), prev)
+			}
+			prev = m.Token()
+			if err := m.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		out := make([]int64, len(calls))
+		for i, c := range calls {
+			out[i] = c.n.Load() - before[i]
+		}
+		return out
+	}
+	for i, n := range pairs(20) {
+		if n != 40 {
+			t.Errorf("node %d ran %d scripts for 20 Lock+Unlock pairs; want 40 (acquire and release, no write-back)", i, n)
+		}
+	}
+	ahead := time.Now().Add(time.Hour).UnixMicro()
+	if _, err := nodes[0].Do(ctx, "SET", "redisync:{agreed}:fence", ahead, "PX", 60000); err != nil {
+		t.Fatal(err)
+	}
+	got := pairs(1)
+	if got[1]+got[2] <= 4 {
+		t.Errorf("after node 0's counter went ahead, nodes 1 and 2 ran %v scripts; want a write-back", got[1:])
+	}
+	if prev <= ahead {
+		t.Fatalf("token %d; want above the counter %d that node 0 was ahead at", prev, ahead)
+	}
+	for i, n := range pairs(5) {
+		if n != 10 {
+			t.Errorf("node %d ran %d scripts for 5 pairs after the write-back; want 10", i, n)
+		}
 	}
 }

@@ -36,6 +36,17 @@ func Start() (*Server, error) {
 	return &Server{m: m, addr: m.Addr()}, nil
 }
 
+// MustStart is Start for a program that cannot go on without the server,
+// such as a runnable example or a demo: it panics if the server cannot
+// start. The caller must Close the Server.
+func MustStart() *Server {
+	s, err := Start()
+	if err != nil {
+		panic("redisynctest: start the embedded Redis: " + err.Error())
+	}
+	return s
+}
+
 // NewServer starts a Server for the test and closes it when the test and
 // its subtests have finished (tb.Cleanup). It fails the test if the server
 // cannot start.

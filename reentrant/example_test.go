@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 
 	"github.com/redisync/redisync/locker"
 	"github.com/redisync/redisync/redisynctest"
@@ -35,26 +36,20 @@ func (t *tree) Rotate(ctx context.Context) error {
 // An outer call takes the lock and calls a helper that takes it again: the
 // context's ownership scope makes the nested Lock a re-entry.
 func Example() {
-	srv, err := redisynctest.Start() // an embedded Redis, for the example
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
+	srv := redisynctest.MustStart() // an embedded Redis, for the example
 	defer srv.Close()
-	b := srv.Backend() // a real program: backend.New(rdb), on its own Redis
-
-	mu, err := reentrant.New(b, "tree:7")
+	mu, err := reentrant.New(srv.Backend(), "tree:7") // a real program: backend.New(rdb)
 	if err != nil {
-		fmt.Println(err)
-		return
+		log.Fatal(err)
 	}
+
 	t := &tree{mu: mu}
 	ctx := reentrant.WithOwner(context.Background()) // one scope per unit of work
 	if err := t.Rebalance(ctx); err != nil {
-		fmt.Println(err)
+		log.Fatal(err)
 	}
 	if err := t.Rotate(ctx); err != nil {
-		fmt.Println(err)
+		log.Fatal(err)
 	}
 	// Output:
 	// rotating, holds: 2
@@ -63,51 +58,40 @@ func Example() {
 
 // Different scopes exclude each other, even through the same Mutex value.
 func ExampleWithOwner() {
-	srv, err := redisynctest.Start() // an embedded Redis, for the example
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
+	srv := redisynctest.MustStart() // an embedded Redis, for the example
 	defer srv.Close()
-	b := srv.Backend() // a real program: backend.New(rdb), on its own Redis
-
-	mu, _ := reentrant.New(b, "account:42")
 	alice := reentrant.WithOwner(context.Background())
 	bob := reentrant.WithOwner(context.Background())
+
+	mu, _ := reentrant.New(srv.Backend(), "account:42")
 	_ = mu.Lock(alice)
-	ok, err := mu.TryLock(bob)
-	fmt.Println("bob:", ok, err)
-	ok, err = mu.TryLock(alice)
-	fmt.Println("alice again:", ok, err)
+	_ = mu.Lock(alice) // a re-entry: alice holds it twice
+	n, _ := mu.HoldCount(alice)
+	bobGetsIt, _ := mu.TryLock(bob)
+	fmt.Println("alice holds:", n, "bob gets it:", bobGetsIt)
 	_ = mu.Unlock(alice)
 	_ = mu.Unlock(alice)
-	ok, err = mu.TryLock(bob)
-	fmt.Println("bob after alice's last unlock:", ok, err)
+	bobGetsIt, _ = mu.TryLock(bob)
+	fmt.Println("after alice's last unlock, bob gets it:", bobGetsIt)
 	_ = mu.Unlock(bob)
 	// Output:
-	// bob: false <nil>
-	// alice again: true <nil>
-	// bob after alice's last unlock: true <nil>
+	// alice holds: 2 bob gets it: false
+	// after alice's last unlock, bob gets it: true
 }
 
 // Unlocking more often than locking, or locking without a scope, is an
 // error.
 func ExampleMutex_Unlock() {
-	srv, err := redisynctest.Start() // an embedded Redis, for the example
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
+	srv := redisynctest.MustStart() // an embedded Redis, for the example
 	defer srv.Close()
-	b := srv.Backend() // a real program: backend.New(rdb), on its own Redis
+	jobs, _ := reentrant.New(srv.Backend(), "jobs")
 
-	mu, _ := reentrant.New(b, "jobs")
 	ctx := reentrant.WithOwner(context.Background())
-	_ = mu.Lock(ctx)
-	fmt.Println(mu.Unlock(ctx))
-	err = mu.Unlock(ctx)
+	_ = jobs.Lock(ctx)
+	fmt.Println(jobs.Unlock(ctx))
+	err := jobs.Unlock(ctx)
 	fmt.Println("beyond the count:", errors.Is(err, locker.ErrNotHeld))
-	err = mu.Lock(context.Background())
+	err = jobs.Lock(context.Background())
 	fmt.Println("without a scope:", errors.Is(err, locker.ErrInvalid))
 	// Output:
 	// <nil>

@@ -3,11 +3,10 @@ package reentrant_test
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/internal/lockertest"
-	"github.com/redisync/redisync/locker"
+	"github.com/redisync/redisync/internal/primtest"
 	"github.com/redisync/redisync/reentrant"
 )
 
@@ -46,10 +45,8 @@ func (s scoped) Unlock(ctx context.Context) error {
 // longest and no other; a process whose waiting scope gave up leaves the
 // line.
 func TestLine(t *testing.T) {
-	lockertest.RunLine(t, lockertest.LineSetup{
-		New: func(b backend.Backend, name string) (locker.Locker, error) {
-			m, err := reentrant.New(b, name, reentrant.WithTTL(time.Minute), reentrant.WithBackoff(locker.ConstantBackoff(time.Hour)))
-			return scoped{m, reentrant.WithOwner(context.Background())}, err
-		},
-	})
+	lockertest.RunLine(t, primtest.Line(func(b backend.Backend, name string, o lockertest.Options) (scoped, error) {
+		m, err := reentrant.New(b, name, options.For(o)...)
+		return scoped{m, reentrant.WithOwner(context.Background())}, err
+	}))
 }

@@ -2,32 +2,18 @@ package reentrant_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/internal/primtest"
-	"github.com/redisync/redisync/locker"
-	"github.com/redisync/redisync/redisynctest"
 	"github.com/redisync/redisync/reentrant"
 )
-
-func TestNewRejectsBadInput(t *testing.T) {
-	primtest.Constructor[*reentrant.Mutex, reentrant.Option]{
-		Kind: "reentrant", New: reentrant.New, WithTTL: reentrant.WithTTL, WithBackoff: reentrant.WithBackoff,
-	}.Run(t)
-}
 
 // asLock is the reentrant mutex, in a scope of its own, to the suites of
 // Extend's argument and of keys of the wrong type.
 var asLock = primtest.Lock[*reentrant.Mutex, reentrant.Option]{Kind: "reentrant", New: reentrant.New, Context: reentrant.WithOwner}
-
-func TestExtendRejectsBadTTL(t *testing.T) { asLock.RunExtend(t) }
 
 // TestWrongTypeKey: after a failed Lock on a key of the wrong type, the
 // scope holds nothing.
@@ -40,67 +26,8 @@ func TestWrongTypeKey(t *testing.T) {
 	})
 }
 
-// TestScopeAcrossBackends: a scope that holds a name through one Backend
-// cannot enter it through another (which may be another deployment): that is
-// an error, not a second hold.
-func TestScopeAcrossBackends(t *testing.T) {
-	rdb := redisynctest.NewServer(t).Client()
-	b1, b2 := backend.New(rdb), backend.New(rdb)
-	defer b1.Close()
-	defer b2.Close()
-	ctx := reentrant.WithOwner(context.Background())
-	m1, _ := reentrant.New(b1, "shared")
-	m2, _ := reentrant.New(b2, "shared")
-	if err := m1.Lock(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := m2.Lock(ctx); !errors.Is(err, locker.ErrInvalid) || !strings.Contains(err.Error(), "another Backend") {
-		t.Errorf("Lock through another Backend = %v; want locker.ErrInvalid naming the Backend", err)
-	}
-	if ok, err := m2.TryLock(ctx); ok || !errors.Is(err, locker.ErrInvalid) {
-		t.Errorf("TryLock through another Backend = (%v, %v); want (false, locker.ErrInvalid)", ok, err)
-	}
-	if err := m2.Unlock(ctx); !errors.Is(err, locker.ErrInvalid) {
-		t.Errorf("Unlock through another Backend = %v; want locker.ErrInvalid", err)
-	}
-	if n, _ := m1.HoldCount(ctx); n != 1 {
-		t.Errorf("HoldCount = %d; want 1", n)
-	}
-	if err := m1.Unlock(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := m2.Lock(ctx); err != nil {
-		t.Errorf("Lock through the second Backend once the first hold ended = %v; want nil", err)
-	}
-	_ = m2.Unlock(ctx)
+func TestNewRejectsBadInput(t *testing.T) {
+	primtest.Constructor[*reentrant.Mutex, reentrant.Option]{Kind: "reentrant", New: reentrant.New, Options: options}.Run(t)
 }
 
-// TestWithOwnerMakesNewScopes: a scope derived from a scoped context is a
-// different owner, while contexts derived otherwise keep the scope.
-func TestWithOwnerMakesNewScopes(t *testing.T) {
-	rdb := redisynctest.NewServer(t).Client()
-	b := backend.New(rdb)
-	defer b.Close()
-	m, _ := reentrant.New(b, "scopes")
-	outer := reentrant.WithOwner(context.Background())
-	if err := m.Lock(outer); err != nil {
-		t.Fatal(err)
-	}
-	derived, cancel := context.WithTimeout(outer, 5*time.Second)
-	defer cancel()
-	if ok, err := m.TryLock(derived); !ok || err != nil {
-		t.Errorf("TryLock with a context derived from the holder's = (%v, %v); want (true, nil)", ok, err)
-	}
-	inner := reentrant.WithOwner(outer)
-	if ok, err := m.TryLock(inner); ok || err != nil {
-		t.Errorf("TryLock in a new scope made inside the holder's = (%v, %v); want (false, nil)", ok, err)
-	}
-	if n, err := m.HoldCount(inner); n != 0 || err != nil {
-		t.Errorf("HoldCount of the new scope = (%d, %v); want (0, nil)", n, err)
-	}
-	for range 2 {
-		if err := m.Unlock(derived); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
+func TestExtendRejectsBadTTL(t *testing.T) { asLock.RunExtend(t) }

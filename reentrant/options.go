@@ -8,34 +8,29 @@ import (
 )
 
 // An Option configures a Mutex. Later options override earlier ones; New
-// reports bad values.
+// reports bad values. The options are the ones every lock has, described
+// in full under "Common options" in package [locker].
 type Option interface{ apply(*holdopt.Config) }
 
-type optionFunc func(*holdopt.Config)
-
-func (f optionFunc) apply(c *holdopt.Config) { f(c) }
-
-// WithTTL sets how long a hold lasts on the server without renewal: how long a
-// crashed holder keeps others out. The default is 15s. With the watchdog on
-// (the default) a hold is renewed every TTL/3 for as long as it is held; with
-// it off the hold ends TTL after it was first taken unless extended; a
-// re-entry does not change when it ends. The TTL must be between 10ms and 24h,
-// and on a quorum longer than twice its node timeout (see driver.Quorum).
-func WithTTL(d time.Duration) Option {
-	return optionFunc(func(c *holdopt.Config) { c.TTL = d })
-}
+// WithTTL sets how long a hold lasts on the server without renewal: how
+// long a crashed holder keeps others out. The default is 15s; the watchdog
+// renews a hold every TTL/3. Without the watchdog a hold ends TTL after it
+// was first taken, and a re-entry does not change when it ends. The TTL
+// must be between 10ms and 24h (see "Common options" in package [locker]).
+func WithTTL(d time.Duration) Option { return option(holdopt.TTL(d)) }
 
 // WithWatchdog turns renewal on or off. The default is on. Off, a hold is a
-// fixed lease: it ends TTL after it was taken (its Done channel closes at the
-// validity deadline, with locker.ErrLost) unless Extend prolongs it.
-func WithWatchdog(on bool) Option {
-	return optionFunc(func(c *holdopt.Config) { c.Watchdog = on })
-}
+// fixed lease: it ends TTL after it was taken unless Extend prolongs it
+// (see "Common options" in package [locker]).
+func WithWatchdog(on bool) Option { return option(holdopt.Watchdog(on)) }
 
-// WithBackoff sets the pacing of retries after transient Redis errors and the
-// longest a waiter sleeps without a wake-up message before it tries again.
-// The default starts at 100ms and doubles to 1s, with jitter. A nil Backoff
-// is an error.
-func WithBackoff(b locker.Backoff) Option {
-	return optionFunc(func(c *holdopt.Config) { c.SetBackoff(b) })
-}
+// WithBackoff sets the pacing of retries after transient Redis errors and
+// the longest a waiter sleeps without a wake-up message before it tries
+// again. The default starts at 100ms and doubles to 1s, with jitter. A nil
+// Backoff is an error (see "Common options" in package [locker]).
+func WithBackoff(b locker.Backoff) Option { return option(holdopt.Backoff(b)) }
+
+// option is an Option: a common option, as package holdopt implements it.
+type option holdopt.Option
+
+func (o option) apply(c *holdopt.Config) { o(c) }

@@ -3,47 +3,29 @@ package reentrant_test
 import (
 	"testing"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/internal/lockertest"
-	"github.com/redisync/redisync/redisynctest"
+	"github.com/redisync/redisync/internal/primtest"
+	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/reentrant"
 )
 
-func newLock(b backend.Backend, name string, o lockertest.Options) (lockertest.ReentrantLock, error) {
-	opts := []reentrant.Option{reentrant.WithTTL(o.TTL), reentrant.WithWatchdog(o.Watchdog)}
-	if o.Backoff != nil {
-		opts = append(opts, reentrant.WithBackoff(o.Backoff))
-	}
-	return reentrant.New(b, name, opts...)
-}
-
-func setup(raw redis.UniversalClient, newClient func(t *testing.T) redis.UniversalClient) lockertest.ReentrantSetup {
-	return lockertest.ReentrantSetup{
-		NewBackend: func(t *testing.T) backend.Backend { return backend.New(newClient(t)) },
-		Raw:        []redis.UniversalClient{raw},
-		New:        newLock,
-		WithOwner:  reentrant.WithOwner,
-	}
-}
-
-func TestBehaviourMiniredis(t *testing.T) {
-	t.Parallel()
-	s, err := redisynctest.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
-	raw := redis.NewClient(&redis.Options{Addr: s.Addr()})
-	t.Cleanup(func() { _ = raw.Close() })
-	rs := setup(raw, func(t *testing.T) redis.UniversalClient {
-		c := redis.NewClient(&redis.Options{Addr: s.Addr()})
-		t.Cleanup(func() { _ = c.Close() })
-		return c
+// TestBehaviour runs the re-entrant suite on every deployment, in
+// parallel, with 400 holds rather than 600 on the embedded Redis and on a
+// quorum.
+func TestBehaviour(t *testing.T) {
+	primtest.Deployments{Parallel: true}.Run(t, func(t *testing.T, d primtest.Deployment) {
+		lockertest.RunReentrant(t, lockertest.ReentrantSetup{NewBackend: d.NewBackend, Raw: d.Raw, New: newLock, WithOwner: reentrant.WithOwner, MinTTL: d.MinTTL, Holds: d.Load(400, 400)})
 	})
-	// The server runs in the test binary, under the race detector too: a
-	// smaller run keeps the package quick.
-	rs.Holds = 400
-	lockertest.RunReentrant(t, rs)
 }
+
+// options are the reentrant mutex's options to the shared suites.
+var options = primtest.Options[reentrant.Option]{WithTTL: reentrant.WithTTL, WithWatchdog: reentrant.WithWatchdog, WithBackoff: reentrant.WithBackoff}
+
+func newLock(b backend.Backend, name string, o lockertest.Options) (lockertest.ReentrantLock, error) {
+	return reentrant.New(b, name, options.For(o)...)
+}
+
+// TestMain stops the shared topologies of the deployments when the tests
+// are done.
+func TestMain(m *testing.M) { redistest.Main(m) }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 	"sync"
 	"time"
 
@@ -15,44 +16,33 @@ import (
 // A cache read by many and rebuilt by one: readers share the lock, the
 // writer has it alone, and its token orders the rebuilds.
 func Example() {
-	srv, err := redisynctest.Start() // an embedded Redis, for the example
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
+	cache := map[string]string{}
+	srv := redisynctest.MustStart() // an embedded Redis, for the example
 	defer srv.Close()
-	b := srv.Backend() // a real program: backend.New(rdb), on its own Redis
 	ctx := context.Background()
 
-	rw, err := rwmutex.New(b, "cache:users")
+	rw, err := rwmutex.New(srv.Backend(), "cache:users") // a real program: backend.New(rdb)
 	if err != nil {
-		fmt.Println(err)
-		return
+		log.Fatal(err)
 	}
-	cache := map[string]string{}
-
 	if err := rw.Lock(ctx); err != nil {
-		fmt.Println(err)
-		return
+		log.Fatal(err)
 	}
 	cache["ada"] = "Ada Lovelace"
 	rebuilt := rw.Token()
 	if err := rw.Unlock(ctx); err != nil {
-		fmt.Println(err)
+		log.Fatal(err)
 	}
 
 	var wg sync.WaitGroup
 	for range 3 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			if err := rw.RLock(ctx); err != nil {
-				fmt.Println(err)
-				return
+				log.Fatal(err)
 			}
 			defer rw.RUnlock(ctx)
 			_ = cache["ada"]
-		}()
+		})
 	}
 	wg.Wait()
 	fmt.Println("rebuilt with token > 0:", rebuilt > 0)
@@ -63,17 +53,12 @@ func Example() {
 // Readers, in one process or several, hold the lock together; a writer
 // cannot get in until they leave.
 func ExampleRWMutex_RLock() {
-	srv, err := redisynctest.Start() // an embedded Redis, for the example
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
+	srv := redisynctest.MustStart() // an embedded Redis, for the example
 	defer srv.Close()
-	b := srv.Backend() // a real program: backend.New(rdb), on its own Redis
 	ctx := context.Background()
+	here, _ := rwmutex.New(srv.Backend(), "catalog")
+	there, _ := rwmutex.New(srv.Backend(), "catalog") // another replica, say
 
-	here, _ := rwmutex.New(b, "catalog")
-	there, _ := rwmutex.New(b, "catalog") // another replica, say
 	_ = here.RLock(ctx)
 	_ = there.RLock(ctx)
 	ok, err := there.TryLock(ctx)
@@ -91,18 +76,14 @@ func ExampleRWMutex_RLock() {
 // A writer that waits keeps new readers out, so readers that keep coming
 // cannot starve it.
 func ExampleRWMutex_Lock() {
-	srv, err := redisynctest.Start() // an embedded Redis, for the example
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
+	srv := redisynctest.MustStart() // an embedded Redis, for the example
 	defer srv.Close()
-	b := srv.Backend() // a real program: backend.New(rdb), on its own Redis
-	ctx := context.Background()
-
+	b := srv.Backend() // one process: a real program, backend.New(rdb)
 	reader, _ := rwmutex.New(b, "prices")
 	writer, _ := rwmutex.New(b, "prices")
 	late, _ := rwmutex.New(b, "prices")
+
+	ctx := context.Background()
 	_ = reader.RLock(ctx)
 	locked := make(chan error)
 	go func() { locked <- writer.Lock(ctx) }()
@@ -126,15 +107,10 @@ func ExampleRWMutex_Lock() {
 // RLocker adapts the read side to locker.Locker, and through locker.Sync to
 // sync.Locker.
 func ExampleRWMutex_RLocker() {
-	srv, err := redisynctest.Start() // an embedded Redis, for the example
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
+	srv := redisynctest.MustStart() // an embedded Redis, for the example
 	defer srv.Close()
-	b := srv.Backend() // a real program: backend.New(rdb), on its own Redis
+	rw, _ := rwmutex.New(srv.Backend(), "settings")
 
-	rw, _ := rwmutex.New(b, "settings")
 	var l sync.Locker = locker.Sync(rw.RLocker())
 	l.Lock()
 	fmt.Println("read-locked, token > 0:", rw.Token() > 0)
@@ -146,16 +122,11 @@ func ExampleRWMutex_RLocker() {
 // A read-locked section with locker.Do: the work gets a context that is
 // cancelled if the read hold is lost, and the read lock is released after.
 func ExampleRWMutex_RLocker_do() {
-	srv, err := redisynctest.Start() // an embedded Redis, for the example
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
+	srv := redisynctest.MustStart() // an embedded Redis, for the example
 	defer srv.Close()
-	b := srv.Backend() // a real program: backend.New(rdb), on its own Redis
+	rw, _ := rwmutex.New(srv.Backend(), "cache:users")
 
-	rw, _ := rwmutex.New(b, "cache:users")
-	err = locker.Do(context.Background(), rw.RLocker(), func(ctx context.Context) error {
+	err := locker.Do(context.Background(), rw.RLocker(), func(ctx context.Context) error {
 		fmt.Println("reading under the read lock, token > 0:", rw.RLocker().Token() > 0)
 		return nil
 	})
@@ -169,27 +140,20 @@ func ExampleRWMutex_RLocker_do() {
 // ErrNotAcquired and the context's error, and leaves the readers free to
 // come in.
 func ExampleRWMutex_Lock_timeout() {
-	srv, err := redisynctest.Start() // an embedded Redis, for the example
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
+	srv := redisynctest.MustStart() // an embedded Redis, for the example
 	defer srv.Close()
-	b := srv.Backend() // a real program: backend.New(rdb), on its own Redis
-	ctx := context.Background()
+	reader, _ := rwmutex.New(srv.Backend(), "report")
+	_ = reader.RLock(context.Background())
+	defer reader.RUnlock(context.Background())
 
-	reader, _ := rwmutex.New(b, "report")
-	writer, _ := rwmutex.New(b, "report")
-	_ = reader.RLock(ctx)
-	defer reader.RUnlock(ctx)
-
-	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	writer, _ := rwmutex.New(srv.Backend(), "report")
+	short, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	err = writer.Lock(short)
+	err := writer.Lock(short)
 	fmt.Println(errors.Is(err, locker.ErrNotAcquired), errors.Is(err, context.DeadlineExceeded))
-	ok, _ := writer.TryRLock(ctx)
+	ok, _ := writer.TryRLock(context.Background())
 	fmt.Println("readers admitted again:", ok)
-	_ = writer.RUnlock(ctx)
+	_ = writer.RUnlock(context.Background())
 	// Output:
 	// true true
 	// readers admitted again: true

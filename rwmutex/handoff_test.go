@@ -7,9 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
-	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/internal/lockertest"
 	"github.com/redisync/redisync/redisynctest"
 	"github.com/redisync/redisync/rwmutex"
@@ -19,18 +16,8 @@ import (
 // themselves, each with a greater token, while the readers of another
 // process still get their turns.
 func TestWriteHandoff(t *testing.T) {
-	s, err := redisynctest.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
-	newBackend := func() backend.Backend {
-		c := redis.NewClient(&redis.Options{Addr: s.Addr()})
-		b := backend.New(c)
-		t.Cleanup(func() { _ = b.Close(); _ = c.Close() })
-		return b
-	}
-	writers, readers := newBackend(), newBackend()
+	srv := redisynctest.NewServer(t)
+	writers, readers := srv.Backend(), srv.Backend() // two processes
 	var res lockertest.Resource
 	var mu sync.Mutex
 	var tokens []int64

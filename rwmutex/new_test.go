@@ -10,10 +10,7 @@ import (
 )
 
 func TestNewRejectsBadInput(t *testing.T) {
-	primtest.Constructor[*rwmutex.RWMutex, rwmutex.Option]{
-		Kind: "rwmutex", New: rwmutex.New, WithTTL: rwmutex.WithTTL, WithBackoff: rwmutex.WithBackoff,
-		WithLocalHandoff: rwmutex.WithLocalHandoff,
-	}.Run(t)
+	primtest.Constructor[*rwmutex.RWMutex, rwmutex.Option]{Kind: "rwmutex", New: rwmutex.New, Options: options}.Run(t)
 }
 
 // The two ways to hold an RWMutex, to the suites of Extend's argument and

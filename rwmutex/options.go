@@ -8,53 +8,45 @@ import (
 )
 
 // An Option configures an RWMutex. Later options override earlier ones; New
-// reports bad values.
+// reports bad values. The options are the ones every lock has, described
+// in full under "Common options" in package [locker].
 type Option interface{ apply(*holdopt.Config) }
-
-type optionFunc func(*holdopt.Config)
-
-func (f optionFunc) apply(c *holdopt.Config) { f(c) }
-
-// WithTTL sets how long a hold, read or write, lasts on the server without
-// renewal: how long a crashed holder keeps others out. The default is 15s.
-// With the watchdog on (the default) a hold is renewed every TTL/3 for as long
-// as it is held; with it off the hold ends TTL after it was taken unless
-// extended. A waiting writer's claim, which keeps new readers out, also lasts
-// one TTL unless the writer keeps trying. The TTL must be between 10ms and
-// 24h, and on a quorum longer than twice its node timeout (see
-// driver.Quorum).
-func WithTTL(d time.Duration) Option {
-	return optionFunc(func(c *holdopt.Config) { c.TTL = d })
-}
-
-// WithWatchdog turns renewal on or off. The default is on. Off, a hold is a
-// fixed lease: it ends TTL after it was taken (its Done channel closes at the
-// validity deadline, with locker.ErrLost) unless Extend prolongs it. The read
-// hold that a handle's readers share is one lease, taken by the first of them.
-func WithWatchdog(on bool) Option {
-	return optionFunc(func(c *holdopt.Config) { c.Watchdog = on })
-}
-
-// WithBackoff sets the pacing of retries after transient Redis errors and the
-// longest a waiter sleeps without a wake-up message before it tries again.
-// The default starts at 100ms and doubles to 1s, with jitter. A nil Backoff
-// is an error.
-func WithBackoff(b locker.Backoff) Option {
-	return optionFunc(func(c *holdopt.Config) { c.SetBackoff(b) })
-}
 
 // WithLocalHandoff bounds the local hand-off of the write hold: when a
 // writer of this process waits as the write hold is unlocked, the hold
 // passes to it without a round trip, at most turns times and not once
 // within has passed since it was taken through Redis; then Unlock releases
-// it through Redis, which lets the waiting readers in first. The default
-// is 64 turns within 20ms (within the TTL, when that is shorter), as for
-// mutex.WithLocalHandoff.
-// WithLocalHandoff(0, 0) turns hand-off off. turns must be between 0 and
-// 1024 (each is a fencing token reserved at acquisition), and within, when
-// turns is not 0, more than 0 and at most the TTL. Without the watchdog
-// there is no hand-off. Read holds are not handed off: the readers of a
-// handle already share one.
+// it through Redis, which lets the waiting readers in first. The default is
+// 64 turns within 20ms (within the TTL, when that is shorter), as for
+// mutex.WithLocalHandoff; WithLocalHandoff(0, 0) turns hand-off off, and so
+// does WithWatchdog(false). Read holds are not handed off: the readers of a
+// handle already share one. See "Common options" in package [locker] for
+// the limits.
 func WithLocalHandoff(turns int, within time.Duration) Option {
-	return optionFunc(func(c *holdopt.Config) { c.SetHandoff(holdopt.Handoff{Turns: turns, Within: within}) })
+	return option(holdopt.LocalHandoff(turns, within))
 }
+
+// WithTTL sets how long a hold, read or write, lasts on the server without
+// renewal: how long a crashed holder keeps others out. A waiting writer's
+// claim, which keeps new readers out, also lasts one TTL unless the writer
+// keeps trying. The default is 15s; the watchdog renews a hold every TTL/3.
+// The TTL must be between 10ms and 24h (see "Common options" in package
+// [locker]).
+func WithTTL(d time.Duration) Option { return option(holdopt.TTL(d)) }
+
+// WithWatchdog turns renewal on or off. The default is on. Off, a hold is a
+// fixed lease: it ends TTL after it was taken unless Extend prolongs it. The
+// read hold that a handle's readers share is one lease, taken by the first
+// of them (see "Common options" in package [locker]).
+func WithWatchdog(on bool) Option { return option(holdopt.Watchdog(on)) }
+
+// WithBackoff sets the pacing of retries after transient Redis errors and
+// the longest a waiter sleeps without a wake-up message before it tries
+// again. The default starts at 100ms and doubles to 1s, with jitter. A nil
+// Backoff is an error (see "Common options" in package [locker]).
+func WithBackoff(b locker.Backoff) Option { return option(holdopt.Backoff(b)) }
+
+// option is an Option: a common option, as package holdopt implements it.
+type option holdopt.Option
+
+func (o option) apply(c *holdopt.Config) { o(c) }

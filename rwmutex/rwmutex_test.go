@@ -5,44 +5,27 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/internal/lockertest"
+	"github.com/redisync/redisync/internal/primtest"
+	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/redisynctest"
 	"github.com/redisync/redisync/rwmutex"
 )
 
-func newLock(b backend.Backend, name string, o lockertest.Options) (lockertest.RWLock, error) {
-	opts := []rwmutex.Option{rwmutex.WithTTL(o.TTL), rwmutex.WithWatchdog(o.Watchdog)}
-	if o.Backoff != nil {
-		opts = append(opts, rwmutex.WithBackoff(o.Backoff))
-	}
-	return rwmutex.New(b, name, opts...)
-}
-
-func TestBehaviourMiniredis(t *testing.T) {
-	t.Parallel()
-	s, err := redisynctest.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
-	raw := redis.NewClient(&redis.Options{Addr: s.Addr()})
-	t.Cleanup(func() { _ = raw.Close() })
-	lockertest.RunRW(t, lockertest.RWSetup{
-		NewBackend: func(t *testing.T) backend.Backend {
-			c := redis.NewClient(&redis.Options{Addr: s.Addr()})
-			t.Cleanup(func() { _ = c.Close() })
-			return backend.New(c)
-		},
-		Raw: []redis.UniversalClient{raw},
-		New: newLock,
-		// The server runs in the test binary, under the race detector too:
-		// a smaller run keeps the package quick.
-		Operations: 800,
+// TestBehaviour runs the read/write suite on every deployment, in
+// parallel, with 800 operations rather than 1200 on the embedded Redis and
+// on a quorum.
+func TestBehaviour(t *testing.T) {
+	primtest.Deployments{Parallel: true}.Run(t, func(t *testing.T, d primtest.Deployment) {
+		lockertest.RunRW(t, lockertest.RWSetup{NewBackend: d.NewBackend, Raw: d.Raw, New: newLock, MinTTL: d.MinTTL, Operations: d.Load(800, 800)})
 	})
 }
+
+// TestWritersLine: a write release wakes the writers of the process that
+// has waited longest and no other; a process whose writer gave up leaves
+// the line.
+func TestWritersLine(t *testing.T) { lockertest.RunLine(t, primtest.Line(newLock)) }
 
 // TestSameHandle: as with sync.RWMutex, Lock on a handle whose readers are
 // inside waits for them, and RLock on a write-locked handle waits for the
@@ -101,3 +84,14 @@ func TestSameHandle(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// options are the rwmutex's options to the shared suites.
+var options = primtest.Options[rwmutex.Option]{WithTTL: rwmutex.WithTTL, WithWatchdog: rwmutex.WithWatchdog, WithBackoff: rwmutex.WithBackoff, WithLocalHandoff: rwmutex.WithLocalHandoff}
+
+func newLock(b backend.Backend, name string, o lockertest.Options) (lockertest.RWLock, error) {
+	return rwmutex.New(b, name, options.For(o)...)
+}
+
+// TestMain stops the shared topologies of the deployments when the tests
+// are done.
+func TestMain(m *testing.M) { redistest.Main(m) }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redisync/redisync/locker"
@@ -12,29 +14,58 @@ import (
 	"github.com/redisync/redisync/semaphore"
 )
 
+// A worker pool bounded across processes: whatever the number of workers and
+// processes, no more than three jobs run at once. Each worker here has a
+// handle of its own, on a Backend of its own: each could as well be in a
+// process of its own.
+func ExampleWeighted_Acquire_workerPool() {
+	const workers, limit = 8, 3
+	srv := redisynctest.MustStart() // an embedded Redis, for the example
+	defer srv.Close()
+	ctx := context.Background()
+
+	var (
+		running atomic.Int64 // jobs running now
+		mu      sync.Mutex
+		most    int64 // the most jobs that ran at once
+		wg      sync.WaitGroup
+	)
+	for range workers {
+		slots, _ := semaphore.NewWeighted(srv.Backend(), "api-quota", limit)
+		wg.Go(func() {
+			if err := slots.Acquire(ctx, 1); err != nil {
+				log.Fatal(err)
+			}
+			defer slots.Release(ctx, 1)
+			n := running.Add(1)
+			mu.Lock()
+			most = max(most, n)
+			mu.Unlock()
+			time.Sleep(10 * time.Millisecond) // the job
+			running.Add(-1)
+		})
+	}
+	wg.Wait()
+	fmt.Println("at most 3 jobs at once:", most <= limit)
+	// Output:
+	// at most 3 jobs at once: true
+}
+
 // Acquire a GPU slot out of four, use it, and give it back.
 func Example() {
-	srv, err := redisynctest.Start() // an embedded Redis, for the example
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
+	srv := redisynctest.MustStart() // an embedded Redis, for the example
 	defer srv.Close()
-	b := srv.Backend() // a real program: backend.New(rdb), on its own Redis
-
-	gpus, err := semaphore.NewWeighted(b, "gpu", 4)
+	gpus, err := semaphore.NewWeighted(srv.Backend(), "gpu", 4) // a real program: backend.New(rdb)
 	if err != nil {
-		fmt.Println(err)
-		return
+		log.Fatal(err)
 	}
-	ctx := context.Background()
-	if err := gpus.Acquire(ctx, 1); err != nil {
-		fmt.Println(err)
-		return
+
+	if err := gpus.Acquire(context.Background(), 1); err != nil {
+		log.Fatal(err)
 	}
 	fmt.Println("held:", gpus.Held(), "token > 0:", gpus.Token() > 0)
-	if err := gpus.Release(ctx, 1); err != nil {
-		fmt.Println(err)
+	if err := gpus.Release(context.Background(), 1); err != nil {
+		log.Fatal(err)
 	}
 	fmt.Println("held:", gpus.Held())
 	// Output:
@@ -42,68 +73,18 @@ func Example() {
 	// held: 0
 }
 
-// A worker pool bounded across processes: whatever the number of workers and
-// processes, no more than three jobs run at once. Each worker here has a
-// handle of its own; they could as well be in different processes.
-func ExampleWeighted_Acquire_workerPool() {
-	srv, err := redisynctest.Start() // an embedded Redis, for the example
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	defer srv.Close()
-	b := srv.Backend() // a real program: backend.New(rdb), on its own Redis
-	ctx := context.Background()
-
-	var (
-		mu            sync.Mutex
-		running, most int
-		wg            sync.WaitGroup
-	)
-	for range 8 {
-		slots, _ := semaphore.NewWeighted(b, "api-quota", 3)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := slots.Acquire(ctx, 1); err != nil {
-				fmt.Println(err)
-				return
-			}
-			mu.Lock()
-			running++
-			most = max(most, running)
-			mu.Unlock()
-			time.Sleep(10 * time.Millisecond) // the job
-			mu.Lock()
-			running--
-			mu.Unlock()
-			_ = slots.Release(ctx, 1)
-		}()
-	}
-	wg.Wait()
-	fmt.Println("at most 3 jobs at once:", most <= 3)
-	// Output:
-	// at most 3 jobs at once: true
-}
-
 // TryAcquire reports a lack of permits as false, not as an error.
 func ExampleWeighted_TryAcquire() {
-	srv, err := redisynctest.Start() // an embedded Redis, for the example
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
+	srv := redisynctest.MustStart() // an embedded Redis, for the example
 	defer srv.Close()
-	b := srv.Backend() // a real program: backend.New(rdb), on its own Redis
-	ctx := context.Background()
+	a, _ := semaphore.NewWeighted(srv.Backend(), "connections", 2)
+	other, _ := semaphore.NewWeighted(srv.Backend(), "connections", 2) // another replica, say
 
-	a, _ := semaphore.NewWeighted(b, "connections", 2)
-	other, _ := semaphore.NewWeighted(b, "connections", 2)
-	ok, err := a.TryAcquire(ctx, 2)
+	ok, err := a.TryAcquire(context.Background(), 2)
 	fmt.Println("a takes both:", ok, err)
-	ok, err = other.TryAcquire(ctx, 1)
+	ok, err = other.TryAcquire(context.Background(), 1)
 	fmt.Println("other takes one:", ok, err)
-	_ = a.Release(ctx, 2)
+	_ = a.Release(context.Background(), 2)
 	// Output:
 	// a takes both: true <nil>
 	// other takes one: false <nil>
@@ -113,17 +94,13 @@ func ExampleWeighted_TryAcquire() {
 // asking for more than the limit, releasing more than is held, and using a
 // name with another limit while it is in use.
 func ExampleWeighted_Release() {
-	srv, err := redisynctest.Start() // an embedded Redis, for the example
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
+	srv := redisynctest.MustStart() // an embedded Redis, for the example
 	defer srv.Close()
-	b := srv.Backend() // a real program: backend.New(rdb), on its own Redis
+	b := srv.Backend() // a real program: backend.New(rdb)
+	pool, _ := semaphore.NewWeighted(b, "pool", 2)
 	ctx := context.Background()
 
-	pool, _ := semaphore.NewWeighted(b, "pool", 2)
-	err = pool.Acquire(ctx, 3)
+	err := pool.Acquire(ctx, 3)
 	fmt.Println("acquire 3 of 2:", errors.Is(err, locker.ErrInvalid))
 	_ = pool.Acquire(ctx, 1)
 	err = pool.Release(ctx, 2)
@@ -141,28 +118,22 @@ func ExampleWeighted_Release() {
 // Done is closed when the handle's permits are lost; here their records are
 // deleted behind the holder's back.
 func ExampleWeighted_Done() {
-	srv, err := redisynctest.Start() // an embedded Redis, for the example
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
+	srv := redisynctest.MustStart() // an embedded Redis, for the example
 	defer srv.Close()
-	b := srv.Backend() // a real program: backend.New(rdb), on its own Redis
+	render, _ := semaphore.NewWeighted(srv.Backend(), "render", 2, semaphore.WithTTL(300*time.Millisecond))
 	ctx := context.Background()
-
-	slots, _ := semaphore.NewWeighted(b, "render", 2, semaphore.WithTTL(300*time.Millisecond))
-	if err := slots.Acquire(ctx, 2); err != nil {
-		fmt.Println(err)
-		return
+	if err := render.Acquire(ctx, 2); err != nil {
+		log.Fatal(err)
 	}
+
 	srv.Client().Del(ctx, "redisync:{render}:semaphore", "redisync:{render}:semaphore:deadlines") // behind the holder's back
 	select {
-	case <-slots.Done():
-		fmt.Println("lost:", errors.Is(slots.Err(), locker.ErrLost))
+	case <-render.Done():
+		fmt.Println("lost:", errors.Is(render.Err(), locker.ErrLost))
 	case <-time.After(5 * time.Second):
 		fmt.Println("still held")
 	}
-	err = slots.Release(ctx, 2)
+	err := render.Release(ctx, 2)
 	fmt.Println("release reports the loss:", errors.Is(err, locker.ErrLost))
 	// Output:
 	// lost: true

@@ -3,38 +3,29 @@ package semaphore_test
 import (
 	"testing"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/internal/lockertest"
-	"github.com/redisync/redisync/redisynctest"
+	"github.com/redisync/redisync/internal/primtest"
+	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/semaphore"
 )
 
 func newSem(b backend.Backend, name string, n int64, o lockertest.WeightedOptions) (lockertest.Weighted, error) {
-	opts := []semaphore.Option{semaphore.WithTTL(o.TTL), semaphore.WithWatchdog(o.Watchdog)}
-	if o.Backoff != nil {
-		opts = append(opts, semaphore.WithBackoff(o.Backoff))
-	}
-	if o.QueueTimeout != 0 {
-		opts = append(opts, semaphore.WithQueueTimeout(o.QueueTimeout))
-	}
-	return semaphore.NewWeighted(b, name, n, opts...)
+	return semaphore.NewWeighted(b, name, n, options.ForQueue(o.Options, o.QueueTimeout)...)
 }
 
-func TestSuiteMiniredis(t *testing.T) {
-	s, err := redisynctest.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
-	raw := redis.NewClient(&redis.Options{Addr: s.Addr()})
-	t.Cleanup(func() { _ = raw.Close() })
-	// miniredis serves pub/sub and scripts more slowly than redis-server:
-	// a smaller bound test keeps the package's test time down.
-	suite(t, raw, func(t *testing.T) redis.UniversalClient {
-		c := redis.NewClient(&redis.Options{Addr: s.Addr()})
-		t.Cleanup(func() { _ = c.Close() })
-		return c
-	}, 400)
+// TestSuite runs the semaphore suite on every deployment; its bound test
+// makes 400 acquisitions on the embedded Redis and 500 on a quorum, rather
+// than 1000.
+func TestSuite(t *testing.T) {
+	primtest.Deployments{}.Run(t, func(t *testing.T, d primtest.Deployment) {
+		lockertest.RunWeighted(t, lockertest.WeightedSetup{NewBackend: d.NewBackend, Raw: d.Raw, New: newSem, Quorum: d.Quorum, MinTTL: d.MinTTL, Acquisitions: d.Load(400, 500)})
+	})
 }
+
+// options are the semaphore's options to the shared suites.
+var options = primtest.Options[semaphore.Option]{WithTTL: semaphore.WithTTL, WithWatchdog: semaphore.WithWatchdog, WithBackoff: semaphore.WithBackoff, WithQueueTimeout: semaphore.WithQueueTimeout}
+
+// TestMain stops the shared topologies of the deployments when the tests
+// are done.
+func TestMain(m *testing.M) { redistest.Main(m) }

@@ -94,6 +94,33 @@ type Config struct {
 	QueueTimeout time.Duration
 }
 
+// Option is one of the options common to the lock primitives: a change to
+// a Config. Each primitive package wraps these in a sealed Option type of
+// its own, one line per option (mutex.WithTTL returns TTL(d) as a
+// mutex.Option), so that the common options are implemented once and
+// documented once, under "Common options" in package locker.
+type Option func(*Config)
+
+// TTL sets the TTL of the holds: WithTTL.
+func TTL(d time.Duration) Option { return func(c *Config) { c.TTL = d } }
+
+// Watchdog turns renewal on or off: WithWatchdog.
+func Watchdog(on bool) Option { return func(c *Config) { c.Watchdog = on } }
+
+// Backoff sets the pacing of retries and the longest wait without a wake-up
+// message: WithBackoff. A nil b is reported by Validate.
+func Backoff(b locker.Backoff) Option { return func(c *Config) { c.SetBackoff(b) } }
+
+// LocalHandoff bounds local hand-off: WithLocalHandoff. Validate checks the
+// bounds as given.
+func LocalHandoff(turns int, within time.Duration) Option {
+	return func(c *Config) { c.SetHandoff(Handoff{Turns: turns, Within: within}) }
+}
+
+// QueueTimeout sets how long a waiter keeps its place in line without a
+// heartbeat: WithQueueTimeout.
+func QueueTimeout(d time.Duration) Option { return func(c *Config) { c.QueueTimeout = d } }
+
 // Handoff bounds the local hand-off of one hold: at most Turns hand-offs,
 // none once Within has passed since the hold was taken through Redis.
 // Turns 0 turns hand-off off.

@@ -214,3 +214,34 @@ func Queued[H interface {
 		return got == n, err
 	}
 }
+
+// Locked returns the Close of a lock held once: the holder, made by
+// newLock with hold (which should give it a TTL of a second, so that its
+// watchdog runs), Locks the name, and one waiter, made by newLock with
+// wait in the other process, Locks it too; Release Unlocks. The waiter's
+// Blocked and Settle are the caller's to set.
+func Locked[H interface {
+	Handle
+	locker.Locker
+}, O any](newLock func(b backend.Backend, name string, opts ...O) (H, error), hold, wait []O) Close[H] {
+	return Close[H]{
+		Hold: func(ctx context.Context, b backend.Backend, name string) (H, error) {
+			h, err := newLock(b, name, hold...)
+			if err != nil {
+				return h, err
+			}
+			return h, h.Lock(ctx)
+		},
+		Waiters: []Waiter[H]{{
+			Call: "waiter's Lock",
+			Wait: func(ctx context.Context, b backend.Backend, name string) error {
+				h, err := newLock(b, name, wait...)
+				if err != nil {
+					return err
+				}
+				return h.Lock(ctx)
+			},
+		}},
+		Release: func(ctx context.Context, h H) []error { return []error{h.Unlock(ctx)} },
+	}
+}

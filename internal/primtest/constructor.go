@@ -31,15 +31,13 @@ type Constructor[H comparable, O any] struct {
 	// one permit, fence.Set). It returns the zero H with an error, a non-zero
 	// one without.
 	New func(b backend.Backend, name string, opts ...O) (H, error)
-	// WithTTL and WithBackoff are the primitive's options of those names.
-	WithTTL     func(time.Duration) O
-	WithBackoff func(locker.Backoff) O
+	// Options are the primitive's options of the shared names: the table
+	// needs WithTTL and WithBackoff, and has the cases of WithLocalHandoff
+	// and WithQueueTimeout where the primitive has those. It does not use
+	// WithWatchdog.
+	Options[O]
 	// MinTTL is the smallest TTL that New accepts; 0 means 10ms.
 	MinTTL time.Duration
-	// WithLocalHandoff and WithQueueTimeout are the primitive's options of
-	// those names; nil for a primitive that has none.
-	WithLocalHandoff func(turns int, within time.Duration) O
-	WithQueueTimeout func(time.Duration) O
 	// Accept are the smallest values of the primitive's own options, added
 	// to the valid input that New must accept.
 	Accept []O

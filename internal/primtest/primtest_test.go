@@ -26,12 +26,15 @@ var never = backend.New(redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}))
 
 type newFunc = func(backend.Backend, string, ...mutex.Option) (*mutex.Mutex, error)
 
+// options are the mutex's options to the suites.
+var options = primtest.Options[mutex.Option]{
+	WithTTL: mutex.WithTTL, WithWatchdog: mutex.WithWatchdog, WithBackoff: mutex.WithBackoff,
+	WithLocalHandoff: mutex.WithLocalHandoff,
+}
+
 // mutexNew describes mutex.New, or newM in its place.
 func mutexNew(newM newFunc) primtest.Constructor[*mutex.Mutex, mutex.Option] {
-	return primtest.Constructor[*mutex.Mutex, mutex.Option]{
-		Kind: "mutex", New: newM, WithTTL: mutex.WithTTL, WithBackoff: mutex.WithBackoff,
-		WithLocalHandoff: mutex.WithLocalHandoff,
-	}
+	return primtest.Constructor[*mutex.Mutex, mutex.Option]{Kind: "mutex", New: newM, Options: options}
 }
 
 // check runs c and fails t unless exactly the results that mustFail
@@ -209,20 +212,16 @@ func (h held) Err() error {
 	return h.Mutex.Err()
 }
 
-// closeMutex describes a mutex held and one waiting to the Close suite;
-// with hide, the hold's Err does not say that the Backend was closed.
+// closeMutex describes a mutex held and one waiting to the Close suite, as
+// Locked does; with hide, the hold's Err does not say that the Backend was
+// closed.
 func closeMutex(hide bool) primtest.Close[held] {
-	return primtest.Close[held]{
-		Hold: func(ctx context.Context, b backend.Backend, name string) (held, error) {
-			m, err := mutex.New(b, name)
-			if err == nil {
-				err = m.Lock(ctx)
-			}
-			return held{m, hide}, err
-		},
-		Waiters: []primtest.Waiter[held]{{Call: "Lock", Wait: lockOn, Blocked: primtest.Subscribed[held]}},
-		Release: func(ctx context.Context, h held) []error { return []error{h.Unlock(ctx)} },
-	}
+	c := primtest.Locked(func(b backend.Backend, name string, opts ...mutex.Option) (held, error) {
+		m, err := mutex.New(b, name, opts...)
+		return held{m, hide}, err
+	}, nil, nil)
+	c.Waiters[0].Blocked = primtest.Subscribed[held]
+	return c
 }
 
 func lockOn(ctx context.Context, b backend.Backend, name string) error {
