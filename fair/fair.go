@@ -3,10 +3,10 @@ package fair
 import (
 	"context"
 	"fmt"
+	"github.com/redisync/redisync/internal/engine"
 	"time"
 
 	"github.com/redisync/redisync/backend"
-	"github.com/redisync/redisync/internal/acquire"
 	"github.com/redisync/redisync/internal/fifo"
 	"github.com/redisync/redisync/internal/lease"
 	"github.com/redisync/redisync/internal/script"
@@ -29,7 +29,7 @@ const primitive = "fair"
 // process are served in arrival order with everybody else's.
 type Mutex struct {
 	_ lease.NoCopy
-	h lease.Handle
+	h engine.Handle
 	q *fifo.Queue
 	// slot is full while the handle has a hold, or a TryLock in flight: a
 	// Lock granted on the server waits here for an earlier hold of the
@@ -52,7 +52,7 @@ var (
 // longer than 512 bytes, or containing '{', '}' or control characters) or a
 // bad option.
 func New(b backend.Backend, name string, opts ...Option) (*Mutex, error) {
-	h, cfg, err := lease.Open(primitive, b, name, opts, Option.apply)
+	h, cfg, err := engine.Open(primitive, b, name, opts, Option.apply)
 	if err != nil {
 		return nil, err
 	}
@@ -113,7 +113,7 @@ func (m *Mutex) claim(ctx context.Context, op *telemetry.Op, h *fifo.Hold) error
 		case m.slot <- struct{}{}:
 			op.Waited(time.Since(start))
 		case <-ctx.Done():
-			return acquire.NotAcquired(ctx, nil)
+			return engine.NotAcquired(ctx, nil)
 		case <-h.Done():
 			return h.Err()
 		case <-m.h.Backend().Done():

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"github.com/redisync/redisync/internal/lease"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -18,7 +19,6 @@ import (
 	"github.com/redisync/redisync/internal/holdopt"
 	"github.com/redisync/redisync/internal/keyspace"
 	"github.com/redisync/redisync/internal/local"
-	"github.com/redisync/redisync/internal/retry"
 	"github.com/redisync/redisync/internal/script"
 	"github.com/redisync/redisync/internal/telemetry"
 	"github.com/redisync/redisync/locker"
@@ -210,7 +210,7 @@ func Update(ctx context.Context, b backend.Backend, name string, fn func(old []b
 		if lost != nil && ctx.Err() != nil && !errors.Is(err, ErrOutcomeUnknown) {
 			// Cut short by ctx after losing to another writer: say both.
 			outcome = outcomeConflict
-			err = retry.Ended(err, lost)
+			err = lease.Ended(err, lost)
 		}
 		return 0, r.errorf("update", err)
 	}
@@ -235,7 +235,7 @@ func Update(ctx context.Context, b backend.Backend, name string, fn func(old []b
 		}
 		lost = err
 		start := time.Now()
-		serr := retry.Sleep(ctx, r.b, r.cfg.backoff(attempt))
+		serr := lease.Sleep(ctx, r.b, r.cfg.backoff(attempt))
 		waited += time.Since(start)
 		if serr != nil {
 			return fail(serr)
@@ -299,7 +299,7 @@ func write(ctx context.Context, b backend.Backend, name, method string, token in
 		TTL: r.ttlMs(), Retention: holdopt.Millis(r.cfg.retention), Operands: operands,
 	}
 	var reply driver.Reply
-	err = retry.Do(ctx, r.b, r.cfg.backoff, func(ctx context.Context) error {
+	err = lease.Retry(ctx, r.b, r.cfg.backoff, func(ctx context.Context) error {
 		var err error
 		reply, err = script.FenceWrite.Run(ctx, r.b, r.keys, args)
 		return err
@@ -328,7 +328,7 @@ func (r *resource) get(ctx context.Context) (script.FenceValue, error) {
 		return script.FenceValue{}, err
 	}
 	var v script.FenceValue
-	err := retry.Do(ctx, r.b, r.cfg.backoff, func(ctx context.Context) error {
+	err := lease.Retry(ctx, r.b, r.cfg.backoff, func(ctx context.Context) error {
 		c := script.FenceGet.Call(r.keys, script.FenceGetArgs{})
 		r.b.Exec(ctx, c)
 		if c.Err != nil {
@@ -353,7 +353,7 @@ func (r *resource) cas(ctx context.Context, version int64, value []byte) (int64,
 	}
 	unsure := false // an attempt was sent and its outcome is unknown
 	var reply driver.Reply
-	err := retry.Do(ctx, r.b, r.cfg.backoff, func(ctx context.Context) error {
+	err := lease.Retry(ctx, r.b, r.cfg.backoff, func(ctx context.Context) error {
 		var err error
 		reply, err = script.FenceCAS.Run(ctx, r.b, r.keys, args)
 		unsure = unsure || ambiguous(err)

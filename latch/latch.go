@@ -5,6 +5,8 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"github.com/redisync/redisync/internal/engine"
+	"github.com/redisync/redisync/internal/lease"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -12,11 +14,9 @@ import (
 	"github.com/redisync/redisync/backend"
 
 	"github.com/redisync/redisync/backend/driver"
-	"github.com/redisync/redisync/internal/acquire"
 	"github.com/redisync/redisync/internal/holdopt"
 	"github.com/redisync/redisync/internal/keyspace"
 	"github.com/redisync/redisync/internal/local"
-	"github.com/redisync/redisync/internal/retry"
 	"github.com/redisync/redisync/internal/script"
 	"github.com/redisync/redisync/internal/telemetry"
 	"github.com/redisync/redisync/locker"
@@ -127,7 +127,7 @@ func (l *CountDown) CountDown(ctx context.Context) (err error) {
 	}
 	id := rand.Text()
 	var r driver.Reply
-	err = retry.Do(ctx, l.b, l.backoff, func(ctx context.Context) error {
+	err = lease.Retry(ctx, l.b, l.backoff, func(ctx context.Context) error {
 		var err error
 		r, err = l.run(ctx, script.LatchCountDown.Call(l.keys, l.args(id)))
 		return err
@@ -159,7 +159,7 @@ func (l *CountDown) Count(ctx context.Context) (n int, err error) {
 		return 0, l.errorf("count", err)
 	}
 	var left int64
-	err = retry.Do(ctx, l.b, l.backoff, func(ctx context.Context) error {
+	err = lease.Retry(ctx, l.b, l.backoff, func(ctx context.Context) error {
 		var err error
 		left, err = l.state(ctx)
 		return err
@@ -198,7 +198,7 @@ func (l *CountDown) Await(ctx context.Context) (err error) {
 		return l.errorf("await", err)
 	}
 	var last error // the last transient error, when the last check failed
-	loop := acquire.Loop{Backend: l.b, Channel: l.wake, Backoff: l.backoff, Op: op}
+	loop := engine.Loop{Backend: l.b, Channel: l.wake, Backoff: l.backoff, Op: op}
 	err = loop.Wait(ctx, func(ctx context.Context) (bool, time.Duration, error) {
 		left, err := l.state(ctx)
 		if err != nil {
@@ -212,7 +212,7 @@ func (l *CountDown) Await(ctx context.Context) (err error) {
 	})
 	if err != nil && ctx.Err() != nil && errors.Is(err, locker.ErrNotAcquired) {
 		// The loop speaks of acquisitions; a wait reports its context.
-		err = retry.Ended(ctx.Err(), last)
+		err = lease.Ended(ctx.Err(), last)
 	}
 	return l.errorf("await", err)
 }
@@ -236,7 +236,7 @@ func (l *CountDown) Reset(ctx context.Context) (err error) {
 		return l.errorf("reset", err)
 	}
 	id := rand.Text()
-	err = retry.Do(ctx, l.b, l.backoff, func(ctx context.Context) error {
+	err = lease.Retry(ctx, l.b, l.backoff, func(ctx context.Context) error {
 		_, err := l.run(ctx, script.LatchReset.Call(l.keys, l.args(id)))
 		return err
 	})

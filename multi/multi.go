@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"github.com/redisync/redisync/internal/engine"
 	"slices"
 	"strings"
 	"sync"
@@ -14,7 +15,6 @@ import (
 	"github.com/redisync/redisync/backend"
 
 	"github.com/redisync/redisync/backend/driver"
-	"github.com/redisync/redisync/internal/acquire"
 	"github.com/redisync/redisync/internal/holdopt"
 	"github.com/redisync/redisync/internal/keyspace"
 	"github.com/redisync/redisync/internal/lease"
@@ -94,7 +94,7 @@ func New(b backend.Backend, members []Member, opts ...Option) (*Lock, error) {
 	if len(members) == 0 {
 		return nil, fmt.Errorf("%s: no member: %w", primitive, locker.ErrInvalid)
 	}
-	cfg, err := lease.Configure(primitive, b, opts, Option.apply)
+	cfg, err := engine.Configure(primitive, b, opts, Option.apply)
 	if err != nil {
 		return nil, err
 	}
@@ -177,7 +177,7 @@ func (l *Lock) lock(ctx context.Context, method string, try bool) (ok bool, err 
 	ctx, op := l.tel.Start(ctx, primitive, method, l.label)
 	defer func() { op.EndTry(ok, err) }()
 	if ctx.Err() != nil {
-		return false, l.errorf(method, acquire.NotAcquired(ctx, nil))
+		return false, l.errorf(method, engine.NotAcquired(ctx, nil))
 	}
 	if try {
 		select {
@@ -191,7 +191,7 @@ func (l *Lock) lock(ctx context.Context, method string, try bool) (ok bool, err 
 		case l.gate <- struct{}{}:
 		case <-ctx.Done():
 			op.Waited(time.Since(start))
-			return false, l.errorf(method, acquire.NotAcquired(ctx, nil))
+			return false, l.errorf(method, engine.NotAcquired(ctx, nil))
 		case <-l.b.Done():
 			return false, l.errorf(method, locker.ErrClosed)
 		}
@@ -310,7 +310,7 @@ func (l *Lock) lockAtomic(ctx context.Context, op *telemetry.Op, try bool) (*hol
 		ok, _, err = attempt(ctx)
 		op.Attempt(err == nil && !ok)
 	} else {
-		loop := acquire.Loop{Backend: l.b, Channels: l.lines, Backoff: l.cfg.Backoff, Op: op}
+		loop := engine.Loop{Backend: l.b, Channels: l.lines, Backoff: l.cfg.Backoff, Op: op}
 		err = loop.Wait(ctx, attempt)
 	}
 	if err != nil {

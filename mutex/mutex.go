@@ -3,12 +3,12 @@ package mutex
 import (
 	"context"
 	"fmt"
+	"github.com/redisync/redisync/internal/engine"
 	"time"
 
 	"github.com/redisync/redisync/backend"
 
 	"github.com/redisync/redisync/backend/driver"
-	"github.com/redisync/redisync/internal/gate"
 	"github.com/redisync/redisync/internal/holdopt"
 	"github.com/redisync/redisync/internal/lease"
 	"github.com/redisync/redisync/internal/script"
@@ -43,7 +43,7 @@ const primitive = "mutex"
 // between handles of equal TTL.
 type Mutex struct {
 	_       lease.NoCopy
-	h       lease.Handle
+	h       engine.Handle
 	keys    []string // lock hash, fence counter (see keyspace.Mutex)
 	wake    string   // the prefix of the wake channels
 	line    string   // the wake channel of this process's cohort (see internal/script/lock_lib.lua)
@@ -52,8 +52,8 @@ type Mutex struct {
 	acquire script.MutexAcquireArgs // the arguments of every attempt that never change
 	yield   int64                   // ms a release refuses this process when another waited
 
-	gate lease.Gate // the process's local queue of the lock, with the hand-off bounds
-	pass gate.Pass  // the process-wide gate, taken from Lock to Unlock
+	gate engine.Gate // the process's local queue of the lock, with the hand-off bounds
+	pass engine.Pass // the process-wide gate, taken from Lock to Unlock
 
 	// holds is the live hold and the previous one, for Token and Err after
 	// Unlock: h describes them.
@@ -70,14 +70,14 @@ var (
 // longer than 512 bytes, or containing '{', '}' or control characters) or a
 // bad option.
 func New(b backend.Backend, name string, opts ...Option) (*Mutex, error) {
-	h, cfg, err := lease.Open(primitive, b, name, opts, Option.apply)
+	h, cfg, err := engine.Open(primitive, b, name, opts, Option.apply)
 	if err != nil {
 		return nil, err
 	}
 	keys, cohort := h.Keys().Mutex(), h.Local().Cohort()
 	m := &Mutex{h: h, keys: keys.Keys(), wake: keys.Wake, line: keys.Line(cohort)}
 	m.h.Describe("mutex is not locked", m.holds.Holds)
-	m.gate = h.ExclusiveGate(lease.Exclusive{
+	m.gate = h.ExclusiveGate(engine.Exclusive{
 		Key: m.keys[0], Line: m.line, Wake: m.wake, Leave: script.MutexLeave, Spec: &m.spec, What: "acquire",
 	}, cfg, calls{m})
 	_, m.quorum = b.(driver.Quorum)
@@ -142,12 +142,12 @@ func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
 
 // hold makes t the hold of m, with its place pass in the process-wide
 // gate, from Lock to Unlock.
-func (m *Mutex) hold(t *lease.Tenure, pass gate.Pass) {
+func (m *Mutex) hold(t *lease.Tenure, pass engine.Pass) {
 	m.pass = pass
 	m.holds.Set(t)
 }
 
-// calls builds the calls of m's holds for its gate (see lease.Calls).
+// calls builds the calls of m's holds for its gate (see engine.Calls).
 type calls struct{ m *Mutex }
 
 // AcquireCall returns attempt n of owner (see

@@ -4,14 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/redisync/redisync/internal/engine"
 	"strconv"
 	"time"
 
 	"github.com/redisync/redisync/backend"
 
 	"github.com/redisync/redisync/backend/driver"
-	"github.com/redisync/redisync/internal/acquire"
-	"github.com/redisync/redisync/internal/gate"
 	"github.com/redisync/redisync/internal/holdopt"
 	"github.com/redisync/redisync/internal/lease"
 	"github.com/redisync/redisync/internal/script"
@@ -36,7 +35,7 @@ const primitive = "reentrant"
 // never waits in that queue to re-enter it.
 type Mutex struct {
 	_      lease.NoCopy
-	h      lease.Handle
+	h      engine.Handle
 	keys   []string // lock hash, fence counter (see keyspace.Reentrant)
 	wake   string   // the prefix of the wake channels
 	line   string   // wakes the waiting scopes of this process's cohort (see keyspace.Reentrant.Line)
@@ -44,7 +43,7 @@ type Mutex struct {
 	cohort string   // the process's cohort on the backend (see internal/script/lock_lib.lua)
 	ttlMs  int64
 	spec   lease.Spec
-	gate   lease.Gate // the process's local queue of the lock, where scopes wait for a first hold
+	gate   engine.Gate // the process's local queue of the lock, where scopes wait for a first hold
 
 	// holds has the hold last taken or re-entered through m, whichever
 	// scope it was for, as its current hold, which h describes: it
@@ -62,7 +61,7 @@ var (
 // (empty, longer than 512 bytes, or containing '{', '}' or control
 // characters) or a bad option.
 func New(b backend.Backend, name string, opts ...Option) (*Mutex, error) {
-	h, cfg, err := lease.Open(primitive, b, name, opts, Option.apply)
+	h, cfg, err := engine.Open(primitive, b, name, opts, Option.apply)
 	if err != nil {
 		return nil, err
 	}
@@ -77,7 +76,7 @@ func New(b backend.Backend, name string, opts ...Option) (*Mutex, error) {
 		ttlMs:  holdopt.Millis(cfg.TTL),
 	}
 	m.h.Describe("reentrant mutex is not locked", m.holds.Holds)
-	m.gate = h.Gate(lease.Exclusive{
+	m.gate = h.Gate(engine.Exclusive{
 		Key: m.keys[0], Line: m.line, Wake: m.wake, Leave: script.ReentrantLeave, Spec: &m.spec, What: "acquire",
 	})
 	m.spec = h.Spec(cfg).RenewedBy(script.ReentrantRenew, m.keys[:1])
@@ -116,7 +115,7 @@ func (m *Mutex) Lock(ctx context.Context) error {
 		e, _, err := s.enter(ctx, m.keys[0], false)
 		if err != nil {
 			op.Waited(time.Since(start))
-			return acquire.NotAcquired(ctx, nil)
+			return engine.NotAcquired(ctx, nil)
 		}
 		defer s.leave(m.keys[0], e)
 		if e.h != nil {
@@ -158,7 +157,7 @@ func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
 		case busy:
 			return false, nil
 		case err != nil:
-			return false, acquire.NotAcquired(ctx, nil)
+			return false, engine.NotAcquired(ctx, nil)
 		}
 		defer s.leave(m.keys[0], e)
 		if e.h != nil {
@@ -181,7 +180,7 @@ func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
 	})
 }
 
-// first is the Claim of a scope's first hold (see lease.Claim): its
+// first is the Claim of a scope's first hold (see engine.Claim): its
 // attempts are numbered across the scope's acquisitions, so that an undo
 // names the attempts it gives back and no other. A waiting attempt puts the
 // process in the lock's line, so that a release wakes it in its turn.
@@ -211,7 +210,7 @@ func (f first) AbandonCall(unsure []int64) *driver.Call {
 // record records l, granted to attempt n of s in turn pass, as the scope's
 // hold in e. A lost hold lets the other scopes of the process contend at
 // once; the scope still owes its Unlocks.
-func (m *Mutex) record(s *scope, e *entry, l *lease.Lease, pass gate.Pass, n int64) {
+func (m *Mutex) record(s *scope, e *entry, l *lease.Lease, pass engine.Pass, n int64) {
 	h := &hold{l: l, pass: pass, grant: n}
 	l.OnLoss(pass)
 	s.set(e, m.h.Backend(), h, 1)

@@ -4,11 +4,11 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"github.com/redisync/redisync/internal/engine"
 	"sync"
 	"sync/atomic"
 
 	"github.com/redisync/redisync/backend"
-	"github.com/redisync/redisync/internal/gate"
 	"github.com/redisync/redisync/internal/lease"
 	"github.com/redisync/redisync/locker"
 )
@@ -59,7 +59,7 @@ type entry struct {
 // which names it on the server.
 type hold struct {
 	l     *lease.Lease
-	pass  gate.Pass
+	pass  engine.Pass
 	count int
 	grant int64
 }

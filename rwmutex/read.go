@@ -4,10 +4,10 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"github.com/redisync/redisync/internal/engine"
 	"strconv"
 	"time"
 
-	"github.com/redisync/redisync/internal/acquire"
 	"github.com/redisync/redisync/internal/lease"
 	"github.com/redisync/redisync/internal/telemetry"
 	"github.com/redisync/redisync/locker"
@@ -105,7 +105,7 @@ func (m *RWMutex) RLock(ctx context.Context) error {
 				op.Waited(time.Since(start))
 			case <-ctx.Done():
 				op.Waited(time.Since(start))
-				return acquire.NotAcquired(ctx, nil)
+				return engine.NotAcquired(ctx, nil)
 			case <-m.h.Backend().Done():
 				return locker.ErrClosed
 			}

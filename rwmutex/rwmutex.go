@@ -3,6 +3,7 @@ package rwmutex
 import (
 	"context"
 	"fmt"
+	"github.com/redisync/redisync/internal/engine"
 	"strconv"
 	"sync"
 	"time"
@@ -10,7 +11,6 @@ import (
 	"github.com/redisync/redisync/backend"
 
 	"github.com/redisync/redisync/backend/driver"
-	"github.com/redisync/redisync/internal/gate"
 	"github.com/redisync/redisync/internal/holdopt"
 	"github.com/redisync/redisync/internal/lease"
 	"github.com/redisync/redisync/internal/script"
@@ -39,24 +39,24 @@ const primitive = "rwmutex"
 // that only one of them at a time contends through Redis.
 type RWMutex struct {
 	_       lease.NoCopy
-	h       lease.Handle
-	rh      lease.Handle // for the RLocker: it describes the read hold alone
-	keys    []string     // writer, readers, waiting writers, waiting readers, readers' turn, fence (see keyspace.RWMutex)
-	wake    string       // the prefix of the writers' wake channels
-	line    string       // wakes the waiting writers of this process's cohort (see keyspace.RWMutex.Line)
-	cohort  string       // this process's cohort on the backend
-	staleMs int64        // how long a waiting writer's place in line outlives an attempt
-	rwake   string       // wakes waiting readers; tells read holders that a writer waits
+	h       engine.Handle
+	rh      engine.Handle // for the RLocker: it describes the read hold alone
+	keys    []string      // writer, readers, waiting writers, waiting readers, readers' turn, fence (see keyspace.RWMutex)
+	wake    string        // the prefix of the writers' wake channels
+	line    string        // wakes the waiting writers of this process's cohort (see keyspace.RWMutex.Line)
+	cohort  string        // this process's cohort on the backend
+	staleMs int64         // how long a waiting writer's place in line outlives an attempt
+	rwake   string        // wakes waiting readers; tells read holders that a writer waits
 	ttlMs   int64
 	turnMs  int64
 	wspec   lease.Spec
 	rspec   lease.Spec
-	block   int        // fencing tokens a write acquisition reserves
-	gate    lease.Gate // the writers' local queue of the lock, with the hand-off bounds
+	block   int         // fencing tokens a write acquisition reserves
+	gate    engine.Gate // the writers' local queue of the lock, with the hand-off bounds
 
 	mu    sync.Mutex
 	w     *lease.Tenure // the live write hold, nil when not write-locked
-	wpass gate.Pass     // the process-wide writers' gate, taken with w
+	wpass engine.Pass   // the process-wide writers' gate, taken with w
 	r     *readHold     // the read hold of the handle's readers, nil when none
 	lead  chan struct{} // non-nil while a reader takes r; closed after
 	last  lease.Hold    // the previous hold of either kind, for Token and Err
@@ -73,7 +73,7 @@ var (
 // (empty, longer than 512 bytes, or containing '{', '}' or control
 // characters) or a bad option.
 func New(b backend.Backend, name string, opts ...Option) (*RWMutex, error) {
-	h, cfg, err := lease.Open(primitive, b, name, opts, Option.apply)
+	h, cfg, err := engine.Open(primitive, b, name, opts, Option.apply)
 	if err != nil {
 		return nil, err
 	}
@@ -92,7 +92,7 @@ func New(b backend.Backend, name string, opts ...Option) (*RWMutex, error) {
 	}
 	m.h.Describe("rwmutex is not locked", m.holds)
 	m.rh.Describe("rwmutex is not locked", m.readHolds)
-	m.gate = h.ExclusiveGate(lease.Exclusive{
+	m.gate = h.ExclusiveGate(engine.Exclusive{
 		Key: m.keys[0], Line: m.line, Wake: m.wake, Leave: script.RWMutexLeave, Spec: &m.wspec, What: "lock",
 	}, cfg, writer{m})
 	handoff, _ := cfg.Local()
@@ -150,14 +150,14 @@ func (m *RWMutex) TryLock(ctx context.Context) (bool, error) {
 
 // setWriter makes t the write hold, with its place pass in the writers'
 // gate, from Lock to Unlock.
-func (m *RWMutex) setWriter(t *lease.Tenure, pass gate.Pass) {
+func (m *RWMutex) setWriter(t *lease.Tenure, pass engine.Pass) {
 	m.mu.Lock()
 	m.w, m.wpass = t, pass
 	m.mu.Unlock()
 }
 
 // writer builds the calls of m's write holds for its gate (see
-// lease.Calls).
+// engine.Calls).
 type writer struct{ m *RWMutex }
 
 // AcquireCall returns attempt n of owner at the write hold; wait registers
@@ -234,7 +234,7 @@ func (m *RWMutex) Unlock(ctx context.Context) error {
 	return m.h.Release(ctx, "Unlock", func(ctx context.Context, op *telemetry.Op) error {
 		m.mu.Lock()
 		t, pass := m.w, m.wpass
-		m.w, m.wpass = nil, gate.Pass{}
+		m.w, m.wpass = nil, engine.Pass{}
 		if t != nil {
 			m.last = t
 		}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/redisync/redisync/internal/engine"
 	"slices"
 	"sync"
 	"time"
@@ -41,7 +42,7 @@ const keyPermits = attribute.Key("redisync.permits")
 // NewWeighted does no I/O).
 type Weighted struct {
 	_    lease.NoCopy
-	h    lease.Handle
+	h    engine.Handle
 	size int64
 	q    *fifo.Queue
 
@@ -192,7 +193,7 @@ var _ locker.Lease = (*Weighted)(nil)
 // names both limits, and changes nothing. Once nothing is held or awaited the
 // record goes, and the name may be used with another limit.
 func NewWeighted(b backend.Backend, name string, n int64, opts ...Option) (*Weighted, error) {
-	h, cfg, err := lease.Open(primitive, b, name, opts, Option.apply)
+	h, cfg, err := engine.Open(primitive, b, name, opts, Option.apply)
 	if err != nil {
 		return nil, err
 	}

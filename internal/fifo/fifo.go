@@ -49,7 +49,7 @@ import (
 
 // Config describes the Queue of one primitive handle.
 type Config struct {
-	Spec    lease.Spec // of the holds (see lease.Handle.Spec); New adds the rest
+	Spec    lease.Spec // of the holds (see engine.Handle.Spec); New adds the rest
 	Hold    holdopt.Config
 	Keys    keyspace.FIFO
 	Scripts script.FIFO

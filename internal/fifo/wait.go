@@ -5,13 +5,13 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"github.com/redisync/redisync/internal/engine"
+	"github.com/redisync/redisync/internal/lease"
 	"time"
 
 	"github.com/redisync/redisync/backend"
 
 	"github.com/redisync/redisync/backend/driver"
-	"github.com/redisync/redisync/internal/acquire"
-	"github.com/redisync/redisync/internal/retry"
 	"github.com/redisync/redisync/internal/telemetry"
 	"github.com/redisync/redisync/locker"
 )
@@ -55,10 +55,10 @@ const (
 // waiters behind the head.
 func (w *waiter) wait(ctx context.Context) (*Hold, error) {
 	if ctx.Err() != nil {
-		return nil, acquire.NotAcquired(ctx, nil)
+		return nil, engine.NotAcquired(ctx, nil)
 	}
 	q := w.q
-	outage := retry.NewOutage(q.b) // before the timer called retry
+	outage := lease.NewOutage(q.b) // before the timer called retry
 	var (
 		sub     driver.Subscription
 		next    = stepAttempt
@@ -165,7 +165,7 @@ func (w *waiter) wait(ctx context.Context) (*Hold, error) {
 				case serr == nil:
 					sub = s
 				case ctx.Err() != nil:
-					return nil, acquire.NotAcquired(ctx, nil)
+					return nil, engine.NotAcquired(ctx, nil)
 				case errors.Is(serr, locker.ErrClosed):
 					return nil, serr
 				}
@@ -205,7 +205,7 @@ func (w *waiter) wait(ctx context.Context) (*Hold, error) {
 					// before it says more.
 					err = lastErr
 				}
-				return nil, acquire.NotAcquired(ctx, err)
+				return nil, engine.NotAcquired(ctx, err)
 			case !backend.IsTransient(err):
 				return nil, err
 			}
@@ -234,7 +234,7 @@ func (w *waiter) wait(ctx context.Context) (*Hold, error) {
 			next = stepBeat
 		case <-ctx.Done():
 			w.op.Waited(time.Since(start))
-			return nil, acquire.NotAcquired(ctx, lastErr)
+			return nil, engine.NotAcquired(ctx, lastErr)
 		case <-q.b.Done():
 			return nil, locker.ErrClosed
 		}

@@ -18,13 +18,13 @@
 // ends by its deadline too, as released: Unlock may still be waiting for the
 // release's reply.
 //
-// The package also holds what every lock handle is built from, so that the
-// primitives write a handle one way: Open, the prelude of every constructor,
-// returns a Handle, which runs the handle's public calls (spans, outcomes,
-// errors), waits and cleans up for it, and answers Token, Done, Err, Until
-// and Extend from the holds the handle points it to; a Gate is a handle's
-// way through its process's local queue of the lock, with local hand-off;
-// Grant turns an acquisition's reply into a Lease.
+// A Tenure is one holder's turn on a Lease (several when the process passes
+// the hold on locally). Grant turns an acquisition's reply into a Lease.
+// Send, Persist and Cleanup carry the calls that end or clean up after holds
+// to the server, repeated after transient errors (as Retry repeats any
+// operation) until they are answered or what they end would have expired.
+// Package engine drives the acquisitions; this package keeps what they
+// grant.
 package lease
 
 import (
@@ -40,7 +40,6 @@ import (
 	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/internal/background"
 	"github.com/redisync/redisync/internal/holdopt"
-	"github.com/redisync/redisync/internal/retry"
 	"github.com/redisync/redisync/internal/script"
 	"github.com/redisync/redisync/internal/telemetry"
 	"github.com/redisync/redisync/locker"
@@ -510,10 +509,10 @@ func Persist(ctx context.Context, b backend.Backend, within time.Duration, calls
 	done := background.Start()
 	go func() {
 		defer done()
-		// retry.Sleep and Exec end at the backend's Close.
+		// Sleep and Exec end at the backend's Close.
 		ctx, cancel := context.WithDeadline(ctx, limit)
 		defer cancel()
-		if wait > 0 && retry.Sleep(ctx, b, releaseBackoff(1)) != nil {
+		if wait > 0 && Sleep(ctx, b, releaseBackoff(1)) != nil {
 			return
 		}
 		Send(ctx, b, limit, again...)
@@ -562,7 +561,7 @@ func Send(ctx context.Context, b backend.Backend, limit time.Time, calls ...*dri
 				again = append(again, c)
 			}
 		}
-		if len(again) == 0 || retry.Sleep(ctx, b, releaseBackoff(n)) != nil {
+		if len(again) == 0 || Sleep(ctx, b, releaseBackoff(n)) != nil {
 			return
 		}
 		pending = again
@@ -580,7 +579,7 @@ func anyTransient(calls []*driver.Call) bool {
 }
 
 // A Releaser gives something back: a hold's place in its process's local
-// queue (gate.Pass), or a handle's slot.
+// queue (engine.Pass), or a handle's seat.
 type Releaser interface{ Release() }
 
 // hooks are the Releasers a Lease runs when it is lost: two inline, which

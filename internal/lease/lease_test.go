@@ -13,7 +13,7 @@ import (
 	"github.com/redisync/redisync/backend"
 
 	"github.com/redisync/redisync/backend/driver"
-	"github.com/redisync/redisync/internal/gate"
+	"github.com/redisync/redisync/internal/engine"
 	"github.com/redisync/redisync/internal/holdopt"
 	"github.com/redisync/redisync/internal/leakcheck"
 	"github.com/redisync/redisync/internal/lease"
@@ -422,7 +422,7 @@ func TestWatchdogRetires(t *testing.T) {
 }
 
 // TestTenures: the tenures of a Lease take the tokens of its reserved
-// block; a hand-off through the gate ends the giver's tenure; a loss of the
+// block; a hand-off ends the giver's tenure; a loss of the
 // Lease ends every tenure not ended before; a tenure received from a Lease
 // that ended on its way is dropped, its Lease released through Redis.
 func TestTenures(t *testing.T) {
@@ -434,26 +434,13 @@ func TestTenures(t *testing.T) {
 	if t1.Token() != 10 || t1.Lease() != l || !t1.HasNext() {
 		t.Fatalf("first tenure: token %d, next %v; want 10, true", t1.Token(), t1.HasNext())
 	}
-	// A hand-off through the gate, to a waiter of the class.
-	giver, taker := gate.NewHandle(), gate.NewHandle()
-	gates := gate.NewSet()
-	pass, entered := giver.TryEnter(gates, "k")
-	if !entered {
-		t.Fatal("TryEnter on a free gate failed")
+	// A hand-off: the giver's tenure may pass the Lease on, the receiver
+	// takes the next tenure, and the giver's ends (as engine.Gate does).
+	if !t1.Passable(time.Minute) {
+		t.Fatal("first tenure of a fresh Lease is not Passable")
 	}
-	if t1.PassOn(time.Minute, nil, pass, giver) {
-		t.Fatal("PassOn with a nil class passed the Lease on")
-	}
-	got := make(chan gate.Baton, 1)
-	go func() {
-		_, b, _, err := taker.Enter(context.Background(), gates, "k", "x", nil, gate.Watch{})
-		if err != nil {
-			t.Error(err)
-		}
-		got <- b
-	}()
-	eventually(t, "passed on", func() bool { return t1.PassOn(time.Minute, "x", pass, giver) })
-	t2 := lease.Receive((<-got).(*lease.Tenure))
+	t2 := lease.Receive(t1)
+	t1.End()
 	if t2 == nil || t2.Token() != 11 || t2.Lease() != l {
 		t.Fatalf("received tenure %v; want token 11 on the Lease", t2)
 	}
@@ -463,8 +450,8 @@ func TestTenures(t *testing.T) {
 	if t2.Until().IsZero() || isClosed(t2.Done()) {
 		t.Error("received tenure not live")
 	}
-	if t2.PassOn(0, "x", pass, giver) {
-		t.Error("PassOn past the time limit passed the Lease on")
+	if t2.Passable(0) {
+		t.Error("a tenure past the time limit is Passable")
 	}
 	t3 := t2.Next()
 	if t3.Token() != 12 || t3.HasNext() {
@@ -492,9 +479,6 @@ func TestTenures(t *testing.T) {
 	if n := f.count("release", "a"); n != 1 {
 		t.Errorf("%d releases sent for a dropped tenure; want 1", n)
 	}
-	giver.Leave()
-	taker.Leave()
-	pass.Release()
 }
 
 // TestTenureRelease: a Tenure's Release ends its Lease through Redis and
@@ -520,7 +504,7 @@ func TestTenureRelease(t *testing.T) {
 func TestSlot(t *testing.T) {
 	f := newFake(t)
 	var s lease.Slot[*lease.Lease]
-	h, _, err := lease.Open("mutex", backend.Backend(f), "slot", []int(nil), func(int, *holdopt.Config) {})
+	h, _, err := engine.Open("mutex", backend.Backend(f), "slot", []int(nil), func(int, *holdopt.Config) {})
 	if err != nil {
 		t.Fatal(err)
 	}

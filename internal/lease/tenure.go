@@ -4,8 +4,6 @@ import (
 	"context"
 	"sync"
 	"time"
-
-	"github.com/redisync/redisync/internal/gate"
 )
 
 // A Tenure is one holder's turn on a Lease. A hold that is not passed on
@@ -19,8 +17,8 @@ import (
 // A Tenure ends when its holder hands the Lease on (End, once the next
 // holder has it), when the Lease is released, or when the Lease is lost:
 // its Done closes then, by the Lease's validity deadline at the latest. A
-// Tenure is also the baton that a hand-off passes through the process's
-// gate (see gate.Baton). Its methods are safe for concurrent use.
+// Tenure is also what a hand-off passes through the process's local queue
+// (see package engine). Its methods are safe for concurrent use.
 type Tenure struct {
 	l     *Lease
 	token int64
@@ -58,19 +56,6 @@ func (t *Tenure) HasNext() bool { return t.token < t.l.last }
 // of the block (the caller checks HasNext). It does not end t.
 func (t *Tenure) Next() *Tenure { return newTenure(t.l, t.token+1) }
 
-// PassOn hands the Lease to the first waiter of class at the process's gate
-// (see gate.Handle.HandOff), with the gate pass and the handle h, when t may
-// pass it on (Passable) and a waiter takes it; t then ends. It reports
-// whether the Lease was passed on; if not, nothing changed. A nil class
-// passes nothing on.
-func (t *Tenure) PassOn(within time.Duration, class any, pass gate.Pass, h gate.Handle) bool {
-	if class == nil || !t.Passable(within) || !h.HandOff(pass, class, t) {
-		return false
-	}
-	t.End()
-	return true
-}
-
 // Passable reports whether t's holder may hand the Lease on: the block has
 // a token left, the Lease's grant came back less than within ago (from its
 // reply, not its request, so that the time the request queued for a
@@ -97,7 +82,7 @@ func (t *Tenure) Passable(within time.Duration) bool {
 }
 
 // Receive returns the Tenure that follows prev, the baton of a hand-off
-// (see gate.Handle.HandOff), for its receiver. When prev's Lease ended on
+// (see package engine), for its receiver. When prev's Lease ended on
 // its way, Receive drops it (the Lease is released through Redis) and
 // returns nil: the receiver then contends as if nothing was passed.
 func Receive(prev *Tenure) *Tenure {

@@ -1,7 +1,8 @@
 // Package local is what the primitives keep, inside one process, for one
 // Backend: its telemetry, its cohort (the identity of the process's
-// goroutines that use it, as the servers see them), the queues of its
-// goroutines that wait for the same names, and the watchdog of its holds.
+// goroutines that use it, as the servers see them), and, under keys of their
+// own, the packages' state per Backend: the local queues of its goroutines
+// that wait for the same names, the watchdog of its holds.
 //
 // Package driver makes a State for every Backend (driver.NewLocal) and
 // hands it out through Backend.Local, so that this state belongs to the
@@ -16,7 +17,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/redisync/redisync/internal/gate"
 	"github.com/redisync/redisync/internal/telemetry"
 )
 
@@ -25,7 +25,6 @@ import (
 type State struct {
 	tel    *telemetry.T
 	cohort string
-	gates  *gate.Set
 	calls  atomic.Int64 // the last call number (see Call)
 
 	mu     sync.Mutex
@@ -41,7 +40,6 @@ func New(tel *telemetry.T, holder string) *State {
 	s := &State{
 		tel:    tel,
 		cohort: fmt.Sprintf("%s#%d", holder, ids.Add(1)),
-		gates:  gate.NewSet(),
 	}
 	// Numbers start at the clock, in microseconds: a process that restarts
 	// with the same cohort (the same host name and pid, as a container
@@ -73,12 +71,9 @@ func (s *State) Telemetry() *telemetry.T { return s.tel }
 // go first after a run of local hand-offs.
 func (s *State) Cohort() string { return s.cohort }
 
-// Gates returns the local queues of the Backend's goroutines, per name.
-func (s *State) Gates() *gate.Set { return s.gates }
-
 // Value returns the value kept under key, made by mk on its first use. The
-// internal packages keep their per-Backend state here (the watchdog), under
-// keys of their own unexported types.
+// internal packages keep their per-Backend state here (the watchdog, the
+// local queues), under keys of their own unexported types.
 func (s *State) Value(key any, mk func() any) any {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/redisync/redisync/internal/engine"
 	"regexp"
 	"runtime"
 	"sort"
@@ -228,7 +229,7 @@ func dumpCohorts(t *testing.T, bs []backend.Backend) {
 	t.Helper()
 	for i, b := range bs {
 		st := local.Of(b)
-		t.Logf("client %d: cohort %s, last call %d, gates: %s", i, st.Cohort(), st.LastCall(), st.Gates())
+		t.Logf("client %d: cohort %s, last call %d, gates: %s", i, st.Cohort(), st.LastCall(), engine.Queues(b))
 	}
 }
 

@@ -66,7 +66,7 @@ func downClient(t *testing.T, refused int) *redis.Client {
 	return c
 }
 
-// acquirers are the two ways an acquisition waits: acquire.Loop (mutex, and
+// acquirers are the two ways an acquisition waits: engine.Loop (mutex, and
 // rwmutex, reentrant, latch.Await, multi) and the line of fifo (fair,
 // semaphore).
 var acquirers = []struct {

@@ -1,4 +1,4 @@
-package gate
+package engine
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 )
 
 func TestGateExcludesAndCleansUp(t *testing.T) {
-	owner := NewSet()
+	owner := newQueues()
 	var inside, max atomic.Int32
 	var wg sync.WaitGroup
 	for range 16 {
@@ -20,7 +20,7 @@ func TestGateExcludesAndCleansUp(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for range 100 {
-				p, _, err := Enter(context.Background(), owner, "k", nil)
+				p, _, err := enterQueue(context.Background(), owner, "k", nil)
 				if err != nil {
 					t.Error(err)
 					return
@@ -35,7 +35,7 @@ func TestGateExcludesAndCleansUp(t *testing.T) {
 	}
 	wg.Wait()
 	if max.Load() != 1 {
-		t.Errorf("%d goroutines inside the gate at once; want 1", max.Load())
+		t.Errorf("%d goroutines inside the queue at once; want 1", max.Load())
 	}
 	owner.mu.Lock()
 	defer owner.mu.Unlock()
@@ -45,28 +45,28 @@ func TestGateExcludesAndCleansUp(t *testing.T) {
 }
 
 func TestGateWaitEnds(t *testing.T) {
-	owner := NewSet()
-	p, ok := TryEnter(owner, "k")
+	owner := newQueues()
+	p, ok := tryEnterQueue(owner, "k")
 	if !ok {
-		t.Fatal("TryEnter on a free gate failed")
+		t.Fatal("tryEnterQueue on a free queue failed")
 	}
-	if _, ok := TryEnter(owner, "k"); ok {
-		t.Fatal("TryEnter on a taken gate succeeded")
+	if _, ok := tryEnterQueue(owner, "k"); ok {
+		t.Fatal("tryEnterQueue on a taken queue succeeded")
 	}
-	if q, ok := TryEnter(owner, "other"); !ok {
-		t.Fatal("TryEnter on another name failed")
+	if q, ok := tryEnterQueue(owner, "other"); !ok {
+		t.Fatal("tryEnterQueue on another name failed")
 	} else {
 		q.Release()
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
-	if _, waited, err := Enter(ctx, owner, "k", nil); !waited || !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("Enter on a taken gate until the deadline = (%v, %v); want (true, DeadlineExceeded)", waited, err)
+	if _, waited, err := enterQueue(ctx, owner, "k", nil); !waited || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("enterQueue on a taken queue until the deadline = (%v, %v); want (true, DeadlineExceeded)", waited, err)
 	}
 	closed := make(chan struct{})
 	close(closed)
-	if _, _, err := Enter(context.Background(), owner, "k", closed); !errors.Is(err, locker.ErrClosed) {
-		t.Errorf("Enter with a closed backend = %v; want locker.ErrClosed", err)
+	if _, _, err := enterQueue(context.Background(), owner, "k", closed); !errors.Is(err, locker.ErrClosed) {
+		t.Errorf("enterQueue with a closed backend = %v; want locker.ErrClosed", err)
 	}
 	p.Release()
 	owner.mu.Lock()
@@ -76,36 +76,36 @@ func TestGateWaitEnds(t *testing.T) {
 	}
 }
 
-// TestHandle: a handle stays taken until Leave, even once its process-wide
-// pass is given back (a lost hold), while other handles get the gate.
+// TestHandle: a seatState stays taken until Leave, even once its process-wide
+// pass is given back (a lost hold), while other handles get the queue.
 func TestHandle(t *testing.T) {
-	owner := NewSet()
-	h, other := NewHandle(), NewHandle()
+	owner := newQueues()
+	h, other := newSeat(), newSeat()
 	p, ok := h.TryEnter(owner, "k")
 	if !ok {
-		t.Fatal("TryEnter on a free handle failed")
+		t.Fatal("tryEnterQueue on a free seatState failed")
 	}
 	if _, ok := other.TryEnter(owner, "k"); ok {
-		t.Fatal("another handle got the process-wide gate while it was taken")
+		t.Fatal("another seatState got the process-wide queue while it was taken")
 	}
 	p.Release() // the hold was lost
 	if _, ok := h.TryEnter(owner, "k"); ok {
-		t.Fatal("the handle was entered again before Leave")
+		t.Fatal("the seatState was entered again before Leave")
 	}
 	q, ok := other.TryEnter(owner, "k")
 	if !ok {
-		t.Fatal("another handle did not get the gate given back")
+		t.Fatal("another seatState did not get the queue given back")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
-	if _, _, waited, err := h.Enter(ctx, owner, "k", nil, nil, Watch{}); !waited || !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("Enter on a taken handle = (%v, %v); want (true, DeadlineExceeded)", waited, err)
+	if _, _, waited, err := h.Enter(ctx, owner, "k", nil, nil, watcher{}); !waited || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("enterQueue on a taken seatState = (%v, %v); want (true, DeadlineExceeded)", waited, err)
 	}
 	h.Leave()
 	q.Release()
 	other.Leave()
-	if p, _, _, err := h.Enter(context.Background(), owner, "k", nil, nil, Watch{}); err != nil {
-		t.Fatalf("Enter after Leave: %v", err)
+	if p, _, _, err := h.Enter(context.Background(), owner, "k", nil, nil, watcher{}); err != nil {
+		t.Fatalf("enterQueue after Leave: %v", err)
 	} else {
 		p.Release()
 		h.Leave()
@@ -117,30 +117,30 @@ func TestHandle(t *testing.T) {
 	}
 }
 
-// baton is a Baton that counts its drops.
-type baton struct{ drops atomic.Int32 }
+// countingBaton is a baton that counts its drops.
+type countingBaton struct{ drops atomic.Int32 }
 
-func (b *baton) Drop() { b.drops.Add(1) }
+func (b *countingBaton) Drop() { b.drops.Add(1) }
 
 // waitFor enters h as a waiter of class in a goroutine and returns what
-// Enter returned, once it returns; queued reports when it waits.
+// enterQueue returned, once it returns; queued reports when it waits.
 type entered struct {
 	p   Pass
-	b   Baton
+	b   baton
 	err error
 }
 
-func enterAsync(ctx context.Context, h Handle, owner *Set, class any) <-chan entered {
+func enterAsync(ctx context.Context, h seat, owner *queues, class any) <-chan entered {
 	out := make(chan entered, 1)
 	go func() {
-		p, b, _, err := h.Enter(ctx, owner, "k", class, nil, Watch{})
+		p, b, _, err := h.Enter(ctx, owner, "k", class, nil, watcher{})
 		out <- entered{p, b, err}
 	}()
 	return out
 }
 
-// waiters returns how many goroutines wait at the gate of "k" in owner.
-func waiters(owner *Set) int {
+// waiters returns how many goroutines wait at the queue of "k" in owner.
+func waiters(owner *queues) int {
 	owner.mu.Lock()
 	defer owner.mu.Unlock()
 	if g := owner.m["k"]; g != nil {
@@ -149,17 +149,17 @@ func waiters(owner *Set) int {
 	return 0
 }
 
-func waitQueued(t *testing.T, owner *Set, n int) {
+func waitQueued(t *testing.T, owner *queues, n int) {
 	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); waiters(owner) != n; {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d waiters at the gate; want %d", waiters(owner), n)
+			t.Fatalf("%d waiters at the queue; want %d", waiters(owner), n)
 		}
 		time.Sleep(time.Millisecond)
 	}
 }
 
-func empty(t *testing.T, owner *Set) {
+func empty(t *testing.T, owner *queues) {
 	t.Helper()
 	owner.mu.Lock()
 	defer owner.mu.Unlock()
@@ -169,13 +169,13 @@ func empty(t *testing.T, owner *Set) {
 }
 
 func TestHandOff(t *testing.T) {
-	owner := NewSet()
-	a, b, c := NewHandle(), NewHandle(), NewHandle()
+	owner := newQueues()
+	a, b, c := newSeat(), newSeat(), newSeat()
 	p, ok := a.TryEnter(owner, "k")
 	if !ok {
-		t.Fatal("TryEnter on a free gate failed")
+		t.Fatal("tryEnterQueue on a free queue failed")
 	}
-	bt := new(baton)
+	bt := new(countingBaton)
 	if a.HandOff(p, "x", bt) {
 		t.Fatal("HandOff without a waiter reported a taker")
 	}
@@ -190,23 +190,23 @@ func TestHandOff(t *testing.T) {
 		t.Fatal("HandOff with a waiter of the class found none")
 	}
 	got := <-same
-	if got.err != nil || got.b != Baton(bt) {
+	if got.err != nil || got.b != baton(bt) {
 		t.Fatalf("the waiter of the class got (%v, %v); want the baton", got.b, got.err)
 	}
 	p.Release() // after a HandOff: nothing
-	if _, ok := NewHandle().TryEnter(owner, "k"); ok {
-		t.Fatal("the gate was free after a HandOff")
+	if _, ok := newSeat().TryEnter(owner, "k"); ok {
+		t.Fatal("the queue was free after a HandOff")
 	}
 	if _, ok := a.TryEnter(owner, "k"); ok {
-		t.Fatal("the gate was free after a HandOff")
+		t.Fatal("the queue was free after a HandOff")
 	}
 	// The receiver releases: the waiter of the other class gets a free
-	// gate, without a baton.
+	// queue, without a baton.
 	got.p.Release()
 	c.Leave()
 	o := <-other
 	if o.err != nil || o.b != nil {
-		t.Fatalf("the next waiter got (%v, %v); want a free gate", o.b, o.err)
+		t.Fatalf("the next waiter got (%v, %v); want a free queue", o.b, o.err)
 	}
 	o.p.Release()
 	b.Leave()
@@ -218,35 +218,35 @@ func TestHandOff(t *testing.T) {
 }
 
 func TestHandOffToSameHandleAndOrder(t *testing.T) {
-	owner := NewSet()
-	a, b := NewHandle(), NewHandle()
+	owner := newQueues()
+	a, b := newSeat(), newSeat()
 	p, ok := a.TryEnter(owner, "k")
 	if !ok {
-		t.Fatal("TryEnter on a free gate failed")
+		t.Fatal("tryEnterQueue on a free queue failed")
 	}
-	// A second Lock on a's handle waits for a's hold; b waits behind it.
+	// A second Lock on a's seatState waits for a's hold; b waits behind it.
 	first := enterAsync(context.Background(), a, owner, "x")
 	waitQueued(t, owner, 1)
 	second := enterAsync(context.Background(), b, owner, "x")
 	waitQueued(t, owner, 2)
-	bt := new(baton)
+	bt := new(countingBaton)
 	if !a.HandOff(p, "x", bt) {
 		t.Fatal("HandOff found no taker")
 	}
 	got := <-first
-	if got.err != nil || got.b != Baton(bt) {
-		t.Fatalf("the first waiter (same handle) got (%v, %v); want the baton", got.b, got.err)
+	if got.err != nil || got.b != baton(bt) {
+		t.Fatalf("the first waiter (same seatState) got (%v, %v); want the baton", got.b, got.err)
 	}
 	// a is taken again by its new holder: a hand-off from it goes to b.
 	if !a.HandOff(got.p, "x", bt) {
 		t.Fatal("second HandOff found no taker")
 	}
 	g2 := <-second
-	if g2.err != nil || g2.b != Baton(bt) {
+	if g2.err != nil || g2.b != baton(bt) {
 		t.Fatalf("the second waiter got (%v, %v); want the baton", g2.b, g2.err)
 	}
 	if _, ok := a.TryEnter(owner, "k"); ok {
-		t.Fatal("the gate was free while b holds it")
+		t.Fatal("the queue was free while b holds it")
 	}
 	g2.p.Release()
 	b.Leave()
@@ -254,11 +254,11 @@ func TestHandOffToSameHandleAndOrder(t *testing.T) {
 }
 
 func TestHandOffToWaiterThatGivesUp(t *testing.T) {
-	owner := NewSet()
-	a, b, c := NewHandle(), NewHandle(), NewHandle()
+	owner := newQueues()
+	a, b, c := newSeat(), newSeat(), newSeat()
 	p, ok := a.TryEnter(owner, "k")
 	if !ok {
-		t.Fatal("TryEnter on a free gate failed")
+		t.Fatal("tryEnterQueue on a free queue failed")
 	}
 	// A hand-off to a waiter whose context is done: it either holds (it saw
 	// the baton first) or passes the baton on to the next waiter.
@@ -268,10 +268,10 @@ func TestHandOffToWaiterThatGivesUp(t *testing.T) {
 	next := enterAsync(context.Background(), c, owner, "x")
 	waitQueued(t, owner, 2)
 	cancel2()
-	bt := new(baton)
+	bt := new(countingBaton)
 	handed := a.HandOff(p, "x", bt)
 	g1 := <-late
-	var holder Handle
+	var holder seat
 	var hp Pass
 	switch {
 	case !handed:
@@ -279,13 +279,13 @@ func TestHandOffToWaiterThatGivesUp(t *testing.T) {
 	case g1.err == nil:
 		// The late waiter saw the baton first: it holds.
 		holder, hp = b, g1.p
-		if g1.b != Baton(bt) {
+		if g1.b != baton(bt) {
 			t.Fatalf("late waiter got %v; want the baton", g1.b)
 		}
 	default:
 		// It saw ctx done: the baton went on to the next waiter.
 		g2 := <-next
-		if g2.err != nil || g2.b != Baton(bt) {
+		if g2.err != nil || g2.b != baton(bt) {
 			t.Fatalf("the next waiter got (%v, %v); want the baton passed on", g2.b, g2.err)
 		}
 		holder, hp = c, g2.p
@@ -306,23 +306,23 @@ func TestHandOffToWaiterThatGivesUp(t *testing.T) {
 }
 
 func TestHandOffDroppedWhenNobodyTakesIt(t *testing.T) {
-	owner := NewSet()
-	a, b := NewHandle(), NewHandle()
+	owner := newQueues()
+	a, b := newSeat(), newSeat()
 	for range 50 { // the race between cancel and hand-off goes both ways
 		p, ok := a.TryEnter(owner, "k")
 		if !ok {
-			t.Fatal("TryEnter on a free gate failed")
+			t.Fatal("tryEnterQueue on a free queue failed")
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		late := enterAsync(ctx, b, owner, "x")
 		waitQueued(t, owner, 1)
-		bt := new(baton)
+		bt := new(countingBaton)
 		cancel()
 		handed := a.HandOff(p, "x", bt)
 		g := <-late
 		switch {
 		case g.err == nil:
-			if !handed || g.b != Baton(bt) {
+			if !handed || g.b != baton(bt) {
 				t.Fatalf("the waiter holds (%v) without a hand-off (%v)", g.b, handed)
 			}
 			g.p.Release()

@@ -1,4 +1,4 @@
-package acquire_test
+package engine_test
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/redisync/redisync/backend/driver"
-	"github.com/redisync/redisync/internal/acquire"
+	"github.com/redisync/redisync/internal/engine"
 	"github.com/redisync/redisync/internal/leakcheck"
 	"github.com/redisync/redisync/internal/telemetry"
 	"github.com/redisync/redisync/locker"
@@ -196,7 +196,7 @@ var errDenied = errors.New("fake: NOPERM")
 // run waits on loop with attempts that return steps in order, and backoff
 // as the loop's Backoff; it logs each attempt and backoff call in f's log.
 // The returned channel delivers Wait's error.
-func run(ctx context.Context, t *testing.T, f *fake, loop acquire.Loop, backoff time.Duration, steps ...step) <-chan error {
+func run(ctx context.Context, t *testing.T, f *fake, loop engine.Loop, backoff time.Duration, steps ...step) <-chan error {
 	t.Helper()
 	loop.Backend = f
 	if loop.Channel == "" && len(loop.Channels) == 0 {
@@ -258,7 +258,7 @@ func TestWait(t *testing.T) {
 	t.Run("uncontended", func(t *testing.T) {
 		// One attempt, no subscription.
 		f := newFake(t)
-		if err := result(t, f, run(ctx, t, f, acquire.Loop{}, hour, acquired)); err != nil {
+		if err := result(t, f, run(ctx, t, f, engine.Loop{}, hour, acquired)); err != nil {
 			t.Fatal(err)
 		}
 		expect(t, f, "try")
@@ -266,7 +266,7 @@ func TestWait(t *testing.T) {
 	t.Run("contended", func(t *testing.T) {
 		// A contended attempt subscribes, then tries again at once.
 		f := newFake(t)
-		if err := result(t, f, run(ctx, t, f, acquire.Loop{}, hour, contended, acquired)); err != nil {
+		if err := result(t, f, run(ctx, t, f, engine.Loop{}, hour, contended, acquired)); err != nil {
 			t.Fatal(err)
 		}
 		expect(t, f, "try", "subscribe k", "try", "close k")
@@ -274,7 +274,7 @@ func TestWait(t *testing.T) {
 	t.Run("wake-up", func(t *testing.T) {
 		// A wake-up starts the next attempt; the poll interval is an hour.
 		f := newFake(t)
-		out := run(ctx, t, f, acquire.Loop{}, hour, contended, contended, acquired)
+		out := run(ctx, t, f, engine.Loop{}, hour, contended, contended, acquired)
 		f.await(t, "wait", 1)
 		f.wake("k")
 		if err := result(t, f, out); err != nil {
@@ -287,7 +287,7 @@ func TestWait(t *testing.T) {
 		// after a contended attempt wait rather than try again at once.
 		f := newFake(t)
 		f.listening = true
-		out := run(ctx, t, f, acquire.Loop{}, hour, contended, acquired)
+		out := run(ctx, t, f, engine.Loop{}, hour, contended, acquired)
 		f.await(t, "wait", 1)
 		f.wake("k")
 		if err := result(t, f, out); err != nil {
@@ -298,7 +298,7 @@ func TestWait(t *testing.T) {
 	t.Run("hint", func(t *testing.T) {
 		// The holder's remaining TTL shortens the poll.
 		f := newFake(t)
-		out := run(ctx, t, f, acquire.Loop{}, hour, contended, step{retry: time.Millisecond}, acquired)
+		out := run(ctx, t, f, engine.Loop{}, hour, contended, step{retry: time.Millisecond}, acquired)
 		if err := result(t, f, out); err != nil {
 			t.Fatal(err)
 		}
@@ -308,7 +308,7 @@ func TestWait(t *testing.T) {
 		// Without wake-ups, the attempts follow the backoff, counted from
 		// the first poll; a longer hint does not lengthen it.
 		f := newFake(t)
-		out := run(ctx, t, f, acquire.Loop{}, time.Millisecond, contended, contended, step{retry: hour}, contended, acquired)
+		out := run(ctx, t, f, engine.Loop{}, time.Millisecond, contended, contended, step{retry: hour}, contended, acquired)
 		if err := result(t, f, out); err != nil {
 			t.Fatal(err)
 		}
@@ -320,7 +320,7 @@ func TestWait(t *testing.T) {
 		// attempt resets; they do not subscribe.
 		f := newFake(t)
 		failed := step{err: errTransient}
-		out := run(ctx, t, f, acquire.Loop{}, time.Millisecond, failed, failed, contended, failed, contended, acquired)
+		out := run(ctx, t, f, engine.Loop{}, time.Millisecond, failed, failed, contended, failed, contended, acquired)
 		if err := result(t, f, out); err != nil {
 			t.Fatal(err)
 		}
@@ -329,7 +329,7 @@ func TestWait(t *testing.T) {
 	})
 	t.Run("permanent", func(t *testing.T) {
 		f := newFake(t)
-		out := run(ctx, t, f, acquire.Loop{}, time.Millisecond, contended, step{err: errDenied})
+		out := run(ctx, t, f, engine.Loop{}, time.Millisecond, contended, step{err: errDenied})
 		if err := result(t, f, out); !errors.Is(err, errDenied) {
 			t.Fatalf("Wait = %v; want the attempt's error", err)
 		}
@@ -340,7 +340,7 @@ func TestWait(t *testing.T) {
 		// contended attempt.
 		f := newFake(t)
 		f.subErr["k"] = errTransient
-		out := run(ctx, t, f, acquire.Loop{}, time.Millisecond, contended, contended, acquired)
+		out := run(ctx, t, f, engine.Loop{}, time.Millisecond, contended, contended, acquired)
 		if err := result(t, f, out); err != nil {
 			t.Fatal(err)
 		}
@@ -353,7 +353,7 @@ func TestWait(t *testing.T) {
 		ignore := leakcheck.Current()
 		f := newFake(t)
 		f.subErr["c"] = errTransient
-		loop := acquire.Loop{Channels: []string{"a", "b", "c"}}
+		loop := engine.Loop{Channels: []string{"a", "b", "c"}}
 		out := run(ctx, t, f, loop, time.Millisecond, contended, contended, contended, acquired)
 		if err := result(t, f, out); err != nil {
 			t.Fatal(err)
@@ -453,7 +453,7 @@ func TestWaitEnds(t *testing.T) {
 			if tc.end == nil {
 				backoff = time.Millisecond
 			}
-			out := run(ctx, t, f, acquire.Loop{}, backoff, tc.steps(cancel)...)
+			out := run(ctx, t, f, engine.Loop{}, backoff, tc.steps(cancel)...)
 			if tc.end != nil {
 				f.await(t, "wait", 1)
 				tc.end(f, cancel)

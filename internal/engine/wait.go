@@ -1,20 +1,21 @@
-// Package acquire is the waiting loop that every blocking acquisition shares:
-// try, subscribe to the wake channel on contention, and try again on a wake-up
-// message, when the holder's TTL runs out, or after a bounded poll interval,
-// until the context ends.
-package acquire
+// The waiting loop that every blocking acquisition shares: try, subscribe
+// to the wake channel on contention, and try again on a wake-up message,
+// when the holder's TTL runs out, or after a bounded poll interval, until
+// the context ends.
+
+package engine
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/redisync/redisync/internal/lease"
 	"sync"
 	"time"
 
 	"github.com/redisync/redisync/backend"
 
 	"github.com/redisync/redisync/backend/driver"
-	"github.com/redisync/redisync/internal/retry"
 	"github.com/redisync/redisync/internal/telemetry"
 	"github.com/redisync/redisync/locker"
 )
@@ -53,7 +54,7 @@ func (l Loop) Wait(ctx context.Context, attempt Attempt) error {
 		errs    int
 		polls   int
 		timer   *time.Timer
-		outage  = retry.NewOutage(l.Backend)
+		outage  = lease.NewOutage(l.Backend)
 	)
 	defer func() {
 		if sub != nil {

@@ -1,7 +1,10 @@
-// Package retry repeats an operation that is safe to repeat after transient
-// Redis errors (a failover, a dropped connection), pacing the attempts with a
-// backoff, until it succeeds, fails for good, or its context ends.
-package retry
+package lease
+
+// Retry, Sleep and Outage repeat an operation that is safe to repeat after
+// transient Redis errors (a failover, a dropped connection), pacing the
+// attempts with a backoff, until it succeeds, fails for good, or its context
+// ends: the acquisitions' waits, and the renewals, releases and cleanups of
+// holds.
 
 import (
 	"context"
@@ -14,7 +17,7 @@ import (
 	"github.com/redisync/redisync/locker"
 )
 
-// Do calls f until it returns nil or an error that backend.IsTransient does
+// Retry calls f until it returns nil or an error that backend.IsTransient does
 // not call transient, and returns that result. After the n-th transient
 // error it sleeps backoff(n) first. When every call has failed for b's
 // outage limit (see backend.WithOutageLimit), it returns an error that
@@ -22,7 +25,7 @@ import (
 // matches ctx.Err() and wraps the last transient error; when b is closed, one
 // that matches locker.ErrClosed. f must be safe to call again after a
 // failure whose outcome is unknown.
-func Do(ctx context.Context, b backend.Backend, backoff locker.Backoff, f func(context.Context) error) error {
+func Retry(ctx context.Context, b backend.Backend, backoff locker.Backoff, f func(context.Context) error) error {
 	outage := NewOutage(b)
 	for n := 1; ; n++ {
 		err := f(ctx)

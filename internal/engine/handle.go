@@ -1,15 +1,15 @@
-package lease
+package engine
 
 import (
 	"context"
 	"fmt"
+	"github.com/redisync/redisync/internal/lease"
 	"strings"
 	"time"
 
 	"github.com/redisync/redisync/backend"
 
 	"github.com/redisync/redisync/backend/driver"
-	"github.com/redisync/redisync/internal/acquire"
 	"github.com/redisync/redisync/internal/holdopt"
 	"github.com/redisync/redisync/internal/keyspace"
 	"github.com/redisync/redisync/internal/local"
@@ -46,7 +46,7 @@ type Handle struct {
 	backoff locker.Backoff
 
 	notHeld string // Extend's error without a current hold: "mutex is not locked"
-	holds   func() (cur, last Hold)
+	holds   func() (cur, last lease.Hold)
 }
 
 // Open does what the constructor of every lock handle does first: it checks
@@ -79,7 +79,7 @@ func Configure[O any](kind string, b backend.Backend, opts []O, apply func(O, *h
 	if err := cfg.Validate(kind); err != nil {
 		return holdopt.Config{}, err
 	}
-	if err := ValidTTL(kind, b, cfg.TTL); err != nil {
+	if err := lease.ValidTTL(kind, b, cfg.TTL); err != nil {
 		return holdopt.Config{}, err
 	}
 	return cfg, nil
@@ -114,7 +114,7 @@ func (h *Handle) Acquire(ctx context.Context, method string, run func(context.Co
 	ctx, op := h.Start(ctx, method)
 	defer func() { op.EndAcquire(err) }()
 	if ctx.Err() != nil {
-		return h.fail(method, acquire.NotAcquired(ctx, nil))
+		return h.fail(method, NotAcquired(ctx, nil))
 	}
 	return h.fail(method, run(ctx, op))
 }
@@ -126,7 +126,7 @@ func (h *Handle) Try(ctx context.Context, method string, run func(context.Contex
 	ctx, op := h.Start(ctx, method)
 	defer func() { op.EndTry(ok, err) }()
 	if ctx.Err() != nil {
-		return false, h.fail(method, acquire.NotAcquired(ctx, nil))
+		return false, h.fail(method, NotAcquired(ctx, nil))
 	}
 	ok, err = run(ctx, op)
 	return ok, h.fail(method, err)
@@ -152,16 +152,18 @@ func (h *Handle) fail(method string, err error) error {
 }
 
 // Wait makes attempts at a hold for the call of op until one takes it, the
-// way every handle waits (see acquire.Loop): it listens on channel, where a
+// way every handle waits (see Loop): it listens on channel, where a
 // release wakes it, and paces its attempts with the handle's backoff.
 func (h *Handle) Wait(ctx context.Context, op *telemetry.Op, channel string, attempt func(context.Context) (bool, time.Duration, error)) error {
-	loop := acquire.Loop{Backend: h.b, Channel: channel, Backoff: h.backoff, Op: op}
+	loop := Loop{Backend: h.b, Channel: channel, Backoff: h.backoff, Op: op}
 	return loop.Wait(ctx, attempt)
 }
 
 // Cleanup runs calls on the handle's backend after a failed or doubtful
 // acquisition (see Cleanup).
-func (h *Handle) Cleanup(ctx context.Context, calls ...*driver.Call) { Cleanup(ctx, h.b, calls...) }
+func (h *Handle) Cleanup(ctx context.Context, calls ...*driver.Call) {
+	lease.Cleanup(ctx, h.b, calls...)
+}
 
 // Wrap returns err, when not nil, as the error of the operation op (the
 // lower-case name of a public call: "lock", "unlock", ...): "<kind> <name>:
@@ -176,8 +178,8 @@ func (h *Handle) Wrap(op string, err error) error {
 // Spec returns the Spec of the handle's holds with what the handle and cfg
 // say: the backend, the telemetry, the kind, the TTL and the watchdog. The
 // primitive adds how its holds are renewed, released and found.
-func (h *Handle) Spec(cfg holdopt.Config) Spec {
-	return Spec{Backend: h.b, Tel: h.local.Telemetry(), Primitive: h.kind, TTL: cfg.TTL, Watchdog: cfg.Watchdog}
+func (h *Handle) Spec(cfg holdopt.Config) lease.Spec {
+	return lease.Spec{Backend: h.b, Tel: h.local.Telemetry(), Primitive: h.kind, TTL: cfg.TTL, Watchdog: cfg.Watchdog}
 }
 
 // Describe tells h where the handle's holds are: holds returns the current
@@ -185,18 +187,18 @@ func (h *Handle) Spec(cfg holdopt.Config) Spec {
 // when the handle keeps none). notHeld is the text of Extend's error
 // without a current hold, in the handle's words ("mutex is not locked"). A
 // handle calls Describe in its constructor, before any other call.
-func (h *Handle) Describe(notHeld string, holds func() (cur, last Hold)) {
+func (h *Handle) Describe(notHeld string, holds func() (cur, last lease.Hold)) {
 	h.notHeld, h.holds = notHeld, holds
 }
 
 // current returns the current hold, or nil.
-func (h *Handle) current() Hold {
+func (h *Handle) current() lease.Hold {
 	cur, _ := h.holds()
 	return cur
 }
 
 // latest returns the current hold, else the last one, or nil.
-func (h *Handle) latest() Hold {
+func (h *Handle) latest() lease.Hold {
 	cur, last := h.holds()
 	if cur != nil {
 		return cur
@@ -219,7 +221,7 @@ func (h *Handle) Done() <-chan struct{} {
 	if cur := h.current(); cur != nil {
 		return cur.Done()
 	}
-	return closed
+	return lease.Closed()
 }
 
 // Err returns the Err of the current hold, else of the last one; nil before
@@ -247,7 +249,7 @@ func (h *Handle) Until() time.Time {
 func (h *Handle) Extend(ctx context.Context, ttl time.Duration) (err error) {
 	ctx, op := h.Start(ctx, "Extend")
 	defer func() { op.EndExtend(err) }()
-	if err := ValidTTL(h.kind, h.b, ttl); err != nil {
+	if err := lease.ValidTTL(h.kind, h.b, ttl); err != nil {
 		return err
 	}
 	cur := h.current()

@@ -1,16 +1,15 @@
-package lease
+package engine
 
 import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"github.com/redisync/redisync/internal/lease"
 	"time"
 
 	"github.com/redisync/redisync/backend"
 
 	"github.com/redisync/redisync/backend/driver"
-	"github.com/redisync/redisync/internal/acquire"
-	"github.com/redisync/redisync/internal/gate"
 	"github.com/redisync/redisync/internal/holdopt"
 	"github.com/redisync/redisync/internal/script"
 	"github.com/redisync/redisync/internal/telemetry"
@@ -18,17 +17,17 @@ import (
 )
 
 // A Gate is a handle's way through its process's local queue of one lock
-// (see package gate): the goroutines of the process that want the lock wait
+// (see queue.go): the goroutines of the process that want the lock wait
 // there, so that one at a time contends through Redis, and a holder may
 // hand its hold on to the first of them (local hand-off, see
-// Tenure.PassOn). Its methods are safe for concurrent use, as the gate's.
+// passOn). Its methods are safe for concurrent use, as the queue's.
 type Gate struct {
 	b      backend.Backend
-	set    *gate.Set
+	queues *queues
 	key    string        // the lock's main key: names its queue
 	cohort string        // the process's cohort on b: its place in the lock's line
 	line   string        // the process's wake channel of the lock (keyspace.Mutex.Line)
-	held   gate.Handle   // the handle's own slot; zero for a handle without one
+	held   seat          // the handle's own slot; zero for a handle without one
 	class  any           // of the waiters a hold may be handed to; nil: no hand-off
 	within time.Duration // hand-off bound: see holdopt.Handoff
 	stale  time.Duration // how long a waiting attempt's place in line lasts (holdopt.LineStale)
@@ -100,7 +99,7 @@ type Exclusive struct {
 	Line  string                       // the process's wake channel of the lock (keyspace.Mutex.Line)
 	Wake  string                       // the prefix of the lock's wake channels, for its leave
 	Leave script.Def[script.LeaveArgs] // the script that takes the process out of the lock's line
-	Spec  *Spec                        // of the handle's holds
+	Spec  *lease.Spec                  // of the handle's holds
 	What  string                       // names an attempt in errors: "acquire", "lock"
 }
 
@@ -108,19 +107,19 @@ type Exclusive struct {
 // without a slot of its own and without hand-off: the reentrant lock, whose
 // scopes queue, takes its first holds through it (Contend, Try).
 func (h *Handle) Gate(x Exclusive) Gate {
-	return Gate{b: h.b, set: h.local.Gates(), key: x.Key, cohort: h.local.Cohort(), stale: holdopt.LineStale(h.backoff), line: x.Line, x: x}
+	return Gate{b: h.b, queues: queuesOf(h.b), key: x.Key, cohort: h.local.Cohort(), stale: holdopt.LineStale(h.backoff), line: x.Line, x: x}
 }
 
 // ExclusiveGate returns the way through the queue of the lock x describes
 // for a handle that holds one hold at a time (mutex.Mutex, the writers of
 // rwmutex.RWMutex), whose calls c builds: with a slot of its own
-// (gate.Handle), so that a second Lock on the handle waits for the first
+// (seat), so that a second Lock on the handle waits for the first
 // hold's Unlock, and the hand-off bounds of cfg (holdopt.Config.Local).
 // x.Line is the process's wake channel of the lock, on which a force
 // unlock tells the holder's process that its hold ended (see Enter).
 func (h *Handle) ExclusiveGate(x Exclusive, cfg holdopt.Config, c Calls) Gate {
 	g := h.Gate(x)
-	g.held = gate.NewHandle()
+	g.held = newSeat()
 	handoff, class := cfg.Local()
 	g.class, g.within, g.calls = class, handoff.Within, c
 	return g
@@ -132,19 +131,19 @@ func (h *Handle) ExclusiveGate(x Exclusive, cfg holdopt.Config, c Calls) Gate {
 // the Tenure it passed (op then records the call as acquired locally). On
 // failure nothing is taken, and the error matches locker.ErrClosed, or
 // locker.ErrNotAcquired and ctx.Err().
-func (g Gate) Enter(ctx context.Context, op *telemetry.Op) (gate.Pass, *Tenure, error) {
+func (g Gate) Enter(ctx context.Context, op *telemetry.Op) (Pass, *lease.Tenure, error) {
 	start := time.Now()
 	var (
-		pass   gate.Pass
-		baton  gate.Baton
+		pass   Pass
+		baton  baton
 		waited bool
 		err    error
 	)
-	if g.held == (gate.Handle{}) {
-		pass, waited, err = gate.Enter(ctx, g.set, g.key, g.b.Done())
+	if g.held == (seat{}) {
+		pass, waited, err = enterQueue(ctx, g.queues, g.key, g.b.Done())
 	} else {
 		w, stop := g.watch(ctx)
-		pass, baton, waited, err = g.held.Enter(ctx, g.set, g.key, g.class, g.b.Done(), w)
+		pass, baton, waited, err = g.held.Enter(ctx, g.queues, g.key, g.class, g.b.Done(), w)
 		stop()
 	}
 	if waited {
@@ -152,14 +151,14 @@ func (g Gate) Enter(ctx context.Context, op *telemetry.Op) (gate.Pass, *Tenure, 
 	}
 	switch {
 	case errors.Is(err, locker.ErrClosed):
-		return gate.Pass{}, nil, err
+		return Pass{}, nil, err
 	case err != nil:
-		return gate.Pass{}, nil, acquire.NotAcquired(ctx, nil)
+		return Pass{}, nil, NotAcquired(ctx, nil)
 	}
 	if baton == nil {
 		return pass, nil, nil
 	}
-	t := Receive(baton.(*Tenure))
+	t := lease.Receive(baton.(*lease.Tenure))
 	if t != nil {
 		op.Outcome(telemetry.AcquiredLocal)
 	}
@@ -174,17 +173,17 @@ func (g Gate) Enter(ctx context.Context, op *telemetry.Op) (gate.Pass, *Tenure, 
 // handed on meanwhile. stop ends the listening. Without hand-off, or when
 // nobody of the process holds or waits for the lock, there is nothing to
 // watch: the holder learns of an end from outside at its next renewal.
-func (g Gate) watch(ctx context.Context) (w gate.Watch, stop func()) {
+func (g Gate) watch(ctx context.Context) (w watcher, stop func()) {
 	if g.class == nil || g.line == "" || g.Idle() {
-		return gate.Watch{}, func() {}
+		return watcher{}, func() {}
 	}
 	sub, err := g.b.Subscribe(ctx, g.line)
 	if err != nil {
 		// Without the channel nothing is handed on (see Unlock).
-		return gate.Watch{}, func() {}
+		return watcher{}, func() {}
 	}
 	b, key := g.b, g.key
-	return gate.Watch{C: sub.C(), Do: func() { CheckKey(b, key) }}, sub.Close
+	return watcher{C: sub.C(), Do: func() { lease.CheckKey(b, key) }}, sub.Close
 }
 
 // listening reports whether the process listens on its wake channel of the
@@ -204,19 +203,19 @@ func (g Gate) listening() bool {
 // once, so that the other handles of the process contend (the handle stays
 // locked until Unlock). On failure it returns nil, and nothing is held or
 // queued.
-func (g Gate) Lock(ctx context.Context, h *Handle) (*Tenure, gate.Pass, error) {
+func (g Gate) Lock(ctx context.Context, h *Handle) (*lease.Tenure, Pass, error) {
 	var (
-		t    *Tenure
-		pass gate.Pass
+		t    *lease.Tenure
+		pass Pass
 	)
 	err := h.Acquire(ctx, "Lock", func(ctx context.Context, op *telemetry.Op) error {
 		var err error
 		pass, t, err = g.Enter(ctx, op)
 		if err == nil && t == nil {
-			var l *Lease
+			var l *lease.Lease
 			l, _, err = g.Contend(ctx, h, op, pass, &exclusiveClaim{calls: g.calls, owner: rand.Text()})
 			if l != nil {
-				t = First(l)
+				t = lease.First(l)
 			}
 		}
 		if err != nil {
@@ -226,7 +225,7 @@ func (g Gate) Lock(ctx context.Context, h *Handle) (*Tenure, gate.Pass, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, gate.Pass{}, err
+		return nil, Pass{}, err
 	}
 	return t, pass, nil
 }
@@ -239,12 +238,12 @@ func (g Gate) Lock(ctx context.Context, h *Handle) (*Tenure, gate.Pass, error) {
 // back and, when the attempts may have put the process in the lock's line
 // and nobody else of the process waits, takes the process out of it (see
 // giveUp). On success the turn is the caller's to keep or give back.
-func (g Gate) Contend(ctx context.Context, h *Handle, op *telemetry.Op, pass gate.Pass, c Claim) (*Lease, int64, error) {
+func (g Gate) Contend(ctx context.Context, h *Handle, op *telemetry.Op, pass Pass, c Claim) (*lease.Lease, int64, error) {
 	call := h.local.Call()
 	var (
 		unsure []int64
 		sent   bool
-		l      *Lease
+		l      *lease.Lease
 		n      int64
 	)
 	err := h.Wait(ctx, op, g.line, func(ctx context.Context) (bool, time.Duration, error) {
@@ -260,7 +259,7 @@ func (g Gate) Contend(ctx context.Context, h *Handle, op *telemetry.Op, pass gat
 		return l != nil, retry, err
 	})
 	if err != nil {
-		ctx = AfterFailure(ctx, err)
+		ctx = lease.AfterFailure(ctx, err)
 		g.abandon(ctx, c, unsure)
 		g.giveUp(ctx, pass, sent, call)
 		return nil, 0, err
@@ -270,23 +269,23 @@ func (g Gate) Contend(ctx context.Context, h *Handle, op *telemetry.Op, pass gat
 
 // attempt sends c's next attempt for acquisition call call, as Grant
 // answers it, and returns the attempt's number.
-func (g Gate) attempt(ctx context.Context, c Claim, call int64, wait bool) (*Lease, int64, time.Duration, error) {
+func (g Gate) attempt(ctx context.Context, c Claim, call int64, wait bool) (*lease.Lease, int64, time.Duration, error) {
 	sent := time.Now()
 	ac, n := c.AcquireCall(call, wait, sent)
-	l, _, retry, err := Grant(ctx, g.x.Spec, ac, c.Owner(), sent, g.x.What)
+	l, _, retry, err := lease.Grant(ctx, g.x.Spec, ac, c.Owner(), sent, g.x.What)
 	return l, n, retry, err
 }
 
 // abandon ends what the attempts of c numbered unsure may have taken.
 func (g Gate) abandon(ctx context.Context, c Claim, unsure []int64) {
 	if ac := c.AbandonCall(unsure); ac != nil {
-		Cleanup(ctx, g.b, ac)
+		lease.Cleanup(ctx, g.b, ac)
 	}
 }
 
 // hold records t as the hold of the call of op, in turn pass: a lost hold
 // gives the pass back at once.
-func (g Gate) hold(op *telemetry.Op, t *Tenure, pass gate.Pass) {
+func (g Gate) hold(op *telemetry.Op, t *lease.Tenure, pass Pass) {
 	t.Lease().OnLoss(pass)
 	op.Token(t.Token())
 }
@@ -296,10 +295,10 @@ func (g Gate) hold(op *telemetry.Op, t *Tenure, pass gate.Pass) {
 // attempt through Redis for a new owner (Try). It returns a nil hold and a
 // nil error when the turn or the lock is taken, and otherwise the hold and
 // its pass, as Lock does.
-func (g Gate) TryLock(ctx context.Context, h *Handle) (*Tenure, gate.Pass, error) {
+func (g Gate) TryLock(ctx context.Context, h *Handle) (*lease.Tenure, Pass, error) {
 	var (
-		t    *Tenure
-		pass gate.Pass
+		t    *lease.Tenure
+		pass Pass
 	)
 	_, err := h.Try(ctx, "TryLock", func(ctx context.Context, op *telemetry.Op) (bool, error) {
 		p, free := g.TryEnter()
@@ -310,12 +309,12 @@ func (g Gate) TryLock(ctx context.Context, h *Handle) (*Tenure, gate.Pass, error
 		if l == nil {
 			return false, err
 		}
-		t, pass = First(l), p
+		t, pass = lease.First(l), p
 		g.hold(op, t, pass)
 		return true, nil
 	})
 	if t == nil {
-		return nil, gate.Pass{}, err
+		return nil, Pass{}, err
 	}
 	return t, pass, err
 }
@@ -326,7 +325,7 @@ func (g Gate) TryLock(ctx context.Context, h *Handle) (*Tenure, gate.Pass, error
 // Cleanup); unless the attempt succeeded, it gives the turn back. It
 // returns the granted Lease and the attempt's number, or a nil Lease with a
 // nil error when the lock is taken.
-func (g Gate) Try(ctx context.Context, h *Handle, op *telemetry.Op, pass gate.Pass, c Claim) (*Lease, int64, error) {
+func (g Gate) Try(ctx context.Context, h *Handle, op *telemetry.Op, pass Pass, c Claim) (*lease.Lease, int64, error) {
 	l, n, _, err := g.attempt(ctx, c, h.local.Call(), false)
 	op.Attempt(err == nil && l == nil)
 	if err != nil {
@@ -341,24 +340,24 @@ func (g Gate) Try(ctx context.Context, h *Handle, op *telemetry.Op, pass gate.Pa
 
 // TryEnter takes the handle's turn in the queue if nobody of the process
 // holds or waits for the lock (nor, for a handle with a slot, the slot).
-func (g Gate) TryEnter() (gate.Pass, bool) {
-	if g.held == (gate.Handle{}) {
-		return gate.TryEnter(g.set, g.key)
+func (g Gate) TryEnter() (Pass, bool) {
+	if g.held == (seat{}) {
+		return tryEnterQueue(g.queues, g.key)
 	}
-	return g.held.TryEnter(g.set, g.key)
+	return g.held.TryEnter(g.queues, g.key)
 }
 
 // Leave gives the turn back: the pass of the process-wide gate, and the
 // handle's slot.
-func (g Gate) Leave(pass gate.Pass) {
+func (g Gate) Leave(pass Pass) {
 	pass.Release()
-	if g.held != (gate.Handle{}) {
+	if g.held != (seat{}) {
 		g.held.Leave()
 	}
 }
 
 // Idle reports whether nobody of the process holds or waits for the lock.
-func (g Gate) Idle() bool { return g.set.Idle(g.key) }
+func (g Gate) Idle() bool { return g.queues.Idle(g.key) }
 
 // giveUp gives the turn back after a Lock that failed, as Leave does. sent
 // says that the Lock sent attempts, which may have put the process in the
@@ -371,11 +370,11 @@ func (g Gate) Idle() bool { return g.set.Idle(g.key) }
 // The leave is sent again after transient errors until the place in line
 // would have lapsed anyway, whatever ctx says; it leaves alone the place of
 // a later call of the process.
-func (g Gate) giveUp(ctx context.Context, pass gate.Pass, sent bool, call int64) {
+func (g Gate) giveUp(ctx context.Context, pass Pass, sent bool, call int64) {
 	g.Leave(pass)
 	if sent && g.Idle() {
 		c := g.x.Leave.Call([]string{g.key}, script.LeaveArgs{Cohort: g.cohort, Wake: g.x.Wake, Call: call, Stale: holdopt.Millis(g.stale)})
-		Persist(ctx, g.b, g.stale, c)
+		lease.Persist(ctx, g.b, g.stale, c)
 	}
 }
 
@@ -383,14 +382,27 @@ func (g Gate) giveUp(ctx context.Context, pass gate.Pass, sent bool, call int64)
 // the process waits and the hand-off bounds allow, it hands the hold on
 // (op records the call as handed off); otherwise it releases it through
 // Redis (Tenure.Release) and gives the turn back.
-func (g Gate) Unlock(ctx context.Context, op *telemetry.Op, t *Tenure, pass gate.Pass) error {
+func (g Gate) Unlock(ctx context.Context, op *telemetry.Op, t *lease.Tenure, pass Pass) error {
 	op.Token(t.Token())
 	// A hold is handed on only while the process would hear of its end
 	// from outside: its waiters listen on its wake channel (see watch).
-	if g.class != nil && g.listening() && t.PassOn(g.within, g.class, pass, g.held) {
+	if g.class != nil && g.listening() && g.passOn(t, pass) {
 		op.Outcome(telemetry.HandedOff)
 		return nil
 	}
 	defer g.Leave(pass)
 	return t.Release(ctx)
+}
+
+// passOn hands t's Lease to the first waiter of the Gate's class in the
+// queue (see seat.HandOff), with the pass and the handle's seat, when t may
+// pass it on (lease.Tenure.Passable) and a waiter takes it; t then ends. It
+// reports whether the Lease was passed on; if not, nothing changed. A Gate
+// without hand-off passes nothing on.
+func (g Gate) passOn(t *lease.Tenure, pass Pass) bool {
+	if g.class == nil || !t.Passable(g.within) || !g.held.HandOff(pass, g.class, t) {
+		return false
+	}
+	t.End()
+	return true
 }

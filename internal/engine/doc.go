@@ -1,0 +1,30 @@
+// Package engine drives the life of a hold, for every primitive: the
+// handle's public calls (Handle: spans, outcomes, errors), the process's
+// local queue of a lock (Gate, Pass), local hand-off, waiting on Redis
+// (Loop: attempts, wake-ups, backoff), giving up and leaving the lock's
+// line, cleanup after an attempt whose outcome is unknown, and release.
+//
+// A primitive describes its holds and the engine drives them, as
+// database/sql drives a driver.Conn: an exclusive handle (mutex.Mutex, the
+// writers of rwmutex.RWMutex) implements Calls, which builds the calls that
+// take and give back a hold; the reentrant lock's scopes implement Claim
+// for their first hold. The engine sends the calls, waits, retries, gives
+// up and cleans up; control goes down from the primitive to the engine, to
+// package lease (the hold, its tenures and its watchdog), to the Backend,
+// and values come back up.
+//
+// The mutex's Lock, read from the top:
+//
+//   - mutex.Mutex.Lock calls Gate.Lock (gate.go), which runs the call as
+//     Handle.Acquire (handle.go: span, outcome, error) runs it;
+//   - Gate.Enter takes the handle's turn in the process's local queue
+//     (queue.go); a holder of the process may hand its hold on there, and
+//     Lock then returns without a round trip;
+//   - otherwise Gate.Contend sends the attempts that the primitive's Calls
+//     build, through Handle.Wait and Loop.Wait (wait.go: subscribe, try,
+//     wait for a wake-up or the holder's expiry), and lease.Grant turns a
+//     granted reply into a lease.Lease, which the watchdog renews;
+//   - on failure, Contend has the primitive build the call that ends what an
+//     unanswered attempt may have taken (lease.Cleanup sends it), and leaves
+//     the lock's line (giveUp).
+package engine
