@@ -139,7 +139,7 @@ func (h Handoff) Block() int { return h.Turns + 1 }
 type handoffClass struct{ ttl time.Duration }
 
 // Local returns the hand-off bounds of a handle and the class of the
-// waiters its holds may be handed to (see gate.Handle.HandOff): nil, with
+// waiters its holds may be handed to (see package engine): nil, with
 // no turns, when hand-off is off or the watchdog is (a fixed lease is not
 // passed on).
 func (c *Config) Local() (Handoff, any) {
