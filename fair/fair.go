@@ -61,7 +61,7 @@ func New(b backend.Backend, name string, opts ...Option) (*Mutex, error) {
 		slot: make(chan struct{}, 1),
 		q:    fifo.New(fifo.Config{Spec: h.Spec(cfg), Hold: cfg, Keys: h.Keys().Fair(), Scripts: script.Fair, Limit: 1}),
 	}
-	m.h.Describe("mutex is not locked", m.holds.Holds)
+	m.h.Describe("mutex is not locked", &m.holds)
 	return m, nil
 }
 

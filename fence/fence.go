@@ -5,10 +5,11 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"github.com/redisync/redisync/internal/lease"
 	"strconv"
 	"sync/atomic"
 	"time"
+
+	"github.com/redisync/redisync/internal/lease"
 
 	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/attribute"
@@ -382,8 +383,8 @@ func ambiguous(err error) bool {
 	if err == nil || errors.Is(err, locker.ErrClosed) || errors.Is(err, redis.ErrClosed) {
 		return false
 	}
-	var rerr redis.Error
-	return !errors.As(err, &rerr)
+	_, reply := driver.AsReply(err)
+	return !reply
 }
 
 func (r *resource) ttlMs() int64 {

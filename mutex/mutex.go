@@ -76,7 +76,7 @@ func New(b backend.Backend, name string, opts ...Option) (*Mutex, error) {
 	}
 	keys, cohort := h.Keys().Mutex(), h.Local().Cohort()
 	m := &Mutex{h: h, keys: keys.Keys(), wake: keys.Wake, line: keys.Line(cohort)}
-	m.h.Describe("mutex is not locked", m.holds.Holds)
+	m.h.Describe("mutex is not locked", &m.holds)
 	m.gate = h.ExclusiveGate(engine.Exclusive{
 		Key: m.keys[0], Line: m.line, Wake: m.wake, Leave: script.MutexLeave, Spec: &m.spec, What: "acquire",
 	}, cfg, calls{m})
@@ -93,7 +93,7 @@ func New(b backend.Backend, name string, opts ...Option) (*Mutex, error) {
 		m.yield = holdopt.Millis(holdopt.HandoffYield)
 	}
 	m.spec = h.Spec(cfg).RenewedBy(script.MutexRenew, m.keys[:1])
-	m.spec.Release = m.releaseUsed
+	m.spec.Release = calls{m}
 	return m, nil
 }
 
@@ -169,6 +169,12 @@ func (c calls) AbandonCall(owner string, unsure bool) *driver.Call {
 		return nil
 	}
 	return c.m.releaseUsed(owner, 0, 0)
+}
+
+// ReleaseCall returns the call that ends the hold of owner through its
+// last tenure (see lease.ReleaseCalls).
+func (c calls) ReleaseCall(owner string, used, last int64) *driver.Call {
+	return c.m.releaseUsed(owner, used, last)
 }
 
 // releaseUsed builds the call that ends the hold of owner, whose holders

@@ -75,7 +75,7 @@ func New(b backend.Backend, name string, opts ...Option) (*Mutex, error) {
 		cohort: cohort,
 		ttlMs:  holdopt.Millis(cfg.TTL),
 	}
-	m.h.Describe("reentrant mutex is not locked", m.holds.Holds)
+	m.h.Describe("reentrant mutex is not locked", &m.holds)
 	m.gate = h.Gate(engine.Exclusive{
 		Key: m.keys[0], Line: m.line, Wake: m.wake, Leave: script.ReentrantLeave, Spec: &m.spec, What: "acquire",
 	})

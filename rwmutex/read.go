@@ -327,10 +327,12 @@ func (r rlocker) Err() error                                          { return r
 func (r rlocker) Until() time.Time                                    { return r.m.rh.Until() }
 func (r rlocker) Extend(ctx context.Context, ttl time.Duration) error { return r.m.rh.Extend(ctx, ttl) }
 
-// readHolds returns the read hold that the handle's readers share and the
-// last one, for the RLocker.
-func (m *RWMutex) readHolds() (cur, last lease.Hold) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return lease.Pair(m.r, m.rlast)
+// readHolds describes to the readers' handle the read hold that the
+// handle's readers share and the last one, for the RLocker.
+type readHolds struct{ m *RWMutex }
+
+func (r readHolds) Holds() (cur, last lease.Hold) {
+	r.m.mu.Lock()
+	defer r.m.mu.Unlock()
+	return lease.Pair(r.m.r, r.m.rlast)
 }

@@ -90,18 +90,18 @@ func New(b backend.Backend, name string, opts ...Option) (*RWMutex, error) {
 		ttlMs:   holdopt.Millis(cfg.TTL),
 		turnMs:  max(holdopt.Millis(cfg.TTL/3), 1),
 	}
-	m.h.Describe("rwmutex is not locked", m.holds)
-	m.rh.Describe("rwmutex is not locked", m.readHolds)
+	m.h.Describe("rwmutex is not locked", anyHolds{m})
+	m.rh.Describe("rwmutex is not locked", readHolds{m})
 	m.gate = h.ExclusiveGate(engine.Exclusive{
 		Key: m.keys[0], Line: m.line, Wake: m.wake, Leave: script.RWMutexLeave, Spec: &m.wspec, What: "lock",
 	}, cfg, writer{m})
 	handoff, _ := cfg.Local()
 	m.block = handoff.Block()
 	m.wspec = h.Spec(cfg).RenewedBy(script.RWMutexRenew, m.keys[:1])
-	m.wspec.Release = m.unlockUsed
+	m.wspec.Release = writer{m}
 	// A read hold's owner is its member in the readers' sorted set.
 	m.rspec = h.Spec(cfg).RenewedBy(script.RWMutexRRenew, m.keys[1:2])
-	m.rspec.Member = func(member string) string { return member }
+	m.rspec.Scored = true
 	return m, nil
 }
 
@@ -177,6 +177,12 @@ func (w writer) AcquireCall(owner string, call int64, n int, wait bool, _ time.T
 // registered the writer as waiting, which keeps readers out, and a grant
 // whose reply was lost is given back.
 func (w writer) AbandonCall(owner string, _ bool) *driver.Call { return w.m.unlockCall(owner) }
+
+// ReleaseCall returns the call that ends the write hold of owner through its
+// last tenure (see lease.ReleaseCalls and unlockUsed).
+func (w writer) ReleaseCall(owner string, used, last int64) *driver.Call {
+	return w.m.unlockUsed(owner, used, last)
+}
 
 // rlockCall returns attempt n of owner at a read hold; unsure are the
 // owner's earlier attempts whose replies were lost, whose holds it takes
@@ -257,6 +263,11 @@ func (m *RWMutex) Extend(ctx context.Context, ttl time.Duration) error { return 
 
 // holds returns the current hold, the write hold or else the read hold, and
 // the last one of either kind.
+// anyHolds describes m's holds, write or read, to its handle.
+type anyHolds struct{ m *RWMutex }
+
+func (a anyHolds) Holds() (cur, last lease.Hold) { return a.m.holds() }
+
 func (m *RWMutex) holds() (cur, last lease.Hold) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

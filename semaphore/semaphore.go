@@ -109,11 +109,14 @@ func (s *Weighted) end(p *period, holds []*fifo.Hold) {
 	})
 }
 
-// periods returns the current period and the last one.
-func (s *Weighted) periods() (cur, last lease.Hold) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return lease.Pair(s.cur, s.last)
+// periods describes the handle's current period and the last one to its
+// Handle.
+type periods struct{ s *Weighted }
+
+func (p periods) Holds() (cur, last lease.Hold) {
+	p.s.mu.Lock()
+	defer p.s.mu.Unlock()
+	return lease.Pair(p.s.cur, p.s.last)
 }
 
 // Token returns the token of the latest acquisition through the handle.
@@ -205,7 +208,7 @@ func NewWeighted(b backend.Backend, name string, n int64, opts ...Option) (*Weig
 		size: n,
 		q:    fifo.New(fifo.Config{Spec: h.Spec(cfg), Hold: cfg, Keys: h.Keys().Semaphore(), Scripts: script.Semaphore, Limit: n}),
 	}
-	s.h.Describe("no permit is held", s.periods)
+	s.h.Describe("no permit is held", periods{s})
 	return s, nil
 }
 

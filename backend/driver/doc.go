@@ -15,8 +15,8 @@
 //     EVAL (Script.Source) when the server answers NOSCRIPT, with the Call's
 //     Keys, and with the Backend's publish command ("publish", or
 //     "spublish" on Cluster) before the Call's Args. It stores each reply
-//     with Call.Decode, or the failure in Call.Err. Calls may go out in one
-//     pipeline per node.
+//     with Call.Decode, or the failure in Call.Err; the server's error
+//     replies are ReplyErrors. Calls may go out in one pipeline per node.
 //   - Subscribe listens on a wake channel: one pub/sub connection per node
 //     should serve every subscriber of the process, channels counted by
 //     reference, and a reconnect signals every Subscription, since messages

@@ -46,7 +46,7 @@ type Handle struct {
 	backoff locker.Backoff
 
 	notHeld string // Extend's error without a current hold: "mutex is not locked"
-	holds   func() (cur, last lease.Hold)
+	holds   Holdings
 }
 
 // Open does what the constructor of every lock handle does first: it checks
@@ -187,19 +187,27 @@ func (h *Handle) Spec(cfg holdopt.Config) lease.Spec {
 // when the handle keeps none). notHeld is the text of Extend's error
 // without a current hold, in the handle's words ("mutex is not locked"). A
 // handle calls Describe in its constructor, before any other call.
-func (h *Handle) Describe(notHeld string, holds func() (cur, last lease.Hold)) {
+func (h *Handle) Describe(notHeld string, holds Holdings) {
 	h.notHeld, h.holds = notHeld, holds
+}
+
+// Holdings tells a Handle where its holds are (see Describe); a
+// lease.Slot is one.
+type Holdings interface {
+	// Holds returns the current hold, nil when there is none, and the last
+	// one, nil before the first.
+	Holds() (cur, last lease.Hold)
 }
 
 // current returns the current hold, or nil.
 func (h *Handle) current() lease.Hold {
-	cur, _ := h.holds()
+	cur, _ := h.holds.Holds()
 	return cur
 }
 
 // latest returns the current hold, else the last one, or nil.
 func (h *Handle) latest() lease.Hold {
-	cur, last := h.holds()
+	cur, last := h.holds.Holds()
 	if cur != nil {
 		return cur
 	}

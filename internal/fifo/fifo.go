@@ -86,12 +86,17 @@ func New(c Config) *Queue {
 		backoff:   c.Hold.Backoff,
 		spec:      c.Spec,
 	}
-	q.spec.Renew = func(owner string, ttl time.Duration) *driver.Call {
-		return q.s.Renew.Call(q.keys, script.FIFORenewArgs{Owner: owner, Prefix: q.wake, TTL: holdopt.Millis(ttl)})
-	}
+	q.spec.Renew = renewal{q}
 	q.spec.Keys = q.keys[:2]
-	q.spec.Member = func(owner string) string { return "h:" + owner }
+	q.spec.Scored, q.spec.MemberPrefix = true, "h:"
 	return q
+}
+
+// renewal builds the renewals of the queue's holds (lease.RenewCalls).
+type renewal struct{ q *Queue }
+
+func (r renewal) RenewCall(owner string, ttl time.Duration) *driver.Call {
+	return r.q.s.Renew.Call(r.q.keys, script.FIFORenewArgs{Owner: owner, Prefix: r.q.wake, TTL: holdopt.Millis(ttl)})
 }
 
 // Keys returns the keys of the queue: state, deadlines, queue, fence counter.

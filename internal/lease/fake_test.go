@@ -183,12 +183,19 @@ func (f *fake) spec(ttl time.Duration, watchdog bool) *lease.Spec {
 		Primitive: "test",
 		TTL:       ttl,
 		Watchdog:  watchdog,
-		Renew: func(owner string, ttl time.Duration) *driver.Call {
-			return &driver.Call{Args: []any{"renew", owner, ttl}}
-		},
-		Release: func(owner string, _, _ int64) *driver.Call { return releaseCall(owner) },
+		Renew:     fakeCalls{},
+		Release:   fakeCalls{},
 	}
 }
+
+// fakeCalls builds the renewals and releases of the holds of a fake.
+type fakeCalls struct{}
+
+func (fakeCalls) RenewCall(owner string, ttl time.Duration) *driver.Call {
+	return &driver.Call{Args: []any{"renew", owner, ttl}}
+}
+
+func (fakeCalls) ReleaseCall(owner string, _, _ int64) *driver.Call { return releaseCall(owner) }
 
 // releaseCall returns the release call of owner, as spec's Release builds it.
 func releaseCall(owner string) *driver.Call {

@@ -52,40 +52,64 @@ func Drift(ttl time.Duration) time.Duration {
 	return ttl/100 + 2*time.Millisecond
 }
 
-// Spec describes the holds of one primitive handle.
+// Spec describes the holds of one primitive handle. Its fields are values:
+// the calls that renew and release the holds come from the handle's
+// RenewCalls and ReleaseCalls, which only build calls.
 type Spec struct {
 	Backend   backend.Backend
 	Tel       *telemetry.T
 	Primitive string        // "mutex", ...: for metrics
 	TTL       time.Duration // lifetime set by acquisition and each renewal
 	Watchdog  bool          // renew every TTL/3; false: a fixed lease
-	// Renew builds the call that makes the hold of owner last at least ttl.
-	// Its reply is {StatusOK, ...} or a negative status when the hold is
-	// gone.
-	Renew func(owner string, ttl time.Duration) *driver.Call
+	// Renew builds the calls that make a hold last longer.
+	Renew RenewCalls
 	// Release, for the primitives with local hand-off, builds the call that
-	// ends the hold of owner (see Tenure.Release), whose holders used the
-	// tokens up to used of the block that ends at last (see
-	// Lease.Reserved): the release gives the rest of the block back, so
-	// that the fence counter does not run ahead of what was issued.
-	Release func(owner string, used, last int64) *driver.Call
-	// Keys are the keys whose expiry bounds the hold on the server, and
-	// Member, when not nil, names the hold of owner in those of them that
-	// are sorted sets scored by expiry. They describe the hold to an
-	// Observer.
-	Keys   []string
-	Member func(owner string) string
+	// ends a hold through its last tenure (see Tenure.Release); nil for the
+	// others, which end their holds themselves (Lease.Release).
+	Release ReleaseCalls
+	// Keys are the keys whose expiry bounds the hold on the server. Scored
+	// says that those of them that are sorted sets score the hold of owner
+	// by its expiry, as the member MemberPrefix+owner. They describe the
+	// hold to an Observer.
+	Keys         []string
+	Scored       bool
+	MemberPrefix string
+}
+
+// RenewCalls builds the calls that renew the holds of a Spec.
+type RenewCalls interface {
+	// RenewCall returns the call that makes the hold of owner last at least
+	// ttl. Its reply is {StatusOK, ...} or a negative status when the hold
+	// is gone.
+	RenewCall(owner string, ttl time.Duration) *driver.Call
+}
+
+// ReleaseCalls builds the calls that end the holds of a Spec whose holds
+// pass from holder to holder inside the process (local hand-off).
+type ReleaseCalls interface {
+	// ReleaseCall returns the call that ends the hold of owner, whose
+	// holders used the tokens up to used of the block that ends at last
+	// (see Lease.Reserved): the release gives the rest of the block back,
+	// so that the fence counter does not run ahead of what was issued.
+	ReleaseCall(owner string, used, last int64) *driver.Call
 }
 
 // RenewedBy returns s with holds that the script renew renews on keys,
 // whose reply is {StatusOK, ...} or a negative status when the hold is
 // gone. keys are also the Keys of the Spec.
 func (s Spec) RenewedBy(renew script.Def[script.RenewArgs], keys []string) Spec {
-	s.Renew = func(owner string, ttl time.Duration) *driver.Call {
-		return renew.Call(keys, script.RenewArgs{Owner: owner, TTL: holdopt.Millis(ttl)})
-	}
-	s.Keys = keys
+	s.Renew, s.Keys = renewal{renew, keys}, keys
 	return s
+}
+
+// renewal renews holds with a script of script.RenewArgs (see RenewedBy).
+type renewal struct {
+	def  script.Def[script.RenewArgs]
+	keys []string
+}
+
+func (r renewal) RenewCall(owner string, ttl time.Duration) *driver.Call {
+	return r.def.Call(r.keys, script.RenewArgs{Owner: owner, TTL: holdopt.Millis(ttl)})
 }
 
 // A Lease is one hold. Its methods are safe for concurrent use.
@@ -195,10 +219,10 @@ func (l *Lease) Keys() []string { return l.spec.Keys }
 
 // Member returns the hold's member in the sorted sets among Keys, or "".
 func (l *Lease) Member() string {
-	if l.spec.Member == nil {
+	if !l.spec.Scored {
 		return ""
 	}
-	return l.spec.Member(l.owner)
+	return l.spec.MemberPrefix + l.owner
 }
 
 // Done returns a channel closed when the hold ends. It is closed by the
@@ -279,7 +303,7 @@ func (l *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 		return fmt.Errorf("%w: the hold was released", locker.ErrNotHeld)
 	}
 	sent := time.Now()
-	call := l.spec.Renew(l.owner, ttl)
+	call := l.spec.Renew.RenewCall(l.owner, ttl)
 	l.spec.Backend.Exec(ctx, call)
 	if call.Err != nil {
 		return call.Err

@@ -508,7 +508,7 @@ func TestSlot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.Describe("mutex is not locked", s.Holds)
+	h.Describe("mutex is not locked", &s)
 	if h.Token() != 0 || h.Err() != nil || !h.Until().IsZero() || !isClosed(h.Done()) {
 		t.Fatal("empty Slot: want token 0, nil Err, zero Until, closed Done")
 	}

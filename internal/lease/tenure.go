@@ -123,7 +123,7 @@ func (t *Tenure) close() {
 // used: the release gives back the rest of the block. It returns the
 // Lease's loss if it was lost, else the release's error.
 func (t *Tenure) Release(ctx context.Context) error {
-	err := t.l.Release(ctx, t.l.spec.Release(t.l.owner, t.token, t.l.last))
+	err := t.l.Release(ctx, t.l.spec.Release.ReleaseCall(t.l.owner, t.token, t.l.last))
 	t.End()
 	return err
 }

@@ -205,7 +205,7 @@ func (wd *watchdog) renew(ctx context.Context, batch []*Lease) {
 	calls := make([]*driver.Call, len(batch))
 	for i, l := range batch {
 		deadline = earliest(deadline, l.deadlineLocked())
-		calls[i] = l.spec.Renew(l.owner, l.spec.TTL)
+		calls[i] = l.spec.Renew.RenewCall(l.owner, l.spec.TTL)
 	}
 	ctx, cancel := context.WithDeadline(ctx, deadline)
 	sent := time.Now()

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/backend"
+	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/internal/lease"
 )
 
@@ -29,7 +30,7 @@ type Coverage struct {
 	majority int
 
 	mu         sync.Mutex
-	watched    map[backend.Backend]bool
+	watched    map[*driver.Local]bool // by the Backends' Locals: a Backend need not be comparable
 	checks     int
 	violations []string
 	unknown    int
@@ -38,13 +39,13 @@ type Coverage struct {
 // NewCoverage returns a Coverage that reads holds through nodes: one client
 // for a single node, Sentinel or Cluster, one per node for a quorum.
 func NewCoverage(nodes []redis.UniversalClient) *Coverage {
-	return &Coverage{nodes: nodes, majority: len(nodes)/2 + 1, watched: make(map[backend.Backend]bool)}
+	return &Coverage{nodes: nodes, majority: len(nodes)/2 + 1, watched: make(map[*driver.Local]bool)}
 }
 
 // Watch adds b to the backends whose holds are checked. It returns b.
 func (c *Coverage) Watch(b backend.Backend) backend.Backend {
 	c.mu.Lock()
-	c.watched[b] = true
+	c.watched[b.Local()] = true
 	c.mu.Unlock()
 	return b
 }
@@ -111,7 +112,7 @@ return least
 
 func (c *Coverage) check(e lease.Event) {
 	c.mu.Lock()
-	watched := c.watched[e.Lease.Backend()]
+	watched := c.watched[e.Lease.Backend().Local()]
 	c.mu.Unlock()
 	if !watched || tampered(e.Lease.Keys()) {
 		return

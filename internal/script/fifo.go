@@ -6,8 +6,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/locker"
 )
@@ -150,7 +148,7 @@ func newFIFO(kind string) FIFO {
 func Limit(err error, want int64) error {
 	var found error
 	walk(err, func(e error) bool {
-		rerr, ok := e.(redis.Error)
+		rerr, ok := e.(driver.ReplyError)
 		if !ok {
 			return false
 		}

@@ -13,7 +13,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -595,7 +594,7 @@ func clientSpanStart(srv Server, operation, script string, n int) (string, []tra
 // EndClient ends a client span, recording err when it is not nil.
 func EndClient(span trace.Span, err error) {
 	if err != nil && span.IsRecording() {
-		var rerr redis.Error
+		var rerr replyError
 		if errors.As(err, &rerr) {
 			if prefix, _, _ := strings.Cut(rerr.Error(), " "); prefix != "" {
 				span.SetAttributes(semconv.DBResponseStatusCode(prefix))
@@ -632,11 +631,18 @@ func ErrorType(err error) string {
 	case errors.Is(err, locker.ErrClosed):
 		return "closed"
 	}
-	var rerr redis.Error
+	var rerr replyError
 	if errors.As(err, &rerr) {
 		if prefix, _, _ := strings.Cut(rerr.Error(), " "); prefix != "" {
 			return prefix
 		}
 	}
 	return semconv.ErrorType(err).Value.AsString()
+}
+
+// replyError is an error reply of the server: driver.ReplyError, which this
+// package, below driver, cannot name.
+type replyError interface {
+	error
+	RedisError()
 }
