@@ -1,0 +1,385 @@
+package rueidisbackend
+
+import (
+	"context"
+	"encoding"
+	"errors"
+	"fmt"
+	"net"
+	"reflect"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/redisync/redisync/backend/driver"
+	"github.com/redisync/redisync/internal/local"
+	"github.com/redisync/redisync/internal/telemetry"
+	"github.com/redisync/redisync/locker"
+)
+
+// New returns a Backend over a rueidis client: one that rueidis.NewClient
+// built for a single node, for Sentinel (ClientOption.Sentinel) or for a
+// Cluster. It asks the client which it is (rueidis.Client.Mode): scripts get
+// "spublish" and waiters subscribe with SSUBSCRIBE on Cluster, "publish" and
+// SUBSCRIBE elsewhere.
+//
+// New does not fail: a nil client or a bad option yields a Backend whose
+// every operation returns the problem as an error matching
+// locker.ErrInvalid, and the primitives' constructors report it (see
+// backend.Check). The client stays owned by the caller, who closes it after
+// the Backend; Close of the Backend leaves it open. Several Backends may
+// share one client, although each process normally has one Backend.
+//
+// Every call returns by the end of its context, as rueidis's own calls do.
+// The client should use RESP3 (rueidis's default): the wake-up
+// subscriptions then share the connection of each node with the scripts.
+func New(c rueidis.Client, opts ...Option) driver.Backend {
+	cfg := newConfig(opts)
+	b := &client{c: c, prefix: cfg.prefix, outage: cfg.outage, err: cfg.err, done: make(chan struct{})}
+	b.local = driver.NewLocal(cfg.tracing...)
+	b.tel = local.Of(b).Telemetry()
+	if c == nil {
+		b.err = errors.Join(b.err, fmt.Errorf("rueidisbackend: nil client: %w", locker.ErrInvalid))
+	}
+	if b.err != nil {
+		return b
+	}
+	b.cluster = c.Mode() == rueidis.ClientModeCluster
+	b.pub = "publish"
+	if b.cluster {
+		b.pub = "spublish"
+	}
+	for addr := range c.Nodes() {
+		b.srv = telemetry.NewServer(addr, 0)
+		break
+	}
+	b.hub = newHub(c, b.cluster, b.done, cfg.linger)
+	return b
+}
+
+// client is the Backend that New returns.
+type client struct {
+	c       rueidis.Client
+	prefix  string
+	cluster bool   // a Cluster client: SPUBLISH and SSUBSCRIBE, one slot per script
+	pub     string // "publish" or "spublish", the scripts' ARGV[1]
+	outage  time.Duration
+	err     error // why the Backend cannot work, from New
+	local   *driver.Local
+	tel     *telemetry.T
+	srv     telemetry.Server
+	hub     *hub
+
+	closeOnce sync.Once
+	done      chan struct{}
+}
+
+var (
+	_ driver.Backend   = (*client)(nil)
+	_ driver.Listener  = (*client)(nil)
+	_ driver.Validator = (*client)(nil)
+	_ driver.Prober    = (*client)(nil)
+)
+
+// Err returns why the Backend cannot work (a nil client, a bad option), or
+// nil.
+func (b *client) Err() error { return b.err }
+
+// OutageLimit returns the limit that WithOutageLimit set (see
+// driver.OutageLimit).
+func (b *client) OutageLimit() time.Duration { return b.outage }
+
+// Prefix returns the namespace that starts every key and channel.
+func (b *client) Prefix() string { return b.prefix }
+
+// Done returns a channel that Close closes.
+func (b *client) Done() <-chan struct{} { return b.done }
+
+// Local returns the Backend's Local, the same on every call.
+func (b *client) Local() *driver.Local { return b.local }
+
+// Close closes Done, which ends every hold taken through the Backend
+// (reported lost), unsubscribes every wake channel (waiting at most a second
+// for the server) and returns once the Backend's goroutines have. Calls and
+// Subscribes then fail with locker.ErrClosed. It leaves the rueidis client
+// open. Close is idempotent and always returns nil.
+func (b *client) Close() error {
+	b.closeOnce.Do(func() {
+		close(b.done)
+		if b.hub != nil {
+			b.hub.close()
+		}
+	})
+	return nil
+}
+
+// usable returns why calls cannot go out now: the construction error, or
+// locker.ErrClosed after Close.
+func (b *client) usable() error {
+	if b.err != nil {
+		return b.err
+	}
+	select {
+	case <-b.done:
+		return locker.ErrClosed
+	default:
+		return nil
+	}
+}
+
+// SameSlot reports whether one script may touch all of keys (see
+// driver.SameSlot): always on a single node or Sentinel, on Cluster when the
+// keys hash to one slot.
+func (b *client) SameSlot(keys ...string) bool {
+	if b.err != nil {
+		return false
+	}
+	return !b.cluster || oneSlot(keys)
+}
+
+func oneSlot(keys []string) bool {
+	if len(keys) == 0 {
+		return true
+	}
+	slot := driver.Slot(keys[0])
+	for _, k := range keys[1:] {
+		if driver.Slot(k) != slot {
+			return false
+		}
+	}
+	return true
+}
+
+// Exec runs every call with EVALSHA, in one pipeline (one per node on
+// Cluster), and sends again with EVAL, in a second pipeline, the calls whose
+// script the server did not have (NOSCRIPT: a fresh or just promoted node).
+// Each call gets its reply, or its own error naming its script: a Redis
+// error reply, a network failure, ctx's error when ctx ended first, a
+// construction error matching locker.ErrInvalid, or locker.ErrClosed after
+// Close. Nothing is retried here: the primitives retry what
+// backend.IsTransient accepts.
+func (b *client) Exec(ctx context.Context, calls ...*driver.Call) {
+	if len(calls) == 0 {
+		return
+	}
+	err := b.usable()
+	if err == nil {
+		err = ctx.Err()
+	}
+	if err != nil {
+		for _, call := range calls {
+			b.fail(call, err)
+		}
+		return
+	}
+	ctx, span := b.tel.ClientSpan(ctx, b.srv, "EVALSHA", batchName(calls), len(calls))
+	sent := make([]*driver.Call, 0, len(calls))
+	argv := make([][]string, 0, len(calls))
+	cmds := make(rueidis.Commands, 0, len(calls))
+	for _, call := range calls {
+		args, err := b.args(call)
+		if err != nil {
+			b.fail(call, err)
+			continue
+		}
+		sent, argv = append(sent, call), append(argv, args)
+		cmds = append(cmds, b.c.B().Evalsha().Sha1(call.Script.Hash()).Numkeys(int64(len(call.Keys))).Key(call.Keys...).Arg(args...).Build())
+	}
+	results := b.do(ctx, cmds)
+	var again []int // indexes in sent of the calls to load with EVAL
+	for i, r := range results {
+		if re, ok := rueidis.IsRedisErr(r.Error()); ok && re.IsNoScript() {
+			again = append(again, i)
+			continue
+		}
+		b.finish(ctx, sent[i], r)
+	}
+	if len(again) > 0 {
+		// A new slice: rueidis may still hold the last one, when ctx cut
+		// the pipeline short.
+		cmds = make(rueidis.Commands, 0, len(again))
+		for _, i := range again {
+			call := sent[i]
+			cmds = append(cmds, b.c.B().Eval().Script(call.Script.Source()).Numkeys(int64(len(call.Keys))).Key(call.Keys...).Arg(argv[i]...).Build())
+		}
+		for j, r := range b.do(ctx, cmds) {
+			b.finish(ctx, sent[again[j]], r)
+		}
+	}
+	var first error
+	for _, call := range calls {
+		if call.Err != nil {
+			first = call.Err
+			break
+		}
+	}
+	telemetry.EndClient(span, first)
+}
+
+// do sends cmds and returns their results in order.
+func (b *client) do(ctx context.Context, cmds rueidis.Commands) []rueidis.RedisResult {
+	switch len(cmds) {
+	case 0:
+		return nil
+	case 1:
+		return []rueidis.RedisResult{b.c.Do(ctx, cmds[0])}
+	}
+	return b.c.DoMulti(ctx, cmds...)
+}
+
+// args returns the arguments of call as the script gets them: the publish
+// command, then the call's Args in their Redis form. On Cluster it refuses
+// keys of several slots, which no node could run (rueidis would panic
+// building the command).
+func (b *client) args(call *driver.Call) ([]string, error) {
+	if b.cluster && !oneSlot(call.Keys) {
+		return nil, fmt.Errorf("keys %q hash to different Cluster slots (CROSSSLOT): a script's keys must share a hash tag", call.Keys)
+	}
+	args := make([]string, 1, len(call.Args)+1)
+	args[0] = b.pub
+	for i, a := range call.Args {
+		s, err := argString(a)
+		if err != nil {
+			return nil, fmt.Errorf("argument %d: %w", i+1, err)
+		}
+		args = append(args, s)
+	}
+	return args, nil
+}
+
+// finish stores the result r of call, sent with ctx.
+func (b *client) finish(ctx context.Context, call *driver.Call, r rueidis.RedisResult) {
+	err := r.Error()
+	switch {
+	case err == nil:
+		m, _ := r.ToMessage()
+		call.Decode(value(&m))
+	case rueidis.IsRedisNil(err):
+		// The script returned nil (or false): not a reply of the
+		// library's scripts, which Decode reports.
+		call.Decode(nil)
+	case r.NonRedisError() != nil && ctx.Err() != nil && !errors.Is(err, ctx.Err()):
+		// The context ended while the call was out: rueidis reports it
+		// as the connection's deadline passing (an i/o timeout) when it
+		// ran the call on a connection of its own. The caller asked for
+		// the context's error, which is not transient.
+		b.fail(call, fmt.Errorf("%w: %w", ctx.Err(), err))
+	default:
+		b.fail(call, classify(err, b.cluster, b.prefix))
+	}
+}
+
+// fail stores err as the failure of call, naming its script.
+func (b *client) fail(call *driver.Call, err error) {
+	call.Reply, call.Data = nil, nil
+	call.Err = fmt.Errorf("rueidisbackend: script %s: %w", call.Script.Name(), err)
+}
+
+func batchName(calls []*driver.Call) string {
+	name := calls[0].Script.Name()
+	for _, call := range calls[1:] {
+		if call.Script.Name() != name {
+			return "mixed"
+		}
+	}
+	return name
+}
+
+// value returns the reply m as a script's reply is decoded: arrays as []any,
+// integers as int64, strings as string, nil as nil, and other values (a
+// RESP3 double, boolean or map, which the library's scripts never return)
+// as rueidis converts them, so that Call.Decode names their type.
+func value(m *rueidis.RedisMessage) any {
+	switch {
+	case m.IsArray():
+		arr, _ := m.ToArray()
+		out := make([]any, len(arr))
+		for i := range arr {
+			out[i] = value(&arr[i])
+		}
+		return out
+	case m.IsInt64():
+		n, _ := m.AsInt64()
+		return n
+	case m.IsString():
+		s, _ := m.ToString()
+		return s
+	case m.IsNil():
+		return nil
+	}
+	if err := m.Error(); err != nil {
+		return err
+	}
+	v, err := m.ToAny()
+	if err != nil {
+		return err
+	}
+	return v
+}
+
+// argString returns the Redis form of a script argument, as go-redis writes
+// it: strings and byte slices as they are, integers in decimal, floats in
+// the shortest decimal form, booleans as "1" and "0", a time.Duration as
+// nanoseconds, a time.Time in RFC 3339 with nanoseconds, an
+// encoding.BinaryMarshaler as its bytes, nil as "", and a pointer as what it
+// points to (its zero value when nil). Other types are an error.
+func argString(v any) (string, error) {
+	switch v := v.(type) {
+	case string:
+		return v, nil
+	case int64:
+		return strconv.FormatInt(v, 10), nil
+	case int:
+		return strconv.Itoa(v), nil
+	case []byte:
+		return string(v), nil
+	case bool:
+		if v {
+			return "1", nil
+		}
+		return "0", nil
+	case nil:
+		return "", nil
+	case int8:
+		return strconv.FormatInt(int64(v), 10), nil
+	case int16:
+		return strconv.FormatInt(int64(v), 10), nil
+	case int32:
+		return strconv.FormatInt(int64(v), 10), nil
+	case uint:
+		return strconv.FormatUint(uint64(v), 10), nil
+	case uint8:
+		return strconv.FormatUint(uint64(v), 10), nil
+	case uint16:
+		return strconv.FormatUint(uint64(v), 10), nil
+	case uint32:
+		return strconv.FormatUint(uint64(v), 10), nil
+	case uint64:
+		return strconv.FormatUint(v, 10), nil
+	case float32:
+		return strconv.FormatFloat(float64(v), 'f', -1, 64), nil
+	case float64:
+		return strconv.FormatFloat(v, 'f', -1, 64), nil
+	case time.Duration:
+		return strconv.FormatInt(v.Nanoseconds(), 10), nil
+	case time.Time:
+		return v.Format(time.RFC3339Nano), nil
+	case net.IP:
+		return string(v), nil
+	case encoding.BinaryMarshaler:
+		p, err := v.MarshalBinary()
+		if err != nil {
+			return "", err
+		}
+		return string(p), nil
+	}
+	if rv := reflect.ValueOf(v); rv.Kind() == reflect.Pointer {
+		if rv.IsNil() {
+			return argString(reflect.Zero(rv.Type().Elem()).Interface())
+		}
+		return argString(rv.Elem().Interface())
+	}
+	return "", fmt.Errorf("can't marshal %T (implement encoding.BinaryMarshaler)", v)
+}
