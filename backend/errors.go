@@ -1,13 +1,10 @@
 package backend
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 
-	"github.com/redis/go-redis/v9"
-
-	"github.com/redisync/redisync/locker"
+	"github.com/redisync/redisync/backend/driver"
 )
 
 // A QuorumError reports that a step of a quorum backend (NewQuorum) did not
@@ -91,69 +88,21 @@ func (nodeTimeout) Transient() bool { return true }
 func (nodeTimeout) Timeout() bool   { return true }
 
 // A ConfigError reports that Redis refused a call for a reason that no retry
-// can cure, because of how the deployment or the client is set up. It
-// matches locker.ErrMisconfigured, wraps Redis's error, and is not
-// transient: the primitives return it at once.
-type ConfigError struct {
-	Problem string // what is wrong, such as "this server is a Redis Cluster node"
-	Fix     string // what to do about it
-	Err     error  // Redis's error
-}
-
-func (e *ConfigError) Error() string {
-	return e.Problem + ": " + e.Fix + " (Redis said: " + e.Err.Error() + ")"
-}
-
-// Unwrap returns locker.ErrMisconfigured and Redis's error.
-func (e *ConfigError) Unwrap() []error { return []error{locker.ErrMisconfigured, e.Err} }
-
-// Transient reports false: the same call fails the same way until the
-// deployment or the client changes.
-func (e *ConfigError) Transient() bool { return false }
+// can cure, because of how the deployment or the client is set up, with the
+// problem and its fix. It matches locker.ErrMisconfigured, wraps Redis's
+// error, and is not transient: the primitives return it at once.
+type ConfigError = driver.ConfigError
 
 // fixCluster is the fix for a single-node client to a Cluster node.
 const fixCluster = "connect with redis.NewClusterClient (or redis.NewUniversalClient given the nodes' addresses), which sends each key to the node of its slot"
 
 // misconfigured returns err as a *ConfigError when it is a refusal of the
-// server that no retry can cure, or nil. cluster says that the client is a
-// Cluster client (which follows MOVED and ASK itself: on it they are
-// transient, a resharding in progress); prefix is the Backend's key prefix.
+// server that no retry can cure, or nil (see driver.Misconfigured). cluster
+// says that the client is a Cluster client; prefix is the Backend's key
+// prefix.
 func misconfigured(err error, cluster bool, prefix string) error {
-	var re redis.Error
-	if !errors.As(err, &re) {
-		return nil
-	}
-	msg := re.Error()
-	word, _, _ := strings.Cut(msg, " ")
-	cfg := func(problem, fix string) error { return &ConfigError{Problem: problem, Fix: fix, Err: err} }
-	switch {
-	case !cluster && (word == "MOVED" || word == "ASK" || word == "CROSSSLOT"):
-		return cfg("this server is a Redis Cluster node", fixCluster)
-	case word == "WRONGPASS" || strings.HasPrefix(msg, "ERR invalid password") || strings.HasPrefix(msg, "ERR invalid username-password pair"):
-		return cfg("authentication failed: the username or password is wrong",
-			"set Username and Password in the client's options to those of a user of the server")
-	case word == "NOAUTH" || strings.Contains(msg, "unauthenticated"):
-		return cfg("authentication failed: the server requires a password and the client sent none",
-			"set Password (and Username, for an ACL user) in the client's options")
-	case word == "NOPERM":
-		return cfg("the server's ACL user lacks a permission the library needs",
-			fmt.Sprintf("grant the user the commands, keys (~%s:*) and channels (&%s:*) that the README's Access section lists", prefix, prefix))
-	case word == "WRONGTYPE":
-		return cfg(fmt.Sprintf("a key under the prefix %q holds a value of another type", prefix),
-			"another program writes keys under that prefix: give the library a prefix of its own with backend.WithPrefix")
-	case word == "DENIED":
-		return cfg("the server refuses clients in protected mode",
-			"set a password on the server, or bind it to the interfaces its clients use (see the server's protected-mode setting)")
-	case word != "ERR":
-		// NOSCRIPT (loaded and sent again by the caller), LIMIT (a
-		// primitive's own refusal), the replies that mean "not now"
-		// (LOADING, READONLY, BUSY, OOM, ...), even when a script met
-		// them, and those of no known meaning.
-		return nil
-	case strings.Contains(msg, "script") || strings.Contains(msg, "Script") ||
-		strings.HasPrefix(msg, "ERR unknown command") || strings.Contains(msg, "Lua"):
-		return cfg("the server could not run one of the library's scripts",
-			"use Redis 7.0 or later, or Valkey 7.2 or later, directly (not through a proxy that refuses EVAL/EVALSHA), with Lua scripting enabled")
-	}
-	return nil
+	return driver.Misconfigured(err, driver.Client{
+		Cluster: cluster, Prefix: prefix, ClusterFix: fixCluster,
+		Credentials: "the client's options", PrefixOption: "backend.WithPrefix",
+	})
 }

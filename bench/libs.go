@@ -21,6 +21,7 @@ import (
 
 	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/mutex"
+	"github.com/redisync/redisync/rueidisbackend"
 	"github.com/redisync/redisync/tracing"
 )
 
@@ -125,6 +126,10 @@ type redisyncClient struct {
 	rt     *counter
 	budget time.Duration
 	opts   []mutex.Option // given to every mutex.New
+	// rc, when not nil, is the rueidis client under b (see
+	// redisyncRueidis), whose requests rn counts.
+	rc rueidis.Client
+	rn *atomic.Int64
 }
 
 func connectRedisync(addrs []string, budget time.Duration, bopts []backend.Option, opts ...mutex.Option) (*redisyncClient, error) {
@@ -157,7 +162,12 @@ func (c *redisyncClient) Handle(name string) (Handle, error) {
 	return &redisyncHandle{m: m, budget: c.budget}, nil
 }
 
-func (c *redisyncClient) RoundTrips() int64 { return c.rt.n.Load() }
+func (c *redisyncClient) RoundTrips() int64 {
+	if c.rc != nil {
+		return c.rn.Load()
+	}
+	return c.rt.n.Load()
+}
 
 func (c *redisyncClient) Close() {
 	if c.b != nil {
@@ -165,6 +175,9 @@ func (c *redisyncClient) Close() {
 	}
 	for _, r := range c.rdbs {
 		_ = r.Close()
+	}
+	if c.rc != nil {
+		c.rc.Close()
 	}
 }
 
@@ -238,6 +251,28 @@ func redisyncNoHandoff(budget time.Duration) Impl {
 		Setup: fmt.Sprintf("mutex.New(b, name, mutex.WithLocalHandoff(0, 0)): the default options with local hand-off off, so that every acquisition, even by a goroutine of the process that released, goes through Redis; each Lock bounded by a %v context deadline", budget),
 		Connect: func(addrs []string) (Client, error) {
 			return connectRedisync(addrs, budget, nil, mutex.WithLocalHandoff(0, 0))
+		},
+	}
+}
+
+// redisyncRueidis is redisync on the Backend over rueidis (module
+// rueidisbackend) instead of go-redis: the same mutex, another client.
+func redisyncRueidis(budget time.Duration) Impl {
+	return Impl{
+		Key:   "redisync-rueidis",
+		Label: "redisync over rueidis",
+		Setup: "mutex.New(b, name) with default options, b = rueidisbackend.New(rueidis.NewClient(ClientOption{InitAddress})); " + budgetText(budget),
+		Connect: func(addrs []string) (Client, error) {
+			if len(addrs) != 1 {
+				return nil, errors.New("redisync over rueidis: one node only")
+			}
+			rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: addrs})
+			if err != nil {
+				return nil, err
+			}
+			n := &atomic.Int64{}
+			cc := countingClient{Client: rc, n: n}
+			return &redisyncClient{b: rueidisbackend.New(cc), budget: budget, rc: rc, rn: n}, nil
 		},
 	}
 }

@@ -63,7 +63,7 @@ func main() {
 	flag.IntVar(&cfg.waiters, "waiters", 10000, "scenario 4: blocked waiters")
 	flag.IntVar(&cfg.names, "names", 1000, "scenario 4: names they wait for")
 	flag.StringVar(&cfg.scenarios, "scenarios", "1,2,2s,3,4,5", "scenarios to run (2 includes 2p; 2p alone runs only 2p)")
-	flag.StringVar(&cfg.only, "only", "", "run only the rows of these libraries (comma-separated keys: redisync,rwmutex,redsync,redislock,rueidislock,ceiling)")
+	flag.StringVar(&cfg.only, "only", "", "run only the rows of these libraries (comma-separated keys: redisync,redisync-traced,redisync-rueidis,rwmutex,redsync,redislock,rueidislock,ceiling)")
 	flag.StringVar(&cfg.redis, "redis-server", "redis-server", "redis-server executable")
 	flag.DurationVar(&cfg.timeout, "timeout", 5*time.Minute, "bound on the whole run: at the bound it stops measuring and writes what it has")
 	flag.BoolVar(&cfg.verbose, "v", false, "a progress line per measurement")
@@ -177,7 +177,7 @@ func run(cfg config) error {
 	matched := []Impl{redsyncMatched(cfg.budget, cfg.poll), redislockMatched(cfg.budget, cfg.poll), rueidisMatched(cfg.budget)}
 	// Scenarios 2, 2s and 5b: the default redisync row, then redisync
 	// without local hand-off next to it, then the peers.
-	withNoHandoff := slices.Concat(defaults[:1], []Impl{redisyncNoHandoff(cfg.budget)}, defaults[1:])
+	withNoHandoff := slices.Concat(defaults[:1], []Impl{redisyncNoHandoff(cfg.budget), redisyncRueidis(cfg.budget)}, defaults[1:])
 	ccfg := contendedCfg{clients: 4, goroutines: 8, cs: cfg.cs, spin: cfg.spin, warm: 250 * time.Millisecond, dur: cfg.dur}
 	csKind := "blocking, like I/O"
 	if cfg.spin {
@@ -213,7 +213,7 @@ func run(cfg config) error {
 		// in both of its set-ups (3 keys by default, 1 on one instance).
 		// The pairs never wait: no row's Lock gets a context deadline
 		// but rueidislock (matched)'s, which the library needs to wait.
-		rows := keep([]Impl{redisyncImpl(0), redisyncTraced(0), redsyncDefaults(), redislockDefaults(), rueidisDefaults(), rueidisMatched(cfg.budget)})
+		rows := keep([]Impl{redisyncImpl(0), redisyncTraced(0), redisyncRueidis(0), redsyncDefaults(), redislockDefaults(), rueidisDefaults(), rueidisMatched(cfg.budget)})
 		for _, impl := range rows {
 			sec.row(impl)
 		}

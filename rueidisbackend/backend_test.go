@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
 
 	"github.com/redisync/redisync/backend"
@@ -183,8 +182,8 @@ func TestReplies(t *testing.T) {
 
 // TestRedisErrors: the error replies that mean "not now" are transient, the
 // refusals that no retry cures are configuration errors, and every reply
-// can be told from a transport failure as go-redis's redis.Error, whose
-// text the primitives read.
+// can be told from a transport failure as a driver.ReplyError, whose text
+// the primitives read.
 func TestRedisErrors(t *testing.T) {
 	t.Parallel()
 	b := newBackend(t, []string{redistest.SharedNode(t).Addr})
@@ -194,9 +193,8 @@ func TestRedisErrors(t *testing.T) {
 		if err == nil {
 			t.Fatalf("error_reply(%q) succeeded", text)
 		}
-		var re redis.Error
-		if !errors.As(err, &re) || re.Error() != text {
-			t.Errorf("error_reply(%q): %v is not a redis.Error with that text", text, err)
+		if msg, ok := driver.AsReply(err); !ok || msg != text {
+			t.Errorf("error_reply(%q): %v is not a driver.ReplyError with that text", text, err)
 		}
 		var rerr *rueidis.RedisError
 		if !errors.As(err, &rerr) {

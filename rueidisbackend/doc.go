@@ -46,8 +46,8 @@
 //   - a call whose context ended fails with the context's error (also when
 //     rueidis saw the connection's deadline pass first), which is not
 //     transient;
-//   - a Redis error reply wraps rueidis's *rueidis.RedisError in an error
-//     that has go-redis's marker method RedisError(), by which the
+//   - a Redis error reply wraps rueidis's *rueidis.RedisError in a
+//     driver.ReplyError (a marker method RedisError()), by which the
 //     primitives tell a reply (the script did not run) from a transport
 //     failure (it may have), and a method Transient() bool. Transient
 //     reports true for the replies that mean "not now" (LOADING, READONLY,

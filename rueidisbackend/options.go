@@ -3,7 +3,6 @@ package rueidisbackend
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/redisync/redisync/backend/driver"
@@ -50,24 +49,12 @@ func newConfig(opts []Option) config {
 // matching locker.ErrInvalid.
 func WithPrefix(prefix string) Option {
 	return optionFunc(func(c *config) {
-		if err := validPrefix(prefix); err != nil {
+		if err := driver.ValidPrefix(prefix); err != nil {
 			c.err = errors.Join(c.err, err)
 			return
 		}
 		c.prefix = prefix
 	})
-}
-
-func validPrefix(p string) error {
-	switch {
-	case p == "":
-		return fmt.Errorf("rueidisbackend: prefix %q: must not be empty: %w", p, locker.ErrInvalid)
-	case len(p) > 64:
-		return fmt.Errorf("rueidisbackend: prefix %.16q...: longer than 64 bytes: %w", p, locker.ErrInvalid)
-	case strings.ContainsAny(p, "{} \t\r\n"):
-		return fmt.Errorf("rueidisbackend: prefix %q: must not contain braces or whitespace: %w", p, locker.ErrInvalid)
-	}
-	return nil
 }
 
 // WithTracing configures the OpenTelemetry instrumentation of the Backend and

@@ -12,8 +12,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/backend"
-	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/fence"
+	"github.com/redisync/redisync/internal/lockertest"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/latch"
 	"github.com/redisync/redisync/locker"
@@ -214,106 +214,20 @@ func allOrNothing(t *testing.T, addrs []string, atomic bool) {
 	}
 }
 
-// counted counts the acquisition attempts made through a Backend once their
-// replies are in.
-type counted struct {
-	backend.Backend
-	n atomic.Int64
-}
-
-func (c *counted) Exec(ctx context.Context, calls ...*driver.Call) {
-	c.Backend.Exec(ctx, calls...)
-	for _, call := range calls {
-		if call.Script.Kind() == driver.Acquire {
-			c.n.Add(1)
-		}
-	}
-}
-
-// TestLine: with waiters that never poll, each release of a mutex wakes the
-// process that has waited longest, which takes the lock with one attempt,
-// and no other process makes an attempt; a process whose waiter gave up
-// leaves the line. It relies on the wake-ups alone: a lost message stalls
-// it, a spurious one shows as an extra attempt.
+// TestLine runs the suite of the line of waiting processes with mutexes
+// whose processes each have a Backend of this package on one redis-server
+// node: each release wakes the process that has waited longest, which
+// takes the lock with one attempt, and no other; a process whose waiter
+// gave up leaves the line.
 func TestLine(t *testing.T) {
 	t.Parallel()
 	addrs := []string{redistest.SharedNode(t).Addr}
-	ctx := ctxFor(t, time.Minute)
-	name := unique(t)
-	type process struct {
-		m      *mutex.Mutex
-		b      *counted
-		locked chan error
-	}
-	procs := make([]*process, 5)
-	for i := range procs {
-		b := &counted{Backend: newBackend(t, addrs)}
-		m, err := mutex.New(b, name, mutex.WithTTL(time.Minute), mutex.WithBackoff(locker.ConstantBackoff(time.Hour)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		procs[i] = &process{m: m, b: b, locked: make(chan error, 1)}
-	}
-	// wait starts p's Lock and returns once p waits: its first attempt
-	// found the lock held, and so did the one after it subscribed.
-	wait := func(ctx context.Context, p *process) {
-		t.Helper()
-		before := p.b.n.Load()
-		go func() { p.locked <- p.m.Lock(ctx) }()
-		for p.b.n.Load() < before+2 {
-			select {
-			case err := <-p.locked:
-				t.Fatalf("Lock returned %v while the lock was held", err)
-			case <-time.After(time.Millisecond):
-			}
-		}
-	}
-	counts := func() []int64 {
-		out := make([]int64, len(procs))
-		for i, p := range procs {
-			out[i] = p.b.n.Load()
-		}
-		return out
-	}
-	if err := procs[0].m.Lock(ctx); err != nil {
-		t.Fatal(err)
-	}
-	quit, giveUp := context.WithCancel(ctx)
-	wait(quit, procs[1]) // gives up below
-	for _, p := range procs[2:] {
-		wait(ctx, p)
-	}
-	giveUp()
-	if err := <-procs[1].locked; !errors.Is(err, locker.ErrNotAcquired) || !errors.Is(err, context.Canceled) {
-		t.Fatalf("Lock of the waiter that gave up = %v; want ErrNotAcquired and context.Canceled", err)
-	}
-	holder := procs[0]
-	for i := 2; i < len(procs); i++ {
-		before := counts()
-		if err := holder.m.Unlock(ctx); err != nil {
-			t.Fatal(err)
-		}
-		select {
-		case err := <-procs[i].locked:
-			if err != nil {
-				t.Fatalf("process %d: Lock = %v", i, err)
-			}
-		case <-time.After(20 * time.Second):
-			t.Fatalf("release %d: process %d was not woken; attempts before %v, now %v", i-1, i, before, counts())
-		}
-		if got := procs[i].b.n.Load() - before[i]; got != 1 {
-			t.Errorf("release %d: the woken process made %d attempts; want 1", i-1, got)
-		}
-		for j := i + 1; j < len(procs); j++ {
-			if got := procs[j].b.n.Load() - before[j]; got != 0 {
-				t.Errorf("release %d: process %d, later in line, made %d attempts; want none", i-1, j, got)
-			}
-		}
-		holder = procs[i]
-	}
-	if err := holder.m.Unlock(ctx); err != nil {
-		t.Fatal(err)
-	}
+	lockertest.RunLine(t, lockertest.LineSetup{
+		New: func(b backend.Backend, name string) (locker.Locker, error) {
+			return mutex.New(b, name, mutex.WithTTL(time.Minute), mutex.WithBackoff(locker.ConstantBackoff(time.Hour)))
+		},
+		NewBackend: func(t *testing.T) backend.Backend { return newBackend(t, addrs) },
+	})
 }
 
 // TestInteroperatesWithGoRedis: a mutex held through package backend's

@@ -2,7 +2,6 @@ package driver
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -46,29 +45,6 @@ type Backend interface {
 	// Backend (see Local): the same value on every call, made by NewLocal
 	// when the Backend was built.
 	Local() *Local
-}
-
-// A ReplyError is an error reply of the server, such as "WRONGTYPE
-// Operation against a key holding the wrong kind of value" or a script's
-// own "LIMIT 3": its Error is the reply's text. Exec reports the server's
-// error replies with errors that are, or wrap, a ReplyError, so that the
-// primitives tell a refusal, which changed nothing, from a failure whose
-// outcome is unknown, and read a script's error reply. The errors of
-// go-redis (redis.Error) are ReplyErrors; a Backend over another client
-// wraps its client's error replies in a type with the RedisError method.
-type ReplyError interface {
-	error
-	RedisError()
-}
-
-// AsReply returns the text of the first ReplyError in err's tree, and
-// whether there is one.
-func AsReply(err error) (string, bool) {
-	var r ReplyError
-	if errors.As(err, &r) {
-		return r.Error(), true
-	}
-	return "", false
 }
 
 // A Listener is a Backend that can tell whether it already listens on a

@@ -25,16 +25,29 @@ type LineSetup struct {
 	// only when woken), so that every attempt after the first two follows
 	// a wake-up.
 	New func(b backend.Backend, name string) (locker.Locker, error)
+	// NewBackend, when not nil, returns a new Backend, with connections of
+	// its own as another process would have, on the deployment under test,
+	// closed when the test ends; nil runs the suite on an embedded Redis
+	// (redisynctest) through package backend.
+	NewBackend func(t *testing.T) backend.Backend
 }
 
-// RunLine checks the line of waiting processes, on an embedded Redis
-// (redisynctest): each release wakes the process that has waited longest
-// and no other, and a process whose waiter gave up leaves the line, so that
-// a release wakes the next one.
+// RunLine checks the line of waiting processes, on the Backends of
+// s.NewBackend or on an embedded Redis (redisynctest): each release wakes
+// the process that has waited longest and no other, and a process whose
+// waiter gave up leaves the line, so that a release wakes the next one.
 func RunLine(t *testing.T, s LineSetup) {
-	addr := redisynctest.NewServer(t).Addr()
-	t.Run("ReleaseWakesOneProcess", func(t *testing.T) { releaseWakesOneProcess(t, s, addr) })
-	t.Run("GaveUpLeavesTheLine", func(t *testing.T) { gaveUpLeavesTheLine(t, s, addr) })
+	if s.NewBackend == nil {
+		addr := redisynctest.NewServer(t).Addr()
+		s.NewBackend = func(t *testing.T) backend.Backend {
+			c := redis.NewClient(&redis.Options{Addr: addr})
+			b := backend.New(c)
+			t.Cleanup(func() { _ = b.Close(); _ = c.Close() })
+			return b
+		}
+	}
+	t.Run("ReleaseWakesOneProcess", func(t *testing.T) { releaseWakesOneProcess(t, s) })
+	t.Run("GaveUpLeavesTheLine", func(t *testing.T) { gaveUpLeavesTheLine(t, s) })
 }
 
 // replied counts the acquisition attempts made through a Backend once their
@@ -61,14 +74,12 @@ type lineProcess struct {
 	locked   chan error
 }
 
-func lineProcesses(t *testing.T, s LineSetup, addr string, n int) []*lineProcess {
+func lineProcesses(t *testing.T, s LineSetup, n int) []*lineProcess {
 	t.Helper()
 	lock := name(t)
 	out := make([]*lineProcess, n)
 	for i := range out {
-		c := redis.NewClient(&redis.Options{Addr: addr})
-		b := &replied{Backend: backend.New(c)}
-		t.Cleanup(func() { _ = b.Close(); _ = c.Close() })
+		b := &replied{Backend: s.NewBackend(t)}
 		l, err := s.New(b, lock)
 		if err != nil {
 			t.Fatal(err)
@@ -118,8 +129,8 @@ func attemptCounts(procs []*lineProcess) []int64 {
 // releaseWakesOneProcess: a release wakes the process that has waited
 // longest, and no other: the processes behind it make no attempt, and each
 // release in turn serves the next one.
-func releaseWakesOneProcess(t *testing.T, s LineSetup, addr string) {
-	procs := lineProcesses(t, s, addr, 4)
+func releaseWakesOneProcess(t *testing.T, s LineSetup) {
+	procs := lineProcesses(t, s, 4)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := procs[0].l.Lock(ctx); err != nil {
@@ -152,8 +163,8 @@ func releaseWakesOneProcess(t *testing.T, s LineSetup, addr string) {
 
 // gaveUpLeavesTheLine: a process whose waiter gives up leaves the line, so
 // that the release wakes the next process rather than nobody.
-func gaveUpLeavesTheLine(t *testing.T, s LineSetup, addr string) {
-	procs := lineProcesses(t, s, addr, 3)
+func gaveUpLeavesTheLine(t *testing.T, s LineSetup) {
+	procs := lineProcesses(t, s, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := procs[0].l.Lock(ctx); err != nil {
