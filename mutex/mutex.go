@@ -152,20 +152,20 @@ type calls struct{ m *Mutex }
 
 // AcquireCall returns attempt n of owner (see
 // internal/script/mutex_acquire.lua).
-func (c calls) AcquireCall(owner string, call int64, n int, wait bool, sent time.Time) *driver.Call {
+func (c calls) AcquireCall(owner string, call, n int64, wait bool, sent time.Time) (*driver.Call, int64) {
 	a := c.m.acquire
-	a.Owner, a.Attempt, a.Waits, a.Call = owner, int64(n), wait, call
+	a.Owner, a.Attempt, a.Waits, a.Call = owner, n, wait, call
 	if c.m.quorum {
 		a.Clock = sent.UnixMicro()
 	}
-	return script.MutexAcquire.Call(c.m.keys, a)
+	return script.MutexAcquire.Call(c.m.keys, a), n
 }
 
-// AbandonCall returns the release of what owner may hold, after an
-// attempt whose outcome is unknown; the process's place in line is the
-// gate's to leave.
-func (c calls) AbandonCall(owner string, unsure bool) *driver.Call {
-	if !unsure {
+// AbandonCall returns the release of what owner may hold, after attempts
+// whose outcome is unknown; the process's place in line is the gate's to
+// leave.
+func (c calls) AbandonCall(owner string, unsure []int64) *driver.Call {
+	if len(unsure) == 0 {
 		return nil
 	}
 	return c.m.releaseUsed(owner, 0, 0)

@@ -128,7 +128,7 @@ func (m *Mutex) Lock(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		l, n, err := m.gate.Contend(ctx, &m.h, op, pass, first{m, s})
+		l, n, err := m.gate.Contend(ctx, &m.h, op, pass, s.owner, first{m, s})
 		if err != nil {
 			return err
 		}
@@ -170,7 +170,7 @@ func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
 		if !free {
 			return false, nil
 		}
-		l, n, err := m.gate.Try(ctx, &m.h, op, pass, first{m, s})
+		l, n, err := m.gate.Try(ctx, &m.h, op, pass, s.owner, first{m, s})
 		if l == nil {
 			return false, err
 		}
@@ -180,7 +180,7 @@ func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
 	})
 }
 
-// first is the Claim of a scope's first hold (see engine.Claim): its
+// first builds the calls of a scope's first hold (see engine.Calls): its
 // attempts are numbered across the scope's acquisitions, so that an undo
 // names the attempts it gives back and no other. A waiting attempt puts the
 // process in the lock's line, so that a release wakes it in its turn.
@@ -189,9 +189,7 @@ type first struct {
 	s *scope
 }
 
-func (f first) Owner() string { return f.s.owner }
-
-func (f first) AcquireCall(call int64, wait bool, _ time.Time) (*driver.Call, int64) {
+func (f first) AcquireCall(_ string, call, _ int64, wait bool, _ time.Time) (*driver.Call, int64) {
 	n := f.s.attempt()
 	args := f.m.acquireArgs(f.s.owner, 1, 0, n)
 	if wait {
@@ -200,7 +198,7 @@ func (f first) AcquireCall(call int64, wait bool, _ time.Time) (*driver.Call, in
 	return script.ReentrantAcquire.Call(f.m.keys, args), n
 }
 
-func (f first) AbandonCall(unsure []int64) *driver.Call {
+func (f first) AbandonCall(_ string, unsure []int64) *driver.Call {
 	if len(unsure) == 0 {
 		return nil
 	}

@@ -165,18 +165,18 @@ type writer struct{ m *RWMutex }
 // internal/script/rwmutex_lock.lua). A grant that comes back too late is
 // given back keeping the place among the waiting writers (see
 // lease.Grant).
-func (w writer) AcquireCall(owner string, call int64, n int, wait bool, _ time.Time) *driver.Call {
+func (w writer) AcquireCall(owner string, call, n int64, wait bool, _ time.Time) (*driver.Call, int64) {
 	m := w.m
 	return script.RWMutexLock.Call(m.keys, script.RWLockArgs{
 		Owner: owner, WWake: m.wake, RWake: m.rwake, TTL: m.ttlMs, FenceMargin: holdopt.Millis(holdopt.FenceMargin),
-		Waits: wait, Attempt: int64(n), Block: int64(m.block), Cohort: m.cohort, Stale: m.staleMs, Call: call,
-	})
+		Waits: wait, Attempt: n, Block: int64(m.block), Cohort: m.cohort, Stale: m.staleMs, Call: call,
+	}), n
 }
 
 // AbandonCall returns the withdrawal of owner: contended attempts
 // registered the writer as waiting, which keeps readers out, and a grant
 // whose reply was lost is given back.
-func (w writer) AbandonCall(owner string, _ bool) *driver.Call { return w.m.unlockCall(owner) }
+func (w writer) AbandonCall(owner string, _ []int64) *driver.Call { return w.m.unlockCall(owner) }
 
 // ReleaseCall returns the call that ends the write hold of owner through its
 // last tenure (see lease.ReleaseCalls and unlockUsed).

@@ -7,8 +7,8 @@
 // A primitive describes its holds and the engine drives them, as
 // database/sql drives a driver.Conn: an exclusive handle (mutex.Mutex, the
 // writers of rwmutex.RWMutex) implements Calls, which builds the calls that
-// take and give back a hold; the reentrant lock's scopes implement Claim
-// for their first hold. The engine sends the calls, waits, retries, gives
+// take and give back a hold; so does each scope of the reentrant lock, for
+// its first hold. The engine sends the calls, waits, retries, gives
 // up and cleans up; control goes down from the primitive to the engine, to
 // package lease (the hold, its tenures and its watchdog), to the Backend,
 // and values come back up.

@@ -35,60 +35,25 @@ type Gate struct {
 	calls  Calls
 }
 
-// Calls is what an exclusive handle (mutex.Mutex, the writers of
-// rwmutex.RWMutex) implements for its Gate: it builds the calls that take
-// and give back its hold, and the Gate sends them, waits, and gives up, as
-// database/sql drives a driver.Conn. Its methods only build calls.
+// Calls is what a primitive implements for its Gate: it builds the calls
+// of an acquisition, and the Gate sends them, waits, and gives up, as
+// database/sql drives a driver.Conn. The exclusive handles (mutex.Mutex, the
+// writers of rwmutex.RWMutex) implement it once per handle; the reentrant
+// lock once per scope, whose attempts are numbered across its re-entries.
+// Its methods only build calls.
 type Calls interface {
-	// AcquireCall returns attempt n of owner at the hold, sent at sent, for
-	// the acquisition call numbered call in the process's cohort
-	// (local.State.Call); wait says that the call waits for the lock
-	// (Lock, not TryLock), which puts the process in the lock's line.
-	AcquireCall(owner string, call int64, n int, wait bool, sent time.Time) *driver.Call
+	// AcquireCall returns attempt n (from 1) of owner at the hold, sent at
+	// sent, for the acquisition call numbered call in the process's cohort
+	// (local.State.Call), and the attempt's number as the call names it (n,
+	// or a number of the Calls' own); wait says that the call waits for
+	// the lock (Lock, not TryLock), which puts the process in the lock's
+	// line.
+	AcquireCall(owner string, call, n int64, wait bool, sent time.Time) (c *driver.Call, attempt int64)
 	// AbandonCall returns the call that ends what the attempts of owner
-	// left after its acquisition call failed, or nil when there is nothing
-	// to end; unsure says that an attempt's outcome is unknown (its reply
-	// was lost or cut short), so that it may hold the lock.
-	AbandonCall(owner string, unsure bool) *driver.Call
-}
-
-// A Claim is one acquisition by one owner, as Contend and Try drive it: it
-// builds the call of each attempt, and the call that gives back what
-// attempts whose outcome is unknown may have taken. An exclusive handle's
-// Lock makes one from its Calls for a new owner; the reentrant lock makes
-// one per scope, whose attempts are numbered across its re-entries. Its
-// methods only build calls.
-type Claim interface {
-	// Owner returns the owner the attempts acquire for.
-	Owner() string
-	// AcquireCall returns the next attempt, sent at sent, for the
-	// acquisition call numbered call in the process's cohort, and the
-	// attempt's number; wait says that the call waits for the lock (Lock,
-	// not TryLock), which puts the process in the lock's line.
-	AcquireCall(call int64, wait bool, sent time.Time) (c *driver.Call, attempt int64)
-	// AbandonCall returns the call that ends what the attempts numbered
-	// unsure may have taken (their replies were lost or cut short; unsure
-	// may be empty), or nil when there is nothing to end.
-	AbandonCall(unsure []int64) *driver.Call
-}
-
-// exclusiveClaim is the Claim of an exclusive handle's acquisition by a
-// new owner: its attempts are numbered from 1.
-type exclusiveClaim struct {
-	calls Calls
-	owner string
-	n     int
-}
-
-func (c *exclusiveClaim) Owner() string { return c.owner }
-
-func (c *exclusiveClaim) AcquireCall(call int64, wait bool, sent time.Time) (*driver.Call, int64) {
-	c.n++
-	return c.calls.AcquireCall(c.owner, call, c.n, wait, sent), int64(c.n)
-}
-
-func (c *exclusiveClaim) AbandonCall(unsure []int64) *driver.Call {
-	return c.calls.AbandonCall(c.owner, len(unsure) > 0)
+	// numbered unsure may have taken (their replies were lost or cut
+	// short; unsure may be empty) after its acquisition call failed, or
+	// nil when there is nothing to end.
+	AbandonCall(owner string, unsure []int64) *driver.Call
 }
 
 // Exclusive describes an exclusive handle's holds to its Gate: what the
@@ -213,7 +178,7 @@ func (g Gate) Lock(ctx context.Context, h *Handle) (*lease.Tenure, Pass, error) 
 		pass, t, err = g.Enter(ctx, op)
 		if err == nil && t == nil {
 			var l *lease.Lease
-			l, _, err = g.Contend(ctx, h, op, pass, &exclusiveClaim{calls: g.calls, owner: rand.Text()})
+			l, _, err = g.Contend(ctx, h, op, pass, rand.Text(), g.calls)
 			if l != nil {
 				t = lease.First(l)
 			}
@@ -230,29 +195,29 @@ func (g Gate) Lock(ctx context.Context, h *Handle) (*lease.Tenure, Pass, error) 
 	return t, pass, nil
 }
 
-// Contend takes the lock through Redis for c, in turn pass: it sends c's
-// attempts until one is granted, waking on the process's wake channel of
+// Contend takes the lock through Redis for owner, in turn pass: it sends
+// the attempts that c builds until one is granted, waking on the process's wake channel of
 // the lock. It returns the granted Lease and the number of the attempt
 // that took it. When it fails, it ends what the attempts whose outcome is
-// unknown may have taken (Claim.AbandonCall, see Cleanup), gives the turn
+// unknown may have taken (Calls.AbandonCall, see Cleanup), gives the turn
 // back and, when the attempts may have put the process in the lock's line
 // and nobody else of the process waits, takes the process out of it (see
 // giveUp). On success the turn is the caller's to keep or give back.
-func (g Gate) Contend(ctx context.Context, h *Handle, op *telemetry.Op, pass Pass, c Claim) (*lease.Lease, int64, error) {
+func (g Gate) Contend(ctx context.Context, h *Handle, op *telemetry.Op, pass Pass, owner string, c Calls) (*lease.Lease, int64, error) {
 	call := h.local.Call()
 	var (
-		unsure []int64
-		sent   bool
-		l      *lease.Lease
-		n      int64
+		unsure   []int64
+		attempts int64
+		l        *lease.Lease
+		n        int64
 	)
 	err := h.Wait(ctx, op, g.line, func(ctx context.Context) (bool, time.Duration, error) {
-		sent = true
+		attempts++
 		var (
 			retry time.Duration
 			err   error
 		)
-		l, n, retry, err = g.attempt(ctx, c, call, true)
+		l, n, retry, err = g.attempt(ctx, c, owner, call, attempts, true)
 		if err != nil {
 			unsure = append(unsure, n)
 		}
@@ -260,25 +225,25 @@ func (g Gate) Contend(ctx context.Context, h *Handle, op *telemetry.Op, pass Pas
 	})
 	if err != nil {
 		ctx = lease.AfterFailure(ctx, err)
-		g.abandon(ctx, c, unsure)
-		g.giveUp(ctx, pass, sent, call)
+		g.abandon(ctx, c, owner, unsure)
+		g.giveUp(ctx, pass, attempts > 0, call)
 		return nil, 0, err
 	}
 	return l, n, nil
 }
 
-// attempt sends c's next attempt for acquisition call call, as Grant
-// answers it, and returns the attempt's number.
-func (g Gate) attempt(ctx context.Context, c Claim, call int64, wait bool) (*lease.Lease, int64, time.Duration, error) {
+// attempt sends attempt n of owner, built by c, for acquisition call call,
+// as Grant answers it, and returns the attempt's number as c named it.
+func (g Gate) attempt(ctx context.Context, c Calls, owner string, call, n int64, wait bool) (*lease.Lease, int64, time.Duration, error) {
 	sent := time.Now()
-	ac, n := c.AcquireCall(call, wait, sent)
-	l, _, retry, err := lease.Grant(ctx, g.x.Spec, ac, c.Owner(), sent, g.x.What)
-	return l, n, retry, err
+	ac, named := c.AcquireCall(owner, call, n, wait, sent)
+	l, _, retry, err := lease.Grant(ctx, g.x.Spec, ac, owner, sent, g.x.What)
+	return l, named, retry, err
 }
 
-// abandon ends what the attempts of c numbered unsure may have taken.
-func (g Gate) abandon(ctx context.Context, c Claim, unsure []int64) {
-	if ac := c.AbandonCall(unsure); ac != nil {
+// abandon ends what the attempts of owner numbered unsure may have taken.
+func (g Gate) abandon(ctx context.Context, c Calls, owner string, unsure []int64) {
+	if ac := c.AbandonCall(owner, unsure); ac != nil {
 		lease.Cleanup(ctx, g.b, ac)
 	}
 }
@@ -305,7 +270,7 @@ func (g Gate) TryLock(ctx context.Context, h *Handle) (*lease.Tenure, Pass, erro
 		if !free {
 			return false, nil
 		}
-		l, _, err := g.Try(ctx, h, op, p, &exclusiveClaim{calls: g.calls, owner: rand.Text()})
+		l, _, err := g.Try(ctx, h, op, p, rand.Text(), g.calls)
 		if l == nil {
 			return false, err
 		}
@@ -319,17 +284,17 @@ func (g Gate) TryLock(ctx context.Context, h *Handle) (*lease.Tenure, Pass, erro
 	return t, pass, err
 }
 
-// Try makes one attempt of c through Redis, in turn pass, without joining
+// Try makes one attempt of owner, built by c, through Redis, in turn pass, without joining
 // the lock's line, and records it in op. After an attempt whose outcome is
-// unknown it ends whatever it may have taken (Claim.AbandonCall, see
+// unknown it ends whatever it may have taken (Calls.AbandonCall, see
 // Cleanup); unless the attempt succeeded, it gives the turn back. It
 // returns the granted Lease and the attempt's number, or a nil Lease with a
 // nil error when the lock is taken.
-func (g Gate) Try(ctx context.Context, h *Handle, op *telemetry.Op, pass Pass, c Claim) (*lease.Lease, int64, error) {
-	l, n, _, err := g.attempt(ctx, c, h.local.Call(), false)
+func (g Gate) Try(ctx context.Context, h *Handle, op *telemetry.Op, pass Pass, owner string, c Calls) (*lease.Lease, int64, error) {
+	l, n, _, err := g.attempt(ctx, c, owner, h.local.Call(), 1, false)
 	op.Attempt(err == nil && l == nil)
 	if err != nil {
-		g.abandon(ctx, c, []int64{n})
+		g.abandon(ctx, c, owner, []int64{n})
 	}
 	if l == nil {
 		g.Leave(pass)
