@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/redisync/redisync/backend"
-
 	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/internal/keyspace"
 	"github.com/redisync/redisync/internal/script"

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/redisync/redisync/backend/driver"
-
 	"github.com/redisync/redisync/locker"
 	"github.com/redisync/redisync/tracing"
 )

@@ -8,10 +8,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/redisync/redisync/backend/driver"
-
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/locker"
 )
 

@@ -12,10 +12,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/redisync/redisync/backend/driver"
-
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/internal/background"
 	"github.com/redisync/redisync/internal/holdopt"
 	"github.com/redisync/redisync/internal/local"

@@ -3,10 +3,10 @@ package fair
 import (
 	"context"
 	"fmt"
-	"github.com/redisync/redisync/internal/engine"
 	"time"
 
 	"github.com/redisync/redisync/backend"
+	"github.com/redisync/redisync/internal/engine"
 	"github.com/redisync/redisync/internal/fifo"
 	"github.com/redisync/redisync/internal/lease"
 	"github.com/redisync/redisync/internal/script"

@@ -9,16 +9,14 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/redisync/redisync/internal/lease"
-
 	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/redisync/redisync/backend"
-
 	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/internal/holdopt"
 	"github.com/redisync/redisync/internal/keyspace"
+	"github.com/redisync/redisync/internal/lease"
 	"github.com/redisync/redisync/internal/local"
 	"github.com/redisync/redisync/internal/script"
 	"github.com/redisync/redisync/internal/telemetry"

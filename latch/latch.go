@@ -5,17 +5,16 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"github.com/redisync/redisync/internal/engine"
-	"github.com/redisync/redisync/internal/lease"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/redisync/redisync/backend"
-
 	"github.com/redisync/redisync/backend/driver"
+	"github.com/redisync/redisync/internal/engine"
 	"github.com/redisync/redisync/internal/holdopt"
 	"github.com/redisync/redisync/internal/keyspace"
+	"github.com/redisync/redisync/internal/lease"
 	"github.com/redisync/redisync/internal/local"
 	"github.com/redisync/redisync/internal/script"
 	"github.com/redisync/redisync/internal/telemetry"

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/redisync/redisync/backend"
-
 	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/internal/deploytest"
 	"github.com/redisync/redisync/internal/primtest"

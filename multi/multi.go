@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"github.com/redisync/redisync/internal/engine"
 	"slices"
 	"strings"
 	"sync"
@@ -13,8 +12,8 @@ import (
 	"time"
 
 	"github.com/redisync/redisync/backend"
-
 	"github.com/redisync/redisync/backend/driver"
+	"github.com/redisync/redisync/internal/engine"
 	"github.com/redisync/redisync/internal/holdopt"
 	"github.com/redisync/redisync/internal/keyspace"
 	"github.com/redisync/redisync/internal/lease"

@@ -2,17 +2,14 @@ package mutex
 
 import (
 	"context"
-	"fmt"
-	"github.com/redisync/redisync/internal/engine"
 	"time"
 
 	"github.com/redisync/redisync/backend"
-
 	"github.com/redisync/redisync/backend/driver"
+	"github.com/redisync/redisync/internal/engine"
 	"github.com/redisync/redisync/internal/holdopt"
 	"github.com/redisync/redisync/internal/lease"
 	"github.com/redisync/redisync/internal/script"
-	"github.com/redisync/redisync/internal/telemetry"
 	"github.com/redisync/redisync/locker"
 )
 
@@ -52,12 +49,9 @@ type Mutex struct {
 	acquire script.MutexAcquireArgs // the arguments of every attempt that never change
 	yield   int64                   // ms a release refuses this process when another waited
 
-	gate engine.Gate // the process's local queue of the lock, with the hand-off bounds
-	pass engine.Pass // the process-wide gate, taken from Lock to Unlock
-
-	// holds is the live hold and the previous one, for Token and Err after
-	// Unlock: h describes them.
-	holds lease.Slot[*lease.Tenure]
+	// gate is the process's local queue of the lock, with the hand-off
+	// bounds, and m's hold from Lock to Unlock, which h describes.
+	gate engine.Gate
 }
 
 var (
@@ -76,10 +70,10 @@ func New(b backend.Backend, name string, opts ...Option) (*Mutex, error) {
 	}
 	keys, cohort := h.Keys().Mutex(), h.Local().Cohort()
 	m := &Mutex{h: h, keys: keys.Keys(), wake: keys.Wake, line: keys.Line(cohort)}
-	m.h.Describe("mutex is not locked", &m.holds)
 	m.gate = h.ExclusiveGate(engine.Exclusive{
 		Key: m.keys[0], Line: m.line, Wake: m.wake, Leave: script.MutexLeave, Spec: &m.spec, What: "acquire",
 	}, cfg, calls{m})
+	m.h.Describe("mutex is not locked", m.gate)
 	_, m.quorum = b.(driver.Quorum)
 	handoff, class := cfg.Local()
 	m.acquire = script.MutexAcquireArgs{
@@ -118,13 +112,7 @@ func (m *Mutex) Name() string { return m.h.Name() }
 // it may have taken before returning. A context that is already done fails
 // Lock before any I/O. When ctx ends, the error matches both
 // locker.ErrNotAcquired and ctx.Err().
-func (m *Mutex) Lock(ctx context.Context) error {
-	t, pass, err := m.gate.Lock(ctx, &m.h)
-	if err == nil {
-		m.hold(t, pass)
-	}
-	return err
-}
+func (m *Mutex) Lock(ctx context.Context) error { return m.gate.Lock(ctx, &m.h) }
 
 // TryLock tries to lock m without waiting for another holder and reports
 // whether it succeeded. It makes one attempt; if the lock is held, or m is
@@ -132,20 +120,7 @@ func (m *Mutex) Lock(ctx context.Context) error {
 // false and a nil error. A non-nil error means the attempt failed (and left
 // nothing held); a context that is already done fails TryLock before any
 // I/O, with an error matching locker.ErrNotAcquired and ctx.Err().
-func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
-	t, pass, err := m.gate.TryLock(ctx, &m.h)
-	if t != nil {
-		m.hold(t, pass)
-	}
-	return t != nil, err
-}
-
-// hold makes t the hold of m, with its place pass in the process-wide
-// gate, from Lock to Unlock.
-func (m *Mutex) hold(t *lease.Tenure, pass engine.Pass) {
-	m.pass = pass
-	m.holds.Set(t)
-}
+func (m *Mutex) TryLock(ctx context.Context) (bool, error) { return m.gate.TryLock(ctx, &m.h) }
 
 // calls builds the calls of m's holds for its gate (see engine.Calls).
 type calls struct{ m *Mutex }
@@ -204,15 +179,7 @@ func (m *Mutex) releaseUsed(owner string, used, last int64) *driver.Call {
 // returns at once. In every case m
 // is unlocked when Unlock returns, even when the release could not reach
 // Redis: the hold then expires with its TTL, and Unlock returns the error.
-func (m *Mutex) Unlock(ctx context.Context) error {
-	return m.h.Release(ctx, "Unlock", func(ctx context.Context, op *telemetry.Op) error {
-		t, ok := m.holds.Take()
-		if !ok {
-			return fmt.Errorf("%w: unlock of unlocked mutex", locker.ErrNotHeld)
-		}
-		return m.gate.Unlock(ctx, op, t, m.pass)
-	})
-}
+func (m *Mutex) Unlock(ctx context.Context) error { return m.gate.Unlock(ctx, &m.h, "mutex") }
 
 // Extend makes the current hold last at least ttl from now (it never shortens
 // it) and moves Until forward accordingly. It is how a fixed lease

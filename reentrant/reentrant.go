@@ -4,13 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/redisync/redisync/internal/engine"
 	"strconv"
 	"time"
 
 	"github.com/redisync/redisync/backend"
-
 	"github.com/redisync/redisync/backend/driver"
+	"github.com/redisync/redisync/internal/engine"
 	"github.com/redisync/redisync/internal/holdopt"
 	"github.com/redisync/redisync/internal/lease"
 	"github.com/redisync/redisync/internal/script"

@@ -4,11 +4,11 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
-	"github.com/redisync/redisync/internal/engine"
 	"sync"
 	"sync/atomic"
 
 	"github.com/redisync/redisync/backend"
+	"github.com/redisync/redisync/internal/engine"
 	"github.com/redisync/redisync/internal/lease"
 	"github.com/redisync/redisync/locker"
 )

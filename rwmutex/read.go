@@ -4,10 +4,10 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
-	"github.com/redisync/redisync/internal/engine"
 	"strconv"
 	"time"
 
+	"github.com/redisync/redisync/internal/engine"
 	"github.com/redisync/redisync/internal/lease"
 	"github.com/redisync/redisync/internal/telemetry"
 	"github.com/redisync/redisync/locker"
@@ -285,7 +285,7 @@ func (m *RWMutex) RUnlock(ctx context.Context) error {
 		if m.r == h {
 			m.r = nil
 		}
-		m.last, m.rlast = h.Lease, h.Lease
+		m.rlast = h.Lease
 		close(h.drained)
 		m.mu.Unlock()
 		return err

@@ -2,19 +2,16 @@ package rwmutex
 
 import (
 	"context"
-	"fmt"
-	"github.com/redisync/redisync/internal/engine"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/redisync/redisync/backend"
-
 	"github.com/redisync/redisync/backend/driver"
+	"github.com/redisync/redisync/internal/engine"
 	"github.com/redisync/redisync/internal/holdopt"
 	"github.com/redisync/redisync/internal/lease"
 	"github.com/redisync/redisync/internal/script"
-	"github.com/redisync/redisync/internal/telemetry"
 	"github.com/redisync/redisync/locker"
 )
 
@@ -52,15 +49,12 @@ type RWMutex struct {
 	wspec   lease.Spec
 	rspec   lease.Spec
 	block   int         // fencing tokens a write acquisition reserves
-	gate    engine.Gate // the writers' local queue of the lock, with the hand-off bounds
+	gate    engine.Gate // the writers' local queue of the lock, with the hand-off bounds, and the write hold
 
 	mu    sync.Mutex
-	w     *lease.Tenure // the live write hold, nil when not write-locked
-	wpass engine.Pass   // the process-wide writers' gate, taken with w
 	r     *readHold     // the read hold of the handle's readers, nil when none
 	lead  chan struct{} // non-nil while a reader takes r; closed after
-	last  lease.Hold    // the previous hold of either kind, for Token and Err
-	rlast *lease.Lease  // the previous read hold, for the RLocker's Token and Err
+	rlast *lease.Lease  // the previous read hold, for Token and Err
 }
 
 var (
@@ -125,13 +119,7 @@ func (m *RWMutex) Name() string { return m.h.Name() }
 // and releases whatever an attempt with a lost reply may have taken. A context
 // that is already done fails Lock before any I/O. When ctx ends, the error
 // matches both locker.ErrNotAcquired and ctx.Err().
-func (m *RWMutex) Lock(ctx context.Context) error {
-	t, pass, err := m.gate.Lock(ctx, &m.h)
-	if err == nil {
-		m.setWriter(t, pass)
-	}
-	return err
-}
+func (m *RWMutex) Lock(ctx context.Context) error { return m.gate.Lock(ctx, &m.h) }
 
 // TryLock tries to lock m for writing without waiting and reports whether it
 // succeeded. It makes one attempt; if the lock is held, or a writer of this
@@ -140,21 +128,7 @@ func (m *RWMutex) Lock(ctx context.Context) error {
 // attempt failed (and left nothing held); a context that is already done
 // fails TryLock before any I/O, with an error matching locker.ErrNotAcquired
 // and ctx.Err().
-func (m *RWMutex) TryLock(ctx context.Context) (bool, error) {
-	t, pass, err := m.gate.TryLock(ctx, &m.h)
-	if t != nil {
-		m.setWriter(t, pass)
-	}
-	return t != nil, err
-}
-
-// setWriter makes t the write hold, with its place pass in the writers'
-// gate, from Lock to Unlock.
-func (m *RWMutex) setWriter(t *lease.Tenure, pass engine.Pass) {
-	m.mu.Lock()
-	m.w, m.wpass = t, pass
-	m.mu.Unlock()
-}
+func (m *RWMutex) TryLock(ctx context.Context) (bool, error) { return m.gate.TryLock(ctx, &m.h) }
 
 // writer builds the calls of m's write holds for its gate (see
 // engine.Calls).
@@ -236,21 +210,7 @@ func (m *RWMutex) runlockCall(owner string, depart bool, attempts ...int) *drive
 // deadline whatever becomes of the release. In every case m is not
 // write-locked when Unlock returns, even when the release could not reach
 // Redis: the hold then expires with its TTL.
-func (m *RWMutex) Unlock(ctx context.Context) error {
-	return m.h.Release(ctx, "Unlock", func(ctx context.Context, op *telemetry.Op) error {
-		m.mu.Lock()
-		t, pass := m.w, m.wpass
-		m.w, m.wpass = nil, engine.Pass{}
-		if t != nil {
-			m.last = t
-		}
-		m.mu.Unlock()
-		if t == nil {
-			return fmt.Errorf("%w: unlock of unlocked rwmutex", locker.ErrNotHeld)
-		}
-		return m.gate.Unlock(ctx, op, t, pass)
-	})
-}
+func (m *RWMutex) Unlock(ctx context.Context) error { return m.gate.Unlock(ctx, &m.h, "rwmutex") }
 
 // Extend makes the current hold, the write hold or else the read hold that the
 // handle's readers share, last at least ttl from now (it never shortens it)
@@ -261,23 +221,23 @@ func (m *RWMutex) Unlock(ctx context.Context) error {
 // for its node timeout).
 func (m *RWMutex) Extend(ctx context.Context, ttl time.Duration) error { return m.h.Extend(ctx, ttl) }
 
-// holds returns the current hold, the write hold or else the read hold, and
-// the last one of either kind.
-// anyHolds describes m's holds, write or read, to its handle.
+// anyHolds describes m's holds to its handle: the current hold, the write
+// hold or else the read hold, and the last one of either kind, the one with
+// the larger token (tokens only grow).
 type anyHolds struct{ m *RWMutex }
 
-func (a anyHolds) Holds() (cur, last lease.Hold) { return a.m.holds() }
-
-func (m *RWMutex) holds() (cur, last lease.Hold) {
+func (a anyHolds) Holds() (cur, last lease.Hold) {
+	m := a.m
+	cur, last = m.gate.Holds()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	switch {
-	case m.w != nil:
-		cur = m.w
-	case m.r != nil:
+	if cur == nil && m.r != nil {
 		cur = m.r
 	}
-	return cur, m.last
+	if m.rlast != nil && (last == nil || m.rlast.Token() > last.Token()) {
+		last = m.rlast
+	}
+	return cur, last
 }
 
 // Token returns the fencing token of the current hold, write or read, or of

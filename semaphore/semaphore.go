@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/redisync/redisync/internal/engine"
 	"slices"
 	"sync"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/redisync/redisync/backend"
+	"github.com/redisync/redisync/internal/engine"
 	"github.com/redisync/redisync/internal/fifo"
 	"github.com/redisync/redisync/internal/lease"
 	"github.com/redisync/redisync/internal/script"

@@ -27,7 +27,6 @@ import (
 	"time"
 
 	"github.com/redisync/redisync/backend"
-
 	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/locker"
 	"github.com/redisync/redisync/mutex"

@@ -7,7 +7,6 @@ import (
 	"sync/atomic"
 
 	"github.com/redisync/redisync/backend"
-
 	"github.com/redisync/redisync/backend/driver"
 )
 

@@ -4,13 +4,14 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
-	"github.com/redisync/redisync/internal/lease"
+	"fmt"
+	"sync"
 	"time"
 
 	"github.com/redisync/redisync/backend"
-
 	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/internal/holdopt"
+	"github.com/redisync/redisync/internal/lease"
 	"github.com/redisync/redisync/internal/script"
 	"github.com/redisync/redisync/internal/telemetry"
 	"github.com/redisync/redisync/locker"
@@ -22,17 +23,18 @@ import (
 // hand its hold on to the first of them (local hand-off, see
 // passOn). Its methods are safe for concurrent use, as the queue's.
 type Gate struct {
-	b      backend.Backend
-	queues *queues
-	key    string        // the lock's main key: names its queue
-	cohort string        // the process's cohort on b: its place in the lock's line
-	line   string        // the process's wake channel of the lock (keyspace.Mutex.Line)
-	held   seat          // the handle's own slot; zero for a handle without one
-	class  any           // of the waiters a hold may be handed to; nil: no hand-off
-	within time.Duration // hand-off bound: see holdopt.Handoff
-	stale  time.Duration // how long a waiting attempt's place in line lasts (holdopt.LineStale)
-	x      Exclusive
-	calls  Calls
+	b       backend.Backend
+	queues  *queues
+	key     string        // the lock's main key: names its queue
+	cohort  string        // the process's cohort on b: its place in the lock's line
+	line    string        // the process's wake channel of the lock (keyspace.Mutex.Line)
+	seat    seat          // the handle's own one-hold slot; zero for a handle without one
+	holding *holding      // an exclusive handle's hold (ExclusiveGate); nil for the others
+	class   any           // of the waiters a hold may be handed to; nil: no hand-off
+	within  time.Duration // hand-off bound: see holdopt.Handoff
+	stale   time.Duration // how long a waiting attempt's place in line lasts (holdopt.LineStale)
+	x       Exclusive
+	calls   Calls
 }
 
 // Calls is what a primitive implements for its Gate: it builds the calls
@@ -84,7 +86,7 @@ func (h *Handle) Gate(x Exclusive) Gate {
 // unlock tells the holder's process that its hold ended (see Enter).
 func (h *Handle) ExclusiveGate(x Exclusive, cfg holdopt.Config, c Calls) Gate {
 	g := h.Gate(x)
-	g.held = newSeat()
+	g.seat, g.holding = newSeat(), new(holding)
 	handoff, class := cfg.Local()
 	g.class, g.within, g.calls = class, handoff.Within, c
 	return g
@@ -104,11 +106,11 @@ func (g Gate) Enter(ctx context.Context, op *telemetry.Op) (Pass, *lease.Tenure,
 		waited bool
 		err    error
 	)
-	if g.held == (seat{}) {
+	if g.seat == (seat{}) {
 		pass, waited, err = enterQueue(ctx, g.queues, g.key, g.b.Done())
 	} else {
 		w, stop := g.watch(ctx)
-		pass, baton, waited, err = g.held.Enter(ctx, g.queues, g.key, g.class, g.b.Done(), w)
+		pass, baton, waited, err = g.seat.Enter(ctx, g.queues, g.key, g.class, g.b.Done(), w)
 		stop()
 	}
 	if waited {
@@ -159,23 +161,26 @@ func (g Gate) listening() bool {
 	return !ok || l.Listening(g.line)
 }
 
+// holding is an exclusive handle's hold from Lock to Unlock (see
+// ExclusiveGate): its Tenure, in the Slot that the handle's Token, Done and
+// Err read, and its turn in the queue.
+type holding struct {
+	slot lease.Slot[*lease.Tenure]
+	mu   sync.Mutex
+	pass Pass
+}
+
 // Lock is the Lock call of h, an exclusive handle (ExclusiveGate), as
 // Handle.Acquire runs it: it takes the handle's turn in the queue (Enter).
 // When a holder of the process hands its hold on, the handle holds it
 // without a round trip; otherwise it takes the lock through Redis for a new
-// owner (Contend). It returns the hold and its turn's pass, which the
-// handle keeps until Unlock; a hold that is lost gives the pass back at
-// once, so that the other handles of the process contend (the handle stays
-// locked until Unlock). On failure it returns nil, and nothing is held or
-// queued.
-func (g Gate) Lock(ctx context.Context, h *Handle) (*lease.Tenure, Pass, error) {
-	var (
-		t    *lease.Tenure
-		pass Pass
-	)
-	err := h.Acquire(ctx, "Lock", func(ctx context.Context, op *telemetry.Op) error {
-		var err error
-		pass, t, err = g.Enter(ctx, op)
+// owner (Contend). The handle then holds it, with its turn, until Unlock;
+// a hold that is lost gives the turn back at once, so that the other
+// handles of the process contend (the handle stays locked until Unlock).
+// On failure nothing is held or queued.
+func (g Gate) Lock(ctx context.Context, h *Handle) error {
+	return h.Acquire(ctx, "Lock", func(ctx context.Context, op *telemetry.Op) error {
+		pass, t, err := g.Enter(ctx, op)
 		if err == nil && t == nil {
 			var l *lease.Lease
 			l, _, err = g.Contend(ctx, h, op, pass, rand.Text(), g.calls)
@@ -189,10 +194,6 @@ func (g Gate) Lock(ctx context.Context, h *Handle) (*lease.Tenure, Pass, error) 
 		g.hold(op, t, pass)
 		return nil
 	})
-	if err != nil {
-		return nil, Pass{}, err
-	}
-	return t, pass, nil
 }
 
 // Contend takes the lock through Redis for owner, in turn pass: it sends
@@ -248,40 +249,38 @@ func (g Gate) abandon(ctx context.Context, c Calls, owner string, unsure []int64
 	}
 }
 
-// hold records t as the hold of the call of op, in turn pass: a lost hold
-// gives the pass back at once.
+// hold makes t, taken in turn pass, the handle's hold, and records it in
+// op: a lost hold gives the turn back at once.
 func (g Gate) hold(op *telemetry.Op, t *lease.Tenure, pass Pass) {
 	t.Lease().OnLoss(pass)
+	g.holding.mu.Lock()
+	g.holding.pass = pass
+	g.holding.mu.Unlock()
+	g.holding.slot.Set(t)
 	op.Token(t.Token())
 }
 
+// Holds returns the handle's hold and the last one (see Handle.Describe).
+func (g Gate) Holds() (cur, last lease.Hold) { return g.holding.slot.Holds() }
+
 // TryLock is the TryLock call of h, an exclusive handle, as Handle.Try runs
 // it: if the handle's turn in the queue is free (TryEnter), it makes one
-// attempt through Redis for a new owner (Try). It returns a nil hold and a
-// nil error when the turn or the lock is taken, and otherwise the hold and
-// its pass, as Lock does.
-func (g Gate) TryLock(ctx context.Context, h *Handle) (*lease.Tenure, Pass, error) {
-	var (
-		t    *lease.Tenure
-		pass Pass
-	)
-	_, err := h.Try(ctx, "TryLock", func(ctx context.Context, op *telemetry.Op) (bool, error) {
-		p, free := g.TryEnter()
+// attempt through Redis for a new owner (Try). It reports false, with a nil
+// error, when the turn or the lock is taken; on success the handle holds
+// the lock as after Lock.
+func (g Gate) TryLock(ctx context.Context, h *Handle) (bool, error) {
+	return h.Try(ctx, "TryLock", func(ctx context.Context, op *telemetry.Op) (bool, error) {
+		pass, free := g.TryEnter()
 		if !free {
 			return false, nil
 		}
-		l, _, err := g.Try(ctx, h, op, p, rand.Text(), g.calls)
+		l, _, err := g.Try(ctx, h, op, pass, rand.Text(), g.calls)
 		if l == nil {
 			return false, err
 		}
-		t, pass = lease.First(l), p
-		g.hold(op, t, pass)
+		g.hold(op, lease.First(l), pass)
 		return true, nil
 	})
-	if t == nil {
-		return nil, Pass{}, err
-	}
-	return t, pass, err
 }
 
 // Try makes one attempt of owner, built by c, through Redis, in turn pass, without joining
@@ -306,18 +305,18 @@ func (g Gate) Try(ctx context.Context, h *Handle, op *telemetry.Op, pass Pass, o
 // TryEnter takes the handle's turn in the queue if nobody of the process
 // holds or waits for the lock (nor, for a handle with a slot, the slot).
 func (g Gate) TryEnter() (Pass, bool) {
-	if g.held == (seat{}) {
+	if g.seat == (seat{}) {
 		return tryEnterQueue(g.queues, g.key)
 	}
-	return g.held.TryEnter(g.queues, g.key)
+	return g.seat.TryEnter(g.queues, g.key)
 }
 
 // Leave gives the turn back: the pass of the process-wide gate, and the
 // handle's slot.
 func (g Gate) Leave(pass Pass) {
 	pass.Release()
-	if g.held != (seat{}) {
-		g.held.Leave()
+	if g.seat != (seat{}) {
+		g.seat.Leave()
 	}
 }
 
@@ -343,20 +342,33 @@ func (g Gate) giveUp(ctx context.Context, pass Pass, sent bool, call int64) {
 	}
 }
 
-// Unlock ends t, the handle's hold, taken with pass: when a goroutine of
-// the process waits and the hand-off bounds allow, it hands the hold on
-// (op records the call as handed off); otherwise it releases it through
-// Redis (Tenure.Release) and gives the turn back.
-func (g Gate) Unlock(ctx context.Context, op *telemetry.Op, t *lease.Tenure, pass Pass) error {
-	op.Token(t.Token())
-	// A hold is handed on only while the process would hear of its end
-	// from outside: its waiters listen on its wake channel (see watch).
-	if g.class != nil && g.listening() && g.passOn(t, pass) {
-		op.Outcome(telemetry.HandedOff)
-		return nil
-	}
-	defer g.Leave(pass)
-	return t.Release(ctx)
+// Unlock is the Unlock call of h, an exclusive handle, as Handle.Release
+// runs it: it ends the handle's hold. When a goroutine of the process waits
+// and the hand-off bounds allow, it hands the hold on (the call is recorded
+// as handed off); otherwise it releases it through Redis (Tenure.Release)
+// and gives the turn back. It returns an error matching locker.ErrNotHeld,
+// naming what ("mutex"), when the handle holds nothing.
+func (g Gate) Unlock(ctx context.Context, h *Handle, what string) error {
+	return h.Release(ctx, "Unlock", func(ctx context.Context, op *telemetry.Op) error {
+		t, ok := g.holding.slot.Take()
+		if !ok {
+			return fmt.Errorf("%w: unlock of unlocked %s", locker.ErrNotHeld, what)
+		}
+		g.holding.mu.Lock()
+		pass := g.holding.pass
+		g.holding.pass = Pass{}
+		g.holding.mu.Unlock()
+		op.Token(t.Token())
+		// A hold is handed on only while the process would hear of its
+		// end from outside: its waiters listen on its wake channel (see
+		// watch).
+		if g.class != nil && g.listening() && g.passOn(t, pass) {
+			op.Outcome(telemetry.HandedOff)
+			return nil
+		}
+		defer g.Leave(pass)
+		return t.Release(ctx)
+	})
 }
 
 // passOn hands t's Lease to the first waiter of the Gate's class in the
@@ -365,7 +377,7 @@ func (g Gate) Unlock(ctx context.Context, op *telemetry.Op, t *lease.Tenure, pas
 // reports whether the Lease was passed on; if not, nothing changed. A Gate
 // without hand-off passes nothing on.
 func (g Gate) passOn(t *lease.Tenure, pass Pass) bool {
-	if g.class == nil || !t.Passable(g.within) || !g.held.HandOff(pass, g.class, t) {
+	if g.class == nil || !t.Passable(g.within) || !g.seat.HandOff(pass, g.class, t) {
 		return false
 	}
 	t.End()

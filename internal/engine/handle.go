@@ -3,15 +3,14 @@ package engine
 import (
 	"context"
 	"fmt"
-	"github.com/redisync/redisync/internal/lease"
 	"strings"
 	"time"
 
 	"github.com/redisync/redisync/backend"
-
 	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/internal/holdopt"
 	"github.com/redisync/redisync/internal/keyspace"
+	"github.com/redisync/redisync/internal/lease"
 	"github.com/redisync/redisync/internal/local"
 	"github.com/redisync/redisync/internal/telemetry"
 	"github.com/redisync/redisync/locker"

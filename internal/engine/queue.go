@@ -19,12 +19,12 @@ package engine
 import (
 	"context"
 	"fmt"
-	"github.com/redisync/redisync/backend/driver"
-	"github.com/redisync/redisync/internal/local"
 	"sort"
 	"strings"
 	"sync"
 
+	"github.com/redisync/redisync/backend/driver"
+	"github.com/redisync/redisync/internal/local"
 	"github.com/redisync/redisync/locker"
 )
 

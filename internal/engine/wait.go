@@ -9,13 +9,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/redisync/redisync/internal/lease"
 	"sync"
 	"time"
 
 	"github.com/redisync/redisync/backend"
-
 	"github.com/redisync/redisync/backend/driver"
+	"github.com/redisync/redisync/internal/lease"
 	"github.com/redisync/redisync/internal/telemetry"
 	"github.com/redisync/redisync/locker"
 )

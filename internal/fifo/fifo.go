@@ -37,7 +37,6 @@ import (
 	"time"
 
 	"github.com/redisync/redisync/backend"
-
 	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/internal/holdopt"
 	"github.com/redisync/redisync/internal/keyspace"

@@ -5,13 +5,12 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"github.com/redisync/redisync/internal/engine"
-	"github.com/redisync/redisync/internal/lease"
 	"time"
 
 	"github.com/redisync/redisync/backend"
-
 	"github.com/redisync/redisync/backend/driver"
+	"github.com/redisync/redisync/internal/engine"
+	"github.com/redisync/redisync/internal/lease"
 	"github.com/redisync/redisync/internal/telemetry"
 	"github.com/redisync/redisync/locker"
 )

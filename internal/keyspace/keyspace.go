@@ -10,7 +10,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/redisync/redisync/backend"
-
 	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/locker"
 )

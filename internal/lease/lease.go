@@ -36,7 +36,6 @@ import (
 	"time"
 
 	"github.com/redisync/redisync/backend"
-
 	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/internal/background"
 	"github.com/redisync/redisync/internal/holdopt"

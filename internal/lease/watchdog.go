@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/redisync/redisync/backend"
-
 	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/internal/local"
 	"github.com/redisync/redisync/internal/script"

@@ -16,7 +16,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/backend"
-
 	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/internal/lease"
 	"github.com/redisync/redisync/locker"

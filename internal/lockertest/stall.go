@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"github.com/redisync/redisync/internal/engine"
 	"regexp"
 	"runtime"
 	"sort"
@@ -17,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/backend"
+	"github.com/redisync/redisync/internal/engine"
 	"github.com/redisync/redisync/internal/local"
 )
 

@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 
 	"github.com/redisync/redisync/backend"
-
 	"github.com/redisync/redisync/backend/driver"
 )
 

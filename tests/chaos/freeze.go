@@ -5,7 +5,6 @@ import (
 	"sync/atomic"
 
 	"github.com/redisync/redisync/backend"
-
 	"github.com/redisync/redisync/backend/driver"
 )
 

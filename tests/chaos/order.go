@@ -11,7 +11,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/backend"
-
 	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/internal/deploytest"
 	"github.com/redisync/redisync/internal/keyspace"

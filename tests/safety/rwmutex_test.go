@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/redisync/redisync/backend"
-
 	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/rwmutex"

@@ -9,7 +9,6 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/redisync/redisync/backend"
-
 	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/locker"
 	"github.com/redisync/redisync/mutex"
