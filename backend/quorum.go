@@ -517,7 +517,11 @@ return {1}
 // granting nodes that left their counter lower are raised; those that
 // issued token itself (or, for a block, reserved up to it) already hold it.
 func (q *quorum) raise(ctx context.Context, call *driver.Call, per []*driver.Call, ok []int, token int64) error {
-	fence := []string{call.Keys[len(call.Keys)-1]}
+	key, named := call.Script.Key(call.Keys, driver.FenceKey)
+	if !named {
+		return fmt.Errorf("backend: script %s names no %q key: a quorum cannot keep its fencing tokens growing", call.Script.Name(), driver.FenceKey)
+	}
+	fence := []string{key}
 	at := 0
 	var lower []int
 	for _, n := range ok {

@@ -167,3 +167,63 @@ func TestQuorumTokenBlock(t *testing.T) {
 		}
 	}
 }
+
+// TestQuorumFenceKeyByName: a quorum raises the fence counter that an
+// Acquire script names driver.FenceKey, wherever it sits in KEYS, and
+// refuses a grant it cannot fence: an Acquire script that names no such
+// key fails with an error that says so, and its grants are undone.
+func TestQuorumFenceKeyByName(t *testing.T) {
+	nodes := redistest.StartNodes(t, 3)
+	ctx := context.Background()
+	var clients []redis.UniversalClient
+	for _, n := range nodes {
+		clients = append(clients, n.Client(t))
+	}
+	b, err := backend.NewQuorum(clients)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	// The counter comes first in KEYS, the lock second: a position no
+	// convention would guess. Each node issues a different token.
+	const src = "redis.call('SET', KEYS[2], ARGV[2], 'PX', 60000) return {1, redis.call('INCR', KEYS[1])}"
+	undo := driver.NewScript("test.undo", driver.Release, "redis.call('DEL', KEYS[2]) return {1}", nil)
+	for _, tc := range []struct {
+		name  string
+		named bool
+	}{{"named", true}, {"unnamed", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := driver.NewScript("test.acquire_"+tc.name, driver.Acquire, src, undo)
+			if tc.named {
+				s.NameKeys(driver.FenceKey, "lock")
+			}
+			keys := []string{"redisync:{fk-" + tc.name + "}:fence", "redisync:{fk-" + tc.name + "}:lock"}
+			for i, n := range nodes {
+				if _, err := n.Do(ctx, "SET", keys[0], 1000*(i+1)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			r, err := driver.Run(ctx, b, s, keys, "owner")
+			if !tc.named {
+				if err == nil || !strings.Contains(err.Error(), `names no "fence" key`) {
+					t.Fatalf("Run = (%v, %v); want an error saying the script names no fence key", r, err)
+				}
+				for i, n := range nodes {
+					if v, err := n.Do(ctx, "EXISTS", keys[1]); err != nil || fmt.Sprint(v) != "0" {
+						t.Errorf("node %d: lock left after the refused grant (EXISTS = %v, %v); want it undone", i, v, err)
+					}
+				}
+				return
+			}
+			if err != nil || r.At(1) != 3001 {
+				t.Fatalf("Run = (%v, %v); want the largest token, 3001", r, err)
+			}
+			for i, n := range nodes {
+				v, err := n.Do(ctx, "GET", keys[0])
+				if err != nil || fmt.Sprint(v) != "3001" {
+					t.Errorf("node %d: fence counter %v (%v); want 3001, raised by name", i, v, err)
+				}
+			}
+		})
+	}
+}

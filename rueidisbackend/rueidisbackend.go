@@ -252,6 +252,9 @@ func (b *client) args(call *driver.Call) ([]string, error) {
 // finish stores the result r of call, sent with ctx.
 func (b *client) finish(ctx context.Context, call *driver.Call, r rueidis.RedisResult) {
 	err := r.Error()
+	if r.NonRedisError() != nil {
+		awaitDeadline(ctx, err)
+	}
 	switch {
 	case err == nil:
 		m, _ := r.ToMessage()
@@ -269,6 +272,31 @@ func (b *client) finish(ctx context.Context, call *driver.Call, r rueidis.RedisR
 	default:
 		b.fail(call, classify(err, b.cluster, b.prefix))
 	}
+}
+
+// awaitDeadline waits for ctx to end when err says that its deadline
+// passed but ctx does not say so yet: rueidis times a call out by the
+// context's deadline with a timer of its own, which can fire before the
+// context's, and the caller, which sees the context's error first, must
+// find the context ended when the call returns.
+func awaitDeadline(ctx context.Context, err error) {
+	d, ok := ctx.Deadline()
+	if !ok || ctx.Err() != nil || time.Until(d) > deadlineSlack {
+		return
+	}
+	if errors.Is(err, context.DeadlineExceeded) || isTimeout(err) {
+		<-ctx.Done()
+	}
+}
+
+// deadlineSlack is how early before a context's deadline a timeout still
+// counts as the deadline's.
+const deadlineSlack = 5 * time.Millisecond
+
+// isTimeout reports whether err is a network timeout.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // fail stores err as the failure of call, naming its script.

@@ -20,8 +20,9 @@ const (
 	Query Kind = iota
 
 	// Acquire scripts take a hold, or add to one (a re-entry, more permits).
-	// Their arguments carry an attempt id that the hold records; the last of
-	// their KEYS is the name's fence counter. They reply {StatusOK, fencing
+	// Their arguments carry an attempt id that the hold records; their KEYS
+	// are named (see Script.NameKeys), and the one named FenceKey is the
+	// name's fence counter. They reply {StatusOK, fencing
 	// token, ...} when the hold was taken and {StatusContended, ms until a
 	// retry may succeed (0: unknown), ...} otherwise. Run twice, or again
 	// by a later attempt of the same owner after a lost reply, they grant
@@ -71,7 +72,13 @@ type Script struct {
 	settle *Script
 	block  bool
 	hash   string
+	keys   []string // the names of KEYS, in order (NameKeys)
 }
+
+// FenceKey is the name of an Acquire script's KEYS entry that is the name's
+// fence counter (see Script.NameKeys): a quorum raises it on the nodes
+// that granted an acquisition.
+const FenceKey = "fence"
 
 // NewScript returns the script src called name. undo, which may be nil, is the
 // script that reverses an Acquire script.
@@ -118,6 +125,26 @@ func (s *Script) Settle() *Script { return s.settle }
 func (s *Script) SettledBy(settle *Script) *Script {
 	s.settle = settle
 	return s
+}
+
+// NameKeys names the KEYS that s takes, in order, and returns s. It is for
+// the definitions of scripts, at package initialisation, where it says
+// once what each position holds; a Backend finds a key it needs by its
+// name (see Key), never by its position.
+func (s *Script) NameKeys(names ...string) *Script {
+	s.keys = names
+	return s
+}
+
+// Key returns the entry of keys, the KEYS of a call of s, that NameKeys
+// named name, and whether there is one.
+func (s *Script) Key(keys []string, name string) (string, bool) {
+	for i, n := range s.keys {
+		if n == name && i < len(keys) {
+			return keys[i], true
+		}
+	}
+	return "", false
 }
 
 // Source returns the Lua source.

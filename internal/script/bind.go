@@ -366,6 +366,13 @@ func newDef[A any](name, src string, variants map[string]string, build func(lua 
 	return d
 }
 
+// keys names the KEYS of d, in order (see driver.Script.NameKeys), and
+// returns d.
+func (d Def[A]) keys(names ...string) Def[A] {
+	d.Script.NameKeys(names...)
+	return d
+}
+
 // settledBy makes settle the Settle script of d and returns d.
 func (d Def[A]) settledBy(settle Def[A]) Def[A] {
 	d.Script.SettledBy(settle.Script)

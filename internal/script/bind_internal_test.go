@@ -164,3 +164,25 @@ func TestStableFields(t *testing.T) {
 		t.Errorf("encode after the stable field changed sent %v; want 40000", got)
 	}
 }
+
+// TestAcquisitionsNameTheirFence: every acquisition that a quorum may run
+// names the KEYS entry that is its fence counter (driver.FenceKey), which
+// the quorum raises by that name. The multi-lock's atomic acquisition is
+// the exception: it runs only where all its keys share a slot on one
+// server, never on a quorum.
+func TestAcquisitionsNameTheirFence(t *testing.T) {
+	checked := 0
+	for s := range argvOf {
+		if s.Kind() != driver.Acquire || s == MultiAcquire.Script {
+			continue
+		}
+		checked++
+		keys := []string{"k1", "k2", "k3", "k4", "k5", "k6"}
+		if k, ok := s.Key(keys, driver.FenceKey); !ok || k == "" {
+			t.Errorf("%s names no %q key", s.Name(), driver.FenceKey)
+		}
+	}
+	if checked < 6 {
+		t.Fatalf("checked %d acquisitions; want every one (mutex, rwmutex lock and rlock, reentrant, fair and semaphore acquire and enqueue)", checked)
+	}
+}

@@ -121,6 +121,9 @@ type FIFO struct {
 	Force Def[FIFOForceArgs]
 }
 
+// fifoKeys names the KEYS of a FIFO's acquisitions (see fifo_lib.lua).
+var fifoKeys = []string{"state", "deadlines", "queue", driver.FenceKey}
+
 // newFIFO returns the scripts of the primitive called kind, named
 // "<kind>.<op>" in spans and errors.
 func newFIFO(kind string) FIFO {
@@ -128,10 +131,10 @@ func newFIFO(kind string) FIFO {
 	settle := define[FIFOAcquireArgs](kind+".settle", driver.Release, fifoSettleSrc, nil, nil)
 	unjoin := define[FIFOJoinArgs](kind+".unjoin", driver.Release, fifoUnjoinSrc, nil, nil)
 	return FIFO{
-		Acquire: define(kind+".acquire", driver.Acquire, fifoAcquireSrc, &undo, nil).settledBy(settle),
+		Acquire: define(kind+".acquire", driver.Acquire, fifoAcquireSrc, &undo, nil).settledBy(settle).keys(fifoKeys...),
 		Undo:    undo,
 		Settle:  settle,
-		Enqueue: define(kind+".enqueue", driver.Acquire, fifoJoinSrc, &unjoin, nil),
+		Enqueue: define(kind+".enqueue", driver.Acquire, fifoJoinSrc, &unjoin, nil).keys(fifoKeys...),
 		Unjoin:  unjoin,
 		Beat:    define[FIFOJoinArgs](kind+".beat", driver.Write, fifoJoinSrc, nil, nil),
 		Renew:   define[FIFORenewArgs](kind+".renew", driver.Renew, fifoRenewSrc, nil, nil),

@@ -75,7 +75,7 @@ var (
 	MutexRelease = define[MutexReleaseArgs]("mutex.release", driver.Release, mutexReleaseSrc, nil, nil)
 	MutexUndo    = define[MutexAcquireArgs]("mutex.undo", driver.Release, mutexUndoSrc, nil, nil)
 	MutexSettle  = define[MutexAcquireArgs]("mutex.settle", driver.Release, mutexSettleSrc, nil, nil)
-	MutexAcquire = defineBlock("mutex.acquire", mutexAcquireSrc, MutexUndo).settledBy(MutexSettle)
+	MutexAcquire = defineBlock("mutex.acquire", mutexAcquireSrc, MutexUndo).settledBy(MutexSettle).keys("lock", driver.FenceKey)
 	MutexRenew   = define[RenewArgs]("mutex.renew", driver.Renew, mutexRenewSrc, nil, nil)
 	MutexLeave   = define[LeaveArgs]("mutex.leave", driver.Release, mutexLeaveSrc, nil, nil)
 	// MutexForce ends whatever hold the lock has, for redisync unlock

@@ -59,7 +59,7 @@ type ReentrantReleaseArgs struct {
 var (
 	ReentrantUndo    = define[ReentrantAcquireArgs]("reentrant.undo", driver.Release, reentrantUndoSrc, nil, nil)
 	ReentrantSettle  = define[ReentrantAcquireArgs]("reentrant.settle", driver.Release, reentrantSettleSrc, nil, nil)
-	ReentrantAcquire = define("reentrant.acquire", driver.Acquire, reentrantAcquireSrc, &ReentrantUndo, nil).settledBy(ReentrantSettle)
+	ReentrantAcquire = define("reentrant.acquire", driver.Acquire, reentrantAcquireSrc, &ReentrantUndo, nil).settledBy(ReentrantSettle).keys("lock", driver.FenceKey)
 	ReentrantRelease = define[ReentrantReleaseArgs]("reentrant.release", driver.Release, reentrantReleaseSrc, nil, nil)
 	ReentrantRenew   = define[RenewArgs]("reentrant.renew", driver.Renew, reentrantRenewSrc, nil, nil)
 	// ReentrantLeave takes a cohort out of the line when its last waiting

@@ -6,6 +6,10 @@ import (
 	"github.com/redisync/redisync/backend/driver"
 )
 
+// rwmutexKeys names the KEYS of the rwmutex's acquisitions (see
+// rwmutex_lock.lua).
+var rwmutexKeys = []string{"writer", "readers", "waiting writers", "waiting readers", "readers' turn", driver.FenceKey}
+
 var (
 	//go:embed rwmutex_lock.lua
 	rwmutexLockSrc string
@@ -99,7 +103,7 @@ var (
 	RWMutexUnlock   = define[RWUnlockArgs]("rwmutex.unlock", driver.Release, rwmutexUnlockSrc, nil, released)
 	RWMutexLockUndo = define[RWLockArgs]("rwmutex.lock_undo", driver.Release, rwmutexUnlockSrc, nil, undone)
 	RWMutexSettle   = define[RWLockArgs]("rwmutex.settle", driver.Release, rwmutexSettleSrc, nil, nil)
-	RWMutexLock     = defineBlock("rwmutex.lock", rwmutexLockSrc, RWMutexLockUndo).settledBy(RWMutexSettle)
+	RWMutexLock     = defineBlock("rwmutex.lock", rwmutexLockSrc, RWMutexLockUndo).settledBy(RWMutexSettle).keys(rwmutexKeys...)
 	// RWMutexLeave takes a cohort out of the writers' line when its last
 	// waiting writer gave up: the writer hash keeps its line as a mutex's
 	// lock hash does, so the mutex's script serves it. Its KEYS are the
@@ -111,7 +115,7 @@ var (
 	RWMutexRUnlock   = define[RWRUnlockArgs]("rwmutex.runlock", driver.Release, rwmutexRUnlockSrc, nil, released)
 	RWMutexRLockUndo = define[RWRLockArgs]("rwmutex.rlock_undo", driver.Release, rwmutexRUnlockSrc, nil, undone)
 	RWMutexRSettle   = define[RWRLockArgs]("rwmutex.rsettle", driver.Release, rwmutexRSettleSrc, nil, nil)
-	RWMutexRLock     = define("rwmutex.rlock", driver.Acquire, rwmutexRLockSrc, &RWMutexRLockUndo, nil).settledBy(RWMutexRSettle)
+	RWMutexRLock     = define("rwmutex.rlock", driver.Acquire, rwmutexRLockSrc, &RWMutexRLockUndo, nil).settledBy(RWMutexRSettle).keys(rwmutexKeys...)
 	RWMutexRRenew    = define[RenewArgs]("rwmutex.rrenew", driver.Renew, rwmutexRRenewSrc, nil, nil)
 	// RWMutexForce ends the write hold and every read hold, for redisync
 	// unlock --force. Its KEYS are the writer hash and the readers.

@@ -14,8 +14,9 @@
 // command supplied by the backend (the local "publish"); every reply is an
 // array of integers whose first element is a backend status (StatusOK,
 // StatusContended, StatusGone, StatusTaken); every key is passed in KEYS and
-// shares the name's hash tag; the last KEY of an acquisition is the name's
-// fence counter.
+// shares the name's hash tag; an acquisition names its KEYS (Def.keys), and
+// the one named driver.FenceKey is the name's fence counter, which a quorum
+// raises by that name.
 package script
 
 import (
