@@ -21,7 +21,9 @@ type Backend interface {
 	// the script receives in ARGV[1] the command that publishes wake-ups on
 	// this deployment ("publish", or "spublish" on Cluster). Errors are per
 	// call: a network failure, a Redis error reply, ctx's error, or
-	// locker.ErrClosed after Close.
+	// locker.ErrClosed after Close. A call cut short by ctx's deadline
+	// returns once ctx is done (its Err set), so that the caller tells the
+	// end of its context from a failure of the call.
 	Exec(ctx context.Context, calls ...*Call)
 
 	// Subscribe returns a Subscription to the wake channel name. It returns
