@@ -129,17 +129,8 @@ func TestQuorumErrorNamesNodes(t *testing.T) {
 // block's last token, so that the next acquisition on any majority issues
 // a token above every token of the block.
 func TestQuorumTokenBlock(t *testing.T) {
-	nodes := redistest.StartNodes(t, 3)
+	nodes, b := quorumOf3(t)
 	ctx := context.Background()
-	var clients []redis.UniversalClient
-	for _, n := range nodes {
-		clients = append(clients, n.Client(t))
-	}
-	b, err := backend.NewQuorum(clients)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = b.Close() })
 	// Counters above the servers' clocks in microseconds, so that they, not
 	// the clocks, make the tokens; and different on every node.
 	base := time.Now().Add(30*24*time.Hour).UnixMicro() / 1000 * 1000
@@ -173,17 +164,8 @@ func TestQuorumTokenBlock(t *testing.T) {
 // refuses a grant it cannot fence: an Acquire script that names no such
 // key fails with an error that says so, and its grants are undone.
 func TestQuorumFenceKeyByName(t *testing.T) {
-	nodes := redistest.StartNodes(t, 3)
+	nodes, b := quorumOf3(t)
 	ctx := context.Background()
-	var clients []redis.UniversalClient
-	for _, n := range nodes {
-		clients = append(clients, n.Client(t))
-	}
-	b, err := backend.NewQuorum(clients)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = b.Close() })
 	// The counter comes first in KEYS, the lock second: a position no
 	// convention would guess. Each node issues a different token.
 	const src = "redis.call('SET', KEYS[2], ARGV[2], 'PX', 60000) return {1, redis.call('INCR', KEYS[1])}"
@@ -226,4 +208,21 @@ func TestQuorumFenceKeyByName(t *testing.T) {
 			}
 		})
 	}
+}
+
+// quorumOf3 starts three redis-server nodes and returns them with a quorum
+// Backend over them, closed when the test ends.
+func quorumOf3(t *testing.T) ([]*redistest.Node, backend.Backend) {
+	t.Helper()
+	nodes := redistest.StartNodes(t, 3)
+	var clients []redis.UniversalClient
+	for _, n := range nodes {
+		clients = append(clients, n.Client(t))
+	}
+	b, err := backend.NewQuorum(clients)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	return nodes, b
 }
