@@ -39,11 +39,16 @@ local function hold(expiry)
 end
 
 -- An owner that departed (its RLock gave up, or was released, with attempts
--- whose replies were lost; see rwmutex_runlock.lua): this attempt arrived
--- late, and must neither wait nor hold.
-local departed = tonumber(redis.call('ZSCORE', KEYS[4], 'x:' .. owner))
-if departed and departed > now then
-  return {0, math.max(math.floor(ttl / 3), 1)}
+-- whose replies were lost; see rwmutex_runlock.lua), or this attempt, which
+-- was undone or settled here already ('x:<owner>:<attempt>', see
+-- rwmutex_runlock.lua and rwmutex_rsettle.lua): this attempt arrived late,
+-- and must neither wait nor hold. A later attempt of the owner is its
+-- caller trying again, and is not refused by the departure of an attempt.
+for _, x in ipairs({'x:' .. owner, 'x:' .. member}) do
+  local departed = tonumber(redis.call('ZSCORE', KEYS[4], x))
+  if departed and departed > now then
+    return {0, math.max(math.floor(ttl / 3), 1)}
+  end
 end
 local mine = tonumber(redis.call('ZSCORE', KEYS[2], member))
 if mine and mine > now then

@@ -9,8 +9,8 @@
 -- by ':' and the cohort; see rwmutex_lock.lua), depart and refuse (below),
 -- and attempts, the attempts whose holds (members '<owner>:<attempt>', see
 -- rwmutex_rlock.lua) end. An undo takes the arguments of rwmutex_rlock.lua
--- (RWRLockArgs), of which it reads owner, wwake and attempt, the one attempt it
--- undoes (the earlier ones are not its to end).
+-- (RWRLockArgs), of which it reads owner, wwake, ttl and attempt, the one
+-- attempt it undoes (the earlier ones are not its to end).
 -- A release also withdraws the owner from the waiting readers and from the
 -- readers' turn, as after an RLock that gave up (on a quorum, a node that did
 -- not grant the hold may still have it waiting); an undo leaves them as they
@@ -36,12 +36,20 @@ if release then
   end
 end
 -- An undo's arguments have no attempts, a release's no attempt: each reads
--- its own.
+-- its own. An undo records the departure of its attempt,
+-- 'x:<owner>:<attempt>' among the waiting readers for ttl ms: should the
+-- attempt itself arrive after its undo (a request delivered late), it
+-- neither waits nor takes a hold; the owner's later attempts are not
+-- refused.
 local ending
 if release then
   ending = attempts
 else
   ending = {attempt}
+  redis.call('ZADD', KEYS[4], now + ttl, 'x:' .. owner .. ':' .. attempt)
+  if redis.call('PTTL', KEYS[4]) < ttl then
+    redis.call('PEXPIRE', KEYS[4], ttl)
+  end
 end
 for _, a in ipairs(ending) do
   local member = owner .. ':' .. a

@@ -116,6 +116,19 @@ func (r *rw) members(i int) string {
 	return strings.Join(m, ",")
 }
 
+// waiting returns the waiting readers, without the departures among them
+// ('x:<owner>' and 'x:<owner>:<attempt>').
+func (r *rw) waiting() string {
+	r.t.Helper()
+	var w []string
+	for _, m := range strings.Split(r.members(rwRWait), ",") {
+		if m != "" && !strings.HasPrefix(m, "x:") {
+			w = append(w, m)
+		}
+	}
+	return strings.Join(w, ",")
+}
+
 // expiring checks that every key of the lock has a TTL.
 func (r *rw) expiring() {
 	r.t.Helper()
@@ -169,8 +182,9 @@ func TestRWMutexScripts(t *testing.T) {
 		if again := wantOK(t, "retried rlock A", r.rlock("A", true)); again <= a {
 			t.Errorf("token of a retried rlock = %d; want > %d", again, a)
 		}
-		if rep := r.rlockUndo("A", true, 2); rep.Status() != driver.StatusOK || r.members(rwReaders) != "A:1" {
-			t.Errorf("undo of another attempt of A = %v, readers %q; want [1], A:1 left alone", rep, r.members(rwReaders))
+		if rep := r.rlockUndo("A", true, 2); rep.Status() != driver.StatusOK || r.members(rwReaders) != "A:1" || r.members(rwRWait) != "x:A:2" {
+			t.Errorf("undo of another attempt of A = %v, readers %q, waiting readers %q; want [1], A:1 left alone, the departure of A's attempt 2",
+				rep, r.members(rwReaders), r.members(rwRWait))
 		}
 		b := wantOK(t, "rlock B", r.rlock("B", true))
 		if got := r.members(rwReaders); got != "A:1,B:1" {
@@ -192,7 +206,7 @@ func TestRWMutexScripts(t *testing.T) {
 		// ...and keeps new readers out.
 		wantContended(t, "tryrlock C", r.rlock("C", false), ttl)
 		wantContended(t, "rlock C", r.rlock("C", true), ttl)
-		if got := r.members(rwRWait); got != "C" {
+		if got := r.waiting(); got != "C" {
 			t.Errorf("waiting readers = %q; want C", got)
 		}
 		r.expiring()
@@ -237,7 +251,7 @@ func TestRWMutexScripts(t *testing.T) {
 			t.Errorf("unlock by another owner = %v; want [1], W's hold left alone", rep)
 		}
 		wantOK(t, "unlock W", r.unlock("W"))
-		if got, left := r.members(rwTurn), r.members(rwRWait); got != "C" || left != "" {
+		if got, left := r.members(rwTurn), r.waiting(); got != "C" || left != "" {
 			t.Errorf("turn = %q, waiting readers = %q; want C and none", got, left)
 		}
 		if ttl := rdb.PTTL(r.ctx, r.keys[rwTurn]).Val(); ttl <= 0 || ttl > 3*time.Second {
@@ -317,8 +331,8 @@ func TestRWMutexScripts(t *testing.T) {
 		}
 		departedOnly(t, rdb, r.keys[rwWriter], 3000)
 		for i := rwReaders; i <= rwTurn; i++ {
-			if n := rdb.Exists(r.ctx, r.keys[i]).Val(); n != 0 {
-				t.Errorf("key %s left after everyone left", r.keys[i])
+			if n := rdb.Exists(r.ctx, r.keys[i]).Val(); n != 0 && (i != rwRWait || r.waiting() != "") {
+				t.Errorf("key %s left after everyone left: %q", r.keys[i], r.members(i))
 			}
 		}
 	})
@@ -414,4 +428,53 @@ func TestRWMutexLateReadAttempt(t *testing.T) {
 			t.Fatalf("R's late attempt on a free lock = %v, readers %q; want refused, no hold", rep, r.members(rwReaders))
 		}
 	})
+}
+
+// TestRWMutexAttemptDeliveredAfterItsEnd sends an attempt of an RLock to a
+// node after the node was told that attempt is over: settled (a majority
+// granted it elsewhere) or undone (a minority granted it). The late copy
+// must leave nothing there, neither a waiting reader nor a hold, while the
+// owner's next attempt (its caller trying again) is not refused.
+func TestRWMutexAttemptDeliveredAfterItsEnd(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		end   *script.Def[script.RWRLockArgs]
+		write bool // a writer holds when the late copy arrives
+	}{
+		{"settled, lock taken", &script.RWMutexRSettle, true},
+		{"settled, lock free", &script.RWMutexRSettle, false},
+		{"undone, lock taken", &script.RWMutexRLockUndo, true},
+		{"undone, lock free", &script.RWMutexRLockUndo, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			servers(t, func(t *testing.T, rdb *redis.Client) {
+				r := newRW(t, rdb, 10000, 1000)
+				if tc.write {
+					wantOK(t, "lock W", r.lock("W", false))
+				}
+				// Attempt 2 of R ends on this node before it arrives here.
+				wantOK(t, "end of R's attempt 2", r.exec(tc.end.Call(r.keys, r.rlockArgs("R", true, 2))))
+				if rep := r.rlockAttempt("R", true, 2); rep.Status() != driver.StatusContended {
+					t.Fatalf("R's attempt 2 delivered late = %v; want it refused", rep)
+				}
+				if got := r.members(rwRWait); got != "x:R:2" {
+					t.Fatalf("waiting readers %q after the late copy; want only the departure of R's attempt 2", got)
+				}
+				if got := r.members(rwReaders); got != "" {
+					t.Fatalf("readers %q after the late copy; want none", got)
+				}
+				r.expiring()
+				if tc.write {
+					wantOK(t, "unlock W", r.unlock("W"))
+					if got := r.members(rwTurn); got != "" {
+						t.Fatalf("readers' turn %q after W's release; want none: R's late copy is not a waiting reader", got)
+					}
+				}
+				wantOK(t, "R's attempt 3", r.rlockAttempt("R", true, 3))
+				if got := r.members(rwReaders); got != "R:3" {
+					t.Fatalf("readers %q after R's attempt 3; want R:3", got)
+				}
+			})
+		})
+	}
 }
