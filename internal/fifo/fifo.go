@@ -22,7 +22,8 @@
 // heartbeat's reply says whether the waiter's permits fit.
 //
 // On a quorum backend the ticket is an acquisition (script Enqueue): it is
-// the largest ticket the nodes drew, the nodes' fence counters are raised to
+// the largest ticket the nodes that decided it drew (a node that answers
+// later may have drawn another), the nodes' fence counters are raised to
 // it, and the heartbeats (the first one at once: a quorum's replies do not
 // say where a waiter stands) move the waiter to that ticket on every node, so
 // the nodes agree on the order of the waiters, and a waiter that joined after

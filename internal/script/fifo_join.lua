@@ -6,8 +6,8 @@
 -- heartbeat).
 -- A waiter that is not queued (new, or dropped after missing its
 -- heartbeats) is queued at its ticket, so it keeps its place; a waiter queued
--- at a lower ticket is moved to it (the nodes of a quorum may have drawn
--- different tickets; the waiter keeps the largest). A waiter that departed
+-- at another ticket is moved to it (the nodes of a quorum may have drawn
+-- different tickets; the waiter keeps the one the quorum chose). A waiter that departed
 -- (granted, or gave up; see fifo_lib.lua) is not queued again. An enqueue
 -- (ticket 0) carries its number (they grow with each enqueue
 -- of a waiter), which the waiter's record keeps, so that the undo of an
@@ -47,7 +47,12 @@ elseif ticket == 0 and number > 0 then
   -- An enqueue sent again (its reply was lost): the place stays, under the
   -- number of this enqueue.
   redis.call('HSET', state, 'w:' .. id, num(k) .. ' ' .. num(number))
-elseif ticket > score then
+elseif ticket ~= score then
+  -- The ticket the quorum chose (the largest of the nodes that decided
+  -- the enqueue): a node that drew a smaller one moves the waiter up to
+  -- it, one that drew a larger one (it answered after the others had
+  -- decided) down, so that every node orders the waiters by the same
+  -- tickets.
   score = ticket
   redis.call('ZADD', queue, num(score), id)
   raise_fence(ticket)

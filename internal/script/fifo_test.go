@@ -175,6 +175,16 @@ func TestFIFOScripts(t *testing.T) {
 		if m := r.run(script.Semaphore.Beat.Script, "wB", "wB", 2, jc.At(1)+1); m.At(1) != jc.At(1)+1 || m.At(3) != 2 {
 			t.Errorf("heartbeat with a larger ticket = %v; want ticket %d at place 2", m, jc.At(1)+1)
 		}
+		// ...and one with a smaller ticket (the quorum's, when this node
+		// drew a larger one and answered after the others decided) moves
+		// it back ahead of C: every node orders the waiters by the quorum's
+		// tickets.
+		if m := r.run(script.Semaphore.Beat.Script, "wB", "wB", 2, jb.At(1)); m.At(1) != jb.At(1) || m.At(3) != 1 {
+			t.Errorf("heartbeat with a smaller ticket = %v; want ticket %d at place 1", m, jb.At(1))
+		}
+		if m := r.run(script.Semaphore.Beat.Script, "wB", "wB", 2, jc.At(1)+1); m.At(1) != jc.At(1)+1 || m.At(3) != 2 {
+			t.Errorf("heartbeat with a larger ticket again = %v; want ticket %d at place 2", m, jc.At(1)+1)
+		}
 		if rel := r.run(script.Semaphore.Release.Script, "nobody", "wC", 0, 0); rel.Status() != driver.StatusOK || rel.At(1) != 0 {
 			t.Errorf("leave of C = %v; want [1 0] (no hold remains, as asked)", rel)
 		}
