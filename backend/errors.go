@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -39,12 +40,17 @@ func (e *QuorumError) Unwrap() []error { return e.Errs }
 // Transient reports whether retrying may succeed: whether any node failed
 // with a transient error (see IsTransient).
 func (e *QuorumError) Transient() bool {
+	pending := 0
 	for _, err := range e.Errs {
-		if IsTransient(err) {
+		if errors.Is(err, errNodePending) {
+			pending++
+		} else if IsTransient(err) {
 			return true
 		}
 	}
-	return false
+	// The nodes that had not answered when the step was decided may
+	// answer the next one: worth it when they could make the majority.
+	return pending > 0 && e.Granted+pending >= e.Required
 }
 
 // A NodeError is the failure of one node of a quorum.
@@ -80,6 +86,32 @@ func (e *ReplicaError) Transient() bool { return true }
 // errNodeTimeout is a node's error when it did not answer within the per-node
 // timeout of a quorum. It is transient: the node may answer the next step.
 var errNodeTimeout error = nodeTimeout{}
+
+// errNodePending is a node's error when the other nodes had decided a step
+// before it answered (see quorum.decided): its outcome is unknown, and, as
+// after a timeout, it may answer the next step.
+var errNodePending error = nodePending{}
+
+type nodePending struct{}
+
+func (nodePending) Error() string {
+	return "no answer yet when the other nodes had decided the step"
+}
+func (nodePending) Transient() bool { return true }
+func (nodePending) Timeout() bool   { return true }
+
+// errNodeSkipped is a node's error when a call was not sent to it at all:
+// the node had not ended an earlier call on the same key within the node
+// timeout (see lane). It is transient.
+var errNodeSkipped error = nodeSkipped{}
+
+type nodeSkipped struct{}
+
+func (nodeSkipped) Error() string {
+	return "not sent: the node had not answered the call before it on the same key within the per-node timeout"
+}
+func (nodeSkipped) Transient() bool { return true }
+func (nodeSkipped) Timeout() bool   { return true }
 
 type nodeTimeout struct{}
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"path/filepath"
 	"slices"
@@ -26,13 +27,27 @@ import (
 // only when a majority of them grant it: the Redlock algorithm. Every
 // primitive built on a Backend runs on it unchanged.
 //
-// Each step runs on every node in parallel, and waits for each node at most
-// the per-node timeout (WithNodeTimeout, 500ms by default), so a slow or dead
-// node is outvoted, not waited for:
+// Each step runs on every node in parallel. It ends once the nodes that
+// answered decide it (a majority granted, or so many refused that no
+// majority can) and the others had as long again to answer, and at the
+// latest at the per-node timeout (WithNodeTimeout, 500ms by default): a
+// slow or dead node is outvoted, not waited for. A node whose last call
+// timed out or could not reach it counts as down until it answers again:
+// the steps do not wait for it at all, though they still send it their
+// calls. A node that had not answered is dealt with in the background once
+// it answers or times out, as after a lost reply: an acquisition it granted
+// that no majority did is undone there, one that a majority granted and it
+// did not is settled there, a release that failed there is sent again. The
+// calls of a step on a node start only after that node ended the calls of
+// the earlier steps on the same key, so that a late node runs a name's
+// steps in their order. An attempt refused by a split vote (some nodes
+// granted it, others hold for another caller) is tried again after a few
+// random milliseconds, since no release will wake it.
 //
 //   - an acquisition succeeds when a majority grants it; its fencing token
-//     is the largest the granting nodes issued, and the fence counters of
-//     the granting nodes that issued a smaller one are raised to it before
+//     is the largest the granting nodes that decided it issued (a node that
+//     answers later may have issued another), and the fence counters of
+//     those that issued a smaller one are raised to it before
 //     the hold is returned (a second step), so that any later majority,
 //     which shares a node with this one, issues a larger token. When the
 //     granting nodes issued the same token, nothing needs raising: the
@@ -40,7 +55,10 @@ import (
 //     whose counter is behind it issues, so an uncontended acquisition is
 //     one step. When no majority grants it, it is undone on every node;
 //   - a renewal succeeds on a majority; a release is sent to every node;
-//   - wake-up messages from any node wake the waiters.
+//   - wake-up messages from any node wake the waiters; a subscription is
+//     ready once a majority of the nodes subscribed (a release reaches a
+//     majority, so one of them tells the waiter), and the others join it
+//     as they answer.
 //
 // The holder's validity (TTL minus the time the acquisition took, which
 // includes the slowest node it waited for, minus the drift margin) is
@@ -104,6 +122,7 @@ func NewQuorum(clients []redis.UniversalClient, opts ...Option) (Backend, error)
 		n.ctxBound = true // a step waits for each node at most its timeout
 		q.nodes = append(q.nodes, n)
 	}
+	q.lanes = make([]lane, len(q.nodes))
 	return q, nil
 }
 
@@ -130,6 +149,7 @@ func serverOf(network, addr string) string {
 
 type quorum struct {
 	nodes    []*client
+	lanes    []lane // per node: the calls in flight, by key (see lane)
 	majority int
 	timeout  time.Duration
 	prefix   string
@@ -156,10 +176,14 @@ func (q *quorum) nodeErr(n int, err error) error { return &NodeError{Addr: q.add
 func (q *quorum) Close() error {
 	q.closeOnce.Do(func() {
 		close(q.done)
+		// The node calls in flight end within the node timeout, and the
+		// follow-ups of the steps that did not wait for them are sent
+		// once (a release or an undo left unsent would leave a hold on
+		// the node until its TTL); the resends stop at once.
+		q.wg.Wait()
 		for _, n := range q.nodes {
 			_ = n.Close()
 		}
-		q.wg.Wait()
 	})
 	return nil
 }
@@ -185,16 +209,24 @@ func (q *quorum) Stats() (channels, conns int) {
 }
 
 // fanout runs calls on every node in parallel and returns, per node, the
-// calls with their results. A node that has not answered within the per-node
-// timeout (or before ctx ends) gets an error result; its call goes on in the
-// background until its own deadline, and its late result is dropped.
-func (q *quorum) fanout(ctx context.Context, calls []*driver.Call) [][]*driver.Call {
+// calls with their results, as soon as the answers in decide the outcome of
+// every call (see decided), and at the latest when the per-node timeout
+// passes or ctx ends. A node that has not answered by then gets an error
+// result (errNodePending, errNodeTimeout or ctx's error), which the caller
+// treats as an unknown outcome (undo, settle or resend); its call goes on in
+// the background until its own deadline, and its late result is dropped.
+// So a dead or slow node delays no step that the others decide. For each
+// node that had not answered, behind returns its calls as the node fills
+// them in, and a channel that is closed when it has.
+func (q *quorum) fanout(ctx context.Context, calls []*driver.Call) (out [][]*driver.Call, behind map[int]nodeStep) {
 	n := len(q.nodes)
 	// The copies of the calls, one block for every node.
 	copies := make([]driver.Call, n*len(calls))
 	per := make([]*driver.Call, n*len(calls))
-	out := make([][]*driver.Call, n)
+	out = make([][]*driver.Call, n)
+	fin := make([]chan struct{}, n)
 	for i := range q.nodes {
+		fin[i] = make(chan struct{})
 		for j, c := range calls {
 			k := i*len(calls) + j
 			copies[k] = driver.Call{Script: c.Script, Keys: c.Keys, Args: c.Args}
@@ -208,30 +240,66 @@ func (q *quorum) fanout(ctx context.Context, calls []*driver.Call) [][]*driver.C
 	nctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), q.timeout)
 	last := countdown(n, cancel)
 	q.wg.Add(n)
+	keys := laneKeys(calls)
+	// sent[i] is set once the calls go to node i; a node that is down and
+	// has not been sent the calls yet (they wait behind its earlier calls
+	// on the same key, which have not ended) is stuck: not waited for.
+	sent := make([]atomic.Bool, n)
+	stuck := func(i int) bool { return q.lanes[i].down.Load() && !sent[i].Load() }
 	for i, node := range q.nodes {
 		mine := per[i*len(calls) : (i+1)*len(calls)]
+		before := q.lanes[i].enter(keys, fin[i])
 		go func() {
 			defer q.wg.Done()
-			node.Exec(nctx, mine...)
-			if nctx.Err() != nil && ctx.Err() == nil {
-				// Cut by the per-node timeout, not by the caller.
-				for _, c := range mine {
-					if errors.Is(c.Err, context.DeadlineExceeded) {
-						c.Err = errNodeTimeout
+			if waitAll(nctx, before) {
+				sent[i].Store(true)
+				node.Exec(nctx, mine...)
+				if nctx.Err() != nil && ctx.Err() == nil {
+					// Cut by the per-node timeout, not by the caller.
+					for _, c := range mine {
+						if errors.Is(c.Err, context.DeadlineExceeded) {
+							c.Err = errNodeTimeout
+						}
 					}
 				}
+			} else {
+				for _, c := range mine {
+					c.Err = errNodeSkipped
+				}
 			}
+			q.lanes[i].observe(mine)
+			q.lanes[i].leave(keys, fin[i])
+			close(fin[i])
 			ch <- i
 			last()
 		}()
 	}
 	var late error
 	expired := nctx.Done()
+	start := time.Now()
+	var (
+		grace <-chan time.Time // set when the step is decided
+		timer *time.Timer
+	)
 	for pending := n; pending > 0 && late == nil; {
 		select {
 		case i := <-ch:
 			out[i] = per[i*len(calls) : (i+1)*len(calls)]
 			pending--
+			if pending > 0 && grace == nil && q.decided(calls, out, stuck) {
+				if allStuck(out, stuck) {
+					late = errNodePending
+					break
+				}
+				// The other nodes get as long again as the step took
+				// so far: healthy nodes answer within it, and a step
+				// then ends with every node's answer, as on a node
+				// that is slow or gone it ends without.
+				timer = time.NewTimer(time.Since(start))
+				grace = timer.C
+			}
+		case <-grace:
+			late = errNodePending
 		case <-expired:
 			if errors.Is(nctx.Err(), context.DeadlineExceeded) {
 				late = errNodeTimeout
@@ -244,15 +312,186 @@ func (q *quorum) fanout(ctx context.Context, calls []*driver.Call) [][]*driver.C
 			late = ctx.Err()
 		}
 	}
+	if timer != nil {
+		timer.Stop()
+	}
 	for i := range out {
 		if out[i] == nil {
+			if behind == nil {
+				behind = make(map[int]nodeStep)
+			}
+			behind[i] = nodeStep{calls: per[i*len(calls) : (i+1)*len(calls)], done: fin[i]}
 			out[i] = make([]*driver.Call, len(calls))
 			for j, c := range calls {
 				out[i][j] = &driver.Call{Script: c.Script, Keys: c.Keys, Args: c.Args, Err: late}
 			}
 		}
 	}
-	return out
+	return out, behind
+}
+
+// A lane orders the calls of a quorum on one node: a call on a key starts
+// only once the calls on that key sent to the node by earlier steps have
+// ended (answered, or cut by the node timeout), whether or not those steps
+// waited for them. Without it, a step that did not wait for a slow node
+// would let the next step overtake it there (the calls travel over
+// different pooled connections): the next acquisition would find the hold
+// that the release before it had not ended yet, and a grant could reach
+// the node after the release that should have ended it. Calls on other keys
+// are not held up.
+type lane struct {
+	mu   sync.Mutex
+	last map[string]chan struct{} // by key: closed when the latest call on it ends
+	// down is set when a call to the node timed out, could not be sent,
+	// or failed to reach it, and cleared when one is answered: a step does
+	// not wait for a node that is down while its calls wait behind earlier
+	// ones that have not ended (see fanout); it still sends them, so that
+	// the node is seen when it is back.
+	down atomic.Bool
+}
+
+// observe records whether the node is down, from the results of one of its
+// calls in a step: it is when the call ran out of the node timeout, could
+// not be sent, or could not connect; a call that got an answer, or failed
+// otherwise (a reply lost once is no sign of a node down), clears it.
+func (l *lane) observe(calls []*driver.Call) {
+	for _, c := range calls {
+		var op *net.OpError
+		if errors.Is(c.Err, errNodeTimeout) || errors.Is(c.Err, errNodeSkipped) || errors.Is(c.Err, redis.ErrPoolTimeout) ||
+			errors.As(c.Err, &op) && op.Op == "dial" {
+			l.down.Store(true)
+			return
+		}
+	}
+	l.down.Store(false)
+}
+
+// enter registers a call on keys that ends when done is closed, and returns
+// the calls on those keys it must wait for.
+func (l *lane) enter(keys []string, done chan struct{}) (before []chan struct{}) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.last == nil {
+		l.last = make(map[string]chan struct{})
+	}
+	for _, k := range keys {
+		if prev := l.last[k]; prev != nil {
+			before = append(before, prev)
+		}
+		l.last[k] = done
+	}
+	return before
+}
+
+// leave forgets the call that done ends, on the keys no later call took.
+func (l *lane) leave(keys []string, done chan struct{}) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, k := range keys {
+		if l.last[k] == done {
+			delete(l.last, k)
+		}
+	}
+}
+
+// laneKeys returns the first key of each call, once each: the key of the
+// lock (or record) the call is about.
+func laneKeys(calls []*driver.Call) []string {
+	var keys []string
+	for _, c := range calls {
+		if len(c.Keys) > 0 && !slices.Contains(keys, c.Keys[0]) {
+			keys = append(keys, c.Keys[0])
+		}
+	}
+	return keys
+}
+
+// waitAll waits until every channel of chans is closed, and reports
+// whether that happened before ctx ended.
+func waitAll(ctx context.Context, chans []chan struct{}) bool {
+	for _, c := range chans {
+		select {
+		case <-c:
+		case <-ctx.Done():
+			return false
+		}
+	}
+	return ctx.Err() == nil
+}
+
+// A nodeStep is the calls of one step on a node that had not answered when
+// the step was decided: the node fills them in, then done is closed.
+type nodeStep struct {
+	calls []*driver.Call
+	done  <-chan struct{}
+}
+
+// decided reports whether the answers in out (nil for a node that has not
+// answered) fix the outcome of every call, whatever the other nodes answer
+// (a node that stuck reports, counting as one that failed):
+//
+//   - an acquisition, a renewal or a write, once a majority succeeded, or
+//     once so many failed (or found the hold taken or gone) that no majority
+//     can;
+//   - a release, once a majority answered and one of them succeeded (the
+//     rest is resent in the background, as after a transient error);
+//   - a query, once a node answered it.
+//
+// The nodes that have not answered are then treated as nodes whose outcome
+// is unknown: an acquisition that no majority granted is undone there, one
+// that a majority granted is settled there (see driver.Script.Settle).
+func (q *quorum) decided(calls []*driver.Call, out [][]*driver.Call, stuck func(n int) bool) bool {
+	for j, c := range calls {
+		// lost counts the nodes that are down (see lane) and have not
+		// answered: not waited for, they count as failed.
+		answered, ok, lost := 0, 0, 0
+		for n, node := range out {
+			if node == nil {
+				if stuck(n) {
+					lost++
+				}
+				continue
+			}
+			answered++
+			if r := node[j]; r.Err == nil && r.Reply.Status() == driver.StatusOK {
+				ok++
+			}
+		}
+		var fixed bool
+		switch c.Script.Kind() {
+		case driver.Acquire, driver.Renew, driver.Write:
+			fixed = ok >= q.majority || len(q.nodes)-(answered-ok)-lost < q.majority
+		case driver.Release:
+			fixed = ok > 0 && answered+lost >= q.majority
+		default:
+			fixed = answered > 0 && out[firstAnswered(out)][j].Err == nil
+		}
+		if !fixed {
+			return false
+		}
+	}
+	return true
+}
+
+// allStuck reports whether stuck reports every node that has not answered
+// in out.
+func allStuck(out [][]*driver.Call, stuck func(n int) bool) bool {
+	for n, node := range out {
+		if node == nil && !stuck(n) {
+			return false
+		}
+	}
+	return true
+}
+
+// firstAnswered returns the index of the first node of out that answered.
+func firstAnswered(out [][]*driver.Call) int {
+	for i, node := range out {
+		if node != nil {
+			return i
+		}
+	}
+	return -1
 }
 
 // countdown returns a function that calls f on its n-th call.
@@ -286,26 +525,15 @@ func (q *quorum) Exec(ctx context.Context, calls ...*driver.Call) {
 	ctx, span := q.tel.Quorum(ctx, batchName(calls), len(q.nodes), q.majority)
 	granted := 0 // nodes that succeeded on the first call
 	defer func() { telemetry.EndQuorum(span, granted, calls[0].Err) }()
-	results := q.fanout(ctx, calls)
+	results, behind := q.fanout(ctx, calls)
 	for n := range q.nodes {
 		if r := results[n][0]; r.Err == nil && r.Reply.Status() == driver.StatusOK {
 			granted++
 		}
 	}
-	// undo[n] lists the calls to give back on node n: the failed
-	// acquisitions that node granted, or whose outcome there is unknown. A
-	// node that answered "held by another" took nothing and is left alone.
-	// again[n] lists the releases to send to node n again.
-	// Both are made when first needed; per is the replies of one call.
-	// A granted acquisition is settled on the nodes that did not grant it
-	// (settle works like undo): the caller's place in line there.
-	var undo, again [][]*driver.Call
-	add := func(n int, s *driver.Script, call *driver.Call) {
-		if undo == nil {
-			undo = make([][]*driver.Call, len(q.nodes))
-		}
-		undo[n] = append(undo[n], &driver.Call{Script: s, Keys: call.Keys, Args: call.Args})
-	}
+	// granted[i] says whether acquisition calls[i] was granted; per is the
+	// replies of one call.
+	grants := make([]bool, len(calls))
 	per := make([]*driver.Call, len(q.nodes))
 	for i, call := range calls {
 		for n := range q.nodes {
@@ -313,39 +541,71 @@ func (q *quorum) Exec(ctx context.Context, calls ...*driver.Call) {
 		}
 		switch call.Script.Kind() {
 		case driver.Acquire:
-			granted := q.acquire(ctx, call, per)
-			for n, r := range per {
-				switch ok := r.Err == nil && r.Reply.Status() == driver.StatusOK; {
-				case !granted && call.Script.Undo() != nil && (ok || r.Err != nil):
-					add(n, call.Script.Undo(), call)
-				case granted && call.Script.Settle() != nil && !ok:
-					add(n, call.Script.Settle(), call)
-				}
-			}
+			grants[i] = q.acquire(ctx, call, per)
 		case driver.Renew, driver.Write:
 			q.majorityOf(call, per)
 		case driver.Release:
 			q.anyOf(call, per)
-			for n, r := range per {
-				if r.Err != nil && IsTransient(r.Err) {
-					if again == nil {
-						again = make([][]*driver.Call, len(q.nodes))
-					}
-					again[n] = append(again[n], call)
-				}
-			}
 		default:
 			q.firstOf(call, per)
 		}
 	}
-	if undo != nil {
-		q.undo(ctx, undo)
-	}
-	for n, calls := range again {
-		if len(calls) > 0 {
-			q.resend(n, calls)
+	// The nodes that answered get their follow-ups (see followUps) before
+	// Exec returns; those that had not get theirs in the background, once
+	// they answered or timed out: waiting for them would make every step
+	// as slow as the slowest node.
+	undo := make([][]*driver.Call, len(q.nodes))
+	for n := range q.nodes {
+		if nb, late := behind[n]; late {
+			q.wg.Add(1)
+			done := background.Start()
+			go func() {
+				defer q.wg.Done()
+				defer done()
+				<-nb.done // within the node timeout
+				u, again := followUps(calls, grants, nb.calls)
+				if follow := slices.Concat(u, again); len(follow) > 0 {
+					if failed := q.send(n, follow); len(failed) > 0 {
+						q.resend(n, failed)
+					}
+				}
+			}()
+			continue
+		}
+		var again []*driver.Call
+		undo[n], again = followUps(calls, grants, results[n])
+		if len(again) > 0 {
+			q.resend(n, again)
 		}
 	}
+	q.undo(ctx, undo)
+}
+
+// followUps returns what a node's results of a step, calls, ask for once
+// the step is decided (grants[i] says whether acquisition calls[i] was
+// granted): undo, the acquisitions that were not granted to be given back
+// where the node granted them or its outcome is unknown (a node that
+// answered "held by another" took nothing), and the granted acquisitions to
+// be settled where the node did not grant them (the caller's place in line
+// there; settle works like undo); again, the releases that failed there
+// with a transient error, to be sent again.
+func followUps(calls []*driver.Call, grants []bool, results []*driver.Call) (undo, again []*driver.Call) {
+	for i, call := range calls {
+		r := results[i]
+		ok := r.Err == nil && r.Reply.Status() == driver.StatusOK
+		sent := !errors.Is(r.Err, errNodeSkipped)
+		switch s := call.Script; {
+		case !sent && s.Kind() == driver.Acquire:
+			// Never reached the node: nothing there to undo or settle.
+		case s.Kind() == driver.Acquire && !grants[i] && s.Undo() != nil && (ok || r.Err != nil):
+			undo = append(undo, &driver.Call{Script: s.Undo(), Keys: call.Keys, Args: call.Args})
+		case s.Kind() == driver.Acquire && grants[i] && s.Settle() != nil && !ok:
+			undo = append(undo, &driver.Call{Script: s.Settle(), Keys: call.Keys, Args: call.Args})
+		case s.Kind() == driver.Release && r.Err != nil && IsTransient(r.Err):
+			again = append(again, call)
+		}
+	}
+	return undo, again
 }
 
 // resendBackoff is how long resend waits before each of its attempts.
@@ -370,24 +630,29 @@ func (q *quorum) resend(n int, calls []*driver.Call) {
 				t.Stop()
 				return
 			}
-			copies := make([]*driver.Call, len(calls))
-			for i, c := range calls {
-				copies[i] = &driver.Call{Script: c.Script, Keys: c.Keys, Args: c.Args}
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), q.timeout)
-			q.nodes[n].Exec(ctx, copies...)
-			cancel()
-			calls = calls[:0:0]
-			for _, c := range copies {
-				if c.Err != nil && IsTransient(c.Err) {
-					calls = append(calls, c)
-				}
-			}
-			if len(calls) == 0 {
+			if calls = q.send(n, calls); len(calls) == 0 {
 				return
 			}
 		}
 	}()
+}
+
+// send runs copies of calls on node n, with the per-node timeout, and
+// returns those that failed with a transient error.
+func (q *quorum) send(n int, calls []*driver.Call) (failed []*driver.Call) {
+	copies := make([]*driver.Call, len(calls))
+	for i, c := range calls {
+		copies[i] = &driver.Call{Script: c.Script, Keys: c.Keys, Args: c.Args}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), q.timeout)
+	q.nodes[n].Exec(ctx, copies...)
+	cancel()
+	for _, c := range copies {
+		if c.Err != nil && IsTransient(c.Err) {
+			failed = append(failed, c)
+		}
+	}
+	return failed
 }
 
 // undo gives back, on each node, what a failed acquisition took there (or
@@ -482,7 +747,8 @@ func (q *quorum) acquire(ctx context.Context, call *driver.Call, per []*driver.C
 		return true
 	}
 	if len(ok)+len(errs) >= q.majority && len(errs) > 0 {
-		// Failed nodes could have made the majority: report them.
+		// Failed nodes, or nodes that had not answered when the step was
+		// decided, could have made the majority: report them.
 		q.fail(call, len(ok), errs)
 		return false
 	}
@@ -493,9 +759,23 @@ func (q *quorum) acquire(ctx context.Context, call *driver.Call, per []*driver.C
 			wait = w
 		}
 	}
+	if len(ok) > 0 && len(contended) < q.majority {
+		// A split vote: some nodes granted this attempt, which is undone,
+		// and the others hold for another caller who has no majority
+		// either, and may have been split the same way. No release
+		// follows an undo to wake the waiters: try again soon, after a
+		// random few milliseconds so that the callers split apart do not
+		// meet again. (A caller that a majority holds for is waited for:
+		// its release wakes this one.)
+		wait = 1 + rand.Int64N(splitRetry)
+	}
 	call.Reply, call.Err = driver.Reply{driver.StatusContended, wait}, nil
 	return false
 }
+
+// splitRetry bounds, in ms, the random delay after which an attempt that a
+// split vote refused is tried again.
+const splitRetry = 5
 
 // raiseFence sets a fence counter to a token if it is lower. Its arguments
 // are the token and margin, the ms the counter lives after the server's
@@ -625,28 +905,35 @@ func (q *quorum) Subscribe(ctx context.Context, channel string) (driver.Subscrip
 		return nil, locker.ErrClosed
 	default:
 	}
+	// Subscribe returns once a majority of the nodes subscribed (each node
+	// waits for its server's confirmation, for a bounded time): a release
+	// reaches a majority, so one of them publishes to this subscription. A
+	// node that is slow or down joins the subscription when it answers.
 	qs := &quorumSub{c: make(chan struct{}, 1)}
-	var (
-		mu   sync.Mutex
-		wg   sync.WaitGroup
-		errs []error
-	)
+	type result struct {
+		n   int
+		err error
+	}
+	results := make(chan result, len(q.nodes))
 	for n, node := range q.nodes {
-		wg.Add(1)
 		go func() {
-			defer wg.Done()
 			s, err := node.subscribeInto(ctx, channel, qs.c)
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				errs = append(errs, q.nodeErr(n, err))
-				return
+			if err == nil && !qs.add(s) {
+				s.Close() // qs closed meanwhile
 			}
-			qs.subs = append(qs.subs, s)
+			results <- result{n, err}
 		}()
 	}
-	wg.Wait()
-	if len(qs.subs) == 0 {
+	var errs []error
+	for done, ok := 0, 0; done < len(q.nodes) && ok < q.majority; done++ {
+		r := <-results
+		if r.err != nil {
+			errs = append(errs, q.nodeErr(r.n, r.err))
+		} else {
+			ok++
+		}
+	}
+	if qs.len() == 0 {
 		return nil, errors.Join(errs...)
 	}
 	return qs, nil
@@ -654,17 +941,38 @@ func (q *quorum) Subscribe(ctx context.Context, channel string) (driver.Subscrip
 
 // quorumSub merges the wake-ups of every node into one channel.
 type quorumSub struct {
-	c    chan struct{}
-	subs []driver.Subscription
-	once sync.Once
+	c      chan struct{}
+	mu     sync.Mutex
+	subs   []driver.Subscription
+	closed bool
 }
 
 func (s *quorumSub) C() <-chan struct{} { return s.c }
 
+// add adds a node's subscription, and reports false when s is closed
+// already: the caller then closes sub.
+func (s *quorumSub) add(sub driver.Subscription) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.subs = append(s.subs, sub)
+	return true
+}
+
+func (s *quorumSub) len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.subs)
+}
+
 func (s *quorumSub) Close() {
-	s.once.Do(func() {
-		for _, sub := range s.subs {
-			sub.Close()
-		}
-	})
+	s.mu.Lock()
+	subs := s.subs
+	s.subs, s.closed = nil, true
+	s.mu.Unlock()
+	for _, sub := range subs {
+		sub.Close()
+	}
 }

@@ -73,9 +73,13 @@ func TestQuorumNamespace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer b.Close()
 	s := driver.NewScript("test.write", driver.Write, "return {1}", nil)
 	if _, err := driver.Run(context.Background(), b, s, []string{"redisync:{ns}:k"}); err != nil {
+		t.Fatal(err)
+	}
+	// A step may end before its last node answered: Close waits for the
+	// node calls in flight, and their spans.
+	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
 	got := map[string]string{} // server.port -> db.namespace
