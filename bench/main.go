@@ -363,6 +363,10 @@ func run(cfg config) error {
 	if want["5"] {
 		secU := res.section("5a", "Quorum of 3 nodes: uncontended Lock+Unlock")
 		secC := res.section("5b", fmt.Sprintf("Quorum of 3 nodes: one name, %d clients x %d goroutines", ccfg.clients, ccfg.goroutines))
+		secD := res.section("5c", fmt.Sprintf("Quorum of 3 nodes, one of them down (stopped): one name, %d clients x %d goroutines", ccfg.clients, ccfg.goroutines))
+		dcfg := ccfg
+		dcfg.down = quorum[2]
+		drows := keep([]Impl{redisyncImpl(cfg.budget), redsyncDefaults()})
 		res.QuorumLimit = newRow(Impl{Key: "limit", Label: "physical limit (3 nodes)", Setup: "no-op EVALSHA sent to the 3 nodes in parallel, waiting for all"})
 		urows := keep([]Impl{redisyncImpl(0), redsyncDefaults()})
 		crows := keep([]Impl{redisyncImpl(cfg.budget), redisyncNoHandoff(cfg.budget), redsyncDefaults(), redsyncMatched(cfg.budget, cfg.poll), ceilingImpl()})
@@ -387,6 +391,14 @@ func run(cfg config) error {
 				p.step("5 quorum contended", impl.Label, rep, cfg.reps)
 				s, err := contended(ctx, quorum, impl, ccfg)
 				rec(secC.row(impl), s, err)
+			}
+			for _, impl := range rotate(drows, rep) {
+				if ctx.Err() != nil {
+					break
+				}
+				p.step("5 quorum contended, a node down", impl.Label, rep, cfg.reps)
+				s, err := contended(ctx, quorum, impl, dcfg)
+				rec(secD.row(impl), s, err)
 			}
 		}
 	}

@@ -77,7 +77,7 @@ func (r *Results) columns(s *Section) []column {
 			{"redisync ÷ row (p50)", versus(me, "p50")},
 			{"row ÷ 2 round trips (p50)", overLimit("p50", s.Limit, "eval_p50", 2)},
 		}
-	case "2", "2s", "2p", "5b":
+	case "2", "2s", "2p", "5b", "5c":
 		me := s.first("redisync")
 		return []column{
 			{"acquisitions/s", statN("acq_s", 0)},
@@ -175,7 +175,7 @@ func (r *Results) columns(s *Section) []column {
 // a process).
 func (r *Results) processColumns(s *Section) []column {
 	switch s.ID {
-	case "2", "2s", "2p", "5b":
+	case "2", "2s", "2p", "5b", "5c":
 		return []column{
 			{"local hand-offs/s", statN("handoff_local_s", 0)},
 			{"cross-process hand-offs/s", statN("handoff_cross_s", 0)},
@@ -338,6 +338,8 @@ func sectionNote(id string, r *Results) string {
 		return fmt.Sprintf("The same loop and rows as scenario 2, with a %s critical section that burns the CPU instead of blocking: the lock's round trips, not the critical section, set the pace, and the ceiling is far above every row. %s %s\n\n", r.Params.ShortCS, noHandoffNote, ceilingNote)
 	case "5b":
 		return noHandoffNote + " " + ceilingNote + "\n\n"
+	case "5c":
+		return "The loop of scenario 5b with the third node of the quorum stopped (SIGSTOP) for the whole run, after the flush and before the clients connect: it keeps its connections and answers nothing, so every call to it runs until the client's timeout. A step that waited for every node would be as slow as that timeout.\n\n"
 	case "3":
 		return "The other libraries have no readers/writer lock: their readers take the exclusive lock. redisync RWMutex uses one handle per client, shared by its goroutines (its readers then share one hold on the server); the others use one handle per goroutine.\n\n"
 	case "4":

@@ -357,6 +357,16 @@ func (r *Results) targets() []Target {
 	}
 	// (5b) on a quorum, near the in-process ceiling.
 	out = append(out, r.ceilingTarget("5b", "5b", 0.8))
+	// (5c) a node down costs at most half the throughput.
+	{
+		goal := "scenario 5c: with one node of the quorum down, acquisitions/s at least 0.5× scenario 5b's (all nodes up)"
+		down, up := r.find("5c").first("redisync"), r.find("5b").first("redisync")
+		if x := pairedRatio(down.stat("acq_s"), up.stat("acq_s"), 1); x > 0 {
+			out = append(out, Target{ID: "5c", Goal: goal, Measured: fmt.Sprintf("%.0f/s vs %.0f/s: %s", down.get("acq_s"), up.get("acq_s"), fmtRatio(x)), Met: verdict(x >= 0.5)})
+		} else {
+			out = append(out, na("5c", goal))
+		}
+	}
 	return out
 }
 

@@ -452,6 +452,10 @@ type contendedCfg struct {
 	cs                  time.Duration // critical section
 	spin                bool          // the critical section burns the CPU
 	warm, dur           time.Duration // not recorded, then recorded
+	// down, when set, is a server stopped (SIGSTOP) for the run, after the
+	// flush and before the clients connect: a node that is down, whose
+	// connections neither answer nor fail.
+	down *server
 }
 
 // contended runs clients x goroutines that lock one name, hold it for cs
@@ -471,6 +475,14 @@ type contendedCfg struct {
 func contended(ctx context.Context, srvs []*server, impl Impl, cfg contendedCfg) (sample, error) {
 	if err := flushAll(ctx, srvs); err != nil {
 		return nil, err
+	}
+	if cfg.down != nil {
+		if err := cfg.down.pause(); err != nil {
+			return nil, err
+		}
+		// Resumed after the clients closed (deferred below, so run
+		// first), so that their calls to it end.
+		defer cfg.down.resume()
 	}
 	clients := make([]Client, cfg.clients)
 	for i := range clients {

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -161,6 +162,13 @@ func (s *server) stop() {
 	}
 	_ = os.RemoveAll(s.dir)
 }
+
+// pause stops the server's process (SIGSTOP): it keeps its connections
+// and answers nothing until resume.
+func (s *server) pause() error { return s.cmd.Process.Signal(syscall.SIGSTOP) }
+
+// resume lets a paused server run again (SIGCONT).
+func (s *server) resume() { _ = s.cmd.Process.Signal(syscall.SIGCONT) }
 
 // stopAll stops every server this program started.
 func stopAll() {
