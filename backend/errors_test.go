@@ -46,6 +46,12 @@ func TestMisconfigured(t *testing.T) {
 		{"OOM command not allowed when used memory > 'maxmemory'. script: 0a1b, on @user_script:12.", false, ""},
 		{"BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.", false, ""},
 		{"READONLY You can't write against a read only replica. script: 0a1b, on @user_script:9.", false, ""},
+		// Valkey 8's texts of the same replies: only their codes match Redis's.
+		{"NOSCRIPT No matching script.", false, ""},
+		{"LOADING Valkey is loading the dataset in memory", false, ""},
+		{"BUSY Valkey is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.", false, ""},
+		{"DENIED Running in protected mode because protected mode is enabled and no password is set for the default user.", false, "protected-mode"},
+		{"ERR Unknown command called from script script: 2063, on @user_script:1.", false, "Redis 7.0 or later"},
 	}
 	for _, c := range cases {
 		err := misconfigured(replyError(c.reply), c.cluster, "app")

@@ -38,7 +38,7 @@ func StartCluster(t testing.TB) *Cluster {
 }
 
 func startCluster() (c *Cluster, err error) {
-	nodes, err := startNodes(2*clusterMasters, nodeSpec{bin: serverBin, cluster: true, lines: []string{
+	nodes, err := startNodes(2*clusterMasters, nodeSpec{bin: ServerBin(), cluster: true, lines: []string{
 		"cluster-enabled yes",
 		"cluster-config-file nodes.conf",
 		"cluster-node-timeout 1000",

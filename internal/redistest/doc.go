@@ -1,5 +1,5 @@
-// Package redistest starts real redis-server and redis-sentinel processes on
-// 127.0.0.1 for tests, so that the locks can be tested against the servers
+// Package redistest starts real redis-server (or valkey-server) and
+// redis-sentinel processes on 127.0.0.1 for tests, so that the locks can be tested against the servers
 // they will meet in production rather than against a fake.
 //
 // Three kinds of topology are provided:
@@ -36,6 +36,22 @@
 // so several test binaries can start topologies at the same time. The
 // processes are killed if the test binary dies.
 //
-// When redis-server is not installed, the Start and Shared functions skip the
-// test (see [Require]).
+// # Redis or Valkey
+//
+// The data nodes (a single node, the independent masters, the master and
+// replicas of a Sentinel topology, the nodes of a Cluster) run redis-server
+// unless the environment variable REDISYNC_SERVER ([ServerEnv]) names another
+// server that takes redis-server's configuration file and flags: with
+// REDISYNC_SERVER=valkey-server every data node runs Valkey. The sentinels
+// stay redis-sentinel whatever the data nodes run: what redisync asks of a
+// server (scripts, keys, pub/sub, replica acknowledgements) is asked of the
+// data nodes, a sentinel only tells clients which node is the master, and
+// redis-sentinel watches and fails over Valkey nodes as it does Redis ones.
+// A test that depends on the server's software asks the node
+// ([Node.Server]: Valkey's INFO server says server_name:valkey and gives
+// its valkey_version, while its redis_version is 7.2.4 whatever the
+// release), never the variable.
+//
+// When the chosen server or redis-sentinel is not installed, the Start and
+// Shared functions skip the test, or fail it when CI=true (see [Require]).
 package redistest

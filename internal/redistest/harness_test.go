@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -60,6 +63,60 @@ func TestRequireMissing(t *testing.T) {
 			t.Errorf("CI=%q: skipped %q, failed %q; want the install hint from %s", ci, r.skipped, r.fatal,
 				map[bool]string{true: "Fatal", false: "Skip"}[ci == "true"])
 		}
+	}
+}
+
+func TestRequireMissingServer(t *testing.T) {
+	dir := t.TempDir()
+	sentinel, err := exec.LookPath(sentinelBin)
+	if err != nil {
+		t.Skip("needs redis-sentinel: ", err)
+	}
+	// redis-sentinel is on PATH, the chosen server is not.
+	if err := os.Symlink(sentinel, filepath.Join(dir, sentinelBin)); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", dir)
+	t.Setenv(ServerEnv, "valkey-server")
+	t.Setenv("CI", "true")
+	var r recorder
+	Require(&r)
+	for _, want := range []string{"valkey-server not found", "REDISYNC_SERVER=valkey-server", "-t bookworm-backports valkey-server"} {
+		if !strings.Contains(r.fatal, want) {
+			t.Errorf("CI=true, REDISYNC_SERVER=valkey-server missing: failed %q, skipped %q; want %q in the failure", r.fatal, r.skipped, want)
+		}
+	}
+	if strings.Contains(r.fatal, sentinelBin+" not found") {
+		t.Errorf("failure %q names %s, which is installed", r.fatal, sentinelBin)
+	}
+}
+
+func TestServerBin(t *testing.T) {
+	for env, want := range map[string]string{"": "redis-server", "valkey-server": "valkey-server", "/opt/bin/redis-server": "/opt/bin/redis-server"} {
+		t.Setenv(ServerEnv, env)
+		if got := ServerBin(); got != want {
+			t.Errorf("%s=%q: ServerBin() = %q, want %q", ServerEnv, env, got, want)
+		}
+	}
+}
+
+func TestParseServer(t *testing.T) {
+	cases := []struct {
+		info string
+		want Server
+	}{
+		// Redis 7.0 (Debian 12's redis-server).
+		{"# Server\r\nredis_version:7.0.15\r\nredis_git_sha1:00000000\r\nredis_mode:standalone\r\n", Server{"redis", "7.0.15"}},
+		// Valkey 8.0 keeps redis_version at 7.2.4 for clients that read it.
+		{"# Server\r\nredis_version:7.2.4\r\nserver_name:valkey\r\nvalkey_version:8.0.1\r\nvalkey_git_sha1:00000000\r\n", Server{"valkey", "8.0.1"}},
+	}
+	for _, tc := range cases {
+		if got := parseServer(tc.info); got != tc.want {
+			t.Errorf("parseServer(%q) = %v, want %v", tc.info, got, tc.want)
+		}
+	}
+	if !(Server{"valkey", "8.0.1"}).Valkey() || (Server{"redis", "7.0.15"}).Valkey() {
+		t.Error("Valkey() does not tell valkey from redis")
 	}
 }
 

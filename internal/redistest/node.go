@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,7 +22,18 @@ import (
 )
 
 const (
-	serverBin   = "redis-server"
+	// ServerEnv names the environment variable that chooses the server the
+	// harness starts for every data node: a single node, the independent
+	// masters of a quorum, the master and replicas of a Sentinel topology,
+	// the nodes of a Cluster. Its value is an executable on PATH, or a path,
+	// that takes redis-server's configuration file, such as valkey-server;
+	// unset or empty, it is redis-server.
+	ServerEnv = "REDISYNC_SERVER"
+
+	defaultServer = "redis-server"
+	// sentinelBin is the sentinel, whatever the data nodes run: Valkey's
+	// replication speaks Redis's protocol, and redis-sentinel monitors and
+	// fails over Valkey nodes as it does Redis nodes.
 	sentinelBin = "redis-sentinel"
 
 	// pollInterval is how often the harness checks a condition it waits for.
@@ -56,31 +68,58 @@ const (
 	outName  = "output.log" // the server's standard output and error
 )
 
-const installHint = "redistest: redis-server or redis-sentinel not found on PATH; install it with: apt-get install -y redis-server redis-sentinel"
-
-// Installed reports whether redis-server and redis-sentinel are on PATH.
-func Installed() bool {
-	for _, bin := range []string{serverBin, sentinelBin} {
-		if _, err := exec.LookPath(bin); err != nil {
-			return false
-		}
+// ServerBin returns the server the harness starts for data nodes: the value
+// of [ServerEnv], or redis-server when it is unset or empty.
+func ServerBin() string {
+	if bin := os.Getenv(ServerEnv); bin != "" {
+		return bin
 	}
-	return true
+	return defaultServer
 }
 
-// Require skips the test, with a hint on how to install them, when
-// redis-server or redis-sentinel is missing. When the environment has
-// CI=true it fails the test with the same hint instead, so that a CI machine
-// without Redis cannot pass by skipping every test that needs it.
+// Installed reports whether the server that [ServerBin] names and
+// redis-sentinel are on PATH.
+func Installed() bool { return len(missing()) == 0 }
+
+// missing returns the executables the harness needs and cannot find.
+func missing() []string {
+	var bins []string
+	for _, bin := range []string{ServerBin(), sentinelBin} {
+		if _, err := exec.LookPath(bin); err != nil {
+			bins = append(bins, bin)
+		}
+	}
+	return bins
+}
+
+// installHint says what is missing and how to install it.
+func installHint(missing []string) string {
+	msg := "redistest: " + strings.Join(missing, " and ") + " not found on PATH"
+	if slices.Contains(missing, ServerBin()) && ServerBin() != defaultServer {
+		msg += " (" + ServerEnv + "=" + ServerBin() + ")"
+	}
+	msg += "; install with: apt-get install -y redis-server redis-sentinel"
+	if strings.Contains(ServerBin(), "valkey") {
+		msg += ", and for Valkey 8 on Debian 12, from bookworm-backports: apt-get install -y -t bookworm-backports valkey-server"
+	}
+	return msg
+}
+
+// Require skips the test, with a hint on how to install them, when the
+// server that [ServerBin] names or redis-sentinel is missing. When the
+// environment has CI=true it fails the test with the same hint instead, so
+// that a CI machine without the server cannot pass by skipping every test
+// that needs it.
 //
 // The Start and Shared functions call Require themselves.
 func Require(t testing.TB) {
 	t.Helper()
-	switch requirement(Installed(), os.Getenv) {
+	bins := missing()
+	switch requirement(len(bins) == 0, os.Getenv) {
 	case skip:
-		t.Skip(installHint)
+		t.Skip(installHint(bins))
 	case fail:
-		t.Fatal(installHint)
+		t.Fatal(installHint(bins))
 	}
 }
 
@@ -122,13 +161,13 @@ func WithConfig(lines ...string) NodeOption {
 
 // A nodeSpec says how to start a node.
 type nodeSpec struct {
-	bin     string   // serverBin or sentinelBin
+	bin     string   // ServerBin() or sentinelBin
 	cluster bool     // the node needs its cluster bus port too
 	lines   []string // configuration after the defaults
 }
 
 func serverSpec(opts []NodeOption) nodeSpec {
-	s := nodeSpec{bin: serverBin}
+	s := nodeSpec{bin: ServerBin()}
 	for _, o := range opts {
 		o(&s)
 	}
@@ -146,7 +185,7 @@ func (s nodeSpec) config(port int, dir, pass string) string {
 		"dir " + strconv.Quote(dir),
 		"logfile " + strconv.Quote(filepath.Join(dir, logName)),
 	}
-	if s.bin == serverBin {
+	if s.bin != sentinelBin {
 		lines = append(lines,
 			`save ""`,
 			"appendonly no",
@@ -159,8 +198,9 @@ func (s nodeSpec) config(port int, dir, pass string) string {
 	return strings.Join(lines, "\n") + "\n"
 }
 
-// A Node is one redis-server or redis-sentinel process on 127.0.0.1.
-// Its methods are safe for concurrent use.
+// A Node is one data node (redis-server, or the server that [ServerEnv]
+// chooses) or one redis-sentinel process on 127.0.0.1. Its methods are safe
+// for concurrent use.
 type Node struct {
 	Addr string // "127.0.0.1:port"
 	Port int
@@ -172,10 +212,43 @@ type Node struct {
 
 	mu      sync.Mutex
 	proc    *process // the current or last process; nil before the first start
+	server  Server   // what the current or last process said it is
 	stopped bool     // the test is over: the node may not start again
 }
 
-// StartNode starts a redis-server and returns once it answers. The node is
+// A Server is the server software of a node, as the INFO server of its
+// process says.
+type Server struct {
+	Name    string // "redis" or "valkey"
+	Version string // such as "7.0.15" or "8.0.1"
+}
+
+// Valkey reports whether the server is Valkey.
+func (s Server) Valkey() bool { return s.Name == "valkey" }
+
+// String returns the name and version, such as "valkey 8.0.1".
+func (s Server) String() string { return s.Name + " " + s.Version }
+
+// parseServer reads a Server from INFO server. Valkey reports its name in
+// server_name and its version in valkey_version (its redis_version, 7.2.4,
+// is the Redis release it is compatible with); Redis has no server_name.
+func parseServer(info string) Server {
+	if name := infoField(info, "server_name"); name != "" && name != "redis" {
+		return Server{Name: name, Version: infoField(info, name+"_version")}
+	}
+	return Server{Name: "redis", Version: infoField(info, "redis_version")}
+}
+
+// Server returns what the node's process, or its last process, reported in
+// INFO server when it started: tests that depend on the server's software
+// ask it here.
+func (n *Node) Server() Server {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.server
+}
+
+// StartNode starts a data node and returns once it answers. The node is
 // killed and its directory removed when the test ends.
 func StartNode(t testing.TB, opts ...NodeOption) *Node {
 	t.Helper()
@@ -256,7 +329,7 @@ func newNode(spec nodeSpec, port int) (*Node, error) {
 		bin:  spec.bin,
 		conf: filepath.Join(dir, confName),
 	}
-	if spec.bin == serverBin {
+	if spec.bin != sentinelBin {
 		n.pass = rand.Text()
 	}
 	if err := os.WriteFile(n.conf, []byte(spec.config(port, dir, n.pass)), 0o600); err != nil {

@@ -37,6 +37,36 @@ func TestStartNode(t *testing.T) {
 	}
 }
 
+// TestServer checks that the nodes run the server that REDISYNC_SERVER
+// chooses, and say which it is.
+func TestServer(t *testing.T) {
+	t.Parallel()
+	want := "redis"
+	if strings.Contains(redistest.ServerBin(), "valkey") {
+		want = "valkey"
+	}
+	check := func(n *redistest.Node) {
+		t.Helper()
+		s := n.Server()
+		if s.Name != want || s.Version == "" || s.Valkey() != (want == "valkey") {
+			t.Errorf("%v: Server() = %+v, want %s from %s=%q", n, s, want, redistest.ServerEnv, os.Getenv(redistest.ServerEnv))
+		}
+	}
+	n := redistest.StartNode(t)
+	check(n)
+	t.Logf("%v runs %v", n, n.Server())
+	if err := n.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	check(n)
+	for _, n := range redistest.SharedCluster(t).Nodes {
+		check(n)
+	}
+	for _, n := range redistest.SharedSentinel(t).Data {
+		check(n)
+	}
+}
+
 func TestStartNodes(t *testing.T) {
 	t.Parallel()
 	began := time.Now()

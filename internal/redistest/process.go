@@ -136,6 +136,9 @@ func (n *Node) waitReady(p *process) error {
 		if got := infoField(info, "process_id"); got != pid {
 			return fmt.Errorf("port %d is served by process %s", n.Port, got)
 		}
+		n.mu.Lock()
+		n.server = parseServer(info)
+		n.mu.Unlock()
 		if n.bin == sentinelBin {
 			return permanent(tuneSentinel(ctx, n))
 		}

@@ -3,6 +3,7 @@ package script_test
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -673,7 +674,7 @@ func TestQuorumUndoneMinorityGrants(t *testing.T) {
 		}
 		run(t, clients)
 	})
-	t.Run("redis-server", func(t *testing.T) {
+	t.Run(filepath.Base(redistest.ServerBin()), func(t *testing.T) {
 		var clients []*redis.Client
 		for _, n := range redistest.StartNodes(t, 3) {
 			clients = append(clients, n.Client(t))

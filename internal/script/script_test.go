@@ -3,6 +3,7 @@ package script_test
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -17,7 +18,8 @@ import (
 
 func TestMain(m *testing.M) { redistest.Main(m) }
 
-// servers runs f against the embedded Redis and a real redis-server.
+// servers runs f against the embedded Redis and a real server: redis-server,
+// or the one that REDISYNC_SERVER names (see package redistest).
 func servers(t *testing.T, f func(t *testing.T, rdb *redis.Client)) {
 	t.Run("miniredis", func(t *testing.T) {
 		s, err := redisynctest.Start()
@@ -29,7 +31,7 @@ func servers(t *testing.T, f func(t *testing.T, rdb *redis.Client)) {
 		defer rdb.Close()
 		f(t, rdb)
 	})
-	t.Run("redis-server", func(t *testing.T) {
+	t.Run(filepath.Base(redistest.ServerBin()), func(t *testing.T) {
 		f(t, redistest.SharedNode(t).Client(t))
 	})
 }

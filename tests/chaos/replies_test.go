@@ -32,8 +32,8 @@ import (
 
 // The reply faults: what a real client meets between sending a command and
 // reading its reply (deploytest.Replies below every backend, on every node's
-// client of a quorum), on every primitive, on one node and on a quorum of
-// three. Nothing else goes wrong (no dark links, no pauses), so besides the
+// client of a quorum), on every primitive, on one node, on a Cluster and on
+// a quorum of three. Nothing else goes wrong (no dark links, no pauses), so besides the
 // usual checks no hold may be lost and every hold must be covered on the
 // server for its whole validity (promise 6). Run them longer with:
 //
@@ -75,6 +75,17 @@ func replyPoll(n int) time.Duration {
 func TestRepliesSingleNode(t *testing.T) {
 	node := redistest.StartNode(t)
 	top := replyTopology{name: "single", addrs: []string{node.Addr}}
+	for _, p := range replyPrimitives() {
+		t.Run(p.name, func(t *testing.T) { top.run(t, p, newReplyRules(t, seed(t)), false) })
+	}
+}
+
+// TestRepliesCluster runs every primitive on a Cluster of three masters and
+// three replicas under lost, doubled and late replies, the faults injected
+// on the commands of the Cluster client, above its routing to the nodes.
+func TestRepliesCluster(t *testing.T) {
+	c := redistest.StartCluster(t)
+	top := replyTopology{name: "cluster", addrs: c.Addrs, cluster: true}
 	for _, p := range replyPrimitives() {
 		t.Run(p.name, func(t *testing.T) { top.run(t, p, newReplyRules(t, seed(t)), false) })
 	}
@@ -333,11 +344,42 @@ func replyClient(t *testing.T, addr string, hooks ...redis.Hook) *redis.Client {
 	return c
 }
 
-// A replyTopology is one node, or the nodes of a quorum.
+// replyClusterClient is replyClient for a Cluster whose nodes are addrs.
+func replyClusterClient(t *testing.T, addrs []string, hooks ...redis.Hook) *redis.ClusterClient {
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, ContextTimeoutEnabled: true, MaxRetries: -1,
+		DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second})
+	for _, h := range hooks {
+		c.AddHook(h)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// A replyTopology is one node, a Cluster, or the nodes of a quorum.
 type replyTopology struct {
-	name   string
-	addrs  []string
-	quorum bool
+	name    string
+	addrs   []string // the node, the Cluster's nodes, or the quorum's
+	cluster bool
+	quorum  bool
+}
+
+// raw returns clients without faults that read the truth on the server: one
+// per node of a quorum, one for a single node or a Cluster.
+func (top replyTopology) raw(t *testing.T) []redis.UniversalClient {
+	switch {
+	case top.cluster:
+		c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: top.addrs, ContextTimeoutEnabled: true, MaxRetries: 1,
+			DialTimeout: 300 * time.Millisecond, ReadTimeout: 300 * time.Millisecond, WriteTimeout: 300 * time.Millisecond})
+		t.Cleanup(func() { _ = c.Close() })
+		return []redis.UniversalClient{c}
+	case top.quorum:
+		raw := make([]redis.UniversalClient, len(top.addrs))
+		for i, addr := range top.addrs {
+			raw[i] = client(t, addr)
+		}
+		return raw
+	}
+	return []redis.UniversalClient{client(t, top.addrs[0])}
 }
 
 // backends returns replyClients backends whose every client carries a hook
@@ -354,9 +396,12 @@ func (top replyTopology) backends(t *testing.T, rules *replyRules, order *Order)
 	}
 	bs := make([]backend.Backend, replyClients)
 	for i := range bs {
-		if !top.quorum {
+		switch {
+		case top.cluster:
+			bs[i] = backend.New(replyClusterClient(t, top.addrs, hooks(0)...))
+		case !top.quorum:
 			bs[i] = backend.New(replyClient(t, top.addrs[0], hooks(0)...))
-		} else {
+		default:
 			cs := make([]redis.UniversalClient, len(top.addrs))
 			for n, addr := range top.addrs {
 				cs[n] = replyClient(t, addr, hooks(n)...)
@@ -527,10 +572,7 @@ func (top replyTopology) run(t *testing.T, p replyPrimitive, rules *replyRules, 
 	if control {
 		label += "/control"
 	}
-	raw := make([]redis.UniversalClient, len(top.addrs))
-	for i, addr := range top.addrs {
-		raw[i] = client(t, addr) // no hooks: the coverage check reads the truth
-	}
+	raw := top.raw(t) // no hooks: the coverage check reads the truth
 	name := "replies-" + p.name
 	var order *Order
 	if p.name == "fair" {
