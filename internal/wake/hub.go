@@ -122,15 +122,13 @@ func (c *carrier) Unlisten(ch *driver.Channel) {
 	h := (*Hub)(c)
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	sh := h.where[ch]
-	if sh == nil {
-		return
-	}
-	delete(h.where, ch)
-	sh.remove(ch.Name())
-	if sh.empty() && h.shards[sh.key] == sh {
-		delete(h.shards, sh.key)
-		sh.stop()
+	if sh := h.where[ch]; sh != nil {
+		delete(h.where, ch)
+		sh.remove(ch.Name())
+		if sh.empty() && h.shards[sh.key] == sh {
+			delete(h.shards, sh.key)
+			sh.stop()
+		}
 	}
 }
 
