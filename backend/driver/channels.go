@@ -29,8 +29,9 @@ const (
 // Channels locked, so that they come in order: a Channel's Listen before its
 // Unlisten, and the Unlisten of a Channel given up before the Listen of the
 // next Channel of the same name. They must return without waiting on the
-// network, and must not call the Channels or a Channel's methods; a Carrier
-// must not hold a lock that they take while it calls a Channel's methods.
+// network, and must not call the Channels or a Channel's methods themselves
+// (a goroutine they start may); a Carrier must not hold a lock that they
+// take while it calls a Channel's methods.
 //
 // A Carrier may also have a method Linger() time.Duration, and a method
 // ConfirmWait() time.Duration, which the Channels call at each use instead
@@ -65,8 +66,8 @@ type Carrier interface {
 // channel is signalled, because messages published in between are lost;
 // pub/sub is lossy in general, so waiters must also poll.
 //
-// The Channels own their Channels and Subs; the Carrier owns the
-// connections, and the Backend owns both and closes the Channels before it
+// A Channels owns its Channel values and Subs; the Carrier owns the
+// connections; the Backend owns both, and closes the Channels before it
 // stops its Carrier. Channels is safe for concurrent use. Its zero value is
 // not usable: make one with NewChannels.
 type Channels struct {

@@ -57,8 +57,8 @@ type Hub struct {
 	chans  *driver.Channels
 
 	mu        sync.Mutex
-	shards    map[string]*shard
-	where     map[*driver.Channel]*shard
+	shards    map[string]*shard          // by key (Router.Route)
+	where     map[*driver.Channel]*shard // the shard of each channel listened to
 	closed    bool
 	lastReset time.Time
 
