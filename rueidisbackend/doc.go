@@ -28,6 +28,8 @@
 // a few seconds after its last Subscription closes. When a connection breaks
 // rueidis subscribes its channels again on a new one, and the Backend then
 // signals every waiter of those channels, since messages may have been lost.
+// That bookkeeping is driver.Channels', as for any Backend: this package
+// writes only its driver.Carrier, the goroutines that hold rueidis's Receive.
 //
 // Close stops the Backend: it unsubscribes its channels, ends its goroutines
 // and reports every hold taken through it as lost. It does not close the

@@ -32,7 +32,7 @@ type config struct {
 }
 
 func newConfig(opts []Option) config {
-	c := config{prefix: DefaultPrefix, outage: driver.DefaultOutageLimit, linger: defaultLinger}
+	c := config{prefix: DefaultPrefix, outage: driver.DefaultOutageLimit, linger: driver.DefaultLinger}
 	for _, o := range opts {
 		if o != nil {
 			o.apply(&c)

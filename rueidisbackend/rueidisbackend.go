@@ -55,7 +55,7 @@ func New(c rueidis.Client, opts ...Option) driver.Backend {
 		b.srv = telemetry.NewServer(addr, 0)
 		break
 	}
-	b.hub = newHub(c, b.cluster, b.done, cfg.linger)
+	b.hub = newHub(c, b.cluster, cfg.linger)
 	return b
 }
 

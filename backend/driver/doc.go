@@ -1,10 +1,11 @@
 // Package driver is what an implementation of a Backend writes against, as
 // database/sql/driver is for database/sql: the Backend interface and its
 // optional parts, the scripts the primitives send (Script, Kind), the calls
-// that carry them (Call) and their replies (Reply). It names no client
-// library: package backend implements it over go-redis, and a Backend over
-// another client implements it the same way. Programs that only use the
-// primitives need package backend alone.
+// that carry them (Call), their replies (Reply) and the wake channels a
+// Backend listens to (Channels). It names no client library: package backend
+// implements it over go-redis, and a Backend over another client implements
+// it the same way. Programs that only use the primitives need package
+// backend alone.
 //
 // # Implementing a Backend
 //
@@ -20,7 +21,12 @@
 //   - Subscribe listens on a wake channel: one pub/sub connection per node
 //     should serve every subscriber of the process, channels counted by
 //     reference, and a reconnect signals every Subscription, since messages
-//     may have been lost meanwhile.
+//     may have been lost meanwhile. Channels does all of this but the
+//     client's part, which a Carrier writes: Route, Listen and Unlisten a
+//     channel, and tell its Channel when the server confirms it (Confirmed),
+//     when a message comes (Message) and when the subscription is lost
+//     (Lost). Subscribe and Listening then call Channels' own, and Close
+//     closes the Channels before it stops the Carrier.
 //   - Local returns the Backend's Local, made once with NewLocal: the
 //     primitives keep there, for this process, the watchdog of the holds
 //     taken through the Backend, the local queues of its waiting goroutines

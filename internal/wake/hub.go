@@ -3,12 +3,15 @@
 //
 // A waiter subscribes to the wake channel of the lock it waits for, tries to
 // acquire, and on failure waits for a signal on its Sub (or for its own
-// fallback timer). The Hub keeps one subscription per channel, counted by
-// reference, and one connection per shard (per node on Cluster, where
-// channels use SSUBSCRIBE; a single connection elsewhere). When a connection
-// breaks and its channels are subscribed again, every waiter on them is
-// signalled, because messages published in between are lost; pub/sub is
-// lossy in general, so waiters must also poll, with a bounded interval.
+// fallback timer). The Hub keeps one connection per shard (per node on
+// Cluster, where channels use SSUBSCRIBE; a single connection elsewhere),
+// checks its health with pings, reopens it when it breaks and moves its
+// channels to their new node after a failover or a slot migration. What
+// does not depend on go-redis is driver.Channels': one subscription per
+// channel, counted by reference, and, when a connection breaks and its
+// channels are subscribed again, a signal to every waiter on them, because
+// messages published in between are lost; pub/sub is lossy in general, so
+// waiters must also poll, with a bounded interval.
 package wake
 
 import (
@@ -18,7 +21,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redisync/redisync/locker"
+	"github.com/redisync/redisync/backend/driver"
 )
 
 // A Router tells the Hub how to reach the pub/sub connection of a channel.
@@ -36,10 +39,10 @@ var (
 	// Linger is how long a channel stays subscribed after its last Sub
 	// closes, so that a lock contended again soon does not pay a new
 	// subscription round trip.
-	Linger = 5 * time.Second
+	Linger = driver.DefaultLinger
 	// ConfirmWait bounds how long Subscribe waits for the server to confirm
 	// a new subscription before it returns the Sub anyway.
-	ConfirmWait = time.Second
+	ConfirmWait = driver.DefaultConfirmWait
 	// HealthInterval is how long a connection may stay silent before the hub
 	// pings it; a second silent interval marks it broken.
 	HealthInterval = 5 * time.Second
@@ -51,63 +54,31 @@ var (
 // use New.
 type Hub struct {
 	router Router
+	chans  *driver.Channels
 
 	mu        sync.Mutex
-	channels  map[string]*channel
-	shards    map[string]*shard
+	shards    map[string]*shard          // by key (Router.Route)
+	where     map[*driver.Channel]*shard // the shard of each channel listened to
 	closed    bool
 	lastReset time.Time
 
-	done chan struct{}
-	wg   sync.WaitGroup
-}
-
-type channel struct {
-	name  string
-	shard *shard
-	subs  map[*Sub]struct{}
-	// ready is closed when the server confirms the subscription; it is
-	// replaced after the shard's connection is reopened.
-	ready     chan struct{}
-	confirmed bool
-	seen      bool // confirmed at least once: a new confirmation is a resubscription
-	linger    *time.Timer
+	wg sync.WaitGroup
 }
 
 // New returns a Hub that reaches channels through r.
 func New(r Router) *Hub {
-	return &Hub{
-		router:   r,
-		channels: make(map[string]*channel),
-		shards:   make(map[string]*shard),
-		done:     make(chan struct{}),
+	h := &Hub{
+		router: r,
+		shards: make(map[string]*shard),
+		where:  make(map[*driver.Channel]*shard),
 	}
+	h.chans = driver.NewChannels((*carrier)(h))
+	return h
 }
 
 // A Sub receives the wake-up signals of one channel. Signals coalesce: C has
 // room for one, and a signal sent while one is pending is dropped.
-type Sub struct {
-	h    *Hub
-	ch   *channel
-	c    chan struct{}
-	once sync.Once
-	late bool // Subscribe returned it unconfirmed; guarded by h.mu
-}
-
-// C returns the channel on which signals arrive.
-func (s *Sub) C() <-chan struct{} { return s.c }
-
-// Close stops the Sub. It is safe to call more than once.
-func (s *Sub) Close() {
-	s.once.Do(func() { s.h.release(s) })
-}
-
-func (s *Sub) signal() {
-	select {
-	case s.c <- struct{}{}:
-	default:
-	}
-}
+type Sub = driver.Sub
 
 // Subscribe returns a Sub for channel name. It waits until the server has
 // confirmed the subscription, for at most ConfirmWait; after that it returns
@@ -115,71 +86,55 @@ func (s *Sub) signal() {
 // fails only when ctx ends, the Hub is closed, or the channel's shard cannot
 // be found.
 func (h *Hub) Subscribe(ctx context.Context, name string) (*Sub, error) {
-	return h.SubscribeInto(ctx, name, make(chan struct{}, 1))
+	return h.chans.Subscribe(ctx, name)
 }
 
 // SubscribeInto is Subscribe with the signal channel supplied by the caller,
 // so that the Subs of several hubs (one per node of a quorum) can share one.
 // c should have a buffer of one; signals that find it full are dropped.
 func (h *Hub) SubscribeInto(ctx context.Context, name string, c chan struct{}) (*Sub, error) {
+	return h.chans.SubscribeInto(ctx, name, c)
+}
+
+// carrier is the Hub as the driver.Carrier of its Channels: it puts each
+// channel on the shard of its route.
+type carrier Hub
+
+func (c *carrier) Route(ctx context.Context, channel string) (string, error) {
+	return c.router.Route(ctx, channel)
+}
+
+func (*carrier) Linger() time.Duration      { return Linger }
+func (*carrier) ConfirmWait() time.Duration { return ConfirmWait }
+
+func (c *carrier) Listen(ch *driver.Channel, route string) {
+	h := (*Hub)(c)
 	h.mu.Lock()
-	if h.closed {
-		h.mu.Unlock()
-		return nil, locker.ErrClosed
+	defer h.mu.Unlock()
+	if !h.closed {
+		h.attach(ch, route)
 	}
-	ch := h.channels[name]
-	h.mu.Unlock()
-	var key string
-	if ch == nil {
-		// Routing may ask the cluster for its slot map: do it unlocked.
-		var err error
-		if key, err = h.router.Route(ctx, name); err != nil {
-			return nil, err
+}
+
+// Unlisten takes ch off its shard, and stops the shard when it has no
+// channel left.
+func (c *carrier) Unlisten(ch *driver.Channel) {
+	h := (*Hub)(c)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if sh := h.where[ch]; sh != nil {
+		delete(h.where, ch)
+		sh.remove(ch.Name())
+		if sh.empty() && h.shards[sh.key] == sh {
+			delete(h.shards, sh.key)
+			sh.stop()
 		}
-	}
-
-	h.mu.Lock()
-	if h.closed {
-		h.mu.Unlock()
-		return nil, locker.ErrClosed
-	}
-	ch = h.channels[name]
-	if ch == nil {
-		ch = &channel{name: name, subs: make(map[*Sub]struct{}), ready: make(chan struct{})}
-		h.channels[name] = ch
-		h.attach(ch, key)
-	}
-	if ch.linger != nil {
-		ch.linger.Stop()
-		ch.linger = nil
-	}
-	s := &Sub{h: h, ch: ch, c: c}
-	ch.subs[s] = struct{}{}
-	ready := ch.ready
-	h.mu.Unlock()
-
-	t := time.NewTimer(ConfirmWait)
-	defer t.Stop()
-	select {
-	case <-ready:
-		return s, nil
-	case <-t.C:
-		h.mu.Lock()
-		s.late = !ch.confirmed
-		h.mu.Unlock()
-		return s, nil
-	case <-ctx.Done():
-		s.Close()
-		return nil, ctx.Err()
-	case <-h.done:
-		s.Close()
-		return nil, locker.ErrClosed
 	}
 }
 
 // attach puts ch on the shard with key, starting the shard if needed. h.mu is
 // held.
-func (h *Hub) attach(ch *channel, key string) {
+func (h *Hub) attach(ch *driver.Channel, key string) {
 	sh := h.shards[key]
 	if sh == nil {
 		sh = newShard(h, key)
@@ -188,112 +143,36 @@ func (h *Hub) attach(ch *channel, key string) {
 		go sh.run()
 		go sh.write()
 	}
-	ch.shard = sh
-	sh.add(ch.name)
-}
-
-func (h *Hub) release(s *Sub) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	ch := s.ch
-	delete(ch.subs, s)
-	if len(ch.subs) > 0 || h.closed || h.channels[ch.name] != ch {
-		return
-	}
-	if ch.linger != nil {
-		ch.linger.Stop()
-	}
-	ch.linger = time.AfterFunc(Linger, func() { h.expire(ch) })
-}
-
-// expire unsubscribes a channel whose linger period passed without Subs.
-func (h *Hub) expire(ch *channel) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.closed || len(ch.subs) > 0 || h.channels[ch.name] != ch {
-		return
-	}
-	delete(h.channels, ch.name)
-	ch.shard.remove(ch.name)
-	if ch.shard.empty() {
-		delete(h.shards, ch.shard.key)
-		ch.shard.stop()
-	}
-}
-
-// confirmed records the server's confirmation of a subscription on sh.
-func (h *Hub) confirmed(sh *shard, name string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	ch := h.channels[name]
-	if ch == nil || ch.shard != sh || ch.confirmed {
-		return
-	}
-	ch.confirmed = true
-	close(ch.ready)
-	// A resubscription after a reconnect: whatever was published while the
-	// connection was down is lost, so every waiter must look again. So must
-	// a waiter whose Subscribe returned before the first confirmation.
-	for s := range ch.subs {
-		if ch.seen || s.late {
-			s.signal()
-		}
-		s.late = false
-	}
-	ch.seen = true
-}
-
-// disconnected marks the channels of sh as unconfirmed after its connection
-// closed.
-func (h *Hub) disconnected(sh *shard) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for _, ch := range h.channels {
-		if ch.shard == sh && ch.confirmed {
-			ch.confirmed = false
-			ch.ready = make(chan struct{})
-		}
-	}
-}
-
-// deliver signals the Subs of channel name.
-func (h *Hub) deliver(name string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if ch := h.channels[name]; ch != nil {
-		for s := range ch.subs {
-			s.signal()
-		}
-	}
+	h.where[ch] = sh
+	sh.add(ch)
 }
 
 // reroute moves the channels of sh whose route changed to their new shard.
-// It is called by sh's loop before it reopens its connection.
+// It is called by sh's loop before it reopens its connection, so none of
+// them is confirmed on sh.
 func (h *Hub) reroute(ctx context.Context, sh *shard) {
-	names := sh.names()
-	routes := make(map[string]string, len(names))
-	for _, name := range names {
-		key, err := h.router.Route(ctx, name)
-		if err != nil {
+	moves := make(map[*driver.Channel]string)
+	for _, ch := range sh.channels() {
+		key, err := h.router.Route(ctx, ch.Name())
+		if err != nil || key == sh.key {
 			continue // keep it where it is; the next reset tries again
 		}
-		routes[name] = key
+		moves[ch] = key
+	}
+	// Lost before the move, so that the new shard's confirmation counts.
+	for ch := range moves {
+		ch.Lost()
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
 		return
 	}
-	for name, key := range routes {
-		ch := h.channels[name]
-		if ch == nil || ch.shard != sh || key == sh.key {
+	for ch, key := range moves {
+		if h.where[ch] != sh {
 			continue
 		}
-		sh.remove(name)
-		if ch.confirmed {
-			ch.confirmed = false
-			ch.ready = make(chan struct{})
-		}
+		sh.remove(ch.Name())
 		h.attach(ch, key)
 	}
 }
@@ -322,14 +201,11 @@ func (h *Hub) Close() error {
 		return nil
 	}
 	h.closed = true
-	close(h.done)
-	for _, ch := range h.channels {
-		if ch.linger != nil {
-			ch.linger.Stop()
-		}
-	}
+	h.mu.Unlock()
+	h.chans.Close() // takes every channel off its shard
+	h.mu.Lock()
 	for _, sh := range h.shards {
-		sh.stop()
+		sh.stop() // emptied by reroutes
 	}
 	h.mu.Unlock()
 	h.wg.Wait()
@@ -339,15 +215,13 @@ func (h *Hub) Close() error {
 // Listening reports whether channel name is subscribed and confirmed now, so
 // that a new Sub would be ready without a round trip.
 func (h *Hub) Listening(name string) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	ch := h.channels[name]
-	return ch != nil && ch.confirmed
+	return h.chans.Listening(name)
 }
 
 // Stats reports the number of subscribed channels and open shards.
 func (h *Hub) Stats() (channels, shards int) {
+	channels = h.chans.Len()
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return len(h.channels), len(h.shards)
+	return channels, len(h.shards)
 }

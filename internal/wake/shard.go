@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redisync/redisync/backend/driver"
 )
 
 // A shard owns one pub/sub connection and the channels subscribed on it. Two
@@ -22,11 +24,11 @@ type shard struct {
 	cancel context.CancelFunc
 
 	mu        sync.Mutex
-	set       map[string]struct{} // channels that should be subscribed here
-	adds      map[string]struct{} // to SUBSCRIBE on the current connection
-	removes   map[string]struct{} // to UNSUBSCRIBE on the current connection
-	unsubs    map[string]int      // UNSUBSCRIBEs sent and not yet confirmed
-	ps        *redis.PubSub       // nil while (re)opening
+	set       map[string]*driver.Channel // channels that should be subscribed here
+	adds      map[string]struct{}        // to SUBSCRIBE on the current connection
+	removes   map[string]struct{}        // to UNSUBSCRIBE on the current connection
+	unsubs    map[string]int             // UNSUBSCRIBEs sent and not yet confirmed
+	ps        *redis.PubSub              // nil while (re)opening
 	resetting bool
 	kick      chan struct{}
 }
@@ -35,7 +37,7 @@ func newShard(h *Hub, key string) *shard {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &shard{
 		h: h, key: key, ctx: ctx, cancel: cancel,
-		set:     make(map[string]struct{}),
+		set:     make(map[string]*driver.Channel),
 		adds:    make(map[string]struct{}),
 		removes: make(map[string]struct{}),
 		unsubs:  make(map[string]int),
@@ -43,9 +45,10 @@ func newShard(h *Hub, key string) *shard {
 	}
 }
 
-func (sh *shard) add(name string) {
+func (sh *shard) add(ch *driver.Channel) {
+	name := ch.Name()
 	sh.mu.Lock()
-	sh.set[name] = struct{}{}
+	sh.set[name] = ch
 	delete(sh.removes, name)
 	sh.adds[name] = struct{}{}
 	sh.mu.Unlock()
@@ -67,14 +70,29 @@ func (sh *shard) empty() bool {
 	return len(sh.set) == 0
 }
 
-func (sh *shard) names() []string {
+// channels returns the channels that should be subscribed here.
+func (sh *shard) channels() []*driver.Channel {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	out := make([]string, 0, len(sh.set))
-	for n := range sh.set {
-		out = append(out, n)
+	out := make([]*driver.Channel, 0, len(sh.set))
+	for _, ch := range sh.set {
+		out = append(out, ch)
 	}
 	return out
+}
+
+// lookup returns the channel name subscribed here, or nil.
+func (sh *shard) lookup(name string) *driver.Channel {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	return sh.set[name]
+}
+
+// lost tells the Channels that every subscription of the shard is lost.
+func (sh *shard) lost() {
+	for _, ch := range sh.channels() {
+		ch.Lost()
+	}
 }
 
 func (sh *shard) poke() {
@@ -140,7 +158,7 @@ func (sh *shard) run() {
 		sh.ps = nil
 		sh.mu.Unlock()
 		_ = ps.Close()
-		sh.h.disconnected(sh)
+		sh.lost()
 		if sh.ctx.Err() != nil || !sh.sleep(retryDelay(failures)) {
 			return
 		}
@@ -175,7 +193,7 @@ func (sh *shard) receive(ps *redis.PubSub) (healthy bool) {
 			// the confirmations will signal the waiters. Sharded channels
 			// are reopened here instead, because go-redis resubscribes them
 			// with one SSUBSCRIBE, which fails when they span slots.
-			sh.h.disconnected(sh)
+			sh.lost()
 			errs++
 			if sharded || errs >= 3 || !sh.sleep(retryDelay(errs)) {
 				return healthy
@@ -185,11 +203,15 @@ func (sh *shard) receive(ps *redis.PubSub) (healthy bool) {
 		silent, errs, healthy = 0, 0, true
 		switch m := msg.(type) {
 		case *redis.Message:
-			sh.h.deliver(m.Channel)
+			if ch := sh.lookup(m.Channel); ch != nil {
+				ch.Message()
+			}
 		case *redis.Subscription:
 			switch m.Kind {
 			case "subscribe", "ssubscribe":
-				sh.h.confirmed(sh, m.Channel)
+				if ch := sh.lookup(m.Channel); ch != nil {
+					ch.Confirmed()
+				}
 			case "unsubscribe", "sunsubscribe":
 				if !sh.expectedUnsub(m.Channel) {
 					// The server dropped a subscription we did not give up:
@@ -214,8 +236,7 @@ func (sh *shard) expectedUnsub(name string) bool {
 		sh.unsubs[name]--
 		return true
 	}
-	_, wanted := sh.set[name]
-	return !wanted
+	return sh.set[name] == nil
 }
 
 func (sh *shard) write() {
