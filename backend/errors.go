@@ -83,41 +83,26 @@ func (e *ReplicaError) Error() string {
 // acknowledge the next attempt.
 func (e *ReplicaError) Transient() bool { return true }
 
-// errNodeTimeout is a node's error when it did not answer within the per-node
-// timeout of a quorum. It is transient: the node may answer the next step.
-var errNodeTimeout error = nodeTimeout{}
+// The errors of a quorum's node that did not answer a step. Each is
+// transient, and a timeout (a net.Error's Timeout): the node may answer the
+// next step.
+var (
+	// errNodeTimeout: the node did not answer within the per-node timeout.
+	errNodeTimeout error = nodeError("no answer within the per-node timeout")
+	// errNodePending: the other nodes had decided the step before it
+	// answered (see quorum.decided); its outcome is unknown.
+	errNodePending error = nodeError("no answer yet when the other nodes had decided the step")
+	// errNodeSkipped: the call was not sent to the node at all, which had
+	// not ended an earlier call on the same key within the node timeout
+	// (see lane).
+	errNodeSkipped error = nodeError("not sent: the node had not answered the call before it on the same key within the per-node timeout")
+)
 
-// errNodePending is a node's error when the other nodes had decided a step
-// before it answered (see quorum.decided): its outcome is unknown, and, as
-// after a timeout, it may answer the next step.
-var errNodePending error = nodePending{}
+type nodeError string
 
-type nodePending struct{}
-
-func (nodePending) Error() string {
-	return "no answer yet when the other nodes had decided the step"
-}
-func (nodePending) Transient() bool { return true }
-func (nodePending) Timeout() bool   { return true }
-
-// errNodeSkipped is a node's error when a call was not sent to it at all:
-// the node had not ended an earlier call on the same key within the node
-// timeout (see lane). It is transient.
-var errNodeSkipped error = nodeSkipped{}
-
-type nodeSkipped struct{}
-
-func (nodeSkipped) Error() string {
-	return "not sent: the node had not answered the call before it on the same key within the per-node timeout"
-}
-func (nodeSkipped) Transient() bool { return true }
-func (nodeSkipped) Timeout() bool   { return true }
-
-type nodeTimeout struct{}
-
-func (nodeTimeout) Error() string   { return "no answer within the per-node timeout" }
-func (nodeTimeout) Transient() bool { return true }
-func (nodeTimeout) Timeout() bool   { return true }
+func (e nodeError) Error() string { return string(e) }
+func (nodeError) Transient() bool { return true }
+func (nodeError) Timeout() bool   { return true }
 
 // A ConfigError reports that Redis refused a call for a reason that no retry
 // can cure, because of how the deployment or the client is set up, with the

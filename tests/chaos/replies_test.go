@@ -335,19 +335,21 @@ func (r *replyRules) counts() (seen, lost, twice, late int64) {
 // honours context deadlines and never re-sends on its own (the hook does
 // that), closed at the end of the test.
 func replyClient(t *testing.T, addr string, hooks ...redis.Hook) *redis.Client {
-	c := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, MaxRetries: -1,
-		DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second})
-	for _, h := range hooks {
-		c.AddHook(h)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	return c
+	return hooked(t, redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, MaxRetries: -1,
+		DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second}), hooks)
 }
 
 // replyClusterClient is replyClient for a Cluster whose nodes are addrs.
 func replyClusterClient(t *testing.T, addrs []string, hooks ...redis.Hook) *redis.ClusterClient {
-	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, ContextTimeoutEnabled: true, MaxRetries: -1,
-		DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second})
+	return hooked(t, redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, ContextTimeoutEnabled: true, MaxRetries: -1,
+		DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second}), hooks)
+}
+
+// hooked adds hooks to c, in order, and closes c at the end of the test.
+func hooked[C interface {
+	AddHook(redis.Hook)
+	Close() error
+}](t *testing.T, c C, hooks []redis.Hook) C {
 	for _, h := range hooks {
 		c.AddHook(h)
 	}
