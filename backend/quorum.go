@@ -565,9 +565,7 @@ func (q *quorum) Exec(ctx context.Context, calls ...*driver.Call) {
 				<-nb.done // within the node timeout
 				u, again := followUps(calls, grants, nb.calls)
 				if follow := slices.Concat(u, again); len(follow) > 0 {
-					if failed := q.send(n, follow); len(failed) > 0 {
-						q.resend(n, failed)
-					}
+					q.deliver(ctx, n, follow)
 				}
 			}()
 			continue
@@ -630,7 +628,7 @@ func (q *quorum) resend(n int, calls []*driver.Call) {
 				t.Stop()
 				return
 			}
-			if calls = q.send(n, calls); len(calls) == 0 {
+			if calls = q.send(context.Background(), n, calls); len(calls) == 0 {
 				return
 			}
 		}
@@ -638,21 +636,30 @@ func (q *quorum) resend(n int, calls []*driver.Call) {
 }
 
 // send runs copies of calls on node n, with the per-node timeout, and
-// returns those that failed with a transient error.
-func (q *quorum) send(n int, calls []*driver.Call) (failed []*driver.Call) {
+// returns those that failed in a way a new attempt may cure: a transient
+// error, or the node timeout.
+func (q *quorum) send(ctx context.Context, n int, calls []*driver.Call) (failed []*driver.Call) {
 	copies := make([]*driver.Call, len(calls))
 	for i, c := range calls {
 		copies[i] = &driver.Call{Script: c.Script, Keys: c.Keys, Args: c.Args}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), q.timeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), q.timeout)
 	q.nodes[n].Exec(ctx, copies...)
 	cancel()
 	for _, c := range copies {
-		if c.Err != nil && IsTransient(c.Err) {
+		if c.Err != nil && (IsTransient(c.Err) || errors.Is(c.Err, context.DeadlineExceeded)) {
 			failed = append(failed, c)
 		}
 	}
 	return failed
+}
+
+// deliver sends calls, undos or releases, to node n, and sends again in
+// the background those that failed there (see resend).
+func (q *quorum) deliver(ctx context.Context, n int, calls []*driver.Call) {
+	if failed := q.send(ctx, n, calls); len(failed) > 0 {
+		q.resend(n, failed)
+	}
 }
 
 // undo gives back, on each node, what a failed acquisition took there (or
@@ -663,12 +670,7 @@ func (q *quorum) send(n int, calls []*driver.Call) (failed []*driver.Call) {
 // names its attempt, so one that arrives late cannot end a later hold of the
 // same owner.
 func (q *quorum) undo(ctx context.Context, perNode [][]*driver.Call) {
-	if !slices.ContainsFunc(perNode, func(c []*driver.Call) bool { return len(c) > 0 }) {
-		return
-	}
 	var wg sync.WaitGroup
-	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), q.timeout)
-	defer cancel()
 	for n, calls := range perNode {
 		if len(calls) == 0 {
 			continue
@@ -678,21 +680,10 @@ func (q *quorum) undo(ctx context.Context, perNode [][]*driver.Call) {
 		go func() {
 			defer wg.Done()
 			defer q.wg.Done()
-			q.nodes[n].Exec(uctx, calls...)
+			q.deliver(ctx, n, calls)
 		}()
 	}
 	wg.Wait()
-	for n, calls := range perNode {
-		var failed []*driver.Call
-		for _, c := range calls {
-			if c.Err != nil && (IsTransient(c.Err) || errors.Is(c.Err, context.DeadlineExceeded)) {
-				failed = append(failed, c)
-			}
-		}
-		if len(failed) > 0 {
-			q.resend(n, failed)
-		}
-	}
 }
 
 // tally sorts the nodes' results of one call.
