@@ -193,6 +193,18 @@ local function lock_depart(lock, cohort, call, stale, held, attempt)
   return was
 end
 
+-- lock_departs reports whether the grant of attempt to cohort records the
+-- departure of its call: when the cohort has an entry in line (the call
+-- waited, or an earlier call's place is taken over), and when attempt is
+-- not the call's first. The earlier attempts of that call failed for its
+-- caller, with a lost reply among them, or it would not have tried again:
+-- one may still be on its way, and once the hold is released it must
+-- neither take the free lock for an owner that is gone nor put the cohort
+-- in line; the departure refuses it (see lock_stale).
+local function lock_departs(lock, cohort, attempt)
+  return tonumber(attempt) > 1 or lock_entry(lock, cohort) ~= nil
+end
+
 -- lock_yielding returns the cohort that a live yield marker refuses and the
 -- ms it still stands, or nil; it drops a marker that has passed.
 local function lock_yielding(lock)
@@ -211,10 +223,11 @@ end
 -- lock_grant makes owner the holder of lock for ttl ms with the fencing
 -- token token, granted to attempt of call of cohort: a yield marker is
 -- dropped, and the cohort's entry in line, if it has one, becomes the
--- departure of that attempt (see lock_depart).
+-- departure of that attempt (see lock_depart), as does a grant to a later
+-- attempt than the call's first (see lock_departs).
 local function lock_grant(lock, owner, token, attempt, cohort, call, stale, ttl)
   redis.call('HDEL', lock, 'y')
-  if lock_entry(lock, cohort) then
+  if lock_departs(lock, cohort, attempt) then
     lock_depart(lock, cohort, call, stale, true, tonumber(attempt))
   end
   redis.call('HSET', lock, 'o', owner, 'f', lock_num(token), 'a', attempt, 'c', cohort)

@@ -61,9 +61,11 @@ local function draw()
   redis.call('SET', KEYS[2], string.format('%.0f', old + block), 'PX', counter_ms(old + block, now))
   return old + 1
 end
--- The fast path: a free lock, with nobody in line and no yield marker.
+-- The fast path: a free lock, with nobody in line and no yield marker,
+-- taken by a call's first attempt (a later one records the call's
+-- departure: see lock_departs in lock_lib.lua).
 local state = redis.call('HMGET', lock, 'o', 'y', 'qn')
-if not state[1] and not state[2] and not state[3] then
+if not state[1] and not state[2] and not state[3] and attempt == 1 then
   local token = draw()
   redis.call('HSET', lock, 'o', owner, 'f', string.format('%.0f', token), 'a', attempt, 'c', cohort)
   redis.call('PEXPIRE', lock, ttl)

@@ -83,7 +83,7 @@ if cohort and not mine then
     return {0, wait}
   end
 end
-if cohort and lock_entry(KEYS[1], cohort) then
+if cohort and lock_departs(KEYS[1], cohort, attempt) then
   lock_depart(KEYS[1], cohort, call, stale, true, attempt)
 end
 local t = redis.call('TIME')

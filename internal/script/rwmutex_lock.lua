@@ -97,7 +97,7 @@ local s = string.format('%.0f', token)
 -- mutex_acquire.lua).
 local nowus = t[1] * 1000000 + t[2]
 redis.call('SET', KEYS[6], string.format('%.0f', token + block - 1), 'PX', math.max(math.ceil((token + block - 1 - nowus) / 1000), 0) + fence_margin)
-if lock_entry(KEYS[1], cohort) then
+if lock_departs(KEYS[1], cohort, attempt) then
   lock_depart(KEYS[1], cohort, call, stale, true, attempt)
 end
 redis.call('HSET', KEYS[1], 'o', owner, 'f', s, 'a', attempt, 'c', cohort)
