@@ -11,12 +11,16 @@ import (
 // node that is stuck (down, its calls not sent yet) counts as one that
 // failed.
 func TestDecided(t *testing.T) {
+	const merged = driver.Kind(-1) // a Query with a Merge
 	scripts := map[driver.Kind]*driver.Script{
 		driver.Acquire: driver.NewScript("t.acquire", driver.Acquire, "return {1}", nil),
 		driver.Renew:   driver.NewScript("t.renew", driver.Renew, "return {1}", nil),
 		driver.Write:   driver.NewScript("t.write", driver.Write, "return {1}", nil),
 		driver.Release: driver.NewScript("t.release", driver.Release, "return {1}", nil),
 		driver.Query:   driver.NewScript("t.query", driver.Query, "return {1}", nil),
+		merged: driver.NewScript("t.merged", driver.Query, "return {1}", nil).MergedBy(func(a []*driver.Call) (driver.Reply, []byte) {
+			return a[0].Reply, nil
+		}),
 	}
 	const (
 		_    = iota
@@ -52,6 +56,13 @@ func TestDecided(t *testing.T) {
 		{driver.Query, []int{0, no, 0}, nil, true},
 		{driver.Query, []int{0, fail, 0}, nil, false},
 		{driver.Query, []int{0, 0, 0}, []bool{true, true, true}, false},
+		{merged, []int{0, no, 0}, nil, false},
+		{merged, []int{ok, no, 0}, nil, true},
+		{merged, []int{fail, no, 0}, nil, false},
+		{merged, []int{fail, fail, 0}, nil, true},
+		{merged, []int{0, no, 0}, []bool{true, false, false}, false},
+		{merged, []int{0, no, 0}, []bool{true, false, true}, true},
+		{merged, []int{ok, ok, 0, 0, 0}, nil, false},
 	}
 	for _, tc := range cases {
 		n := len(tc.answers)

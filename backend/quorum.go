@@ -435,7 +435,9 @@ type nodeStep struct {
 //     can;
 //   - a release, once a majority answered and one of them succeeded (the
 //     rest is resent in the background, as after a transient error);
-//   - a query, once a node answered it.
+//   - a query, once a node answered it; a query with a Merge (see
+//     driver.Script.MergedBy), once a majority replied or so many failed
+//     that no majority can.
 //
 // The nodes that have not answered are then treated as nodes whose outcome
 // is unknown: an acquisition that no majority granted is undone there, one
@@ -463,8 +465,18 @@ func (q *quorum) decided(calls []*driver.Call, out [][]*driver.Call, stuck func(
 			fixed = ok >= q.majority || len(q.nodes)-(answered-ok)-lost < q.majority
 		case driver.Release:
 			fixed = ok > 0 && answered+lost >= q.majority
-		default:
-			fixed = answered > 0 && out[firstAnswered(out)][j].Err == nil
+		case driver.Query:
+			if c.Script.Merge() == nil {
+				fixed = answered > 0 && out[firstAnswered(out)][j].Err == nil
+				break
+			}
+			replied := 0
+			for _, node := range out {
+				if node != nil && node[j].Err == nil {
+					replied++
+				}
+			}
+			fixed = replied >= q.majority || len(q.nodes)-(answered-replied)-lost < q.majority
 		}
 		if !fixed {
 			return false
@@ -547,7 +559,11 @@ func (q *quorum) Exec(ctx context.Context, calls ...*driver.Call) {
 		case driver.Release:
 			q.anyOf(call, per)
 		default:
-			q.firstOf(call, per)
+			if m := call.Script.Merge(); m != nil {
+				q.mergeOf(call, per, m)
+			} else {
+				q.firstOf(call, per)
+			}
 		}
 	}
 	// The nodes that answered get their follow-ups (see followUps) before
@@ -876,6 +892,24 @@ func (q *quorum) firstOf(call *driver.Call, per []*driver.Call) {
 	default:
 		q.fail(call, 0, errs)
 	}
+}
+
+// mergeOf returns what merge makes of the replies, once a majority
+// replied.
+func (q *quorum) mergeOf(call *driver.Call, per []*driver.Call, merge driver.Merge) {
+	ok, negative, errs := q.tally(per)
+	if len(ok)+len(negative) < q.majority {
+		q.fail(call, len(ok)+len(negative), errs)
+		return
+	}
+	answers := make([]*driver.Call, 0, len(ok)+len(negative))
+	for _, r := range per {
+		if r.Err == nil {
+			answers = append(answers, r)
+		}
+	}
+	call.Reply, call.Data = merge(answers)
+	call.Err = nil
 }
 
 // worst picks among negative answers the one that says most: "taken by

@@ -16,7 +16,8 @@ type Kind int
 
 const (
 	// Query scripts only read. A quorum returns the reply of one node that
-	// answered.
+	// answered, or, for a Query with a Merge (see Script.MergedBy), what
+	// Merge makes of the replies of a majority.
 	Query Kind = iota
 
 	// Acquire scripts take a hold, or add to one (a re-entry, more permits).
@@ -70,6 +71,7 @@ type Script struct {
 	src    string
 	undo   *Script
 	settle *Script
+	merge  Merge
 	block  bool
 	hash   string
 	keys   []string // the names of KEYS, in order (NameKeys)
@@ -109,6 +111,27 @@ func (s *Script) Name() string { return s.name }
 
 // Kind returns the script's role.
 func (s *Script) Kind() Kind { return s.kind }
+
+// A Merge combines the answers of several nodes to one Query into the
+// reply of the call: answers are the calls of the nodes that replied (Err
+// nil), at least a majority of the nodes; it returns the Reply and Data of
+// the call. It must not keep or change answers.
+type Merge func(answers []*Call) (Reply, []byte)
+
+// MergedBy makes merge the Merge of s, a Query, and returns s: a quorum
+// then runs s on every node and, once a majority replied, returns what
+// merge makes of their replies (a majority that could not reply fails the
+// call with a QuorumError). It is for the definitions of scripts, at
+// package initialisation: the reads whose value is written to a majority
+// (a fenced write's highest token, a latch's count-down ids) and which
+// no single node can answer alone.
+func (s *Script) MergedBy(merge Merge) *Script {
+	s.merge = merge
+	return s
+}
+
+// Merge returns the Merge of s, or nil (see MergedBy).
+func (s *Script) Merge() Merge { return s.merge }
 
 // Undo returns the script that reverses s, or nil.
 func (s *Script) Undo() *Script { return s.undo }
