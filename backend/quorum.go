@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -447,6 +448,7 @@ func (q *quorum) decided(calls []*driver.Call, out [][]*driver.Call, stuck func(
 		// lost counts the nodes that are down (see lane) and have not
 		// answered: not waited for, they count as failed.
 		answered, ok, lost := 0, 0, 0
+		var granted []*driver.Call
 		for n, node := range out {
 			if node == nil {
 				if stuck(n) {
@@ -457,7 +459,13 @@ func (q *quorum) decided(calls []*driver.Call, out [][]*driver.Call, stuck func(
 			answered++
 			if r := node[j]; r.Err == nil && r.Reply.Status() == driver.StatusOK {
 				ok++
+				granted = append(granted, r)
 			}
+		}
+		if c.Script.Agreement() {
+			// Only the largest group that agrees counts; the others
+			// count as refusals (see agreeing).
+			ok = largestAgreeing(granted)
 		}
 		var fixed bool
 		switch c.Script.Kind() {
@@ -611,6 +619,16 @@ func followUps(calls []*driver.Call, grants []bool, results []*driver.Call) (und
 		switch s := call.Script; {
 		case !sent && s.Kind() == driver.Acquire:
 			// Never reached the node: nothing there to undo or settle.
+		case s.Kind() == driver.Acquire && grants[i] && ok && s.Agreement() && !bytes.Equal(r.Data, call.Data):
+			// Granted by a majority, but the node granted something
+			// else (see driver.Script.ByAgreement): give that back, and
+			// settle what the majority's grant left there.
+			if s.Undo() != nil {
+				undo = append(undo, &driver.Call{Script: s.Undo(), Keys: call.Keys, Args: call.Args})
+			}
+			if s.Settle() != nil {
+				undo = append(undo, &driver.Call{Script: s.Settle(), Keys: call.Keys, Args: call.Args})
+			}
 		case s.Kind() == driver.Acquire && !grants[i] && s.Undo() != nil && (ok || r.Err != nil):
 			undo = append(undo, &driver.Call{Script: s.Undo(), Keys: call.Keys, Args: call.Args})
 		case s.Kind() == driver.Acquire && grants[i] && s.Settle() != nil && !ok:
@@ -726,6 +744,8 @@ func (q *quorum) fail(call *driver.Call, granted int, errs []error) {
 // the token it returns.
 func (q *quorum) acquire(ctx context.Context, call *driver.Call, per []*driver.Call) bool {
 	ok, contended, errs := q.tally(per)
+	all := len(ok)
+	ok = agreeing(call, per, ok)
 	if len(ok) >= q.majority {
 		token := int64(0)
 		for _, n := range ok {
@@ -766,14 +786,15 @@ func (q *quorum) acquire(ctx context.Context, call *driver.Call, per []*driver.C
 			wait = w
 		}
 	}
-	if len(ok) > 0 && len(contended) < q.majority {
+	if len(ok) > 0 && len(contended) < q.majority || all > len(ok) {
 		// A split vote: some nodes granted this attempt, which is undone,
 		// and the others hold for another caller who has no majority
 		// either, and may have been split the same way. No release
 		// follows an undo to wake the waiters: try again soon, after a
 		// random few milliseconds so that the callers split apart do not
 		// meet again. (A caller that a majority holds for is waited for:
-		// its release wakes this one.)
+		// its release wakes this one.) Nodes that granted, but not the
+		// same (see driver.Script.ByAgreement), are a split vote too.
 		wait = 1 + rand.Int64N(splitRetry)
 	}
 	call.Reply, call.Err = driver.Reply{driver.StatusContended, wait}, nil
@@ -858,11 +879,18 @@ func (q *quorum) raise(ctx context.Context, call *driver.Call, per []*driver.Cal
 // majorityOf succeeds when a majority succeeded.
 func (q *quorum) majorityOf(call *driver.Call, per []*driver.Call) {
 	ok, negative, errs := q.tally(per)
+	// For a script by agreement, the nodes outside the largest agreeing
+	// group hold something else for the owner: they count as refusals.
+	ok = agreeing(call, per, ok)
 	switch {
 	case len(ok) >= q.majority:
 		call.Reply, call.Data, call.Err = per[ok[0]].Reply, per[ok[0]].Data, nil
 	case len(ok)+len(errs) >= q.majority && len(errs) > 0:
 		q.fail(call, len(ok), errs)
+	case len(negative) == 0:
+		// Refused only by disagreement: what the owner holds is not held
+		// on a majority.
+		call.Reply, call.Err = driver.Reply{driver.StatusGone}, nil
 	default:
 		call.Reply, call.Err = worst(per, negative), nil
 	}
@@ -892,6 +920,45 @@ func (q *quorum) firstOf(call *driver.Call, per []*driver.Call) {
 	default:
 		q.fail(call, 0, errs)
 	}
+}
+
+// agreeing returns, of the nodes in ok (which replied StatusOK to call),
+// those that count toward a majority: all of them or, for a script whose
+// grants count by agreement (driver.Script.ByAgreement), the largest group
+// whose replies carry the same Data (the first one on a tie).
+func agreeing(call *driver.Call, per []*driver.Call, ok []int) []int {
+	if !call.Script.Agreement() || len(ok) < 2 {
+		return ok
+	}
+	var best []int
+	for i, n := range ok {
+		var g []int
+		for _, m := range ok[i:] {
+			if bytes.Equal(per[m].Data, per[n].Data) {
+				g = append(g, m)
+			}
+		}
+		if len(g) > len(best) {
+			best = g
+		}
+	}
+	return best
+}
+
+// largestAgreeing returns the size of the largest group of granted whose
+// Data agree.
+func largestAgreeing(granted []*driver.Call) int {
+	best := 0
+	for i, r := range granted {
+		g := 0
+		for _, o := range granted[i:] {
+			if bytes.Equal(o.Data, r.Data) {
+				g++
+			}
+		}
+		best = max(best, g)
+	}
+	return best
 }
 
 // mergeOf returns what merge makes of the replies, once a majority

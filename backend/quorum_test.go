@@ -14,6 +14,7 @@ import (
 	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/backend/backendtest"
 	"github.com/redisync/redisync/backend/driver"
+	"github.com/redisync/redisync/internal/background"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/internal/script"
 	"github.com/redisync/redisync/locker"
@@ -366,4 +367,80 @@ func TestQuorumDecidesWithoutTheLastNode(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestQuorumGrantsByAgreement: for a script whose grants count by agreement
+// (driver.Script.ByAgreement: a semaphore's permit slots), a quorum grants
+// only when a majority of nodes granted the same thing (the same Data); a
+// node that granted something else has its grant undone and settled, and a
+// grant that no majority agrees on is undone everywhere, as a split vote. A
+// renewal by agreement succeeds only where a majority agrees.
+func TestQuorumGrantsByAgreement(t *testing.T) {
+	nodes, b := quorumOf3(t)
+	ctx := context.Background()
+	// KEYS: fence counter, the node's choice (what it grants), the hold,
+	// the record of settles.
+	undo := driver.NewScript("test.agree_undo", driver.Release, "redis.call('DEL', KEYS[3]) return {1}", nil)
+	settle := driver.NewScript("test.agree_settle", driver.Release, "redis.call('INCR', KEYS[4]) return {1}", nil)
+	acquire := driver.NewScript("test.agree_acquire", driver.Acquire, `
+redis.call('SET', KEYS[3], ARGV[2], 'PX', 60000)
+return {1, redis.call('INCR', KEYS[1]), redis.call('GET', KEYS[2])}`, undo).
+		NameKeys(driver.FenceKey, "choice", "hold", "settled").SettledBy(settle).ByAgreement()
+	renew := driver.NewScript("test.agree_renew", driver.Renew, "return {1, 10, redis.call('GET', KEYS[2])}", nil).ByAgreement()
+	for _, tc := range []struct {
+		name    string
+		choices []string
+		granted bool
+		holds   []bool // after the step, per node
+	}{
+		{"majority agrees", []string{"s1", "s1", "s2"}, true, []bool{true, true, false}},
+		{"nobody agrees", []string{"s1", "s2", "s3"}, false, []bool{false, false, false}},
+		{"all agree", []string{"s4", "s4", "s4"}, true, []bool{true, true, true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			base := "redisync:{agree-" + strings.ReplaceAll(tc.name, " ", "-") + "}:"
+			keys := []string{base + "fence", base + "choice", base + "hold", base + "settled"}
+			for i, n := range nodes {
+				if _, err := n.Do(ctx, "SET", keys[1], tc.choices[i]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			c := &driver.Call{Script: acquire, Keys: keys, Args: []any{"owner"}}
+			b.Exec(ctx, c)
+			if c.Err != nil {
+				t.Fatal(c.Err)
+			}
+			if got := c.Reply.Status() == driver.StatusOK; got != tc.granted {
+				t.Fatalf("acquisition = %v %q; want granted %v", c.Reply, c.Data, tc.granted)
+			}
+			if tc.granted && string(c.Data) != tc.choices[0] {
+				t.Errorf("granted with Data %q; want the majority's, %q", c.Data, tc.choices[0])
+			}
+			if !tc.granted && (c.Reply.Status() != driver.StatusContended || c.Reply.At(1) < 1 || c.Reply.At(1) > 5) {
+				t.Errorf("refused acquisition = %v; want contended, tried again within a few ms (a split vote)", c.Reply)
+			}
+			background.Wait() // the follow-ups of nodes that answered late
+			for i, n := range nodes {
+				v, err := n.Do(ctx, "EXISTS", keys[2])
+				if err != nil {
+					t.Fatal(err)
+				}
+				if held := fmt.Sprint(v) == "1"; held != tc.holds[i] {
+					t.Errorf("node %d (granted %s): holds %v after the step; want %v", i, tc.choices[i], held, tc.holds[i])
+				}
+				settled, _ := n.Do(ctx, "GET", keys[3])
+				if want := tc.granted && !tc.holds[i]; (settled != nil) != want {
+					t.Errorf("node %d: settled %v; want settled: %v", i, settled, want)
+				}
+			}
+			r := &driver.Call{Script: renew, Keys: keys, Args: []any{"owner"}}
+			b.Exec(ctx, r)
+			if r.Err != nil {
+				t.Fatal(r.Err)
+			}
+			if got := r.Reply.Status() == driver.StatusOK; got != tc.granted {
+				t.Errorf("renewal = %v %q; want it to succeed: %v (a majority agrees)", r.Reply, r.Data, tc.granted)
+			}
+		})
+	}
 }

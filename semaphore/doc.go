@@ -69,20 +69,35 @@
 //
 // # Quorum
 //
-// On a RedLock quorum (backend.NewQuorum) a hold needs a majority of nodes,
-// and each node enforces the limit on its own. For n = 1 that is exact, as
-// for a lock. For n > 1 it is not: requests that arrive at the same moment
-// can each be granted by a different majority, so that each node sees at most
-// n permits out while more are out in all, up to n*N/(N/2+1) on N nodes (1.5n
-// on 3 nodes, 1.67n on 5). Use a single node, Sentinel or Cluster when the
-// limit must be exact. The order of the line is agreed by the nodes as
-// described in package fair.
+// On a RedLock quorum (backend.NewQuorum) the limit is exact, as a lock's
+// exclusion is. Each permit is a numbered slot that a node gives to one hold
+// at a time; a grant takes the first free slots from a slot the request
+// picks at random, and names them in its reply. A request holds its permits
+// only when a majority of the nodes granted it the same slots: a node that
+// granted others has its grant undone, and when no majority agrees the
+// request tries again within a few milliseconds, as after a split vote.
+// Renewals count only the nodes that agree. Two majorities share a node,
+// which gives a slot to one hold at a time, so no slot is held by two
+// holders each on a majority: the permits held on the quorum never exceed n,
+// whatever the nodes' disagreements, failures and lost replies (within the
+// validity of the holds, as for every lock on a quorum; see backend.NewQuorum
+// for a node that restarts empty).
+//
+// The cost is that of the fair lock on a quorum: an Acquire that finds its
+// permits free is one step (one script call on every node, in parallel); a
+// contended one also enqueues and heartbeats, and tries again each time the
+// nodes disagree; a Release is one step. Requests made together tend to
+// want different slots, and nodes in the same state grant the same ones, so
+// disagreements are rare but for requests that race for the last free
+// permits. n is at most MaxQuorumLimit (4096) on a quorum: every node keeps a
+// map of the n slots, which each grant reads. The order of the line is
+// agreed by the nodes as described in package fair.
 //
 // # Keys
 //
 // For a semaphore named "gpu" on a backend with the default prefix:
 //
-//	redisync:{gpu}:semaphore            hash: the limit, permits out, one field per hold and per waiter
+//	redisync:{gpu}:semaphore            hash: the limit, permits out, one field per hold and per waiter, the slot map on a quorum
 //	redisync:{gpu}:semaphore:deadlines  sorted set: hold expiries, heartbeat deadlines and departures, server ms
 //	redisync:{gpu}:semaphore:queue      sorted set: waiters by ticket
 //	redisync:{gpu}:fence                the name's fencing token counter, expires 10s after the server's clock passes it

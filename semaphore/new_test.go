@@ -2,13 +2,16 @@ package semaphore_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/internal/primtest"
+	"github.com/redisync/redisync/locker"
 	"github.com/redisync/redisync/semaphore"
 )
 
@@ -35,6 +38,13 @@ func TestNewWeightedRejectsBadInput(t *testing.T) {
 	s, err := semaphore.NewWeighted(primtest.Never(t), "x", semaphore.MaxLimit) // no I/O
 	if err != nil || s.Size() != semaphore.MaxLimit || s.Name() != "x" {
 		t.Errorf("NewWeighted with the largest limit = (%v, %v); want a semaphore of MaxLimit permits", s, err)
+	}
+	q := primtest.Quorum(t)
+	if s, err := semaphore.NewWeighted(q, "x", semaphore.MaxQuorumLimit); err != nil || s.Size() != semaphore.MaxQuorumLimit {
+		t.Errorf("NewWeighted on a quorum with its largest limit = (%v, %v); want a semaphore of MaxQuorumLimit permits", s, err)
+	}
+	if _, err := semaphore.NewWeighted(q, "x", semaphore.MaxQuorumLimit+1); !errors.Is(err, locker.ErrInvalid) || !strings.Contains(err.Error(), "limit 4097") {
+		t.Errorf("NewWeighted on a quorum above MaxQuorumLimit: %v; want an error matching locker.ErrInvalid naming the limit", err)
 	}
 }
 

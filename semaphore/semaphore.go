@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/redisync/redisync/backend"
+	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/internal/engine"
 	"github.com/redisync/redisync/internal/fifo"
 	"github.com/redisync/redisync/internal/lease"
@@ -25,6 +26,11 @@ const primitive = "semaphore"
 // MaxLimit is the largest number of permits a semaphore can have: the
 // largest integer that Redis scripts count exactly.
 const MaxLimit = 1<<53 - 1
+
+// MaxQuorumLimit is the largest number of permits a semaphore can have on a
+// quorum backend, where each permit is a slot that every node keeps (see
+// the package documentation).
+const MaxQuorumLimit = 4096
 
 // keyPermits is the span attribute with the permits a call asked for.
 const keyPermits = attribute.Key("redisync.permits")
@@ -188,7 +194,7 @@ var _ locker.Lease = (*Weighted)(nil)
 // permits in all. It does no I/O. It returns an error matching
 // locker.ErrInvalid for a nil or unusable Backend, a bad name (empty, longer
 // than 512 bytes, or containing '{', '}' or control characters), an n below 1
-// or above MaxLimit, or a bad option.
+// or above MaxLimit (MaxQuorumLimit on a quorum backend), or a bad option.
 //
 // Every handle of a name must use the same n. The limit is recorded in Redis
 // while the semaphore is in use (held or awaited); an acquisition through a
@@ -202,6 +208,9 @@ func NewWeighted(b backend.Backend, name string, n int64, opts ...Option) (*Weig
 	}
 	if n < 1 || n > MaxLimit {
 		return nil, fmt.Errorf("%s %q: limit %d: must be between 1 and %d: %w", primitive, name, n, int64(MaxLimit), locker.ErrInvalid)
+	}
+	if _, quorum := b.(driver.Quorum); quorum && n > MaxQuorumLimit {
+		return nil, fmt.Errorf("%s %q: limit %d: must be at most %d on a quorum, where every node keeps a slot per permit: %w", primitive, name, n, MaxQuorumLimit, locker.ErrInvalid)
 	}
 	s := &Weighted{
 		h:    h,

@@ -19,7 +19,7 @@ func newSem(b backend.Backend, name string, n int64, o lockertest.WeightedOption
 // than 1000.
 func TestSuite(t *testing.T) {
 	primtest.Deployments{}.Run(t, func(t *testing.T, d primtest.Deployment) {
-		lockertest.RunWeighted(t, lockertest.WeightedSetup{NewBackend: d.NewBackend, Raw: d.Raw, New: newSem, Quorum: d.Quorum, MinTTL: d.MinTTL, Acquisitions: d.Load(400, 500)})
+		lockertest.RunWeighted(t, lockertest.WeightedSetup{NewBackend: d.NewBackend, Raw: d.Raw, New: newSem, MinTTL: d.MinTTL, Acquisitions: d.Load(400, 500)})
 	})
 }
 

@@ -72,6 +72,7 @@ type Script struct {
 	undo   *Script
 	settle *Script
 	merge  Merge
+	agree  bool
 	block  bool
 	hash   string
 	keys   []string // the names of KEYS, in order (NameKeys)
@@ -129,6 +130,24 @@ func (s *Script) MergedBy(merge Merge) *Script {
 	s.merge = merge
 	return s
 }
+
+// ByAgreement marks s, an Acquire or Renew script, as one whose replies
+// carry in their Data what the node holds for the owner (a semaphore's
+// permit slots on a quorum), and returns s. A quorum then counts toward a
+// majority only the nodes that replied StatusOK with the same Data, the
+// largest such group: each node grants exclusively what it holds, so a
+// majority agreeing on what the owner holds makes that exclusive across the
+// quorum. A node that granted something else has its grant undone, as a
+// node outside the majority. It is for the definitions of scripts, at
+// package initialisation.
+func (s *Script) ByAgreement() *Script {
+	s.agree = true
+	return s
+}
+
+// Agreement reports whether a quorum counts s's grants by agreement (see
+// ByAgreement).
+func (s *Script) Agreement() bool { return s.agree }
 
 // Merge returns the Merge of s, or nil (see MergedBy).
 func (s *Script) Merge() Merge { return s.merge }

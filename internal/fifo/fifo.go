@@ -21,6 +21,15 @@
 // a failed attempt's reply says when the next deadline passes, and every
 // heartbeat's reply says whether the waiter's permits fit.
 //
+// On a quorum backend with more than one permit, each permit is a slot that
+// one hold at a time has on a node, and an acquisition's attempt names the
+// slot from which the nodes grant the first free ones: a random one, so
+// that requests made at the same moment tend to want different slots. The
+// quorum counts a grant only where a majority agrees on its slots (see
+// internal/script/fifo_lib.lua), which makes the limit exact: no slot is
+// held by two owners each on a majority, so the holds valid on the quorum
+// hold n permits at most.
+//
 // On a quorum backend the ticket is an acquisition (script Enqueue): it is
 // the largest ticket the nodes that decided it drew (a node that answers
 // later may have drawn another), the nodes' fence counters are raised to
@@ -34,6 +43,7 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	mrand "math/rand/v2"
 	"sync"
 	"time"
 
@@ -70,6 +80,7 @@ type Queue struct {
 	backoff   locker.Backoff
 	spec      lease.Spec
 	ids       idPool
+	slots     bool // grants take permit slots (a quorum, more than one permit)
 }
 
 // New returns the Queue described by c. It does no I/O.
@@ -85,6 +96,9 @@ func New(c Config) *Queue {
 		fenceMs:   holdopt.Millis(holdopt.FenceMargin),
 		backoff:   c.Hold.Backoff,
 		spec:      c.Spec,
+	}
+	if _, quorum := q.b.(driver.Quorum); quorum && q.limit > 1 {
+		q.slots = true
 	}
 	q.spec.Renew = renewal{q}
 	q.spec.Keys = q.keys[:2]
@@ -105,10 +119,14 @@ func (q *Queue) Keys() []string { return q.keys }
 // acquireCall builds the call of attempt n of owner, queued as waiter (or
 // ""), for k permits.
 func (q *Queue) acquireCall(owner, waiter string, k int64, n int) *driver.Call {
-	return q.s.Acquire.Call(q.keys, script.FIFOAcquireArgs{
+	a := script.FIFOAcquireArgs{
 		Owner: owner, Prefix: q.wake, Waiter: waiter, Permits: k, Limit: q.limit,
 		TTL: holdopt.Millis(q.spec.TTL), Timeout: q.timeoutMs, FenceMargin: q.fenceMs, Attempt: int64(n),
-	})
+	}
+	if q.slots {
+		a.Slot = 1 + mrand.Int64N(q.limit)
+	}
+	return q.s.Acquire.Call(q.keys, a)
 }
 
 // releaseCall builds the call that makes owner's hold keep k permits (0:

@@ -373,6 +373,13 @@ func (d Def[A]) keys(names ...string) Def[A] {
 	return d
 }
 
+// byAgreement marks d as a script whose grants a quorum counts by
+// agreement (see driver.Script.ByAgreement) and returns d.
+func (d Def[A]) byAgreement() Def[A] {
+	d.Script.ByAgreement()
+	return d
+}
+
 // settledBy makes settle the Settle script of d and returns d.
 func (d Def[A]) settledBy(settle Def[A]) Def[A] {
 	d.Script.SettledBy(settle.Script)

@@ -45,6 +45,10 @@ type FIFOAcquireArgs struct {
 	Timeout     int64  `lua:"timeout,stable"` // the heartbeat timeout, ms
 	FenceMargin int64  `lua:"fence_margin,stable"`
 	Attempt     int64  `lua:"attempt"` // grows with each attempt of the owner
+	// Slot is the permit slot from which a grant takes the first free
+	// ones, from 1, on a quorum; 0 (elsewhere): the grant takes no slots
+	// (see fifo_lib.lua).
+	Slot int64 `lua:"slot"`
 }
 
 // FIFOJoinArgs is the arguments of an enqueue or a heartbeat
@@ -131,13 +135,13 @@ func newFIFO(kind string) FIFO {
 	settle := define[FIFOAcquireArgs](kind+".settle", driver.Release, fifoSettleSrc, nil, nil)
 	unjoin := define[FIFOJoinArgs](kind+".unjoin", driver.Release, fifoUnjoinSrc, nil, nil)
 	return FIFO{
-		Acquire: define(kind+".acquire", driver.Acquire, fifoAcquireSrc, &undo, nil).settledBy(settle).keys(fifoKeys...),
+		Acquire: define(kind+".acquire", driver.Acquire, fifoAcquireSrc, &undo, nil).settledBy(settle).keys(fifoKeys...).byAgreement(),
 		Undo:    undo,
 		Settle:  settle,
 		Enqueue: define(kind+".enqueue", driver.Acquire, fifoJoinSrc, &unjoin, nil).keys(fifoKeys...),
 		Unjoin:  unjoin,
 		Beat:    define[FIFOJoinArgs](kind+".beat", driver.Write, fifoJoinSrc, nil, nil),
-		Renew:   define[FIFORenewArgs](kind+".renew", driver.Renew, fifoRenewSrc, nil, nil),
+		Renew:   define[FIFORenewArgs](kind+".renew", driver.Renew, fifoRenewSrc, nil, nil).byAgreement(),
 		Release: define[FIFOReleaseArgs](kind+".release", driver.Release, fifoReleaseSrc, nil, nil),
 		Stat:    define[FIFOStatArgs](kind+".stat", driver.Query, fifoStatSrc, nil, nil),
 		Force:   define[FIFOForceArgs](kind+".force", driver.Release, fifoForceSrc, nil, nil),

@@ -3,8 +3,10 @@
 -- Arguments: FIFOAcquireArgs (fifo.go): the owner token of the new hold, the
 -- wake channel prefix, the caller's waiter id (its place in the queue, if it
 -- has one, else ''), k permits, the limit n, the ttl in ms, the heartbeat
--- timeout in ms, the fence counter's margin, and the attempt number (they
--- grow with each attempt of an owner).
+-- timeout in ms, the fence counter's margin, the attempt number (they
+-- grow with each attempt of an owner) and, on a quorum, slot: the permit
+-- slot from which the grant takes the first free ones (from 1; 0: no
+-- slots, see fifo_lib.lua).
 -- An owner that holds already (a retried attempt whose first reply was
 -- lost, or the same request run twice) gets its hold back with its token,
 -- the expiry of a new grant, and attempt as the attempt that granted it, so
@@ -12,7 +14,8 @@
 -- that arrives late changes the recorded one not). A waiter that is granted
 -- departs (see fifo_lib.lua); an attempt under a waiter id that departed
 -- takes nothing: it arrived after its call was over.
--- Returns {1, fencing token} when held, or {0, ms until the earliest
+-- Returns {1, fencing token} when held (followed by the hold's slots when
+-- it has any), or {0, ms until the earliest
 -- deadline (0: none), the caller's place in the queue from 1, -1 when it
 -- is not queued, or -3 when its waiter id departed}. Fails with "LIMIT <n>" when the name is in use with
 -- another limit.
@@ -25,14 +28,17 @@ local holder, id, k = 'h:' .. owner, waiter, permits
 local freed = reclaim()
 local rec = redis.call('HGET', state, holder)
 if rec then
-  local held, token, ticket, granted = parse(rec)
+  local held, token, ticket, granted, slots = parse(rec)
   if (tonumber(granted) or 0) <= attempt then
-    redis.call('HSET', state, holder, record(held, token, ticket, attempt))
+    redis.call('HSET', state, holder, record(held, token, ticket, attempt, slots))
   end
   if (tonumber(redis.call('ZSCORE', deadlines, holder)) or 0) < at(ttl) then
     redis.call('ZADD', deadlines, num(at(ttl)), holder)
   end
   extend(ttl)
+  if slots ~= '' then
+    return {1, token, 's' .. slots}
+  end
   return {1, token}
 end
 if id ~= '' and departed(id) then
@@ -52,6 +58,14 @@ if not ok then
   end
   return {0, hint(), place}
 end
+local slots
+if slot > 0 then
+  slots = slots_take(k, n, slot)
+  if not slots then
+    -- The slot map disagrees with the permits out: not granted here.
+    return {0, hint(), -1}
+  end
+end
 local ticket = 0
 if rank then
   ticket = tonumber(redis.call('ZSCORE', queue, id))
@@ -60,11 +74,14 @@ if id ~= '' then
   depart(id, timeout)
 end
 local token = next_number()
-redis.call('HSET', state, holder, record(k, token, ticket, attempt), 'n', num(n))
+redis.call('HSET', state, holder, record(k, token, ticket, attempt, slots), 'n', num(n))
 redis.call('HINCRBY', state, 'used', k)
 redis.call('ZADD', deadlines, num(at(ttl)), holder)
 extend(ttl)
 if freed then
   wake()
+end
+if slots then
+  return {1, token, 's' .. slots}
 end
 return {1, token}

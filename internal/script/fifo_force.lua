@@ -14,11 +14,11 @@ local ended = {1}
 for _, member in ipairs(redis.call('ZRANGE', deadlines, 0, -1)) do
   if string.sub(member, 1, 2) == 'h:' then
     local rec = redis.call('HGET', state, member)
-    local k, token = 0, 0
+    local k, token, slots = 0, 0, ''
     if rec then
-      k, token = parse(rec)
+      k, token, _, _, slots = parse(rec)
     end
-    drop_hold(member, k or 0)
+    drop_hold(member, k or 0, slots)
     table.insert(ended, k or 0)
     table.insert(ended, token or 0)
   end

@@ -3,8 +3,10 @@
 -- the weighted semaphore: n permits) keeps:
 --
 -- KEYS[1] state hash: n = the limit, used = permits out,
---         h:<owner> = "<permits> <fencing token> <ticket> <attempt>" per
---         hold (the attempt is the one that last granted it),
+--         h:<owner> = "<permits> <fencing token> <ticket> <attempt>
+--         [<slots>]" per hold (the attempt is the one that last granted
+--         it; the slots, on a quorum, see below), b = the slot map, on a
+--         quorum: one character per permit slot, '1' when a hold has it,
 --         w:<waiter> = "<permits wanted> <enqueue>" per waiter, with the
 --         number of the enqueue that last queued it (see fifo_unjoin.lua)
 -- KEYS[2] deadlines zset: h:<owner> -> hold expiry, w:<waiter> -> heartbeat
@@ -27,6 +29,18 @@
 -- two of them by name: prefix, the wake channel prefix (the scripts that
 -- wake waiters), and fence_margin, how long the fence counter outlives the
 -- clock passing it (see mutex_acquire.lua; the scripts that draw numbers).
+--
+-- Permit slots (a semaphore on a quorum): each permit is a numbered slot
+-- that one hold at a time has, and a grant names the slots it took,
+-- "3,7" (from 0), the first free ones from a slot the caller chose (its
+-- attempt's slot argument, from 1; 0: no slots), in the record and in its
+-- reply ("s3,7": a string that no client reads as a number). Nodes in the same state grant the same slots to the same
+-- request; a quorum counts a grant only on the nodes that agree on its
+-- slots (see driver.Script.ByAgreement), so that no slot is held by two
+-- owners on a majority each: the holds valid on the quorum never hold
+-- more than n permits in all, whatever the nodes' disagreements. A
+-- partial release keeps the first slots of a hold, and so keeps the nodes
+-- in agreement.
 --
 -- Expired holds and waiters are removed lazily by whichever script runs
 -- next, in deadline order, each at O(log N): nothing is ever rescored.
@@ -60,16 +74,85 @@ local function limit()
   return tonumber(redis.call('HGET', state, 'n'))
 end
 
--- parse splits a hold record into permits, fencing token, ticket and the
--- attempt that granted it ('' in a record written before attempts were).
+-- parse splits a hold record into permits, fencing token, ticket, the
+-- attempt that granted it and its slots ('' without slots).
 local function parse(rec)
-  local k, token, ticket, attempt = string.match(rec, '^(%d+) (%d+) (%d+) ?(%S*)$')
-  return tonumber(k), tonumber(token), tonumber(ticket), attempt
+  local k, token, ticket, attempt, slots = string.match(rec, '^(%d+) (%d+) (%d+) (%S*) ?(%S*)$')
+  return tonumber(k), tonumber(token), tonumber(ticket), attempt, slots
 end
 
--- record returns the hold record of its parts.
-local function record(k, token, ticket, attempt)
-  return num(k) .. ' ' .. num(token) .. ' ' .. num(ticket) .. ' ' .. attempt
+-- record returns the hold record of its parts (slots may be nil or '').
+local function record(k, token, ticket, attempt, slots)
+  local rec = num(k) .. ' ' .. num(token) .. ' ' .. num(ticket) .. ' ' .. attempt
+  if slots and slots ~= '' then
+    rec = rec .. ' ' .. slots
+  end
+  return rec
+end
+
+-- slots_set marks the slots of the list slots ("3,7") in the slot map as
+-- taken (c = '1') or free (c = '0').
+local function slots_set(slots, c)
+  if not slots or slots == '' then
+    return
+  end
+  local b = redis.call('HGET', state, 'b')
+  if not b then
+    return
+  end
+  for s in string.gmatch(slots, '%d+') do
+    local i = tonumber(s) + 1
+    b = string.sub(b, 1, i - 1) .. c .. string.sub(b, i + 1)
+  end
+  redis.call('HSET', state, 'b', b)
+end
+
+-- slots_take takes k free slots of n, the first ones from slot first (from
+-- 1) on, wrapping around, and returns their list, or nil when fewer are
+-- free.
+local function slots_take(k, n, first)
+  local b = redis.call('HGET', state, 'b')
+  if not b or #b ~= n then
+    b = string.rep('0', n)
+    redis.call('HSET', state, 'b', b)
+  end
+  local start = ((first - 1) % n) + 1
+  local got, i = {}, start
+  while #got < k do
+    local f = string.find(b, '0', i, true)
+    if not f then
+      break
+    end
+    got[#got + 1] = f - 1
+    i = f + 1
+  end
+  i = 1
+  while #got < k do
+    local f = string.find(b, '0', i, true)
+    if not f or f >= start then
+      break
+    end
+    got[#got + 1] = f - 1
+    i = f + 1
+  end
+  if #got < k then
+    return nil
+  end
+  local slots = table.concat(got, ',')
+  slots_set(slots, '1')
+  return slots
+end
+
+-- slots_keep returns the first k slots of the list slots.
+local function slots_keep(slots, k)
+  local out = {}
+  for s in string.gmatch(slots, '%d+') do
+    if #out == k then
+      break
+    end
+    out[#out + 1] = s
+  end
+  return table.concat(out, ',')
 end
 
 local function want(id)
@@ -102,8 +185,9 @@ local function departed(id)
   return untilms ~= nil and untilms >= now
 end
 
--- drop_hold removes a hold of k permits.
-local function drop_hold(member, k)
+-- drop_hold removes a hold of k permits, which had slots (or '').
+local function drop_hold(member, k, slots)
+  slots_set(slots, '0')
   redis.call('ZREM', deadlines, member)
   redis.call('HDEL', state, member)
   if redis.call('HINCRBY', state, 'used', -k) < 0 then
@@ -120,7 +204,8 @@ local function reclaim()
     if kind == 'h:' then
       local rec = redis.call('HGET', state, member)
       if rec then
-        drop_hold(member, (parse(rec)))
+        local k, _, _, _, slots = parse(rec)
+        drop_hold(member, k, slots)
       else
         redis.call('ZREM', deadlines, member)
       end

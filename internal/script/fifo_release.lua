@@ -20,12 +20,16 @@ end
 local left = 0
 local rec = redis.call('HGET', state, holder)
 if rec then
-  local k, token, ticket, attempt = parse(rec)
+  local k, token, ticket, attempt, slots = parse(rec)
   if keep <= 0 then
-    drop_hold(holder, k)
+    drop_hold(holder, k, slots)
     changed = true
   elseif keep < k then
-    redis.call('HSET', state, holder, record(keep, token, ticket, attempt))
+    -- The hold keeps its first slots (see fifo_lib.lua).
+    local kept = slots_keep(slots, keep)
+    slots_set(slots, '0')
+    slots_set(kept, '1')
+    redis.call('HSET', state, holder, record(keep, token, ticket, attempt, kept))
     redis.call('HINCRBY', state, 'used', keep - k)
     changed = true
     left = keep

@@ -27,6 +27,7 @@ type fifoRig struct {
 	wake    string
 	limit   int64
 	timeout int64 // heartbeat timeout, ms
+	slot    int64 // the slot of acquisitions (0: no slots, see fifo_lib.lua)
 }
 
 func newFIFORig(t *testing.T, rdb *redis.Client, limit int64) *fifoRig {
@@ -50,13 +51,19 @@ func (r *fifoRig) run(s *driver.Script, owner, waiter string, k, ticket int64) d
 // n is the attempt of an acquisition and the number of an enqueue.
 func (r *fifoRig) runAttempt(s *driver.Script, owner, waiter string, k, ticket int64, n int) driver.Reply {
 	r.t.Helper()
+	return r.call(s, owner, waiter, k, ticket, n).Reply
+}
+
+// call is runAttempt, returning the call with its reply and Data.
+func (r *fifoRig) call(s *driver.Script, owner, waiter string, k, ticket int64, n int) *driver.Call {
+	r.t.Helper()
 	f := script.Semaphore // the families share their arguments types
 	var c *driver.Call
 	switch name := s.Name(); {
 	case strings.HasSuffix(name, ".acquire"), strings.HasSuffix(name, ".undo"), strings.HasSuffix(name, ".settle"):
 		c = f.Acquire.Call(r.keys, script.FIFOAcquireArgs{
 			Owner: owner, Prefix: r.wake, Waiter: waiter, Permits: k, Limit: r.limit,
-			TTL: 10000, Timeout: r.timeout, FenceMargin: fenceMargin, Attempt: int64(n),
+			TTL: 10000, Timeout: r.timeout, FenceMargin: fenceMargin, Attempt: int64(n), Slot: r.slot,
 		})
 	case strings.HasSuffix(name, ".enqueue"), strings.HasSuffix(name, ".unjoin"), strings.HasSuffix(name, ".beat"):
 		c = f.Enqueue.Call(r.keys, script.FIFOJoinArgs{
@@ -67,6 +74,8 @@ func (r *fifoRig) runAttempt(s *driver.Script, owner, waiter string, k, ticket i
 		c = f.Renew.Call(r.keys, script.FIFORenewArgs{Owner: owner, Prefix: r.wake, TTL: 10000})
 	case strings.HasSuffix(name, ".release"):
 		c = f.Release.Call(r.keys, script.FIFOReleaseArgs{Owner: owner, Prefix: r.wake, Waiter: waiter, Keep: k, Timeout: r.timeout})
+	case strings.HasSuffix(name, ".force"):
+		c = f.Force.Call(r.keys, script.FIFOForceArgs{Prefix: r.wake})
 	case strings.HasSuffix(name, ".stat"):
 		c = f.Stat.Call(r.keys, script.FIFOStatArgs{})
 	default:
@@ -77,7 +86,7 @@ func (r *fifoRig) runAttempt(s *driver.Script, owner, waiter string, k, ticket i
 	if c.Err != nil {
 		r.t.Fatalf("%s(%s, %s, %d): %v", s.Name(), owner, waiter, k, c.Err)
 	}
-	return c.Reply
+	return c
 }
 
 func (r *fifoRig) acquire(owner, waiter string, k int64) driver.Reply {
@@ -348,6 +357,72 @@ func TestFIFOUnjoin(t *testing.T) {
 		}
 		if e := enqueue(3); e.Status() != driver.StatusOK {
 			t.Fatalf("enqueue 3 after the undo = %v; want a place: the undo records no departure", e)
+		}
+	})
+}
+
+// TestFIFOSlots: with slots (a semaphore on a quorum), a grant takes the
+// first free permit slots from the one its attempt names, wrapping around,
+// and names them in its reply, as does its retry and its renewal; a
+// partial release keeps the first slots of the hold, and a release, an
+// undo or a forced end frees them, so that the slot map always matches the
+// holds.
+func TestFIFOSlots(t *testing.T) {
+	servers(t, func(t *testing.T, rdb *redis.Client) {
+		r := newFIFORig(t, rdb, 4)
+		grant := func(owner string, k, slot int64, n int, want string) {
+			t.Helper()
+			r.slot = slot
+			c := r.call(script.Semaphore.Acquire.Script, owner, "", k, 0, n)
+			if c.Reply.Status() != driver.StatusOK || string(c.Data) != want {
+				t.Fatalf("attempt %d of %s for %d from slot %d = %v %q; want granted, slots %q", n, owner, k, slot, c.Reply, c.Data, want)
+			}
+		}
+		slotMap := func(want string) {
+			t.Helper()
+			if got := rdb.HGet(r.ctx, r.keys[0], "b").Val(); got != want {
+				t.Fatalf("slot map %q; want %q", got, want)
+			}
+		}
+		grant("hA", 2, 3, 1, "s2,3")
+		grant("hB", 2, 3, 1, "s0,1") // wraps around
+		slotMap("1111")
+		grant("hA", 2, 1, 1, "s2,3") // run again: the same slots
+		if c := r.call(script.Semaphore.Renew.Script, "hA", "", 0, 0, 1); c.Reply.Status() != driver.StatusOK || string(c.Data) != "s2,3" {
+			t.Fatalf("renewal of A = %v %q; want its slots 2,3", c.Reply, c.Data)
+		}
+		r.slot = 1
+		if c := r.call(script.Semaphore.Acquire.Script, "hC", "", 1, 0, 1); c.Reply.Status() != driver.StatusContended {
+			t.Fatalf("a fifth permit = %v %q; want contended", c.Reply, c.Data)
+		}
+		if rel := r.run(script.Semaphore.Release.Script, "hA", "", 1, 0); rel.Status() != driver.StatusOK || rel.At(1) != 1 {
+			t.Fatalf("release of A down to 1 = %v", rel)
+		}
+		slotMap("1110")
+		if c := r.call(script.Semaphore.Renew.Script, "hA", "", 0, 0, 1); string(c.Data) != "s2" {
+			t.Fatalf("A after its partial release holds slots %q; want its first, 2", c.Data)
+		}
+		grant("hC", 1, 1, 2, "s3")
+		slotMap("1111")
+		r.slot = 1
+		if u := r.runAttempt(script.Semaphore.Undo.Script, "hC", "", 1, 0, 2); u.Status() != driver.StatusOK {
+			t.Fatalf("undo of C = %v", u)
+		}
+		slotMap("1110")
+		if rel := r.run(script.Semaphore.Release.Script, "hB", "", 0, 0); rel.Status() != driver.StatusOK {
+			t.Fatalf("release of B = %v", rel)
+		}
+		slotMap("0010")
+		if f := r.run(script.Semaphore.Force.Script, "", "", 0, 0); f.Status() != driver.StatusOK {
+			t.Fatalf("force = %v", f)
+		}
+		if n := rdb.Exists(r.ctx, r.keys[0]).Val(); n != 0 {
+			t.Fatalf("state left after every hold ended: %v", rdb.HGetAll(r.ctx, r.keys[0]).Val())
+		}
+		// Without slots, nothing of them is kept or replied.
+		r.slot = 0
+		if c := r.call(script.Semaphore.Acquire.Script, "hD", "", 1, 0, 1); c.Reply.Status() != driver.StatusOK || len(c.Data) != 0 || rdb.HExists(r.ctx, r.keys[0], "b").Val() {
+			t.Fatalf("a grant without slots = %v %q, slot map kept: %v", c.Reply, c.Data, rdb.HExists(r.ctx, r.keys[0], "b").Val())
 		}
 	})
 }

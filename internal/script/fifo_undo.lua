@@ -15,11 +15,11 @@ local rec = redis.call('HGET', state, holder)
 if not rec then
   return {1}
 end
-local k, _, ticket, granted = parse(rec)
+local k, _, ticket, granted, slots = parse(rec)
 if tonumber(granted) ~= attempt then
   return {1}
 end
-drop_hold(holder, k)
+drop_hold(holder, k, slots)
 if id ~= '' then
   -- The grant is undone: the waiter goes on waiting.
   redis.call('ZREM', deadlines, 'x:' .. id)

@@ -157,6 +157,12 @@ func fifoAcquire(owner, waiter string, k int64, attempt int) []any {
 		TTL: 10000, Timeout: 5000, FenceMargin: fenceMargin, Attempt: int64(attempt)})
 }
 
+// fifoSlots is fifoAcquire with permit slots, from slot (see fifo_lib.lua).
+func fifoSlots(owner string, k int64, attempt int, slot int64) []any {
+	return enc(script.Semaphore.Acquire, script.FIFOAcquireArgs{Owner: owner, Prefix: "wake:", Permits: k, Limit: 3,
+		TTL: 10000, Timeout: 5000, FenceMargin: fenceMargin, Attempt: int64(attempt), Slot: slot})
+}
+
 // fifoJoin is the arguments of waiter's enqueue numbered number (ticket 0)
 // or heartbeat at ticket (number 0), for k permits.
 func fifoJoin(waiter string, k, ticket, number int64) []any {
@@ -310,6 +316,12 @@ func scenarios() []scenario {
 			step{script.Semaphore.Release.Script, fifoKeys, fifoRelease("hA", 0)}},
 		{"semaphore.undo", []step{{script.Semaphore.Acquire.Script, fifoKeys, fifoAcquire("hA", "", 2, 1)}},
 			step{script.Semaphore.Undo.Script, fifoKeys, fifoAcquire("hA", "", 2, 1)}},
+		{"semaphore.acquire slots", []step{{script.Semaphore.Acquire.Script, fifoKeys, fifoSlots("hA", 1, 1, 2)}},
+			step{script.Semaphore.Acquire.Script, fifoKeys, fifoSlots("hB", 2, 1, 2)}},
+		{"semaphore.release slots partial", []step{{script.Semaphore.Acquire.Script, fifoKeys, fifoSlots("hA", 3, 1, 2)}},
+			step{script.Semaphore.Release.Script, fifoKeys, fifoRelease("hA", 1)}},
+		{"semaphore.undo slots", []step{{script.Semaphore.Acquire.Script, fifoKeys, fifoSlots("hA", 1, 1, 3)}, {script.Semaphore.Acquire.Script, fifoKeys, fifoSlots("hB", 1, 1, 3)}},
+			step{script.Semaphore.Undo.Script, fifoKeys, fifoSlots("hA", 1, 1, 3)}},
 
 		{"multi.acquire", nil, stepOf(script.MultiAcquire, multiKeys, multiArgs("A", 1))},
 		{"multi.release", []step{stepOf(script.MultiAcquire, multiKeys, multiArgs("A", 1))},
