@@ -129,6 +129,9 @@ func check(t *testing.T, name string, w *Workload, model porcupine.Model, capaci
 	}
 	conflicts := Conflicts(holds, capacity)
 	r.conflicts = len(conflicts)
+	if most := MostWeight(holds); most > 0 {
+		t.Logf("%s: at most %d of %d permits in use at once among the valid holds", name, most, capacity)
+	}
 	for i, c := range conflicts {
 		if i < 5 {
 			t.Errorf("conflict: %v", c)

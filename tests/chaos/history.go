@@ -162,6 +162,25 @@ func Conflicts(holds []Hold, capacity int) []Conflict {
 	return out
 }
 
+// MostWeight returns the largest sum of the weights of Weighted holds valid
+// at one instant, over every lock of holds: the most permits in use at
+// once (it peaks when a hold is acquired).
+func MostWeight(holds []Hold) int {
+	most := 0
+	byLock := map[string][]Hold{}
+	for _, x := range holds {
+		if x.Mode == Weighted {
+			byLock[x.Lock] = append(byLock[x.Lock], x)
+		}
+	}
+	for _, hs := range byLock {
+		for _, a := range hs {
+			most = max(most, aliveWeight(hs, a.Acquired))
+		}
+	}
+	return most
+}
+
 // aliveWeight sums the weights of the holds valid at instant t.
 func aliveWeight(hs []Hold, t int64) int {
 	sum := 0

@@ -609,15 +609,9 @@ func (top replyTopology) run(t *testing.T, p replyPrimitive, rules *replyRules, 
 	lease.WaitPersisted()
 	left := lines.Check(bs[0].Prefix(), name, "after the run")
 
+	// Every primitive is exact on every topology, a quorum's semaphore
+	// included (see package semaphore, # Quorum).
 	model, capacity := p.model, p.capacity
-	if top.quorum && p.name == "semaphore" {
-		// A quorum semaphore keeps each node within the limit, not the
-		// sum: holds granted by different majorities can put up to
-		// n*N/(N/2+1) permits out (see package semaphore, # Quorum).
-		// Check that documented bound.
-		capacity = capacity * len(top.addrs) / (len(top.addrs)/2 + 1)
-		model = Semaphore(capacity)
-	}
 	var r report
 	if control {
 		r = observe(t, label, w, model, capacity)

@@ -8,11 +8,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/anishathalye/porcupine"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/mutex"
+	"github.com/redisync/redisync/semaphore"
 	"github.com/redisync/redisync/tests/faults"
 )
 
@@ -109,6 +111,29 @@ func TestMutexCluster(t *testing.T) {
 // restarts (kept out for longer than the TTL, as the Redlock description
 // asks), frozen nodes, a slow node and paused holders.
 func TestMutexQuorum(t *testing.T) {
+	quorumScenario(t, "mutex", FencedMutex, 1, func(b backend.Backend, name string, g int) (Holder, error) {
+		m, err := mutex.New(b, name, mutex.WithTTL(ttl), mutex.WithLocalHandoff(16, ttl))
+		return mutexHolder{m}, err
+	})
+}
+
+// TestSemaphoreQuorum: the quorum scenario of TestMutexQuorum on a
+// semaphore of 3 permits taken 1 and 2 at a time: never more than 3
+// permits among the holds valid at any instant.
+func TestSemaphoreQuorum(t *testing.T) {
+	const n = 3
+	quorumScenario(t, "semaphore", Semaphore(n), n, func(b backend.Backend, name string, g int) (Holder, error) {
+		s, err := semaphore.NewWeighted(b, name, n, semaphore.WithTTL(ttl), semaphore.WithQueueTimeout(time.Second))
+		return semHolder{s, int64(1 + g%2)}, err
+	})
+}
+
+// quorumScenario runs 4 clients x 2 goroutines of the primitive mk makes on
+// a quorum of 3 nodes, each behind a proxy, under node restarts (kept out
+// for longer than the TTL, as the Redlock description asks: the node comes
+// back empty), frozen nodes, a slow node and paused holders, and checks
+// the history against model and capacity.
+func quorumScenario(t *testing.T, label string, model porcupine.Model, capacity int, mk func(b backend.Backend, name string, g int) (Holder, error)) {
 	nodes := redistest.StartNodes(t, 3)
 	proxies := make([]*faults.Proxy, len(nodes))
 	for i, n := range nodes {
@@ -126,10 +151,8 @@ func TestMutexQuorum(t *testing.T) {
 		}
 		return q
 	})
-	w := newWorkload("chaos-quorum", 2*clients, func(g int) (Holder, error) {
-		m, err := mutex.New(bs[g%clients], "chaos-quorum", mutex.WithTTL(ttl), mutex.WithLocalHandoff(16, ttl))
-		return mutexHolder{m}, err
-	})
+	name := "chaos-quorum-" + label
+	w := newWorkload(name, 2*clients, func(g int) (Holder, error) { return mk(bs[g%clients], name, g) })
 	w.OnPause = onPause
 	stop := make(chan struct{})
 	defer close(stop)
@@ -168,7 +191,7 @@ func TestMutexQuorum(t *testing.T) {
 		pauseFault(w, stop),
 	}
 	run(t, w, fs)
-	if r := check(t, "mutex/quorum", w, FencedMutex, 1); r.conflicts != 0 {
+	if r := check(t, label+"/quorum", w, model, capacity); r.conflicts != 0 {
 		t.Errorf("%d holds overlapped", r.conflicts)
 	}
 }
