@@ -92,6 +92,10 @@ var (
 	// errNodePending: the other nodes had decided the step before it
 	// answered (see quorum.decided); its outcome is unknown.
 	errNodePending error = nodeError("no answer yet when the other nodes had decided the step")
+	// errNodeDown: the node had stopped answering (its last call timed
+	// out or could not reach it), and the step was decided without
+	// waiting for it; it counts as a refusal (see quorum.acquire).
+	errNodeDown error = nodeError("down: not waited for (its last call timed out or could not reach it)")
 	// errNodeSkipped: the call was not sent to the node at all, which had
 	// not ended an earlier call on the same key within the node timeout
 	// (see lane).

@@ -189,14 +189,19 @@ func (q *quorum) Close() error {
 	return nil
 }
 
-// Listening reports whether every node listens on channel already.
+// Listening reports whether a majority of the nodes listen on channel
+// already, as a Subscription is ready once a majority subscribed: what is
+// published on a majority (a release, a force unlock) reaches the process
+// through one of them. A node that is down does not keep a process from
+// listening.
 func (q *quorum) Listening(channel string) bool {
+	on := 0
 	for _, n := range q.nodes {
-		if !n.Listening(channel) {
-			return false
+		if n.Listening(channel) {
+			on++
 		}
 	}
-	return true
+	return on >= q.majority
 }
 
 // Stats reports the wake channels subscribed and the pub/sub connections
@@ -246,7 +251,7 @@ func (q *quorum) fanout(ctx context.Context, calls []*driver.Call) (out [][]*dri
 	// has not been sent the calls yet (they wait behind its earlier calls
 	// on the same key, which have not ended) is stuck: not waited for.
 	sent := make([]atomic.Bool, n)
-	stuck := func(i int) bool { return q.lanes[i].down.Load() && !sent[i].Load() }
+	stuck := func(i int) bool { return q.lanes[i].down.Load() }
 	for i, node := range q.nodes {
 		mine := per[i*len(calls) : (i+1)*len(calls)]
 		before := q.lanes[i].enter(keys, fin[i])
@@ -255,8 +260,10 @@ func (q *quorum) fanout(ctx context.Context, calls []*driver.Call) (out [][]*dri
 			if waitAll(nctx, before) {
 				sent[i].Store(true)
 				node.Exec(nctx, mine...)
-				if nctx.Err() != nil && ctx.Err() == nil {
-					// Cut by the per-node timeout, not by the caller.
+				if errors.Is(nctx.Err(), context.DeadlineExceeded) {
+					// Cut by the per-node timeout (the caller's end does
+					// not reach nctx), whether or not the caller has
+					// moved on since: the node is down (see lane).
 					for _, c := range mine {
 						if errors.Is(c.Err, context.DeadlineExceeded) {
 							c.Err = errNodeTimeout
@@ -323,8 +330,19 @@ func (q *quorum) fanout(ctx context.Context, calls []*driver.Call) (out [][]*dri
 			}
 			behind[i] = nodeStep{calls: per[i*len(calls) : (i+1)*len(calls)], done: fin[i]}
 			out[i] = make([]*driver.Call, len(calls))
+			err := late
+			switch {
+			case errors.Is(late, errNodePending) && stuck(i):
+				err = errNodeDown
+			case errors.Is(late, errNodeTimeout):
+				// No answer within the node timeout: the node is down
+				// from now on, not once its call returns (a dial to a
+				// stopped server can outlast the timeout), until it
+				// answers a call (see lane.observe).
+				q.lanes[i].down.Store(true)
+			}
 			for j, c := range calls {
-				out[i][j] = &driver.Call{Script: c.Script, Keys: c.Keys, Args: c.Args, Err: late}
+				out[i][j] = &driver.Call{Script: c.Script, Keys: c.Keys, Args: c.Args, Err: err}
 			}
 		}
 	}
@@ -773,9 +791,24 @@ func (q *quorum) acquire(ctx context.Context, call *driver.Call, per []*driver.C
 		call.Reply, call.Data, call.Err = reply, per[ok[0]].Data, nil
 		return true
 	}
-	if len(ok)+len(errs) >= q.majority && len(errs) > 0 {
-		// Failed nodes, or nodes that had not answered when the step was
-		// decided, could have made the majority: report them.
+	// A node known to be down (not waited for, see fanout) counts as a
+	// refusal: an attempt that the nodes that answered refused is refused
+	// as a contended one is, and tried again as one, since a node down
+	// must not turn contention into errors, which callers back off from.
+	// A node that failed otherwise, or that is up but had not answered
+	// yet, might have granted it. The step fails when such nodes could
+	// have made the majority, or when too many nodes are down for any.
+	down, unknown := 0, 0
+	for _, r := range per {
+		switch {
+		case r.Err == nil:
+		case errors.Is(r.Err, errNodeDown) || errors.Is(r.Err, errNodeSkipped):
+			down++
+		default:
+			unknown++
+		}
+	}
+	if len(per)-down < q.majority || unknown > 0 && len(ok)+unknown >= q.majority {
 		q.fail(call, len(ok), errs)
 		return false
 	}

@@ -80,6 +80,7 @@ type Queue struct {
 	backoff   locker.Backoff
 	spec      lease.Spec
 	ids       idPool
+	quorum    bool // the backend is a quorum
 	slots     bool // grants take permit slots (a quorum, more than one permit)
 }
 
@@ -97,9 +98,8 @@ func New(c Config) *Queue {
 		backoff:   c.Hold.Backoff,
 		spec:      c.Spec,
 	}
-	if _, quorum := q.b.(driver.Quorum); quorum && q.limit > 1 {
-		q.slots = true
-	}
+	_, q.quorum = q.b.(driver.Quorum)
+	q.slots = q.quorum && q.limit > 1
 	q.spec.Renew = renewal{q}
 	q.spec.Keys = q.keys[:2]
 	q.spec.Scored, q.spec.MemberPrefix = true, "h:"
@@ -125,6 +125,11 @@ func (q *Queue) acquireCall(owner, waiter string, k int64, n int) *driver.Call {
 	}
 	if q.slots {
 		a.Slot = 1 + mrand.Int64N(q.limit)
+	}
+	if q.quorum {
+		// The nodes whose counters are behind the clock then issue the
+		// same token: no write-back of the largest (see fifo_lib.lua).
+		a.Clock = time.Now().UnixMicro()
 	}
 	return q.s.Acquire.Call(q.keys, a)
 }

@@ -49,6 +49,9 @@ type FIFOAcquireArgs struct {
 	// ones, from 1, on a quorum; 0 (elsewhere): the grant takes no slots
 	// (see fifo_lib.lua).
 	Slot int64 `lua:"slot"`
+	// Clock is the caller's clock in microseconds on a quorum, which the
+	// token proposes (see next_number in fifo_lib.lua); 0 elsewhere.
+	Clock int64 `lua:"caller_us"`
 }
 
 // FIFOJoinArgs is the arguments of an enqueue or a heartbeat

@@ -6,7 +6,8 @@
 -- timeout in ms, the fence counter's margin, the attempt number (they
 -- grow with each attempt of an owner) and, on a quorum, slot: the permit
 -- slot from which the grant takes the first free ones (from 1; 0: no
--- slots, see fifo_lib.lua).
+-- slots, see fifo_lib.lua) and caller_us, the caller's clock in microseconds
+-- on a quorum (0: none), which the token proposes (see next_number).
 -- An owner that holds already (a retried attempt whose first reply was
 -- lost, or the same request run twice) gets its hold back with its token,
 -- the expiry of a new grant, and attempt as the attempt that granted it, so
@@ -73,7 +74,7 @@ end
 if id ~= '' then
   depart(id, timeout)
 end
-local token = next_number()
+local token = next_number(caller_us)
 redis.call('HSET', state, holder, record(k, token, ticket, attempt, slots), 'n', num(n))
 redis.call('HINCRBY', state, 'used', k)
 redis.call('ZADD', deadlines, num(at(ttl)), holder)

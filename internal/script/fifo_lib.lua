@@ -289,10 +289,17 @@ end
 -- next_number draws the next number of the fence sequence: the larger of
 -- the counter plus one and the server clock in microseconds, so that it
 -- still grows when the counter expired or a failover lost its last writes.
+-- On a quorum an acquisition proposes the caller's clock (proposed, in
+-- microseconds) instead of the server's: the nodes whose counters are
+-- behind it then draw the same number, and a majority that agrees needs no
+-- write-back of the largest (as for the mutex, see mutex_acquire.lua).
 -- The counter expires fence_margin ms after the clock passes it (see
 -- mutex_acquire.lua).
-local function next_number()
-  local v = math.max((tonumber(redis.call('GET', fence)) or 0) + 1, nowus)
+local function next_number(proposed)
+  if not proposed or proposed <= 0 then
+    proposed = nowus
+  end
+  local v = math.max((tonumber(redis.call('GET', fence)) or 0) + 1, proposed)
   redis.call('SET', fence, num(v), 'PX', num(math.max(math.ceil((v - nowus) / 1000), 0) + fence_margin))
   return v
 end

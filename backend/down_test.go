@@ -1,0 +1,93 @@
+package backend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redisync/redisync/backend/driver"
+	"github.com/redisync/redisync/internal/redistest"
+)
+
+// The lock of these tests: a plain key set if free, with the fence counter
+// as its token.
+var (
+	testUndo    = driver.NewScript("test.down_undo", driver.Release, "if redis.call('GET', KEYS[1]) == ARGV[2] then redis.call('DEL', KEYS[1]) end return {1}", nil)
+	testAcquire = driver.NewScript("test.down_acquire", driver.Acquire, `
+if redis.call('GET', KEYS[1]) == ARGV[2] or redis.call('SET', KEYS[1], ARGV[2], 'NX', 'PX', 60000) then
+  return {1, redis.call('INCR', KEYS[2])}
+end
+return {0, 100}`, testUndo).NameKeys("lock", driver.FenceKey)
+)
+
+// TestQuorumNodeDownIsARefusal: a node that stopped answering is known to
+// be down, and stays so while it does not answer, also when the callers of
+// the steps it did not answer have moved on (their contexts cancelled, as
+// every attempt's is); an acquisition that the nodes that answer refuse is
+// then refused as a contended one (a split vote here), not failed with a
+// QuorumError, which callers back off from. Before, a cancelled caller's
+// context cleared the node's mark, every other step waited the node
+// timeout for it, and a split vote with it down was an error: a contended
+// quorum with one node stopped made a few acquisitions per second.
+func TestQuorumNodeDownIsARefusal(t *testing.T) {
+	nodes := redistest.StartNodes(t, 3)
+	var clients []redis.UniversalClient
+	for _, n := range nodes {
+		// A dial to a stopped server is accepted by its kernel and then
+		// waits for the handshake: bound it as the node timeout would.
+		c := redis.NewClient(&redis.Options{Addr: n.Addr, DialTimeout: 200 * time.Millisecond})
+		t.Cleanup(func() { _ = c.Close() })
+		clients = append(clients, c)
+	}
+	b, err := NewQuorum(clients, WithNodeTimeout(200*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	q := b.(*quorum)
+	if err := nodes[2].Pause(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = nodes[2].Resume() }()
+	acquire := func(ctx context.Context, name, owner string) (driver.Reply, error) {
+		keys := []string{"redisync:{" + name + "}:lock", "redisync:{" + name + "}:fence"}
+		return driver.Run(ctx, b, testAcquire, keys, owner)
+	}
+	// Steps whose callers move on at once: node 2 answers none of them.
+	for i := range 4 {
+		ctx, cancel := context.WithCancel(context.Background())
+		if _, err := acquire(ctx, fmt.Sprintf("moved-on-%d", i), "W"); err != nil {
+			t.Fatalf("acquisition %d with node 2 stopped: %v", i, err)
+		}
+		cancel()
+	}
+	q.wg.Wait() // every call to node 2 has timed out
+	if !q.lanes[2].down.Load() {
+		t.Fatal("node 2, stopped, is not known to be down once its calls timed out")
+	}
+	// Node 1 holds the name for another owner; node 0 is free: a split
+	// vote, with node 2 down.
+	keys := []string{"redisync:{split}:lock", "redisync:{split}:fence"}
+	if _, err := driver.Run(context.Background(), q.nodes[1], testAcquire, keys, "X"); err != nil {
+		t.Fatal(err)
+	}
+	r, err := acquire(context.Background(), "split", "Y")
+	var qe *QuorumError
+	switch {
+	case errors.As(err, &qe):
+		t.Fatalf("split vote with node 2 down: %v; want it refused as contended", err)
+	case err != nil:
+		t.Fatal(err)
+	case r.Status() != driver.StatusContended || r.At(1) < 1 || r.At(1) > splitRetry:
+		t.Fatalf("split vote with node 2 down = %v; want contended, tried again within %dms", r, splitRetry)
+	}
+	// The nodes that answered had their follow-ups before the step
+	// returned: the undo of the minority's grant.
+	if o, _ := nodes[0].Do(context.Background(), "GET", keys[0]); o != nil {
+		t.Errorf("node 0 still holds the split grant for %v; want it undone", o)
+	}
+}

@@ -1,0 +1,81 @@
+package semaphore_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redisync/redisync/backend"
+	"github.com/redisync/redisync/internal/redistest"
+	"github.com/redisync/redisync/semaphore"
+)
+
+// scripts counts the script calls a client sent that got a reply.
+type scripts struct{ n atomic.Int64 }
+
+func (s *scripts) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (s *scripts) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if name := cmd.Name(); err == nil && (name == "evalsha" || name == "eval") {
+			s.n.Add(1)
+		}
+		return err
+	}
+}
+
+func (s *scripts) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// TestQuorumUncontendedCost: on a quorum, an Acquire that finds its
+// permits free and its Release are one step each, one script call on every
+// node: the nodes issue the token the client's clock proposes, so no
+// write-back of the largest follows the grant (as for the mutex).
+func TestQuorumUncontendedCost(t *testing.T) {
+	nodes := redistest.StartNodes(t, 3)
+	counts := make([]*scripts, len(nodes))
+	clients := make([]redis.UniversalClient, len(nodes))
+	for i, n := range nodes {
+		c := redis.NewClient(&redis.Options{Addr: n.Addr})
+		counts[i] = new(scripts)
+		c.AddHook(counts[i])
+		t.Cleanup(func() { _ = c.Close() })
+		clients[i] = c
+	}
+	// A node timeout no loaded machine reaches: a node cut off by it would
+	// have its release sent again, and the counts would be off.
+	b, err := backend.NewQuorum(clients, backend.WithNodeTimeout(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := semaphore.NewWeighted(b, "cost", 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	const pairs = 20
+	var prev int64
+	for range pairs {
+		if err := s.Acquire(ctx, 2); err != nil {
+			t.Fatal(err)
+		}
+		if s.Token() <= prev {
+			t.Fatalf("token %d after %d", s.Token(), prev)
+		}
+		prev = s.Token()
+		if err := s.Release(ctx, 2); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = b.Close() // every node call has ended
+	for i, c := range counts {
+		if got := c.n.Load(); got != 2*pairs {
+			t.Errorf("node %d ran %d scripts for %d uncontended Acquire+Release pairs; want %d, one each", i, got, pairs, 2*pairs)
+		}
+	}
+}
