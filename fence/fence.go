@@ -328,7 +328,7 @@ func (r *resource) get(ctx context.Context) (script.FenceValue, error) {
 	}
 	var v script.FenceValue
 	err := lease.Retry(ctx, r.b, r.cfg.backoff, func(ctx context.Context) error {
-		c := script.FenceGet.Call(r.keys, script.FenceGetArgs{})
+		c := script.FenceGet.Call(r.keys, script.FenceGetArgs{Read: true})
 		r.b.Exec(ctx, c)
 		if c.Err != nil {
 			return c.Err
