@@ -207,3 +207,40 @@ func TestQuorumRefusesVersions(t *testing.T) {
 		}
 	}
 }
+
+// TestQuorumRestartedEmpty: a node that restarts empty has forgotten the
+// tokens it saw, and with a node that missed the highest, makes a majority
+// that accepts a lower token. The package doc's rule prevents it: keep the
+// node out until the resource has been read through the other nodes, which
+// writes the highest token back to them.
+func TestQuorumRestartedEmpty(t *testing.T) {
+	ctx := primtest.Context(t, 30*time.Second)
+	nodes, q, node := quorumNodes(t)
+	restart := func(i int) {
+		t.Helper()
+		if err := nodes[i].Restart(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Token 10 reached nodes 0 and 1, not node 2.
+	broken, kept := primtest.Name(t), primtest.Name(t)
+	for _, name := range []string{broken, kept} {
+		setOn(ctx, t, node(0), name, 10, "ten")
+		setOn(ctx, t, node(1), name, 10, "ten")
+	}
+
+	// The rule kept: node 0 comes back once kept was read without it.
+	kill(t, nodes[0])
+	if v, _ := get(t, q, kept); string(v) != "ten" {
+		t.Fatalf("Get through nodes 1 and 2 = %q; want ten", v)
+	}
+	restart(0)
+	if err := fence.Set(ctx, q, kept, 5, []byte("five")); !errors.Is(err, fence.ErrStale) {
+		t.Errorf("Set with token 5 once node 0 came back empty, after a Get without it = %v; want ErrStale", err)
+	}
+	// The rule broken: nothing read broken while node 0 was out. Nodes 0
+	// (empty) and 2 (which missed token 10) accept token 5.
+	if err := fence.Set(ctx, q, broken, 5, []byte("five")); err != nil {
+		t.Errorf("Set with token 5 once node 0 came back empty, broken not read meanwhile = %v; want nil, the hazard the rule prevents", err)
+	}
+}
