@@ -244,3 +244,42 @@ func TestQuorumRestartedEmpty(t *testing.T) {
 		t.Errorf("Set with token 5 once node 0 came back empty, broken not read meanwhile = %v; want nil, the hazard the rule prevents", err)
 	}
 }
+
+// TestQuorumUnknownOutcome: a fenced write that no majority answers keeps
+// trying until its context ends, then fails with ctx's error and the
+// quorum's, naming the nodes; it may stand on the nodes that made it, and
+// once a Get returned it, every later Get does.
+func TestQuorumUnknownOutcome(t *testing.T) {
+	ctx := primtest.Context(t, 30*time.Second)
+	nodes, q, _ := quorumNodes(t)
+	name := primtest.Name(t)
+	kill(t, nodes[1])
+	kill(t, nodes[2])
+	short, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	defer cancel()
+	err := fence.Set(short, q, name, 7, []byte("seven"))
+	var qe *backend.QuorumError
+	if !errors.Is(err, context.DeadlineExceeded) || !errors.As(err, &qe) || !strings.Contains(err.Error(), nodes[1].Addr) ||
+		errors.Is(err, fence.ErrStale) {
+		t.Fatalf("Set with 2 of 3 nodes down = %v; want context.DeadlineExceeded and a *backend.QuorumError naming the nodes", err)
+	}
+	if v, _ := rawValue(ctx, t, nodes[0], name); v != "seven" {
+		t.Errorf("node 0 holds %q; want seven: the write stands where it was made", v)
+	}
+	for _, n := range nodes[1:] {
+		if err := n.Restart(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seen := false
+	for range 5 {
+		v, _ := get(t, q, name)
+		switch {
+		case string(v) == "seven":
+			seen = true
+		case v != nil || seen:
+			t.Errorf("Get = %q after a Get returned seven: want seven (or nil before any did)", v)
+		}
+	}
+	t.Logf("the write whose outcome was unknown was returned by a Get: %v", seen)
+}
