@@ -51,6 +51,9 @@
 //		return []byte(strconv.Itoa(n + 1)), nil
 //	})
 //
+// On a quorum, versions are each node's own, and CompareAndSwap and Update
+// refuse it (see Quorum).
+//
 // Fenced writes change the version too, so a CompareAndSwap never overwrites
 // a lock holder's write unseen; CompareAndSwap does not look at tokens. Get,
 // CompareAndSwap and Update work on string values; fenced writes work on
@@ -84,7 +87,9 @@
 // reports the version that stands.
 //
 // Both share the hash tag of the name, so they live in one Cluster slot and
-// one script can check and write them together. The value is the caller's
+// one script can check and write them together. On a quorum, every node
+// holds both keys of its own; a Get's write-back records an id of its own
+// as the last write, and the number of the write it copies. The value is the caller's
 // data: it has no expiry unless the write asks for one ([WithTTL]), and it
 // can be read with any Redis client. The guard never outlives the value by
 // more than the retention ([WithRetention], 24h by default): while the value
@@ -98,29 +103,79 @@
 // # Backends
 //
 // Fenced writes and versions run on one Redis node, on Sentinel and on
-// Cluster. Every function rejects a quorum of independent nodes
-// (backend.NewQuorum) with an error matching locker.ErrInvalid. A quorum is
-// safe for holds, because any two majorities share a node that refuses the
-// second holder, but a value, its version and its highest token are state
-// that each node keeps on its own: a write that reaches only a majority
-// leaves the other nodes with the old value, and a read is answered by one
-// node, which may be one of those. Get could return a value that was
-// overwritten, and a compare-and-swap based on it succeed on the lagging
-// nodes and fail on the others, leaving the nodes with different values and
-// no majority for either. Locks taken on a quorum can still fence writes to
-// a resource kept on one node, Sentinel or Cluster: their tokens grow like
-// any other. With Sentinel or Cluster, a failover right after a write can
-// lose it (replication is asynchronous), token and version included.
+// Cluster. With Sentinel or Cluster, a failover right after a write can lose
+// it (replication is asynchronous), token and version included. Fenced
+// writes and Get also run on a quorum of independent nodes, and
+// CompareAndSwap and Update do not: see Quorum.
+//
+// # Quorum
+//
+// On a quorum of independent nodes (backend.NewQuorum), each node keeps a
+// value and a guard of its own, and a resource works as a register
+// replicated the ABD way (Attiya, Bar-Noy and Dolev), ordered by tokens:
+//
+//   - A fenced write runs on every node. Each node makes it when the token is
+//     at least the highest it has seen, and the write succeeds once a
+//     majority made it. Any two majorities share a node, so once a write
+//     with a token succeeded, a write with a lower token that starts after
+//     that cannot: the shared node refuses it. A write that a majority refused
+//     fails with ErrStale, whose text gives the highest token that a majority
+//     of the nodes report (one read more). The nodes of a minority that had
+//     not seen a higher token may have made that write: no Get returns it,
+//     since every majority includes a node that refused it.
+//   - Get reads every node and, once a majority answered, returns the value
+//     of the newest write among their answers: the highest token, and of the
+//     writes made with it, the last (a process numbers its writes). When
+//     some of those nodes hold an older write, Get writes the value back to
+//     a majority before it returns (a second step), so that a Get that
+//     starts once it has returned cannot return an older value. When they
+//     agree, as they do once a write reached them, a Get is one step and
+//     writes nothing.
+//   - A write that fails otherwise (nodes down or slow, lost replies: the
+//     error is ctx's, or wraps a *backend.QuorumError naming each node) may
+//     have been made on some nodes. A later Get may return it or not; once a
+//     Get returned it, every Get that starts after that one returns it or a
+//     newer value.
+//   - Versions are each node's own: the version Get returns is that of the
+//     node whose answer it returns, which the other nodes number
+//     differently, so two Gets of an unchanged value may return different
+//     versions, and a write-back gives the nodes it writes to a new one.
+//     CompareAndSwap and Update, which need one version that the nodes agree
+//     on, refuse a quorum with an error matching locker.ErrInvalid, before
+//     any I/O: on a quorum, take a lock of the name (any lock of this module
+//     runs on it) and write with Set under its token, or keep the values that
+//     need compare-and-set on one node, Sentinel or Cluster.
+//   - Each node expires a value with a TTL on its own clock: around the
+//     expiry, one Get may find it and the next not. A value written back
+//     keeps the time it had left when read, give or take a round trip.
+//
+// A minority of the nodes may be down, paused or slow: the others make the
+// majority, and a node that comes back catches up resource by resource, as
+// writes reach it and Gets find it behind. A node that restarts empty
+// (without persistence) has forgotten the tokens and values it held:
+// together with a node that missed the newest write, it makes a majority
+// that accepts a lower token and reads an older value. Run the nodes with
+// appendonly yes and appendfsync always, so that a restarted node keeps
+// what it acknowledged; or keep a node that lost its data out (down) until
+// the node timeout (backend.WithNodeTimeout) has passed since it went down
+// and every resource has then been read with Get through the other nodes
+// (which writes back to a majority of them what some of them lack; SCAN
+// for the guard keys to list the resources). The first rule suits a
+// quorum for locks as well; the second is stricter than the quorum's rule
+// for locks, for a resource outlives any TTL.
 //
 // # Errors
 //
 // Errors match [ErrStale] (a fenced write with a lower token), [ErrConflict]
 // (CompareAndSwap found another version), [ErrOutcomeUnknown] (a
 // compare-and-swap whose reply was lost), locker.ErrInvalid (a bad argument
-// or option, reported before any I/O; a quorum backend), ctx.Err() when the
-// context ended, locker.ErrClosed after the backend's Close, or wrap the Redis
-// error (WRONGTYPE for a value of the other kind). Nothing is written when
-// the error is ErrStale, ErrConflict or ErrInvalid. Errors name the resource.
+// or option, reported before any I/O; CompareAndSwap or Update on a quorum
+// backend), ctx.Err() when the context ended, locker.ErrClosed after the
+// backend's Close, or wrap the Redis error (WRONGTYPE for a value of the
+// other kind) or, on a quorum, a *backend.QuorumError naming each node that
+// failed. Nothing is written when the error is ErrConflict or ErrInvalid,
+// nor when it is ErrStale (on a quorum: nothing that a Get returns; see
+// Quorum). Errors name the resource.
 //
 // # Spans
 //
@@ -134,7 +189,9 @@
 // adds redisync.attempts and redisync.wait.duration (time spent in backoff).
 // A rejected write sets the span status to Error with error.type stale,
 // conflict or outcome_unknown. Each Redis round trip is a CLIENT span
-// EVALSHA fence.write, fence.cas or fence.get.
+// EVALSHA fence.write, fence.cas or fence.get; on a quorum, a Get that writes
+// back adds one of fence.write_back, and a write refused as stale one of
+// fence.get (the highest token).
 //
 // Each write rejected for a stale token and each compare-and-swap that lost
 // to another writer adds one to the redisync.contentions counter, with

@@ -27,8 +27,9 @@ const primitive = "fence"
 
 // ErrStale is matched by the error of a fenced write whose token is lower
 // than the highest token the resource has seen: a newer holder of the lock
-// has written since, and this writer's hold ended. Nothing was written. The
-// error's text gives both tokens.
+// has written since, and this writer's hold ended. Nothing was written (on
+// a quorum, nothing that a Get returns: see the package doc). The error's
+// text gives both tokens.
 var ErrStale = telemetry.Sentinel("fence: stale token", "stale")
 
 // ErrConflict is matched by the error of CompareAndSwap when the value's
@@ -69,6 +70,15 @@ const (
 // (before any I/O); one matching ctx.Err() when ctx ended first; or the
 // Redis error. After an error other than the first two the write may have
 // been applied.
+//
+// On a quorum backend (backend.NewQuorum) the write is made on each node
+// that has seen no higher token, and Set succeeds once a majority made it.
+// It fails with ErrStale when a majority refused it (a minority may have
+// made it, but no Get returns it). While neither is known (nodes down,
+// slow, or whose replies were lost), it tries again, as after any transient
+// error; when ctx ends first (or the backend's outage limit passes), the
+// error wraps the last *backend.QuorumError, and the write may stand on
+// some nodes: a later Get may return it or not (see the package doc).
 func Set(ctx context.Context, b backend.Backend, name string, token int64, value []byte, opts ...Option) error {
 	return write(ctx, b, name, "Set", token, "set", []string{string(value)}, opts)
 }
@@ -120,6 +130,16 @@ func HDel(ctx context.Context, b backend.Backend, name string, token int64, fiel
 // On failure Get returns a non-nil error: one matching locker.ErrInvalid for
 // a bad argument or option, one matching ctx.Err() when ctx ended first, or
 // the Redis error (WRONGTYPE for a hash).
+//
+// On a quorum backend (backend.NewQuorum), Get reads a majority of the
+// nodes and returns the value of the newest write among them (the highest
+// token, then the last write made with it). When some of those nodes hold
+// an older write, it writes the value back to a majority before returning,
+// so that a Get that starts after this one returns cannot return an older
+// value; when that fails, it reads again. The version is that of the node
+// whose answer Get returns: each node numbers the writes it makes on its
+// own, so two Gets may return different versions for one value. Such a
+// version serves no CompareAndSwap, which refuses a quorum.
 func Get(ctx context.Context, b backend.Backend, name string, opts ...Option) (value []byte, version int64, err error) {
 	r, err := open(b, name, opts)
 	if err != nil {
@@ -150,9 +170,17 @@ func Get(ctx context.Context, b backend.Backend, name string, opts ...Option) (v
 // ended), the error matches ErrOutcomeUnknown. Other errors: one matching
 // locker.ErrInvalid for a bad argument or option (before any I/O), one
 // matching ctx.Err() when ctx ended first, or the Redis error.
+//
+// CompareAndSwap refuses a quorum backend (backend.NewQuorum) with an
+// error matching locker.ErrInvalid, before any I/O: each node keeps a
+// version of its own, and the nodes need not agree on one. Write with Set
+// under a lock's token there instead.
 func CompareAndSwap(ctx context.Context, b backend.Backend, name string, version int64, value []byte, opts ...Option) (newVersion int64, err error) {
 	r, err := open(b, name, opts)
 	if err != nil {
+		return 0, err
+	}
+	if err := r.versioned("compare and swap"); err != nil {
 		return 0, err
 	}
 	if version < 0 {
@@ -186,11 +214,15 @@ func CompareAndSwap(ctx context.Context, b backend.Backend, name string, version
 // Otherwise, on failure Update returns an error matching ctx.Err() when ctx
 // ended first (it also matches ErrConflict when the last attempt had lost
 // to another writer), ErrOutcomeUnknown when the last write may or may not
-// have been applied (see CompareAndSwap), locker.ErrInvalid for a nil fn or
-// a bad argument or option (before any I/O), or the Redis error.
+// have been applied (see CompareAndSwap), locker.ErrInvalid for a nil fn,
+// a bad argument or option, or a quorum backend, which it refuses as
+// CompareAndSwap does (all before any I/O), or the Redis error.
 func Update(ctx context.Context, b backend.Backend, name string, fn func(old []byte) ([]byte, error), opts ...Option) (version int64, err error) {
 	r, err := open(b, name, opts)
 	if err != nil {
+		return 0, err
+	}
+	if err := r.versioned("update"); err != nil {
 		return 0, err
 	}
 	if fn == nil {
@@ -253,7 +285,7 @@ type resource struct {
 
 // open checks a call's arguments and returns its resource.
 func open(b backend.Backend, name string, opts []Option) (*resource, error) {
-	ks, err := keyspace.OpenSingle(primitive, b, name, "one value and version: its nodes may disagree on them")
+	ks, err := keyspace.Open(primitive, b, name)
 	if err != nil {
 		return nil, err
 	}
@@ -262,6 +294,19 @@ func open(b backend.Backend, name string, opts []Option) (*resource, error) {
 		return nil, err
 	}
 	return &resource{b: b, name: name, keys: ks.Fenced().Keys(), cfg: cfg, tel: local.Of(b).Telemetry()}, nil
+}
+
+// versioned returns the error of op, a call that compares versions, on a
+// quorum backend, and nil on the others.
+func (r *resource) versioned(op string) error {
+	q, ok := r.b.(driver.Quorum)
+	if !ok {
+		return nil
+	}
+	nodes, _ := q.QuorumNodes()
+	return r.errorf(op, fmt.Errorf("a quorum backend (%d independent nodes) keeps a version on each node, and its nodes "+
+		"may disagree on it: use fenced writes (Set with a lock's token) there, or keep the value on one node, "+
+		"Sentinel or Cluster: %w", nodes, locker.ErrInvalid))
 }
 
 // writes numbers the fenced writes of the process, from the clock in
@@ -313,6 +358,13 @@ func write(ctx context.Context, b backend.Backend, name, method string, token in
 		return nil
 	case script.FenceStale:
 		seen := script.Joined(reply, 1)
+		if _, ok := r.b.(driver.Quorum); ok {
+			// The refusal is one node's: report the highest token that a
+			// majority holds, when one read can tell.
+			if v, err := r.read(ctx, false); err == nil {
+				seen = max(seen, v.Token)
+			}
+		}
 		outcome = outcomeStale
 		op.Attempt(true)
 		span.SetAttributes(keySeen.Int64(seen))
@@ -321,23 +373,55 @@ func write(ctx context.Context, b backend.Backend, name, method string, token in
 	return r.errorf(operation, fmt.Errorf("script %s: unexpected status %d", script.FenceWrite.Name(), reply.Status()))
 }
 
-// get reads the value, retrying transient errors.
+// get reads the value, retrying transient errors. On a quorum, when some
+// of the nodes that answered hold an older write than the value read, it
+// writes the value back to a majority before returning it (and reads again
+// when that fails), so that no later Get can return an older one.
 func (r *resource) get(ctx context.Context) (script.FenceValue, error) {
 	if err := ctx.Err(); err != nil {
 		return script.FenceValue{}, err
 	}
 	var v script.FenceValue
 	err := lease.Retry(ctx, r.b, r.cfg.backoff, func(ctx context.Context) error {
-		c := script.FenceGet.Call(r.keys, script.FenceGetArgs{})
-		r.b.Exec(ctx, c)
-		if c.Err != nil {
-			return c.Err
-		}
 		var err error
-		v, err = script.DecodeFenceGet(c.Reply, c.Data)
-		return err
+		if v, err = r.read(ctx, true); err != nil || v.Behind == 0 {
+			return err
+		}
+		return r.writeBack(ctx, v)
 	})
 	return v, err
+}
+
+// read makes one FenceGet call: of the value and its guard, or of the
+// guard alone.
+func (r *resource) read(ctx context.Context, value bool) (script.FenceValue, error) {
+	c := script.FenceGet.Call(r.keys, script.FenceGetArgs{Read: value})
+	r.b.Exec(ctx, c)
+	if c.Err != nil {
+		return script.FenceValue{}, c.Err
+	}
+	return script.DecodeFenceGet(c.Reply, c.Data)
+}
+
+// writeBack writes v, which a read found newest, to a majority of the nodes
+// of a quorum; the nodes that hold it or a later write already are left
+// alone.
+func (r *resource) writeBack(ctx context.Context, v script.FenceValue) error {
+	ttl := v.TTL
+	if v.Data == nil {
+		ttl = -2
+	}
+	reply, err := script.FenceWriteBack.Run(ctx, r.b, r.keys, script.FenceWriteBackArgs{
+		Token: strconv.FormatInt(v.Token, 10), Seq: v.Seq, ID: rand.Text(),
+		TTL: ttl, Retain: v.GuardTTL, Data: string(v.Data),
+	})
+	if err != nil {
+		return fmt.Errorf("write back: %w", err)
+	}
+	if reply.Status() != driver.StatusOK {
+		return fmt.Errorf("script %s: unexpected status %d", script.FenceWriteBack.Name(), reply.Status())
+	}
+	return nil
 }
 
 // cas makes one compare-and-swap, retrying transient errors with the same

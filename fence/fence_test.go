@@ -2,12 +2,15 @@ package fence_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/fence"
@@ -18,6 +21,42 @@ import (
 )
 
 func TestMain(m *testing.M) { redistest.Main(m) }
+
+// deployments are those of the fenced writes and Get: every deployment of
+// deploytest.Each and a quorum of three redis-server nodes. (The calls that
+// compare versions refuse a quorum: their tests use deploytest.Each.)
+var deployments = primtest.Deployments{Parallel: true}
+
+// onMajority reports whether ok holds on a majority of d's nodes: its one
+// node, or two of the three of a quorum, whose third node may answer a step
+// after the step returned.
+func onMajority(d primtest.Deployment, ok func(c redis.UniversalClient) bool) bool {
+	n := 0
+	for _, c := range d.Raw {
+		if ok(c) {
+			n++
+		}
+	}
+	return n >= len(d.Raw)/2+1
+}
+
+// gets and pttls return GET and PTTL of key on each of d's nodes, for
+// messages.
+func gets(ctx context.Context, d primtest.Deployment, key string) []string {
+	var out []string
+	for _, c := range d.Raw {
+		out = append(out, c.Get(ctx, key).Val())
+	}
+	return out
+}
+
+func pttls(ctx context.Context, d primtest.Deployment, key string) []time.Duration {
+	var out []time.Duration
+	for _, c := range d.Raw {
+		out = append(out, c.PTTL(ctx, key).Val())
+	}
+	return out
+}
 
 func valueKey(name string) string { return "redisync:{" + name + "}:value" }
 func guardKey(name string) string { return "redisync:{" + name + "}:guard" }
@@ -33,7 +72,7 @@ func get(t *testing.T, b backend.Backend, name string) ([]byte, int64) {
 }
 
 func TestFencedWrites(t *testing.T) {
-	deploytest.Each(t, func(t *testing.T, d deploytest.Deployment) {
+	deployments.Run(t, func(t *testing.T, d primtest.Deployment) {
 		ctx, b, name := primtest.Context(t, 30*time.Second), d.NewBackend(t), primtest.Name(t)
 
 		if v, ver := get(t, b, name); v != nil || ver != 0 {
@@ -73,11 +112,11 @@ func TestFencedWrites(t *testing.T) {
 		if string(v) != want || ver <= 0 {
 			t.Errorf("Get = (%q, %d); want (%q, > 0)", v, ver, want)
 		}
-		if got := d.Raw.Get(ctx, valueKey(name)).Val(); got != want {
-			t.Errorf("GET of the value key = %q; want %q: the value is a plain string", got, want)
+		if !onMajority(d, func(c redis.UniversalClient) bool { return c.Get(ctx, valueKey(name)).Val() == want }) {
+			t.Errorf("GET of the value key = %q; want %q: the value is a plain string", gets(ctx, d, valueKey(name)), want)
 		}
-		if ttl := d.Raw.PTTL(ctx, guardKey(name)).Val(); ttl != -1 {
-			t.Errorf("PTTL of the guard of a value without expiry = %v; want -1 (no expiry, like the value)", ttl)
+		if !onMajority(d, func(c redis.UniversalClient) bool { return c.PTTL(ctx, guardKey(name)).Val() == -1 }) {
+			t.Errorf("PTTL of the guard of a value without expiry = %v; want -1 (no expiry, like the value)", pttls(ctx, d, guardKey(name)))
 		}
 	})
 }
@@ -85,7 +124,7 @@ func TestFencedWrites(t *testing.T) {
 // TestTokensBeyondFloat: tokens above 2^53, which Lua numbers cannot tell
 // apart, are compared exactly.
 func TestTokensBeyondFloat(t *testing.T) {
-	deploytest.Each(t, func(t *testing.T, d deploytest.Deployment) {
+	deployments.Run(t, func(t *testing.T, d primtest.Deployment) {
 		ctx, b, name := primtest.Context(t, 30*time.Second), d.NewBackend(t), primtest.Name(t)
 		high := int64(1)<<62 + 1
 		if err := fence.Set(ctx, b, name, high, []byte("high")); err != nil {
@@ -105,7 +144,7 @@ func TestTokensBeyondFloat(t *testing.T) {
 }
 
 func TestDelKeepsGuard(t *testing.T) {
-	deploytest.Each(t, func(t *testing.T, d deploytest.Deployment) {
+	deployments.Run(t, func(t *testing.T, d primtest.Deployment) {
 		ctx, b, name := primtest.Context(t, 30*time.Second), d.NewBackend(t), primtest.Name(t)
 		if err := fence.Set(ctx, b, name, 5, []byte("v")); err != nil {
 			t.Fatal(err)
@@ -121,15 +160,17 @@ func TestDelKeepsGuard(t *testing.T) {
 		if v != nil || after <= before {
 			t.Errorf("Get after Del = (%q, %d); want (nil, > %d)", v, after, before)
 		}
-		ttl := d.Raw.PTTL(ctx, guardKey(name)).Val()
-		if ttl <= 0 || ttl > time.Hour {
-			t.Errorf("PTTL of the guard after Del = %v; want in (0, 1h]: retained, then gone", ttl)
+		if !onMajority(d, func(c redis.UniversalClient) bool {
+			ttl := c.PTTL(ctx, guardKey(name)).Val()
+			return ttl > 0 && ttl <= time.Hour
+		}) {
+			t.Errorf("PTTL of the guard after Del = %v; want in (0, 1h]: retained, then gone", pttls(ctx, d, guardKey(name)))
 		}
 		// The late holder cannot bring the value back.
 		if err := fence.Set(ctx, b, name, 5, []byte("zombie")); !errors.Is(err, fence.ErrStale) {
 			t.Errorf("Set with token 5 after Del with 6 = %v; want ErrStale", err)
 		}
-		if n := d.Raw.Exists(ctx, valueKey(name)).Val(); n != 0 {
+		if !onMajority(d, func(c redis.UniversalClient) bool { return c.Exists(ctx, valueKey(name)).Val() == 0 }) {
 			t.Errorf("value key exists after a rejected write")
 		}
 		if err := fence.Del(ctx, b, name, 6); err != nil {
@@ -139,15 +180,17 @@ func TestDelKeepsGuard(t *testing.T) {
 }
 
 func TestHashWrites(t *testing.T) {
-	deploytest.Each(t, func(t *testing.T, d deploytest.Deployment) {
+	deployments.Run(t, func(t *testing.T, d primtest.Deployment) {
 		ctx, b, name := primtest.Context(t, 30*time.Second), d.NewBackend(t), primtest.Name(t)
 		fields := map[string][]byte{"status": []byte("paid"), "amount": []byte("42"), "bin": {0, 1, 255}}
 		if err := fence.HSet(ctx, b, name, 7, fields); err != nil {
 			t.Fatal(err)
 		}
-		got := d.Raw.HGetAll(ctx, valueKey(name)).Val()
-		if len(got) != 3 || got["status"] != "paid" || got["bin"] != "\x00\x01\xff" {
-			t.Errorf("HGETALL = %q; want the three fields", got)
+		if !onMajority(d, func(c redis.UniversalClient) bool {
+			got := c.HGetAll(ctx, valueKey(name)).Val()
+			return len(got) == 3 && got["status"] == "paid" && got["bin"] == "\x00\x01\xff"
+		}) {
+			t.Errorf("HGETALL = %q; want the three fields", d.Raw[0].HGetAll(ctx, valueKey(name)).Val())
 		}
 		if err := fence.HSet(ctx, b, name, 6, map[string][]byte{"status": []byte("refunded")}); !errors.Is(err, fence.ErrStale) {
 			t.Errorf("HSet with a lower token = %v; want ErrStale", err)
@@ -160,17 +203,20 @@ func TestHashWrites(t *testing.T) {
 		if err := fence.HSet(ctx, b, name, 7, many, fence.WithTTL(time.Hour)); err != nil {
 			t.Fatal(err)
 		}
-		if n := d.Raw.HLen(ctx, valueKey(name)).Val(); n != 1003 {
-			t.Errorf("HLEN after 1000 more fields = %d; want 1003", n)
+		if !onMajority(d, func(c redis.UniversalClient) bool { return c.HLen(ctx, valueKey(name)).Val() == 1003 }) {
+			t.Errorf("HLEN after 1000 more fields = %d; want 1003", d.Raw[0].HLen(ctx, valueKey(name)).Val())
 		}
-		vttl, gttl := d.Raw.PTTL(ctx, valueKey(name)).Val(), d.Raw.PTTL(ctx, guardKey(name)).Val()
-		if vttl <= 0 || vttl > time.Hour || gttl <= vttl || gttl > time.Hour+24*time.Hour {
-			t.Errorf("PTTL value %v, guard %v; want value in (0, 1h] and guard = value + 24h retention", vttl, gttl)
+		if !onMajority(d, func(c redis.UniversalClient) bool {
+			vttl, gttl := c.PTTL(ctx, valueKey(name)).Val(), c.PTTL(ctx, guardKey(name)).Val()
+			return vttl > 0 && vttl <= time.Hour && gttl > vttl && gttl <= time.Hour+24*time.Hour
+		}) {
+			t.Errorf("PTTL value %v, guard %v; want value in (0, 1h] and guard = value + 24h retention",
+				pttls(ctx, d, valueKey(name)), pttls(ctx, d, guardKey(name)))
 		}
 		if err := fence.HDel(ctx, b, name, 8, []string{"status", "nope"}); err != nil {
 			t.Fatal(err)
 		}
-		if d.Raw.HExists(ctx, valueKey(name), "status").Val() {
+		if !onMajority(d, func(c redis.UniversalClient) bool { return !c.HExists(ctx, valueKey(name), "status").Val() }) {
 			t.Error("field status still there after HDel")
 		}
 		all := []string{"amount", "bin"}
@@ -180,7 +226,7 @@ func TestHashWrites(t *testing.T) {
 		if err := fence.HDel(ctx, b, name, 8, all); err != nil {
 			t.Fatal(err)
 		}
-		if n := d.Raw.Exists(ctx, valueKey(name)).Val(); n != 0 {
+		if !onMajority(d, func(c redis.UniversalClient) bool { return c.Exists(ctx, valueKey(name)).Val() == 0 }) {
 			t.Errorf("hash still exists after HDel of every field")
 		}
 		if _, _, err := fence.Get(ctx, b, name); err != nil {
@@ -198,7 +244,7 @@ func TestHashWrites(t *testing.T) {
 // TestValues: values of every length round-trip byte for byte through Get,
 // which carries them six bytes to an integer.
 func TestValues(t *testing.T) {
-	deploytest.Each(t, func(t *testing.T, d deploytest.Deployment) {
+	deployments.Run(t, func(t *testing.T, d primtest.Deployment) {
 		ctx, b, name := primtest.Context(t, 30*time.Second), d.NewBackend(t), primtest.Name(t)
 		r := rand.New(rand.NewPCG(1, 2))
 		sizes := []int{0, 1, 5, 6, 7, 11, 12, 13, 255, 1 << 16}
@@ -224,20 +270,20 @@ func TestValues(t *testing.T) {
 // TestExpiry: a value written with a TTL expires; its guard stays for the
 // retention and still rejects a late, lower token.
 func TestExpiry(t *testing.T) {
-	deploytest.Each(t, func(t *testing.T, d deploytest.Deployment) {
+	deployments.Run(t, func(t *testing.T, d primtest.Deployment) {
 		ctx, b, name := primtest.Context(t, 30*time.Second), d.NewBackend(t), primtest.Name(t)
 		if err := fence.Set(ctx, b, name, 3, []byte("short-lived"), fence.WithTTL(200*time.Millisecond), fence.WithRetention(time.Minute)); err != nil {
 			t.Fatal(err)
 		}
-		deadline := time.Now().Add(10 * time.Second)
-		for d.Raw.Exists(ctx, valueKey(name)).Val() != 0 {
-			if time.Now().After(deadline) {
-				t.Fatal("value still there 10s after its 200ms TTL")
-			}
-			time.Sleep(50 * time.Millisecond)
+		gone := func(c redis.UniversalClient) bool { return c.Exists(ctx, valueKey(name)).Val() == 0 }
+		if !deploytest.WaitFor(10*time.Second, func() bool { return onMajority(d, gone) }) {
+			t.Fatal("value still there 10s after its 200ms TTL")
 		}
-		if ttl := d.Raw.PTTL(ctx, guardKey(name)).Val(); ttl <= 0 || ttl > time.Minute+200*time.Millisecond {
-			t.Errorf("PTTL of the guard after the value expired = %v; want in (0, 1m0.2s]", ttl)
+		if !onMajority(d, func(c redis.UniversalClient) bool {
+			ttl := c.PTTL(ctx, guardKey(name)).Val()
+			return ttl > 0 && ttl <= time.Minute+200*time.Millisecond
+		}) {
+			t.Errorf("PTTL of the guard after the value expired = %v; want in (0, 1m0.2s]", pttls(ctx, d, guardKey(name)))
 		}
 		if err := fence.Set(ctx, b, name, 2, []byte("late")); !errors.Is(err, fence.ErrStale) {
 			t.Errorf("Set with a lower token after the value expired = %v; want ErrStale", err)
@@ -250,8 +296,10 @@ func TestExpiry(t *testing.T) {
 		if err := fence.Set(ctx, b, name, 3, []byte("kept")); err != nil {
 			t.Fatal(err)
 		}
-		if v, g := d.Raw.PTTL(ctx, valueKey(name)).Val(), d.Raw.PTTL(ctx, guardKey(name)).Val(); v != -1 || g != -1 {
-			t.Errorf("PTTL value %v guard %v after a Set without TTL; want -1 and -1", v, g)
+		if !onMajority(d, func(c redis.UniversalClient) bool {
+			return c.PTTL(ctx, valueKey(name)).Val() == -1 && c.PTTL(ctx, guardKey(name)).Val() == -1
+		}) {
+			t.Errorf("PTTL value %v guard %v after a Set without TTL; want -1 and -1", pttls(ctx, d, valueKey(name)), pttls(ctx, d, guardKey(name)))
 		}
 	})
 }

@@ -40,9 +40,11 @@ func TestRejectsBadInput(t *testing.T) {
 		// the other calls are the fence's own cases.
 		Own: func(good backend.Backend) []primtest.Case[bool] {
 			return []primtest.Case[bool]{
-				{Name: "quorum Set", New: func() (bool, error) { return set(quorum, "x", 1) }, Mention: "quorum backend (3 independent nodes)"},
-				{Name: "quorum Get", New: call(func() error { _, _, err := fence.Get(ctx, quorum, "x"); return err }), Mention: "quorum"},
-				{Name: "quorum Update", New: call(func() error { _, err := fence.Update(ctx, quorum, "x", inc); return err }), Mention: "quorum"},
+				// Versions are per node on a quorum: the calls that compare
+				// them refuse one (fenced writes and Get work there).
+				{Name: "quorum CompareAndSwap", New: call(func() error { _, err := fence.CompareAndSwap(ctx, quorum, "x", 0, nil); return err }),
+					Mention: "quorum backend (3 independent nodes) keeps a version on each node"},
+				{Name: "quorum Update", New: call(func() error { _, err := fence.Update(ctx, quorum, "x", inc); return err }), Mention: "use fenced writes"},
 				{Name: "zero token", New: func() (bool, error) { return set(good, "x", 0) }, Mention: "token 0"},
 				{Name: "negative token", New: func() (bool, error) { return set(good, "x", -5) }, Mention: "token -5"},
 				{Name: "Del with zero token", New: call(func() error { return fence.Del(ctx, good, "x", 0) }), Mention: "token 0"},

@@ -43,16 +43,22 @@ local function last(id)
   return nil
 end
 
--- commit records a write of id: the version becomes the larger of the old
--- one plus one and the server clock in microseconds (so that a version never
--- repeats, even after the guard expired), token (when not nil) becomes the
--- highest seen, and the guard lives as long as the value plus retention ms:
--- without expiry while the value has none, and retention ms from now when
--- the value is gone. It returns the new version.
-local function commit(token, id, retention, seq)
+-- nextVersion returns the version of the next write: the larger of the old
+-- one plus one and the server clock in microseconds, so that a version never
+-- repeats, even after the guard expired.
+local function nextVersion()
   local clock = redis.call('TIME')
   local now = tonumber(clock[1]) * 1000000 + tonumber(clock[2])
-  local v = math.max((tonumber(redis.call('HGET', guard, 'v')) or 0) + 1, now)
+  return math.max((tonumber(redis.call('HGET', guard, 'v')) or 0) + 1, now)
+end
+
+-- commit records a write of id: the version becomes the next (see
+-- nextVersion), token (when not nil) becomes the highest seen, and the
+-- guard lives as long as the value plus retention ms: without expiry while
+-- the value has none, and retention ms from now when the value is gone. It
+-- returns the new version.
+local function commit(token, id, retention, seq)
+  local v = nextVersion()
   local vs = string.format('%.0f', v)
   if token then
     redis.call('HSET', guard, 't', token, 'v', vs, 'w', id)

@@ -337,6 +337,10 @@ func scenarios() []scenario {
 		{"fence.write", nil, step{script.FenceWrite.Script, []string{"value", "guard"}, enc(script.FenceWrite, script.FenceWriteArgs{Op: "set", Token: "42", ID: "W1", Retention: 60000, Operands: []string{"v"}})}},
 		{"fence.cas", []step{{script.FenceWrite.Script, []string{"value", "guard"}, enc(script.FenceWrite, script.FenceWriteArgs{Op: "set", Token: "42", ID: "W1", Retention: 60000, Operands: []string{"v"}})}},
 			step{script.FenceCAS.Script, []string{"value", "guard"}, enc(script.FenceCAS, script.FenceCASArgs{Version: "-", ID: "W2", Retention: 60000, Data: "w"})}},
+		{"fence.write_back over an older write", []step{{script.FenceWrite.Script, []string{"value", "guard"}, enc(script.FenceWrite, script.FenceWriteArgs{Op: "set", Token: "42", ID: "5.W1", Retention: 60000, Operands: []string{"v"}})}},
+			step{script.FenceWriteBack.Script, []string{"value", "guard"}, enc(script.FenceWriteBack, script.FenceWriteBackArgs{Token: "43", Seq: 2, ID: "WB", TTL: 30000, Retain: 90000, Data: "w"})}},
+		{"fence.write_back of a deletion", []step{{script.FenceWrite.Script, []string{"value", "guard"}, enc(script.FenceWrite, script.FenceWriteArgs{Op: "set", Token: "42", ID: "5.W1", Retention: 60000, Operands: []string{"v"}})}},
+			step{script.FenceWriteBack.Script, []string{"value", "guard"}, enc(script.FenceWriteBack, script.FenceWriteBackArgs{Token: "42", Seq: 6, ID: "WB", TTL: -2, Retain: 90000})}},
 	}
 }
 

@@ -163,7 +163,7 @@ func replyScripts() []*driver.Script {
 		script.ReentrantAcquire.Script, script.ReentrantUndo.Script, script.ReentrantRelease.Script, script.ReentrantRenew.Script,
 		script.MultiAcquire.Script, script.MultiRelease.Script, script.MultiUndo.Script,
 		script.LatchCountDown.Script, script.LatchState.Script, script.LatchReset.Script,
-		script.FenceWrite.Script, script.FenceCAS.Script, script.FenceGet.Script,
+		script.FenceWrite.Script, script.FenceCAS.Script, script.FenceGet.Script, script.FenceWriteBack.Script,
 	}
 	for _, f := range []script.FIFO{script.Fair, script.Semaphore} {
 		// Beat runs the same source as Enqueue: ScriptOf names it Enqueue,
