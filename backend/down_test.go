@@ -91,3 +91,38 @@ func TestQuorumNodeDownIsARefusal(t *testing.T) {
 		t.Errorf("node 0 still holds the split grant for %v; want it undone", o)
 	}
 }
+
+// TestQuorumListensWithANodeDown: a process listens on a channel once a
+// majority of the nodes confirmed it, as a Subscription is ready then: a
+// node that is down does not keep it from listening. Before, Listening
+// asked every node, and with one node down no process was ever listening:
+// no holder passed its hold on inside its process (local hand-off needs
+// the process to hear a force unlock), and a contended quorum with a node
+// stopped made a tenth of its acquisitions.
+func TestQuorumListensWithANodeDown(t *testing.T) {
+	nodes := redistest.StartNodes(t, 3)
+	var clients []redis.UniversalClient
+	for _, n := range nodes {
+		c := redis.NewClient(&redis.Options{Addr: n.Addr, DialTimeout: 200 * time.Millisecond})
+		t.Cleanup(func() { _ = c.Close() })
+		clients = append(clients, c)
+	}
+	b, err := NewQuorum(clients, WithNodeTimeout(200*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	if err := nodes[2].Pause(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = nodes[2].Resume() }()
+	const channel = "redisync:{listen}:wake"
+	sub, err := b.Subscribe(context.Background(), channel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	if !b.(*quorum).Listening(channel) {
+		t.Fatal("not listening on a channel that 2 of 3 nodes confirmed")
+	}
+}

@@ -5,16 +5,18 @@ import "time"
 // A Quorum is a Backend that runs every step on several independent nodes
 // and combines their replies according to the script's Kind, as the Backend
 // that NewQuorum returns does. Holds are safe on it: an acquisition needs a
-// majority, and any two majorities share a node. State that is not a hold is
-// not: a Write step succeeds on a majority and leaves the other nodes behind,
-// and a Query step returns the answer of one node, which may be one of
-// those. A counter or a versioned value kept on a Quorum can therefore read
-// differently from one step to the next.
-//
-// Primitives whose state is such a value (package latch's count, package
-// fence's guarded values and versions) check for this interface and refuse a
-// Quorum in their constructors with an error matching locker.ErrInvalid.
-// Another Backend over independent nodes should implement it too.
+// majority, and any two majorities share a node. State that is not a hold
+// needs more: a Write step succeeds on a majority and leaves the other
+// nodes behind, and a plain Query step returns the answer of one node,
+// which may be one of those. The primitives whose state is such a value
+// read it with a Query that carries a Merge (Script.MergedBy: the newest
+// fenced write of a majority, the union of a latch's count-downs), write
+// what they read back to a majority before they rely on it, and refuse what
+// needs the nodes to agree on one value (a version compare-and-set), with an
+// error matching locker.ErrInvalid. Grants that differ by node (a
+// semaphore's permit slots) count by agreement (Script.ByAgreement). They
+// check for this interface to tell; another Backend over independent nodes
+// should implement it too.
 type Quorum interface {
 	Backend
 	// QuorumNodes returns the number of nodes and the number that must
