@@ -21,6 +21,7 @@ import (
 	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/mutex"
 	"github.com/redisync/redisync/rueidisbackend"
+	"github.com/redisync/redisync/semaphore"
 	"github.com/redisync/redisync/tracing"
 )
 
@@ -211,6 +212,58 @@ func redisyncImpl(budget time.Duration) Impl {
 		Setup: "mutex.New(b, name) with default options (TTL 15s, watchdog on, pub/sub wake-ups, fallback poll 100ms doubling to 1s, local hand-off between goroutines of one process at the library's defaults); " + budgetText(budget),
 		Connect: func(addrs []string) (Client, error) {
 			return connectRedisync(addrs, budget, nil)
+		},
+	}
+}
+
+// semPermits is the size of the semaphore of scenarios 5d and 5e.
+const semPermits = 2
+
+// semaphoreClient is a redisync client (the backend of connectRedisync: one
+// node, or a quorum for several addresses) whose handles are semaphores of
+// n permits, one permit per Lock.
+type semaphoreClient struct {
+	*redisyncClient
+	n int64
+}
+
+func (c semaphoreClient) Handle(name string) (Handle, error) {
+	s, err := semaphore.NewWeighted(c.b, name, c.n)
+	if err != nil {
+		return nil, err
+	}
+	return &semaphoreHandle{s: s, budget: c.budget}, nil
+}
+
+// semaphoreHandle is one semaphore handle: Lock is Acquire(ctx, 1), Unlock
+// is Release(ctx, 1).
+type semaphoreHandle struct {
+	s      *semaphore.Weighted
+	budget time.Duration
+}
+
+func (h *semaphoreHandle) Lock(ctx context.Context) error {
+	ctx, cancel := withBudget(ctx, h.budget)
+	defer cancel()
+	return h.s.Acquire(ctx, 1)
+}
+
+func (h *semaphoreHandle) Unlock(ctx context.Context) error { return h.s.Release(ctx, 1) }
+
+// redisyncSemaphore is a row of scenarios 5d and 5e: a redisync semaphore of
+// semPermits permits, each Lock taking one; where says on which servers,
+// for the label.
+func redisyncSemaphore(where string, budget time.Duration) Impl {
+	return Impl{
+		Key:   "redisync-semaphore",
+		Label: "redisync semaphore, " + where,
+		Setup: fmt.Sprintf("semaphore.NewWeighted(b, name, %d) with default options (TTL 15s, watchdog on, queue timeout 5s), one handle per goroutine, Lock = Acquire(ctx, 1), Unlock = Release(ctx, 1); b = backend.New(client) on one node, backend.NewQuorum(clients) on 3; ", semPermits) + budgetText(budget),
+		Connect: func(addrs []string) (Client, error) {
+			c, err := connectRedisync(addrs, budget, nil)
+			if err != nil {
+				return nil, err
+			}
+			return semaphoreClient{redisyncClient: c, n: semPermits}, nil
 		},
 	}
 }

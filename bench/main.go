@@ -62,8 +62,8 @@ func main() {
 	flag.DurationVar(&cfg.poll, "poll", 10*time.Millisecond, "matched waiting: retry interval of the libraries that poll")
 	flag.IntVar(&cfg.waiters, "waiters", 10000, "scenario 4: blocked waiters")
 	flag.IntVar(&cfg.names, "names", 1000, "scenario 4: names they wait for")
-	flag.StringVar(&cfg.scenarios, "scenarios", "1,2,2s,3,4,5", "scenarios to run (2 includes 2p; 2p alone runs only 2p)")
-	flag.StringVar(&cfg.only, "only", "", "run only the rows of these libraries (comma-separated keys: redisync,redisync-traced,redisync-rueidis,rwmutex,redsync,redislock,rueidislock,ceiling)")
+	flag.StringVar(&cfg.scenarios, "scenarios", "1,2,2s,3,4,5", "scenarios to run (2 includes 2p; 2p alone runs only 2p; 5 is 5a to 5e)")
+	flag.StringVar(&cfg.only, "only", "", "run only the rows of these libraries (comma-separated keys: redisync,redisync-traced,redisync-rueidis,redisync-semaphore,rwmutex,redsync,redislock,rueidislock,ceiling)")
 	flag.StringVar(&cfg.redis, "redis-server", "redis-server", "redis-server executable")
 	flag.DurationVar(&cfg.timeout, "timeout", 5*time.Minute, "bound on the whole run: at the bound it stops measuring and writes what it has")
 	flag.BoolVar(&cfg.verbose, "v", false, "a progress line per measurement")
@@ -373,6 +373,26 @@ func run(cfg config) error {
 		for _, impl := range urows {
 			secU.row(impl)
 		}
+		// 5d and 5e: the semaphore, on one node and on the quorum, each row
+		// on its own servers; its uncontended pairs' physical limit goes to
+		// the limit of those servers.
+		secSU := res.section("5d", fmt.Sprintf("Semaphore of %d permits, Acquire(1)+Release(1): single node and quorum of 3, uncontended", semPermits))
+		secSC := res.section("5e", fmt.Sprintf("Semaphore of %d permits, Acquire(1)+Release(1): single node and quorum of 3, one name, %d clients x %d goroutines", semPermits, ccfg.clients, ccfg.goroutines))
+		scfg := ccfg
+		scfg.permits = semPermits
+		type semOn struct {
+			where string
+			srvs  []*server
+			limit *Row
+		}
+		var sems []semOn
+		if len(keep([]Impl{redisyncSemaphore("", 0)})) > 0 {
+			sems = []semOn{{"single node", single, res.Limit}, {"quorum of 3", quorum, res.QuorumLimit}}
+		}
+		for _, sm := range sems {
+			secSU.row(redisyncSemaphore(sm.where, 0))
+			secSC.row(redisyncSemaphore(sm.where, cfg.budget))
+		}
 		for rep := range cfg.reps {
 			if ctx.Err() != nil {
 				break
@@ -399,6 +419,26 @@ func run(cfg config) error {
 				p.step("5 quorum contended, a node down", impl.Label, rep, cfg.reps)
 				s, err := contended(ctx, quorum, impl, dcfg)
 				rec(secD.row(impl), s, err)
+			}
+			for j := range sems {
+				sm := sems[(j+rep)%len(sems)]
+				if ctx.Err() != nil {
+					break
+				}
+				p.step("5 semaphore uncontended", sm.where, rep, cfg.reps)
+				if err := uncontendedOn(ctx, sm.srvs, secSU, sm.limit, redisyncSemaphore(sm.where, 0), cfg.pairs/2); err != nil && ctx.Err() == nil {
+					return err
+				}
+			}
+			for j := range sems {
+				sm := sems[(j+rep)%len(sems)]
+				if ctx.Err() != nil {
+					break
+				}
+				impl := redisyncSemaphore(sm.where, cfg.budget)
+				p.step("5 semaphore contended", impl.Label, rep, cfg.reps)
+				s, err := contended(ctx, sm.srvs, impl, scfg)
+				rec(secSC.row(impl), s, err)
 			}
 		}
 	}
@@ -455,6 +495,25 @@ func uncontendedRep(ctx context.Context, srvs []*server, sec *Section, all *Row,
 	for i, impl := range rows {
 		sec.row(impl).record(out[i+1], errs[i])
 	}
+	return nil
+}
+
+// uncontendedOn runs one repetition of one row of an uncontended section
+// whose rows run on different servers (5d: one node, a quorum): the row and
+// the physical limit of its servers, interleaved. The limit goes to all,
+// and its no-op EVALSHA into the row's figures as floor_p50, so that each
+// row is set against the round trip of its own servers.
+func uncontendedOn(ctx context.Context, srvs []*server, sec *Section, all *Row, impl Impl, pairs int) error {
+	out, errs, err := uncontended(ctx, srvs, []Impl{impl}, pairs, max(pairs/10, 20), 100, 60*time.Second)
+	if err != nil {
+		return err
+	}
+	all.record(out[0], nil)
+	s := out[1]
+	if s != nil {
+		s["floor_p50"] = out[0]["eval_p50"]
+	}
+	sec.row(impl).record(s, errs[0])
 	return nil
 }
 

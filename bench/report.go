@@ -56,6 +56,20 @@ func overCeiling(ceil *Row, k string) func(*Row) string {
 	}
 }
 
+// overRow is the column "row ÷ base" of metric k: the row's figure over
+// base's, repetition by repetition.
+func overRow(base *Row, k string) func(*Row) string {
+	return func(r *Row) string {
+		if base == nil {
+			return "—"
+		}
+		if r == base {
+			return "1"
+		}
+		return fmtRatio(pairedRatio(r.stat(k), base.stat(k), 1))
+	}
+}
+
 // overLimit is the row's metric k over f times the limit's metric lk, taken
 // repetition by repetition.
 func overLimit(k string, lim *Row, lk string, f float64) func(*Row) string {
@@ -153,6 +167,37 @@ func (r *Results) columns(s *Section) []column {
 				}
 				return fmtRatio(pairedRatio(me.stat("serve_s"), row.stat("serve_s"), 1))
 			}},
+		}
+	case "5d":
+		one := s.first("redisync-semaphore")
+		return []column{
+			{"Acquire(1)+Release(1) p50", statUs("p50")},
+			{"p99", statUs("p99")},
+			{"round trips/pair (client)", statN("rt", 2)},
+			{"commands/pair (servers)", statN("cmds", 2)},
+			{"server time/pair", statUs("server_us")},
+			{"allocs/pair", statN("allocs", 0)},
+			{"no-op EVALSHA on its node(s)", statUs("floor_p50")},
+			{"p50 in those round trips", func(row *Row) string {
+				x := pairedRatio(row.stat("p50"), row.stat("floor_p50"), 1)
+				if x <= 0 {
+					return "—"
+				}
+				return fmt.Sprintf("%.1f", x)
+			}},
+			{"row ÷ single node (p50)", overRow(one, "p50")},
+		}
+	case "5e":
+		one := s.first("redisync-semaphore")
+		return []column{
+			{"acquisitions/s", statN("acq_s", 0)},
+			{"Acquire wait p50", statUs("wait_p50")},
+			{"longest wait", statUs("wait_max")},
+			{"fairness", statN("fairness", 2)},
+			{"round trips/acquisition (client)", statN("rt_acq", 1)},
+			{"gave up", statN("gave_up", 0)},
+			{fmt.Sprintf("more than %d holders", semPermits), statN("violations", 0)},
+			{"row ÷ single node (acq/s)", overRow(one, "acq_s")},
 		}
 	case "5a":
 		me := s.first("redisync")
@@ -340,6 +385,10 @@ func sectionNote(id string, r *Results) string {
 		return noHandoffNote + " " + ceilingNote + "\n\n"
 	case "5c":
 		return "The loop of scenario 5b with the third node of the quorum stopped (SIGSTOP) for the whole run, after the flush and before the clients connect: it keeps its connections and answers nothing, so every call to it runs until the client's timeout. A step that waited for every node would be as slow as that timeout.\n\n"
+	case "5d":
+		return fmt.Sprintf("One goroutine, one handle on a semaphore of %d permits that nobody else uses, Acquire(1) then Release(1): the pairs and figures of scenario 1, on one node and on the quorum of 3 of 5a. Each row takes turns with the physical limit of its own servers (the no-op EVALSHA on the node, or on the 3 nodes in parallel until the last reply), which \"p50 in those round trips\" divides by; the two rows run one after the other, each first in turn across repetitions. A step is one script call: on one node one round trip; on the quorum one script call to each of the 3 nodes in parallel, which ends once a majority decided it and the third had as long again to answer. On one node a pair is 2 steps, 2 round trips: the grant and the release. On the quorum it is 3 fan-out steps: the grant on the 3 nodes; then, since every node issues the fencing token from its own clock and so a different one, the write-back of the largest to the nodes that issued a smaller one (usually 2: the mutex of 5a proposes its client's clock as the token and skips this step); then the release on the 3 nodes: 3 + 2 + 3 = 8 requests counted by the client.\n\n", semPermits)
+	case "5e":
+		return fmt.Sprintf("The loop of scenario 2 (%d clients x %d goroutines, one handle per goroutine, the same critical section, warm-up and duration) on a semaphore of %d permits, each Lock an Acquire(1) and each Unlock a Release(1), on one node and on the quorum of 3. Two holders are inside at a time, so hand-offs and their gaps are not given; \"more than %d holders\" counts the times a holder found %d others inside (must be 0). A step costs what it costs in 5d (on the quorum, an Acquire's grant is followed by the token's write-back); a contended Acquire also joins the line, heartbeats its place while it waits, and on the quorum tries again when the nodes grant different slots. \"Row ÷ single node\" is taken repetition by repetition.\n\n", r.Params.Clients, r.Params.Goroutines, semPermits, semPermits, semPermits)
 	case "3":
 		return "The other libraries have no readers/writer lock: their readers take the exclusive lock. redisync RWMutex uses one handle per client, shared by its goroutines (its readers then share one hold on the server); the others use one handle per goroutine.\n\n"
 	case "4":

@@ -456,6 +456,9 @@ type contendedCfg struct {
 	// flush and before the clients connect: a node that is down, whose
 	// connections neither answer nor fail.
 	down *server
+	// permits is how many holders may be inside at once (a semaphore's
+	// size); 0 or 1 for a lock. An overlap is a holder beyond it.
+	permits int
 }
 
 // contended runs clients x goroutines that lock one name, hold it for cs
@@ -468,7 +471,8 @@ type contendedCfg struct {
 // fairness of the shares; the longest wait (the longest part of a Lock
 // call within the measured period, so including calls begun in the warm-up
 // and calls still waiting at the end); the Lock calls that gave up; round
-// trips per acquisition; and any overlap of two holders. Clients stand for processes: a hand-off
+// trips per acquisition; and any overlap of two holders (of more than
+// cfg.permits, for a semaphore). Clients stand for processes: a hand-off
 // is local when the previous holder is another goroutine of the same
 // client, cross-process when it is a goroutine of another client; both are
 // counted, with their gaps, and the longest wait is also taken per client.
@@ -556,7 +560,7 @@ func contended(ctx context.Context, srvs []*server, impl Impl, cfg contendedCfg)
 					}
 					continue
 				}
-				if inside.Add(1) != 1 {
+				if inside.Add(1) > int32(max(cfg.permits, 1)) {
 					violations.Add(1)
 				}
 				prev := lastHolder.Swap(me)
