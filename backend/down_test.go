@@ -34,25 +34,8 @@ return {0, 100}`, testUndo).NameKeys("lock", driver.FenceKey)
 // timeout for it, and a split vote with it down was an error: a contended
 // quorum with one node stopped made a few acquisitions per second.
 func TestQuorumNodeDownIsARefusal(t *testing.T) {
-	nodes := redistest.StartNodes(t, 3)
-	var clients []redis.UniversalClient
-	for _, n := range nodes {
-		// A dial to a stopped server is accepted by its kernel and then
-		// waits for the handshake: bound it as the node timeout would.
-		c := redis.NewClient(&redis.Options{Addr: n.Addr, DialTimeout: 200 * time.Millisecond})
-		t.Cleanup(func() { _ = c.Close() })
-		clients = append(clients, c)
-	}
-	b, err := NewQuorum(clients, WithNodeTimeout(200*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = b.Close() })
-	q := b.(*quorum)
-	if err := nodes[2].Pause(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = nodes[2].Resume() }()
+	nodes, q := stoppedQuorum(t)
+	b := Backend(q)
 	acquire := func(ctx context.Context, name, owner string) (driver.Reply, error) {
 		keys := []string{"redisync:{" + name + "}:lock", "redisync:{" + name + "}:fence"}
 		return driver.Run(ctx, b, testAcquire, keys, owner)
@@ -100,9 +83,27 @@ func TestQuorumNodeDownIsARefusal(t *testing.T) {
 // the process to hear a force unlock), and a contended quorum with a node
 // stopped made a tenth of its acquisitions.
 func TestQuorumListensWithANodeDown(t *testing.T) {
+	_, q := stoppedQuorum(t)
+	const channel = "redisync:{listen}:wake"
+	sub, err := q.Subscribe(context.Background(), channel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	if !q.Listening(channel) {
+		t.Fatal("not listening on a channel that 2 of 3 nodes confirmed")
+	}
+}
+
+// stoppedQuorum returns a quorum over three nodes, with a node timeout of
+// 200ms, whose node 2 is stopped (SIGSTOP) until the test ends.
+func stoppedQuorum(t *testing.T) ([]*redistest.Node, *quorum) {
+	t.Helper()
 	nodes := redistest.StartNodes(t, 3)
 	var clients []redis.UniversalClient
 	for _, n := range nodes {
+		// A dial to a stopped server is accepted by its kernel and then
+		// waits for the handshake: bound it as the node timeout would.
 		c := redis.NewClient(&redis.Options{Addr: n.Addr, DialTimeout: 200 * time.Millisecond})
 		t.Cleanup(func() { _ = c.Close() })
 		clients = append(clients, c)
@@ -115,14 +116,6 @@ func TestQuorumListensWithANodeDown(t *testing.T) {
 	if err := nodes[2].Pause(); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = nodes[2].Resume() }()
-	const channel = "redisync:{listen}:wake"
-	sub, err := b.Subscribe(context.Background(), channel)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sub.Close()
-	if !b.(*quorum).Listening(channel) {
-		t.Fatal("not listening on a channel that 2 of 3 nodes confirmed")
-	}
+	t.Cleanup(func() { _ = nodes[2].Resume() })
+	return nodes, b.(*quorum)
 }

@@ -2,17 +2,15 @@ package mutex_test
 
 import (
 	"context"
-	"crypto/sha1"
-	"fmt"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/backend"
+	"github.com/redisync/redisync/internal/deploytest"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/internal/script"
 	"github.com/redisync/redisync/mutex"
@@ -84,49 +82,6 @@ func TestTokensKeepToTheClock(t *testing.T) {
 	}
 }
 
-// scriptCalls counts the scripts a client ran without error, in all and
-// by script hash.
-type scriptCalls struct {
-	n      atomic.Int64
-	mu     sync.Mutex
-	byHash map[string]int64
-}
-
-func (s *scriptCalls) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (s *scriptCalls) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		err := next(ctx, cmd)
-		if name := cmd.Name(); err == nil && (name == "evalsha" || name == "eval") {
-			s.n.Add(1)
-			hash := fmt.Sprint(cmd.Args()[1])
-			if name == "eval" {
-				hash = fmt.Sprintf("%x", sha1.Sum([]byte(hash)))
-			}
-			s.mu.Lock()
-			if s.byHash == nil {
-				s.byHash = make(map[string]int64)
-			}
-			s.byHash[hash]++
-			s.mu.Unlock()
-		}
-		return err
-	}
-}
-
-// take returns the counts by script hash since the last take.
-func (s *scriptCalls) take() map[string]int64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	m := s.byHash
-	s.byHash = nil
-	return m
-}
-
-func (s *scriptCalls) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
-}
-
 // TestQuorumTokenAgreed: on a quorum whose counters agree, the nodes issue
 // the same token, and an uncontended Lock+Unlock is two steps of one script
 // per node, with no write-back of the token; when a node's counter is ahead,
@@ -137,11 +92,11 @@ func (s *scriptCalls) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.
 // there, which is counted apart.
 func TestQuorumTokenAgreed(t *testing.T) {
 	nodes := redistest.StartNodes(t, 3)
-	calls := make([]*scriptCalls, len(nodes))
+	calls := make([]*deploytest.Scripts, len(nodes))
 	clients := make([]redis.UniversalClient, len(nodes))
 	for i, n := range nodes {
 		c := redis.NewClient(&redis.Options{Addr: n.Addr})
-		calls[i] = new(scriptCalls)
+		calls[i] = new(deploytest.Scripts)
 		c.AddHook(calls[i])
 		t.Cleanup(func() { _ = c.Close() })
 		clients[i] = c
@@ -165,7 +120,7 @@ func TestQuorumTokenAgreed(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, c := range calls {
-			c.take()
+			c.Take()
 		}
 		for _, node := range stopped {
 			if err := node.Pause(); err != nil {
@@ -198,7 +153,7 @@ func TestQuorumTokenAgreed(t *testing.T) {
 		out := make([]map[string]int64, len(calls))
 		for i, c := range calls {
 			out[i] = make(map[string]int64)
-			for h, k := range c.take() {
+			for h, k := range c.Take() {
 				name, ok := names[h]
 				if !ok {
 					name = "other"

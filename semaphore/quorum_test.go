@@ -2,35 +2,16 @@ package semaphore_test
 
 import (
 	"context"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/backend"
+	"github.com/redisync/redisync/internal/deploytest"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/semaphore"
 )
-
-// scripts counts the script calls a client sent that got a reply.
-type scripts struct{ n atomic.Int64 }
-
-func (s *scripts) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (s *scripts) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		err := next(ctx, cmd)
-		if name := cmd.Name(); err == nil && (name == "evalsha" || name == "eval") {
-			s.n.Add(1)
-		}
-		return err
-	}
-}
-
-func (s *scripts) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
-}
 
 // TestQuorumUncontendedCost: on a quorum, an Acquire that finds its
 // permits free and its Release are one step each, one script call on every
@@ -38,11 +19,11 @@ func (s *scripts) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 // write-back of the largest follows the grant (as for the mutex).
 func TestQuorumUncontendedCost(t *testing.T) {
 	nodes := redistest.StartNodes(t, 3)
-	counts := make([]*scripts, len(nodes))
+	counts := make([]*deploytest.Scripts, len(nodes))
 	clients := make([]redis.UniversalClient, len(nodes))
 	for i, n := range nodes {
 		c := redis.NewClient(&redis.Options{Addr: n.Addr})
-		counts[i] = new(scripts)
+		counts[i] = new(deploytest.Scripts)
 		c.AddHook(counts[i])
 		t.Cleanup(func() { _ = c.Close() })
 		clients[i] = c
@@ -74,7 +55,7 @@ func TestQuorumUncontendedCost(t *testing.T) {
 	}
 	_ = b.Close() // every node call has ended
 	for i, c := range counts {
-		if got := c.n.Load(); got != 2*pairs {
+		if got := c.Total(); got != 2*pairs {
 			t.Errorf("node %d ran %d scripts for %d uncontended Acquire+Release pairs; want %d, one each", i, got, pairs, 2*pairs)
 		}
 	}
