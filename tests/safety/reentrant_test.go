@@ -2,6 +2,7 @@ package safety_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/internal/deploytest"
+	"github.com/redisync/redisync/internal/holdopt"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/internal/script"
 	"github.com/redisync/redisync/locker"
@@ -185,8 +187,17 @@ func TestReentrantLateFirstAttempt(t *testing.T) {
 			t.Errorf("Unlock: %v", err)
 		}
 	}
+	// What stays is the departure of the call that attempt 2 served (see
+	// internal/script/lock_lib.lua): it refuses attempt 1, should another
+	// copy of it arrive now, and expires with the line's stale time.
 	key := reentrantKey(name)
-	if ttl := c.PTTL(context.Background(), key).Val(); ttl > 0 {
-		t.Errorf("the lock is still on the server %v after the scope's last Unlock", ttl)
+	stale := holdopt.LineStale(locker.ConstantBackoff(10 * time.Millisecond))
+	for field, v := range c.HGetAll(context.Background(), key).Val() {
+		if field != "qn" && (!strings.HasPrefix(field, "q:") || !strings.HasPrefix(v, "0 ")) {
+			t.Errorf("field %s = %q left after the scope's last Unlock; want only the call's departure", field, v)
+		}
+	}
+	if ttl := c.PTTL(context.Background(), key).Val(); ttl > stale {
+		t.Errorf("the lock's key lives %v after the scope's last Unlock; want at most the line's stale time, %v", ttl, stale)
 	}
 }
