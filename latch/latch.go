@@ -128,7 +128,7 @@ func (l *CountDown) CountDown(ctx context.Context) (err error) {
 	var r driver.Reply
 	err = lease.Retry(ctx, l.b, l.backoff, func(ctx context.Context) error {
 		var err error
-		r, err = l.run(ctx, script.LatchCountDown.Call(l.keys, l.args(id)))
+		r, err = l.run(ctx, script.LatchCountDown.Call(l.keys, script.LatchCountDownArgs{Wake: l.wake, Size: int64(l.count), TTL: l.ttlMs, ID: id}))
 		return err
 	})
 	if err != nil {
@@ -236,7 +236,7 @@ func (l *CountDown) Reset(ctx context.Context) (err error) {
 	}
 	id := rand.Text()
 	err = lease.Retry(ctx, l.b, l.backoff, func(ctx context.Context) error {
-		_, err := l.run(ctx, script.LatchReset.Call(l.keys, l.args(id)))
+		_, err := l.run(ctx, script.LatchReset.Call(l.keys, script.LatchResetArgs{Wake: l.wake, Size: int64(l.count), TTL: l.ttlMs, ID: id}))
 		return err
 	})
 	return l.errorf("reset", err)
@@ -246,11 +246,6 @@ func (l *CountDown) Reset(ctx context.Context) (err error) {
 func (l *CountDown) state(ctx context.Context) (int64, error) {
 	r, err := l.run(ctx, script.LatchState.Call(l.keys, script.LatchStateArgs{Size: int64(l.count)}))
 	return r.At(1), err
-}
-
-// args returns the arguments of a count-down or a reset with call id id.
-func (l *CountDown) args(id string) script.LatchArgs {
-	return script.LatchArgs{Wake: l.wake, Size: int64(l.count), TTL: l.ttlMs, ID: id}
 }
 
 // run runs c, a latch script's call, and turns a count mismatch into an
