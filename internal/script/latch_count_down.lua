@@ -16,9 +16,11 @@
 -- stays at zero. The count-down that reaches zero publishes 'open'. The
 -- latch lives at least ttl ms from now.
 -- On a quorum the call counts only in its round: a node whose latch is of
--- a later round refuses it; one of an earlier round (it missed a Reset)
--- or without the latch first starts the call's round, whose size the
--- caller has read from a majority.
+-- a later round refuses it, unless it has seen the call already (then it
+-- answers as to a repeat: the call was made before that round began); one
+-- of an earlier round (it missed a Reset) or without the latch first
+-- starts the call's round, whose size the caller has read from a
+-- majority.
 -- Returns {1, count left, 1 if this call id counted (in this run or an
 -- earlier one) else 0, 1 if it opened the latch else 0}, {-2, size}
 -- when the latch exists with another size, or {-1} on a quorum when the
@@ -28,6 +30,7 @@ local latch = KEYS[1]
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local n = redis.call('HGET', latch, 'n')
+local seen = redis.call('HGET', latch, id)
 local c
 if not n then
   redis.call('HSET', latch, 'n', size, 'c', size)
@@ -36,17 +39,20 @@ if not n then
   end
   c = size
 else
-  local r = quorum and (redis.call('HGET', latch, 'r') or '')
-  if quorum and earlier(round, r) then
-    return {-1}
-  elseif quorum and earlier(r, round) then
-    start_round(latch, size, round, ttl, now, true)
-  elseif tonumber(n) ~= size then
+  if quorum and not seen then
+    local r = redis.call('HGET', latch, 'r') or ''
+    if earlier(round, r) then
+      return {-1}
+    elseif earlier(r, round) then
+      start_round(latch, size, round, ttl, now, true)
+      n = size
+    end
+  end
+  if tonumber(n) ~= size then
     return {-2, tonumber(n)}
   end
   c = tonumber(redis.call('HGET', latch, 'c'))
 end
-local seen = redis.call('HGET', latch, id)
 if not seen then
   if c > 0 then
     c = redis.call('HINCRBY', latch, 'c', -1)

@@ -145,6 +145,7 @@ func TestLatchQuorumRounds(t *testing.T) {
 		check("the reset sent again", reset(round2), "[1 2]")
 		check("state after the reset", state(), `1 2 1 "`+round2+`\n"`)
 		check("X1 again, in round 2", countDown("X1", round2, 2), "[1 2 1 0]")
+		check("X1 again, naming the first round", countDown("X1", "", 2), "[1 2 1 0]")
 		check("a count-down of the first round", countDown("X2", "", 2), "[-1]")
 		check("a reset of round 1", reset(round1), "[-1]")
 		check("a sync of round 1", sync(key, round1, 2, true), "[-1]")
