@@ -199,10 +199,10 @@ func Open(kind string, b backend.Backend, name string) (Space, error) {
 }
 
 // OpenSingle is Open for the primitives whose state is one value that the
-// nodes of a quorum, which are independent, could disagree on (the latch,
-// the fenced resources): it also refuses a quorum backend, with an error
-// that says the kind cannot keep what (such as "one count: its nodes may
-// disagree on it").
+// nodes of a quorum, which are independent, could disagree on (the fenced
+// resources): it also refuses a quorum backend, with an error that says
+// the kind cannot keep what (such as "one value and version: its nodes may
+// disagree on them").
 func OpenSingle(kind string, b backend.Backend, name, what string) (Space, error) {
 	return open(kind, b, name, what)
 }
