@@ -85,7 +85,8 @@
 //     the others take it when they answer) unless every node answered that
 //     it has it. Any later read, whose majority shares a node with that
 //     one, then finds it, and reports the latch open too: once Await or
-//     Count has reported the latch open, it stays open until a Reset.
+//     Count has reported the latch open, it stays open until a Reset (or
+//     its expiry; but see below for nodes restarted empty).
 //   - A read brings a node that answered with an earlier round (it missed a
 //     Reset, or lost the latch) to the latest one.
 //   - Wake-ups: the nodes' count-downs rarely bring one node's count to

@@ -224,7 +224,7 @@ func (l *CountDown) moving() error {
 // On a quorum the count left is the count less the count-downs that a
 // majority of nodes recorded, and Count returns 0 only once the opening is
 // recorded on a majority, as Await does; from then on every read returns 0
-// until a Reset. A count-down in progress (or one that failed) may be
+// until a Reset or the latch's expiry. A count-down in progress (or one that failed) may be
 // counted by one read and not by the next, so that, until the latch opens,
 // Count may go up by as many between two reads.
 func (l *CountDown) Count(ctx context.Context) (n int, err error) {
@@ -258,7 +258,7 @@ func (l *CountDown) Count(ctx context.Context) (n int, err error) {
 // On a quorum Await reads the latch from a majority of the nodes and
 // returns only once the opening is recorded on a majority, which it writes
 // itself when the count-downs reach the count: every later Await or Count,
-// through any majority, finds the latch open until a Reset.
+// through any majority, finds the latch open until a Reset or its expiry.
 //
 // On success Await returns nil: the count was zero at some instant during
 // the call. On failure it returns a non-nil error: one matching ctx.Err()
