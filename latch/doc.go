@@ -43,7 +43,8 @@
 // message, which wakes every waiter of every process (one pub/sub connection
 // per process, see package backend); since pub/sub may lose a message, a
 // waiter also reads the count again after the backoff's poll interval,
-// 100ms doubling to 1s by default ([WithBackoff]).
+// 100ms doubling to 1s by default ([WithBackoff]). On a quorum each node
+// publishes the message when it records the opening (see Quorum below).
 //
 // # Retries
 //
@@ -56,27 +57,100 @@
 //
 // # Backends
 //
-// A latch runs on one Redis node, on Sentinel and on Cluster. It does not run
-// on a quorum of independent nodes (backend.NewQuorum), and New rejects one
-// with an error matching locker.ErrInvalid. A quorum is safe for holds,
-// because any two majorities share a node that refuses the second holder,
-// but a count is a value that each node keeps on its own: a count-down that
-// reaches only a majority leaves the other nodes a step behind, and a read is
-// answered by one node, which may be one of those. The count could then go
-// up again between two reads, and one Await could return while another,
-// asking a lagging node, keeps waiting. With Sentinel or Cluster, a failover
-// right after a count-down can lose it (replication is asynchronous): the
-// latch then needs one more count-down to open.
+// A latch runs on one Redis node, on Sentinel, on Cluster and on a quorum of
+// independent nodes (backend.NewQuorum; see Quorum below). With Sentinel or
+// Cluster, a failover right after a count-down can lose it (replication is
+// asynchronous): the latch then needs one more count-down to open.
+//
+// # Quorum
+//
+// On a quorum each node keeps the latch on its own, and a step succeeds on
+// a majority, so no node's count is the latch's: a count-down recorded on a
+// majority leaves the other nodes behind, and two count-downs may reach two
+// different majorities, leaving no node with both. The latch on a quorum is
+// therefore a set of count-down ids, each recorded on a majority:
+//
+//   - CountDown records its id on every node (a majority must take it), in
+//     the latest round it knows of (see Reset below). A node that has seen
+//     the id already answers as to a repeat, so a count-down counts once
+//     however often it is sent.
+//   - A read (Await, Count) asks every node and, once a majority answered,
+//     takes the union of the ids that those nodes counted in the latest
+//     round among them: any two majorities share a node, so the union holds
+//     every count-down that was recorded on a majority. The latch is open
+//     when the union reaches the count, or when a node of that round has
+//     recorded the opening.
+//   - Before a read reports the latch open, the opening is recorded on a
+//     majority: the read writes it to every node (a majority must take it,
+//     the others take it when they answer) unless every node answered that
+//     it has it. Any later read, whose majority shares a node with that
+//     one, then finds it, and reports the latch open too: once Await or
+//     Count has reported the latch open, it stays open until a Reset (or
+//     its expiry; but see below for nodes restarted empty).
+//   - A read brings a node that answered with an earlier round (it missed a
+//     Reset, or lost the latch) to the latest one.
+//   - Wake-ups: the nodes' count-downs rarely bring one node's count to
+//     zero, so after its count-down CountDown reads the latch as above, and
+//     the read of the count-down that completes the union records the
+//     opening, each node publishing when it records it: the quorum merges
+//     the nodes' messages, and a waiter wakes at the first. (Of count-downs
+//     that finish at the same time, the last to be recorded on a majority
+//     reads all of them.) A waiter whose wake-up went astray, or whose
+//     opening's read failed, finds the opening at its next poll.
+//
+// In round trips, each a step on every node in parallel: CountDown takes
+// two, its count-down and its read, and three when its read records the
+// opening; two more (a read and the count-down again) when a majority of
+// nodes is of a round the handle has not seen. Await and Count take one per
+// read; the read that finds the count reached (or a node that lacks the
+// opening) takes a second, the opening's write, so Await on a latch open on
+// every node takes one. A read that finds nodes of an earlier round takes a
+// second as well, which brings them up to date. Reset takes one; two more (a
+// read and the Reset again) when a majority is of a later round.
+//
+// Reset starts a new round on a majority of the nodes. Rounds are ordered:
+// a round is the client's clock in ms, raised past the latest round a
+// majority holds when that is later (a concurrent Reset, or a client whose
+// clock is behind), and a random tie-break. A node refuses a step of an
+// earlier round than its own, and a node of an earlier round starts the
+// round of the step that names a later one, so the latest Reset wins on
+// every node. A count-down names its round: one that returned before the
+// Reset began (recorded on a majority) does not count in the new round,
+// even when it is sent again; one in progress during the Reset counts in
+// one of the two rounds, or, when it had reached only a minority of nodes
+// before the Reset, possibly in both, as different reads see it. Await
+// calls in progress go on waiting, for the new round. A Reset that failed
+// may have started its round on some nodes: a read that finds it brings
+// the other nodes to it.
+//
+// Until the latch opens, Count may go up between two reads: a count-down in
+// progress, or one that failed, may be recorded on a minority of nodes,
+// which one read asks and the next does not.
+//
+// A node that restarts empty forgets what it recorded: the count-downs, the
+// round and the opening. An opening that every node recorded survives one
+// such restart, and reads bring the restarted node up to date (Await, Count
+// and CountDown's read record the opening on every node they reach). An
+// opening or a round recorded only on a bare majority (a node was down or
+// cut off then, and no read has reached it since) does not survive the
+// restart of a node of that majority: the latch can then read closed, or
+// as of the round before. As for locks (see backend.NewQuorum), run the
+// nodes with appendfsync always, or keep a restarted node out for longer
+// than the latch's TTL. A wrapper of a quorum Backend must keep its
+// driver.Quorum methods (QuorumNodes, NodeTimeout), by which New recognises
+// a quorum: on a Backend that hides them, the latch reads one node's count.
 //
 // # Keys
 //
 // For a latch named "deploy:42" on a backend with the default prefix:
 //
-//	redisync:{deploy:42}:latch  hash {n: count, c: count left, r: id of the last Reset, z: id of the
-//	                            count-down that opened it, <count-down id>: "<server ms> <c|o>" per
-//	                            count-down call (c: counted, o: found the latch open)};
-//	                            expires TTL after the last CountDown or Reset
+//	redisync:{deploy:42}:latch  hash {n: count, c: count left, r: id of the last Reset (on a quorum:
+//	                            its round, 32 digits), z: id of the count-down that opened it,
+//	                            <count-down id>: "<server ms> <c|o>" per count-down call (c: counted,
+//	                            o: found the latch open; on a quorum C and O for a call of an
+//	                            earlier round)}; expires TTL after the last CountDown or Reset
 //	redisync:{deploy:42}:wake   pub/sub channel (sharded on Cluster), one message when the latch opens
+//	                            (on a quorum, one from each node)
 //
 // Both share the hash tag of the name, so they live in one Cluster slot. A
 // count-down call is remembered for the TTL, across Resets (a Reset drops
@@ -102,7 +176,9 @@
 // for Await; reset for Reset; error for a failed call. CountDown and Count
 // add redisync.latch.count, the count left; Await adds redisync.attempts
 // (reads of the count) and redisync.wait.duration. Each Redis round trip is a
-// CLIENT span EVALSHA latch.count_down, latch.state or latch.reset.
+// CLIENT span EVALSHA latch.count_down, latch.state or latch.reset, and on a
+// quorum latch.sync (the opening, or a round, written to the nodes). On a
+// quorum "opened" is the count-down whose read recorded the opening.
 //
 // Await is measured like an acquisition: redisync.acquire.duration records
 // the whole call and redisync.wait.duration the time spent blocked, both

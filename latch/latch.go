@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -52,8 +53,10 @@ const keyCount = "redisync.latch.count"
 // name on the same Redis deployment: it starts closed with a count, each
 // CountDown lowers the count by one, and it opens, releasing every Await,
 // when the count reaches zero. It then stays open until it expires. Create
-// one with New; the zero value is not usable. A CountDown is safe for concurrent
-// use; its methods keep no state between calls.
+// one with New; the zero value is not usable. A CountDown is safe for
+// concurrent use. On one node its methods keep no state between calls; on
+// a quorum it remembers the latest round of the latch it has seen (see
+// Reset), which its next count-down names.
 type CountDown struct {
 	b       backend.Backend
 	name    string
@@ -63,6 +66,12 @@ type CountDown struct {
 	ttlMs   int64
 	backoff locker.Backoff
 	tel     *telemetry.T
+
+	// On a quorum: its number of nodes and majority (0 on one node), and
+	// the latest round this handle has seen, the round its next
+	// count-down names (see the package documentation's Quorum).
+	nodes, majority int
+	round           atomic.Pointer[string]
 }
 
 // New returns the CountDown latch called name on b, of count count: the count the
@@ -72,11 +81,13 @@ type CountDown struct {
 // ErrCountMismatch. A count of 0 is a latch that is open from the start.
 //
 // New does no I/O. It returns an error matching locker.ErrInvalid for a nil
-// or unusable Backend, a quorum Backend (see the package documentation), a
-// bad name (empty, longer than 512 bytes, or containing '{', '}' or control
-// characters), a count below 0 or above MaxCount, or a bad option.
+// or unusable Backend, a bad name (empty, longer than 512 bytes, or
+// containing '{', '}' or control characters), a count below 0 or above
+// MaxCount, or a bad option. A quorum Backend (backend.NewQuorum) is
+// recognised by its driver.Quorum methods: a Backend that wraps one must
+// have them too (see the package documentation's Quorum).
 func New(b backend.Backend, name string, count int, opts ...Option) (*CountDown, error) {
-	ks, err := keyspace.OpenSingle(primitive, b, name, "one count: its nodes may disagree on it")
+	ks, err := keyspace.Open(primitive, b, name)
 	if err != nil {
 		return nil, err
 	}
@@ -88,7 +99,7 @@ func New(b backend.Backend, name string, count int, opts ...Option) (*CountDown,
 		return nil, err
 	}
 	keys := ks.Latch()
-	return &CountDown{
+	l := &CountDown{
 		b:       b,
 		name:    name,
 		count:   count,
@@ -97,7 +108,11 @@ func New(b backend.Backend, name string, count int, opts ...Option) (*CountDown,
 		ttlMs:   holdopt.Millis(cfg.ttl),
 		backoff: cfg.backoff,
 		tel:     local.Of(b).Telemetry(),
-	}, nil
+	}
+	if q, ok := b.(driver.Quorum); ok {
+		l.nodes, l.majority = q.QuorumNodes()
+	}
+	return l, nil
 }
 
 // Name returns the name the CountDown was created with.
@@ -111,6 +126,14 @@ func (l *CountDown) Name() string { return l.name }
 // for as long as ctx allows, and a retry of a count-down that was applied
 // (its reply lost) is recognised and not counted again. CountDown makes the
 // latch last at least its TTL from now.
+//
+// On a quorum the count-down is recorded on a majority of the nodes, in the
+// latest round the handle has seen, or in a later one when a majority of
+// nodes is of a later round (a Reset it has not seen). CountDown then reads
+// the latch from a majority: when the count-downs the nodes recorded reach
+// the count, it records the opening, which wakes every Await (see the
+// package documentation). The count-down is made whatever that check
+// meets.
 //
 // On failure CountDown returns a non-nil error: one matching ctx.Err() when
 // ctx ended first (also before any I/O when ctx is already done), one
@@ -128,21 +151,54 @@ func (l *CountDown) CountDown(ctx context.Context) (err error) {
 	var r driver.Reply
 	err = lease.Retry(ctx, l.b, l.backoff, func(ctx context.Context) error {
 		var err error
-		r, err = l.run(ctx, script.LatchCountDown.Call(l.keys, l.args(id)))
+		r, err = l.countDown(ctx, id)
 		return err
 	})
 	if err != nil {
 		return l.errorf("count down", err)
 	}
-	left := r.At(1)
+	left, opened := r.At(1), r.At(3) == 1
+	if l.nodes > 0 {
+		// The count-down is recorded on a majority. Whether it completed
+		// the count is for the union of the nodes' count-downs to say:
+		// read it, and record the opening when it did, which wakes the
+		// waiters. The count-down is done whatever this check meets: an
+		// Await that it does not wake finds the opening itself.
+		var wrote bool
+		if left, wrote, err = l.settle(ctx); err != nil {
+			left, err = r.At(1), nil
+		}
+		opened = wrote
+	}
 	switch {
 	case r.At(2) == 0:
 		outcome = outcomeOpen
-	case r.At(3) == 1:
+	case opened:
 		outcome = outcomeOpened
 	}
 	op.Span().SetAttributes(attribute.Int64(keyCount, left))
 	return nil
+}
+
+// countDown makes count-down id, once. On a quorum it names the latest
+// round the handle has seen; when a majority of nodes refuse it, being of
+// a later round (a Reset the handle has not seen), it reads the round from
+// a majority and counts down in that round.
+func (l *CountDown) countDown(ctx context.Context, id string) (driver.Reply, error) {
+	round := l.lastRound()
+	for range maxRounds {
+		r, err := l.run(ctx, script.LatchCountDown.Call(l.keys, script.LatchCountDownArgs{
+			Wake: l.wake, Size: int64(l.count), TTL: l.ttlMs, ID: id, Round: round, Quorum: l.nodes > 0}))
+		if err != nil || r.Status() != script.LatchStale {
+			return r, err
+		}
+		v, err := l.view(ctx)
+		if err != nil {
+			return nil, err
+		}
+		round = v.Round
+	}
+	return nil, l.moving()
 }
 
 // Count returns the count left: 0 once the latch is open. A latch that does
@@ -151,6 +207,13 @@ func (l *CountDown) CountDown(ctx context.Context) (err error) {
 // retried with backoff for as long as ctx allows. On failure Count returns 0
 // and an error: one matching ctx.Err() when ctx ended first, one matching
 // ErrCountMismatch, locker.ErrClosed, or the Redis error.
+//
+// On a quorum the count left is the count less the count-downs that a
+// majority of nodes recorded, and Count returns 0 only once the opening is
+// recorded on a majority, as Await does; from then on every read returns 0
+// until a Reset or the latch's expiry. A count-down in progress (or one that failed) may be
+// counted by one read and not by the next, so that, until the latch opens,
+// Count may go up by as many between two reads.
 func (l *CountDown) Count(ctx context.Context) (n int, err error) {
 	ctx, op := l.tel.Start(ctx, primitive, "Count", l.name)
 	defer func() { l.end(op, outcomeRead, err) }()
@@ -178,6 +241,11 @@ func (l *CountDown) Count(ctx context.Context) (n int, err error) {
 // backoff's poll interval (1s by default). Transient Redis errors are retried
 // for as long as ctx allows. Await does not create the latch: a latch that
 // does not exist is waited for like a new one.
+//
+// On a quorum Await reads the latch from a majority of the nodes and
+// returns only once the opening is recorded on a majority, which it writes
+// itself when the count-downs reach the count: every later Await or Count,
+// through any majority, finds the latch open until a Reset or its expiry.
 //
 // On success Await returns nil: the count was zero at some instant during
 // the call. On failure it returns a non-nil error: one matching ctx.Err()
@@ -228,33 +296,45 @@ func (l *CountDown) Await(ctx context.Context) (err error) {
 // and not applied twice. On failure Reset returns an error (matching
 // ctx.Err() when ctx ended first); a reset whose reply was lost before ctx
 // ended may have been applied.
+//
+// On a quorum Reset starts a new round on a majority of the nodes. Rounds
+// are ordered, by the client's clock in ms raised past the latest round a
+// majority holds, so that the latest Reset wins on every node whatever the
+// clocks; a node that missed a Reset takes its round from the next call
+// that names it. A count-down that returned before the Reset began counts
+// only in the round before; one in progress during the Reset counts in one
+// round or the other, or, when it had reached only a minority of the nodes
+// before the Reset, possibly in both (see the package documentation).
 func (l *CountDown) Reset(ctx context.Context) (err error) {
 	ctx, op := l.tel.Start(ctx, primitive, "Reset", l.name)
 	defer func() { l.end(op, outcomeReset, err) }()
 	if err := ctx.Err(); err != nil {
 		return l.errorf("reset", err)
 	}
+	if l.nodes > 0 {
+		return l.errorf("reset", l.quorumReset(ctx))
+	}
 	id := rand.Text()
 	err = lease.Retry(ctx, l.b, l.backoff, func(ctx context.Context) error {
-		_, err := l.run(ctx, script.LatchReset.Call(l.keys, l.args(id)))
+		_, err := l.run(ctx, script.LatchReset.Call(l.keys, script.LatchResetArgs{Wake: l.wake, Size: int64(l.count), TTL: l.ttlMs, ID: id}))
 		return err
 	})
 	return l.errorf("reset", err)
 }
 
-// state reads the count left.
+// state reads the count left. On a quorum it is settle's.
 func (l *CountDown) state(ctx context.Context) (int64, error) {
+	if l.nodes > 0 {
+		left, _, err := l.settle(ctx)
+		return left, err
+	}
 	r, err := l.run(ctx, script.LatchState.Call(l.keys, script.LatchStateArgs{Size: int64(l.count)}))
 	return r.At(1), err
 }
 
-// args returns the arguments of a count-down or a reset with call id id.
-func (l *CountDown) args(id string) script.LatchArgs {
-	return script.LatchArgs{Wake: l.wake, Size: int64(l.count), TTL: l.ttlMs, ID: id}
-}
-
 // run runs c, a latch script's call, and turns a count mismatch into an
-// error.
+// error. On a quorum a call of an earlier round than a majority's is not
+// one: its reply has status script.LatchStale.
 func (l *CountDown) run(ctx context.Context, c *driver.Call) (driver.Reply, error) {
 	l.b.Exec(ctx, c)
 	r, err := c.Reply, c.Err
@@ -264,6 +344,7 @@ func (l *CountDown) run(ctx context.Context, c *driver.Call) (driver.Reply, erro
 	case r.Status() == script.LatchMismatch:
 		return nil, fmt.Errorf("%w: the latch exists with count %d, this handle's count is %d (Reset replaces it): %w",
 			ErrCountMismatch, r.At(1), l.count, locker.ErrInvalid)
+	case r.Status() == script.LatchStale && l.nodes > 0:
 	case r.Status() != driver.StatusOK:
 		return nil, fmt.Errorf("%s: script %s: unexpected status %d", primitive, c.Script.Name(), r.Status())
 	}

@@ -14,8 +14,7 @@ import (
 )
 
 func TestNewRejectsBadInput(t *testing.T) {
-	quorum := primtest.Quorum(t)
-	// The deployment and the counts are the latch's own cases.
+	// The counts are the latch's own cases.
 	count := func(b backend.Backend, n int) func() (*latch.CountDown, error) {
 		return func() (*latch.CountDown, error) { return latch.New(b, "x", n) }
 	}
@@ -27,7 +26,6 @@ func TestNewRejectsBadInput(t *testing.T) {
 		Options: primtest.Options[latch.Option]{WithTTL: latch.WithTTL, WithBackoff: latch.WithBackoff},
 		Own: func(good backend.Backend) []primtest.Case[*latch.CountDown] {
 			return []primtest.Case[*latch.CountDown]{
-				{Name: "quorum", New: count(quorum, 1), Mention: "quorum backend (3 independent nodes)"},
 				{Name: "negative count", New: count(good, -1), Mention: "count -1"},
 				{Name: "count above MaxCount", New: count(good, latch.MaxCount+1), Mention: "count 1048577"},
 			}
@@ -38,6 +36,10 @@ func TestNewRejectsBadInput(t *testing.T) {
 		if _, err := latch.New(primtest.Never(t), "x", n); err != nil {
 			t.Errorf("New with count %d = %v; want nil", n, err)
 		}
+	}
+	// A quorum is a backend like the others (see quorum_test.go).
+	if _, err := latch.New(primtest.Quorum(t), "x", 1); err != nil {
+		t.Errorf("New on a quorum = %v; want nil", err)
 	}
 }
 

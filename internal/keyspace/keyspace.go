@@ -195,27 +195,8 @@ func (k Fenced) Keys() []string { return []string{k.Value, k.Guard} }
 // backend and a valid name, and returns the Space of name on b. Its errors
 // match locker.ErrInvalid and name the primitive kind.
 func Open(kind string, b backend.Backend, name string) (Space, error) {
-	return open(kind, b, name, "")
-}
-
-// OpenSingle is Open for the primitives whose state is one value that the
-// nodes of a quorum, which are independent, could disagree on (the latch):
-// it also refuses a quorum backend, with an error
-// that says the kind cannot keep what (such as "one count: its nodes may
-// disagree on it").
-func OpenSingle(kind string, b backend.Backend, name, what string) (Space, error) {
-	return open(kind, b, name, what)
-}
-
-// open checks b, refuses a quorum when single says what it cannot keep,
-// and checks name.
-func open(kind string, b backend.Backend, name, single string) (Space, error) {
 	if err := driver.Validate(b); err != nil {
 		return Space{}, fmt.Errorf("%s: %w", kind, err)
-	}
-	if q, ok := b.(driver.Quorum); ok && single != "" {
-		nodes, _ := q.QuorumNodes()
-		return Space{}, fmt.Errorf("%s: a quorum backend (%d independent nodes) cannot keep %s: %w", kind, nodes, single, locker.ErrInvalid)
 	}
 	if err := Validate(kind, name); err != nil {
 		return Space{}, err

@@ -66,6 +66,7 @@ var parts = map[string]*string{
 	"lock_lib":  &lockLibSrc,
 	"fifo_lib":  &fifoLib,
 	"fence_lib": &fenceLib,
+	"latch_lib": &latchLib,
 }
 
 // argvRef finds what the bindings alone may read.

@@ -1,10 +1,13 @@
 -- latch_count_down.lua: count a latch down by one, once per call.
--- KEYS[1] latch hash {n = size, c = count left, r = id of the last reset,
---         z = id of the count-down that opened it, and <call id> =
---         "<server ms> <c|o>" for each count-down call seen: c when it
---         counted, o when it found the latch open}
--- Arguments: LatchArgs (latch.go): the wake channel, the size the caller
--- expects, the ttl in ms and the call id (upper-case base32).
+-- KEYS[1] latch hash {n = size, c = count left, r = id of the last reset
+--         (on a quorum: its round, see latch_lib.lua), z = id of the
+--         count-down that opened it, and <call id> = "<server ms> <c|o>"
+--         for each count-down call seen: c when it counted, o when it
+--         found the latch open; on a quorum, C or O for a call of an
+--         earlier round}
+-- Arguments: LatchCountDownArgs (latch.go): the wake channel, the size the
+-- caller expects, the ttl in ms, the call id (upper-case base32), and on a
+-- quorum the round the call counts in.
 -- Creates the latch with that size when it does not exist. A call id that was
 -- seen already is not counted again (a retried call), also after a Reset:
 -- the calls seen stay, across Resets, for a TTL after they were seen, so
@@ -12,24 +15,44 @@
 -- coordinator's Reset is not counted in the new round. A latch at zero
 -- stays at zero. The count-down that reaches zero publishes 'open'. The
 -- latch lives at least ttl ms from now.
+-- On a quorum the call counts only in its round: a node whose latch is of
+-- a later round refuses it, unless it has seen the call already (then it
+-- answers as to a repeat: the call was made before that round began); one
+-- of an earlier round (it missed a Reset) or without the latch first
+-- starts the call's round, whose size the caller has read from a
+-- majority.
 -- Returns {1, count left, 1 if this call id counted (in this run or an
--- earlier one) else 0, 1 if it opened the latch else 0}, or {-2, size}
--- when the latch exists with another size (then nothing
--- changes).
+-- earlier one) else 0, 1 if it opened the latch else 0}, {-2, size}
+-- when the latch exists with another size, or {-1} on a quorum when the
+-- latch is of a later round (then nothing changes).
+--@use latch_lib
 local latch = KEYS[1]
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local n = redis.call('HGET', latch, 'n')
+local seen = redis.call('HGET', latch, id)
 local c
 if not n then
   redis.call('HSET', latch, 'n', size, 'c', size)
+  if quorum and round ~= '' then
+    redis.call('HSET', latch, 'r', round)
+  end
   c = size
-elseif tonumber(n) ~= size then
-  return {-2, tonumber(n)}
 else
+  if quorum and not seen then
+    local r = redis.call('HGET', latch, 'r') or ''
+    if earlier(round, r) then
+      return {-1}
+    elseif earlier(r, round) then
+      start_round(latch, size, round, ttl, now, true)
+      n = size
+    end
+  end
+  if tonumber(n) ~= size then
+    return {-2, tonumber(n)}
+  end
   c = tonumber(redis.call('HGET', latch, 'c'))
 end
-local seen = redis.call('HGET', latch, id)
 if not seen then
   if c > 0 then
     c = redis.call('HINCRBY', latch, 'c', -1)
@@ -44,7 +67,8 @@ if not seen then
   redis.call('HSET', latch, id, seen)
 end
 local counted, opened = 0, 0
-if string.sub(seen, -1) == 'c' then
+local how = string.sub(seen, -1)
+if how == 'c' or how == 'C' then
   counted = 1
 end
 if c == 0 and redis.call('HGET', latch, 'z') == id then

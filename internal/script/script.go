@@ -6,9 +6,9 @@
 // at the top of every script from the struct's fields, and the primitives
 // build a call from a value of the struct. A .lua file never reads ARGV
 // itself; it includes the shared Lua libraries it needs with a line
-// "--@use <part>" (lock_lib, fifo_lib, fence_lib), and a script that calls
-// a part's function without it, or reads ARGV, fails at package
-// initialisation.
+// "--@use <part>" (lock_lib, fifo_lib, fence_lib, latch_lib), and a
+// script that calls a part's function without it, or reads ARGV, fails at
+// package initialisation.
 //
 // Conventions, which backends and the quorum rely on: ARGV[1] is the publish
 // command supplied by the backend (the local "publish"); every reply is an

@@ -331,9 +331,24 @@ func scenarios() []scenario {
 
 		{"multi.settle", []step{stepOf(script.MutexAcquire, mutexKeys, handoffArgs("B", "Y", 1)), stepOf(script.MultiAcquire, multiKeys, multiArgs("A", 1))},
 			stepOf(script.MultiSettle, multiKeys, multiArgs("A", 1))},
-		{"latch.count_down", nil, step{script.LatchCountDown.Script, []string{"latch"}, enc(script.LatchCountDown, script.LatchArgs{Wake: "wake", Size: 3, TTL: 10000, ID: "CALL1"})}},
-		{"latch.reset", []step{{script.LatchCountDown.Script, []string{"latch"}, enc(script.LatchCountDown, script.LatchArgs{Wake: "wake", Size: 3, TTL: 10000, ID: "CALL1"})}},
-			step{script.LatchReset.Script, []string{"latch"}, enc(script.LatchReset, script.LatchArgs{Wake: "wake", Size: 5, TTL: 10000, ID: "RESET1"})}},
+		{"latch.count_down", nil, step{script.LatchCountDown.Script, []string{"latch"}, enc(script.LatchCountDown, script.LatchCountDownArgs{Wake: "wake", Size: 3, TTL: 10000, ID: "CALL1"})}},
+		{"latch.reset", []step{{script.LatchCountDown.Script, []string{"latch"}, enc(script.LatchCountDown, script.LatchCountDownArgs{Wake: "wake", Size: 3, TTL: 10000, ID: "CALL1"})}},
+			step{script.LatchReset.Script, []string{"latch"}, enc(script.LatchReset, script.LatchResetArgs{Wake: "wake", Size: 5, TTL: 10000, ID: "RESET1"})}},
+		// On a quorum: rounds (see latch_lib.lua).
+		{"latch.count_down on a quorum, starting its round", []step{latchCountDown("CALL0", "")},
+			latchCountDown("CALL1", latchRound2)},
+		{"latch.count_down of an earlier round", []step{latchCountDown("CALL0", latchRound2)},
+			latchCountDown("CALL1", "")},
+		{"latch.reset on a quorum", []step{latchCountDown("CALL0", "")},
+			step{script.LatchReset.Script, []string{"latch"}, enc(script.LatchReset, script.LatchResetArgs{Wake: "wake", Size: 3, TTL: 10000, ID: latchRound2, Quorum: true})}},
+		{"latch.reset of an earlier round", []step{latchCountDown("CALL0", latchRound2)},
+			step{script.LatchReset.Script, []string{"latch"}, enc(script.LatchReset, script.LatchResetArgs{Wake: "wake", Size: 3, TTL: 10000, ID: latchRound1, Quorum: true})}},
+		{"latch.sync of the opening", []step{latchCountDown("CALL0", "")}, latchSync("", true)},
+		{"latch.sync starting its round", []step{latchCountDown("CALL0", "")}, latchSync(latchRound2, true)},
+		{"latch.sync on a node without the latch", nil, latchSync(latchRound2, false)},
+		{"latch.sync of an earlier round", []step{latchCountDown("CALL0", latchRound2)}, latchSync(latchRound1, true)},
+		{"latch.state on a quorum", []step{latchCountDown("CALL0", "")},
+			step{script.LatchState.Script, []string{"latch"}, enc(script.LatchState, script.LatchStateArgs{Size: 3, Quorum: true})}},
 		{"fence.write", nil, step{script.FenceWrite.Script, []string{"value", "guard"}, enc(script.FenceWrite, script.FenceWriteArgs{Op: "set", Token: "42", ID: "W1", Retention: 60000, Operands: []string{"v"}})}},
 		{"fence.cas", []step{{script.FenceWrite.Script, []string{"value", "guard"}, enc(script.FenceWrite, script.FenceWriteArgs{Op: "set", Token: "42", ID: "W1", Retention: 60000, Operands: []string{"v"}})}},
 			step{script.FenceCAS.Script, []string{"value", "guard"}, enc(script.FenceCAS, script.FenceCASArgs{Version: "-", ID: "W2", Retention: 60000, Data: "w"})}},
@@ -345,15 +360,38 @@ func scenarios() []scenario {
 }
 
 // refused names the scenarios whose call changes nothing the dump shows:
-// an acquisition that is refused, and the renewals of the FIFO scripts, whose
-// only effect is a deadline score, masked in the dump because it derives
-// from the clock.
+// an acquisition that is refused, a call of a latch's earlier round, a
+// read, and the renewals of the FIFO scripts, whose only effect is a
+// deadline score, masked in the dump because it derives from the clock.
 var refused = map[string]bool{
-	"mutex.acquire held by another":     true,
-	"reentrant.acquire held by another": true,
-	"semaphore.acquire contended":       true,
-	"semaphore.beat":                    true,
-	"semaphore.renew":                   true,
+	"mutex.acquire held by another":        true,
+	"reentrant.acquire held by another":    true,
+	"semaphore.acquire contended":          true,
+	"semaphore.beat":                       true,
+	"semaphore.renew":                      true,
+	"latch.count_down of an earlier round": true,
+	"latch.reset of an earlier round":      true,
+	"latch.sync of an earlier round":       true,
+	"latch.state on a quorum":              true,
+}
+
+// Rounds of a quorum's latch, in order.
+const (
+	latchRound1 = "00000000000000010000000000000001"
+	latchRound2 = "00000000000000020000000000000001"
+)
+
+// latchCountDown is count-down id of a latch of 3 on a node of a quorum,
+// in round.
+func latchCountDown(id, round string) step {
+	return step{script.LatchCountDown.Script, []string{"latch"}, enc(script.LatchCountDown,
+		script.LatchCountDownArgs{Wake: "wake", Size: 3, TTL: 10000, ID: id, Round: round, Quorum: true})}
+}
+
+// latchSync brings a latch of 3 to round, recording its opening when open.
+func latchSync(round string, open bool) step {
+	return step{script.LatchSync.Script, []string{"latch"}, enc(script.LatchSync,
+		script.LatchSyncArgs{Wake: "wake", Size: 3, TTL: 10000, Life: 5000, Round: round, Open: open})}
 }
 
 // differs reports whether s and o differ in a key's content, or in an
