@@ -29,6 +29,18 @@ var (
 	seedFlag = flag.Uint64("chaos.seed", 0, "seed of the fault schedules (0: from the clock)")
 )
 
+// halfFlag defines the flag -chaos.<name>, how long what runs, and returns
+// what it says: its value, or half of -chaos.duration when it is 0.
+func halfFlag(name, what string) func() time.Duration {
+	f := flag.Duration("chaos."+name, 0, "how long "+what+" runs (0: half of -chaos.duration)")
+	return func() time.Duration {
+		if *f > 0 {
+			return *f
+		}
+		return *duration / 2
+	}
+}
+
 func TestMain(m *testing.M) {
 	lease.Observe(trackValidity)
 	redistest.Main(m)

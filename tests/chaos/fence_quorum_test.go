@@ -3,7 +3,6 @@ package chaos
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -36,14 +35,7 @@ import (
 // nodes. Run it longer with:
 //
 //	go test -C tests -race -count=1 ./chaos -run FenceQuorum -chaos.fence=30s -chaos.seed=42 -v
-var fenceFor = flag.Duration("chaos.fence", 0, "how long the fence scenario runs (0: half of -chaos.duration)")
-
-func fenceDuration() time.Duration {
-	if *fenceFor > 0 {
-		return *fenceFor
-	}
-	return *duration / 2
-}
+var fenceDuration = halfFlag("fence", "the fence scenario")
 
 // A fenceOp is one call of the scenario's history.
 type fenceOp struct {

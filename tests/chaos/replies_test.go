@@ -3,7 +3,6 @@ package chaos
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -38,14 +37,7 @@ import (
 // server for its whole validity (promise 6). Run them longer with:
 //
 //	go test -C tests -race -count=1 ./chaos -run Replies -chaos.replies=30s -chaos.seed=42 -v
-var repliesFor = flag.Duration("chaos.replies", 0, "how long each scenario of the reply faults runs (0: half of -chaos.duration)")
-
-func repliesDuration() time.Duration {
-	if *repliesFor > 0 {
-		return *repliesFor
-	}
-	return *duration / 2
-}
+var repliesDuration = halfFlag("replies", "each scenario of the reply faults")
 
 // replyTTL is the TTL of every hold of the reply scenarios: what a quorum
 // needs at least, and the same on one node.
