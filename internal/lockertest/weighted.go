@@ -169,12 +169,12 @@ func testArrivals(t *testing.T, s *WeightedSetup) {
 				<-start
 				if i%2 == 0 {
 					if err := w.Acquire(ctx, 1); err != nil {
-						errs <- fmt.Errorf("Acquire: %w", err)
+						errs <- fmt.Errorf("acquire: %w", err)
 						return
 					}
 				} else if ok, err := w.TryAcquire(ctx, 1); err != nil || !ok {
 					if err != nil {
-						errs <- fmt.Errorf("TryAcquire: %w", err)
+						errs <- fmt.Errorf("try acquire: %w", err)
 					}
 					took <- false
 					return
@@ -184,7 +184,7 @@ func testArrivals(t *testing.T, s *WeightedSetup) {
 				time.Sleep(time.Millisecond)
 				res.Exit(1)
 				if err := w.Release(ctx, 1); err != nil {
-					errs <- fmt.Errorf("Release: %w", err)
+					errs <- fmt.Errorf("release: %w", err)
 				}
 			}()
 		}
