@@ -48,12 +48,12 @@
 //
 // # Retries
 //
-// A count-down carries a random id, which the latch remembers until it
-// opens. CountDown retries transient Redis errors (a failover, a dropped
-// connection) with backoff while its context allows, and a retry of a
-// count-down that was applied but whose reply was lost is recognised and not
-// counted twice, so a count-down counts at most once. This is why the count
-// is capped at [MaxCount].
+// A count-down carries a random id, which the latch remembers for its TTL
+// after it saw it, across Resets. CountDown retries transient Redis errors
+// (a failover, a dropped connection) with backoff while its context
+// allows, and a retry of a count-down that was applied but whose reply was
+// lost is recognised and not counted twice, so a count-down counts at most
+// once. This is why the count is capped at [MaxCount].
 //
 // # Backends
 //
