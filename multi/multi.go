@@ -322,19 +322,22 @@ func (l *Lock) lockAtomic(ctx context.Context, op *telemetry.Op, try bool) (*hol
 }
 
 // giveUp cleans up after a failed acquisition call of owner numbered call
-// that made attempts: when an attempt's outcome is unknown (unsure), it
-// releases whatever the owner may hold; when the call waited, it takes the
-// Lock's cohort out of every member's line it may have joined (see
-// lock_lib.lua), so that releases wake the next process.
+// that made attempts. When the call waited, or an attempt's outcome is
+// unknown (unsure), it takes the Lock's cohort out of every member's line
+// (see lock_lib.lua): the departure refuses the call's attempts that reach
+// Redis later, and releases wake the next process. When an attempt's
+// outcome is unknown it then releases whatever the owner may hold, in the
+// same send after the departures, so that an attempt that arrives after the
+// release finds them and takes nothing.
 func (l *Lock) giveUp(ctx context.Context, owner string, call int64, attempts int, unsure, waited bool) {
 	var calls []*driver.Call
-	if unsure {
-		calls = append(calls, script.MultiRelease.Call(l.keys, l.args(owner, call, attempts, false)))
-	}
-	if waited && attempts > 0 {
+	if attempts > 0 && (waited || unsure) {
 		for i := range l.members {
 			calls = append(calls, script.MutexLeave.Call(l.keys[2*i:2*i+1], script.LeaveArgs{Cohort: l.cohort, Wake: l.wakes[i], Call: call, Stale: l.stale}))
 		}
+	}
+	if unsure {
+		calls = append(calls, script.MultiRelease.Call(l.keys, l.args(owner, call, attempts, false)))
 	}
 	if len(calls) > 0 {
 		lease.Cleanup(ctx, l.b, calls...)

@@ -191,9 +191,7 @@ type first struct {
 func (f first) AcquireCall(_ string, call, _ int64, wait bool, _ time.Time) (*driver.Call, int64) {
 	n := f.s.attempt()
 	args := f.m.acquireArgs(f.s.owner, 1, 0, n)
-	if wait {
-		args.Cohort, args.Stale, args.Call = f.m.cohort, f.m.stale, call
-	}
+	args.Cohort, args.Stale, args.Call, args.Waits = f.m.cohort, f.m.stale, call, wait
 	return script.ReentrantAcquire.Call(f.m.keys, args), n
 }
 

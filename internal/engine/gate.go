@@ -199,11 +199,8 @@ func (g Gate) Lock(ctx context.Context, h *Handle) error {
 // Contend takes the lock through Redis for owner, in turn pass: it sends
 // the attempts that c builds until one is granted, waking on the process's wake channel of
 // the lock. It returns the granted Lease and the number of the attempt
-// that took it. When it fails, it ends what the attempts whose outcome is
-// unknown may have taken (Calls.AbandonCall, see Cleanup), gives the turn
-// back and, when the attempts may have put the process in the lock's line
-// and nobody else of the process waits, takes the process out of it (see
-// giveUp). On success the turn is the caller's to keep or give back.
+// that took it. When it fails, it cleans up after it and gives the turn
+// back (see giveUp). On success the turn is the caller's to keep or give back.
 func (g Gate) Contend(ctx context.Context, h *Handle, op *telemetry.Op, pass Pass, owner string, c Calls) (*lease.Lease, int64, error) {
 	call := h.local.Call()
 	var (
@@ -225,9 +222,7 @@ func (g Gate) Contend(ctx context.Context, h *Handle, op *telemetry.Op, pass Pas
 		return l != nil, retry, err
 	})
 	if err != nil {
-		ctx = lease.AfterFailure(ctx, err)
-		g.abandon(ctx, c, owner, unsure)
-		g.giveUp(ctx, pass, attempts > 0, call)
+		g.giveUp(lease.AfterFailure(ctx, err), c, owner, pass, attempts > 0, call, unsure)
 		return nil, 0, err
 	}
 	return l, n, nil
@@ -240,13 +235,6 @@ func (g Gate) attempt(ctx context.Context, c Calls, owner string, call, n int64,
 	ac, named := c.AcquireCall(owner, call, n, wait, sent)
 	l, _, retry, err := lease.Grant(ctx, g.x.Spec, ac, owner, sent, g.x.What)
 	return l, named, retry, err
-}
-
-// abandon ends what the attempts of owner numbered unsure may have taken.
-func (g Gate) abandon(ctx context.Context, c Calls, owner string, unsure []int64) {
-	if ac := c.AbandonCall(owner, unsure); ac != nil {
-		lease.Cleanup(ctx, g.b, ac)
-	}
 }
 
 // hold makes t, taken in turn pass, the handle's hold, and records it in
@@ -285,19 +273,22 @@ func (g Gate) TryLock(ctx context.Context, h *Handle) (bool, error) {
 
 // Try makes one attempt of owner, built by c, through Redis, in turn pass, without joining
 // the lock's line, and records it in op. After an attempt whose outcome is
-// unknown it ends whatever it may have taken (Calls.AbandonCall, see
-// Cleanup); unless the attempt succeeded, it gives the turn back. It
+// unknown it records the call's departure and ends whatever the attempt
+// may have taken (see giveUp); unless the attempt succeeded, it gives the
+// turn back. It
 // returns the granted Lease and the attempt's number, or a nil Lease with a
 // nil error when the lock is taken.
 func (g Gate) Try(ctx context.Context, h *Handle, op *telemetry.Op, pass Pass, owner string, c Calls) (*lease.Lease, int64, error) {
-	l, n, _, err := g.attempt(ctx, c, owner, h.local.Call(), 1, false)
+	call := h.local.Call()
+	l, n, _, err := g.attempt(ctx, c, owner, call, 1, false)
 	op.Attempt(err == nil && l == nil)
-	if err != nil {
-		g.abandon(ctx, c, owner, []int64{n})
-	}
-	if l == nil {
-		g.Leave(pass)
+	switch {
+	case err != nil:
+		g.giveUp(lease.AfterFailure(ctx, err), c, owner, pass, true, call, []int64{n})
 		return nil, 0, err
+	case l == nil:
+		g.Leave(pass)
+		return nil, 0, nil
 	}
 	return l, n, nil
 }
@@ -323,22 +314,38 @@ func (g Gate) Leave(pass Pass) {
 // Idle reports whether nobody of the process holds or waits for the lock.
 func (g Gate) Idle() bool { return g.queues.Idle(g.key) }
 
-// giveUp gives the turn back after a Lock that failed, as Leave does. sent
-// says that the Lock sent attempts, which may have put the process in the
-// lock's line of waiting processes (see internal/script/lock_lib.lua),
-// whatever became of their replies (an attempt cut short by ctx may have
-// reached Redis): when nobody else of the process waits, the call numbered
-// call then leaves the line, with the lock's leave script (Exclusive.Leave)
+// giveUp cleans up after acquisition call call of owner, which failed, and
+// gives the turn back (Leave). sent says that the call sent attempts,
+// which may have put the process in the lock's line of waiting processes
+// (see internal/script/lock_lib.lua), whatever became of their replies (an
+// attempt cut short by ctx may have reached Redis); unsure are the attempts
+// whose outcome is unknown, which may have taken the lock (Calls.AbandonCall
+// gives it back) or may still reach Redis later.
+//
+// The call leaves the line, with the lock's leave script (Exclusive.Leave)
 // run on its main key for the process's cohort and the prefix of the
-// line's wake channels, so that releases wake the next process instead.
-// The leave is sent again after transient errors until the place in line
-// would have lapsed anyway, whatever ctx says; it leaves alone the place of
-// a later call of the process.
-func (g Gate) giveUp(ctx context.Context, pass Pass, sent bool, call int64) {
+// line's wake channels, so that releases wake the next process instead:
+// when nobody else of the process waits, and whenever an attempt's outcome
+// is unknown. The leave records the call's departure, which refuses its
+// attempts that arrive later still; it goes first, in the same send as the
+// give-back, so that an attempt that reaches Redis after the give-back finds
+// the departure and takes nothing (otherwise it could take the free lock
+// for an owner that is gone, for a whole TTL). A leave sent while another
+// goroutine of the process waits loses the process its place in line;
+// without unsure attempts that goroutine keeps it. The calls are sent again
+// after transient errors (see lease.Cleanup), whatever ctx says; the leave
+// leaves alone the place of a later call of the process.
+func (g Gate) giveUp(ctx context.Context, c Calls, owner string, pass Pass, sent bool, call int64, unsure []int64) {
 	g.Leave(pass)
-	if sent && g.Idle() {
-		c := g.x.Leave.Call([]string{g.key}, script.LeaveArgs{Cohort: g.cohort, Wake: g.x.Wake, Call: call, Stale: holdopt.Millis(g.stale)})
-		lease.Persist(ctx, g.b, g.stale, c)
+	var calls []*driver.Call
+	if sent && (len(unsure) > 0 || g.Idle()) {
+		calls = append(calls, g.x.Leave.Call([]string{g.key}, script.LeaveArgs{Cohort: g.cohort, Wake: g.x.Wake, Call: call, Stale: holdopt.Millis(g.stale)}))
+	}
+	if ac := c.AbandonCall(owner, unsure); ac != nil {
+		calls = append(calls, ac)
+	}
+	if len(calls) > 0 {
+		lease.Cleanup(ctx, g.b, calls...)
 	}
 }
 

@@ -159,13 +159,22 @@ type Hold struct {
 // Try makes one attempt for k permits without joining the queue: they must
 // be free on top of what every waiter wants. It returns a nil Hold and a nil
 // error when they are not. On an error nothing is left held.
+//
+// The attempt names a waiter id of its own, though it does not queue: when
+// its outcome is unknown, the give-back records the id's departure, which
+// refuses the attempt should it reach Redis after the give-back (otherwise
+// it could take free permits for an owner that is gone, for a whole TTL).
 func (q *Queue) Try(ctx context.Context, op *telemetry.Op, k int64) (*Hold, error) {
 	owner := rand.Text()
-	h, _, err := q.attempt(ctx, owner, "", k, 1)
+	id := owner + ".try"
+	h, _, err := q.attempt(ctx, owner, id, k, 1)
 	op.Attempt(err == nil && h == nil)
 	if err != nil {
-		q.cleanup(ctx, owner, "")
+		q.cleanup(lease.AfterFailure(ctx, err), owner, id)
 		return nil, err
+	}
+	if h != nil {
+		h.waiter = "" // its grant recorded the id's departure already
 	}
 	return h, nil
 }

@@ -142,7 +142,7 @@ func TestForceScripts(t *testing.T) {
 			})).Reply)
 			// B's process waits in line: the force wakes it.
 			if rep := r.exec(script.ReentrantAcquire.Call(keys, script.ReentrantAcquireArgs{
-				Owner: "B", Wake: wake, TTL: 10000, FenceMargin: fenceMargin, Count: 1, Grant: 0, Attempt: 1, Cohort: "host/8#2", Stale: 3000, Call: 1,
+				Owner: "B", Wake: wake, TTL: 10000, FenceMargin: fenceMargin, Count: 1, Grant: 0, Attempt: 1, Cohort: "host/8#2", Stale: 3000, Call: 1, Waits: true,
 			})).Reply; rep.Status() != driver.StatusContended {
 				t.Fatalf("waiting attempt on a held lock = %v; want contended", rep)
 			}

@@ -59,7 +59,7 @@ func lateAttemptLocks() []exclusiveCalls {
 			acquire: func(keys []string, owner, cohort string, call, n int64) *driver.Call {
 				return script.ReentrantAcquire.Call(keys, script.ReentrantAcquireArgs{
 					Owner: owner, Wake: keys[0] + ":wake", TTL: ttl, FenceMargin: fenceMargin, Count: 1, Attempt: n,
-					Cohort: cohort, Stale: stale, Call: call,
+					Cohort: cohort, Stale: stale, Call: call, Waits: true,
 				})
 			},
 			release: func(keys []string, owner string, granted int64) *driver.Call {

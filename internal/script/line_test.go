@@ -380,7 +380,7 @@ func TestReentrantLine(t *testing.T) {
 		first := func(owner string, n int64, waits bool) script.ReentrantAcquireArgs {
 			a := script.ReentrantAcquireArgs{Owner: owner, Wake: wake, TTL: 10000, FenceMargin: fenceMargin, Count: 1, Grant: 0, Attempt: n}
 			if waits {
-				a.Cohort, a.Stale, a.Call = "p-"+owner, 3000, int64(owner[0])
+				a.Cohort, a.Stale, a.Call, a.Waits = "p-"+owner, 3000, int64(owner[0]), true
 			}
 			return a
 		}

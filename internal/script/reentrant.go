@@ -31,11 +31,13 @@ type ReentrantAcquireArgs struct {
 	Count       int64  `lua:"count"`   // the owner's hold count once this acquisition is done
 	Grant       int64  `lua:"grant"`   // for a re-entry: the attempt that granted the hold
 	Attempt     int64  `lua:"attempt"` // grows with each attempt of the owner
-	// Cohort, Stale and Call place a first hold that waits (Lock) in line;
-	// Cohort is empty for TryLock and re-entries.
+	// Cohort, Stale and Call name a first hold's acquisition call, which
+	// a departure of the call refuses, and place it in line when it waits
+	// (Waits: Lock, not TryLock); Cohort is empty for re-entries.
 	Cohort string `lua:"cohort,stable"`
 	Stale  int64  `lua:"stale,stable"`
 	Call   int64  `lua:"call"`
+	Waits  bool   `lua:"waits"`
 	// Unsure names, for the undo only, more attempts whose acquisition is
 	// given back (the cleanup after a Lock whose replies were lost).
 	Unsure []string `lua:"unsure"`

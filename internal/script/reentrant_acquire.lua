@@ -8,12 +8,13 @@
 -- channel (for the undo), the ttl in ms, the fence counter's margin (see
 -- mutex_acquire.lua), count, the owner's hold count once this acquisition
 -- is done, grant, for a re-entry (count > 1) the attempt that granted the
--- hold it enters, the attempt number, and for a first hold that waits for
--- the lock (Lock; cohort is '' for TryLock and re-entries) the caller's
--- cohort (the goroutines of its process that queue for the name on its
--- backend; see lock_lib.lua), stale, how long its place in line outlives
--- this attempt, and call, the number of its acquisition call in its cohort.
--- unsure is for the undo only.
+-- hold it enters, the attempt number, and for a first hold (cohort is ''
+-- for re-entries) the caller's cohort (the goroutines of its process that
+-- queue for the name on its backend; see lock_lib.lua), stale, how long its
+-- place in line outlives this attempt, call, the number of its acquisition
+-- call in its cohort, and waits, whether it waits for the lock (Lock, not
+-- TryLock: only a waiting caller takes a place in line). unsure is for the
+-- undo only.
 -- A waiting caller that finds the lock taken takes a place in line for its
 -- cohort, or keeps the one it has, so that a release wakes the cohort first
 -- in line only (see reentrant_release.lua). A call that has been overtaken
@@ -69,7 +70,7 @@ if cohort and lock_stale(KEYS[1], cohort, call, attempt) then
   return {0, math.max(redis.call('PTTL', KEYS[1]), 1)}
 end
 if redis.call('HEXISTS', KEYS[1], 'f') == 1 and not mine then
-  if cohort then
+  if cohort and waits then
     lock_wait(KEYS[1], cohort, call, stale, true, attempt)
   end
   return {0, redis.call('PTTL', KEYS[1])}
@@ -79,7 +80,9 @@ if cohort and not mine then
   -- process waited (see reentrant_release.lua).
   local yields, wait = lock_yielding(KEYS[1])
   if yields == cohort then
-    lock_wait(KEYS[1], cohort, call, stale, false, attempt)
+    if waits then
+      lock_wait(KEYS[1], cohort, call, stale, false, attempt)
+    end
     return {0, wait}
   end
 end

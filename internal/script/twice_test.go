@@ -140,7 +140,7 @@ func reArgs(owner string, count int, grant int64, attempt int) script.ReentrantA
 // place in line when the lock is taken.
 func reLineArgs(owner, cohort string, attempt int) script.ReentrantAcquireArgs {
 	a := reArgs(owner, 1, 0, attempt)
-	a.Cohort, a.Stale, a.Call = cohort, 3000, callOf(owner)
+	a.Cohort, a.Stale, a.Call, a.Waits = cohort, 3000, callOf(owner), true
 	return a
 }
 

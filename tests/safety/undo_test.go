@@ -263,3 +263,51 @@ func TestReplicaAckLateRollback(t *testing.T) {
 	r.Wait()
 	checkHeld(t, ctx, raw, "the master", lockKey(name))
 }
+
+// TestLateTryAttempt: a TryLock whose attempt reaches the server only after
+// the caller gave up on it (its reply lost at once, the request delivered
+// 300ms later: deploytest.Replies.Late) fails, and its give-back runs before
+// the request lands. The late request must take nothing: another process's
+// TryLock gets the lock after it. Before, the give-back found nothing to
+// give back, and the request, landing on the free lock, took it for an
+// owner that was gone, keeping everybody out for a whole TTL.
+func TestLateTryAttempt(t *testing.T) {
+	acquisitions := []*driver.Script{
+		script.MutexAcquire.Script, script.RWMutexLock.Script, script.RWMutexRLock.Script, script.ReentrantAcquire.Script,
+		script.Fair.Acquire.Script, script.Semaphore.Acquire.Script, script.MultiAcquire.Script,
+	}
+	for _, k := range kinds {
+		t.Run(k.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := newContext(t)
+			node := redistest.SharedNode(t)
+			// Loaded, so that the late request runs rather than fails
+			// with NOSCRIPT.
+			loadScripts(t, ctx, newClient(t, node.Addr), acquisitions...)
+			var first once
+			late := &deploytest.Replies{Late: func(cmds []redis.Cmder) (time.Duration, bool) {
+				return 300 * time.Millisecond, deploytest.ScriptOf(cmds[0], acquisitions...) != nil && first.take()
+			}}
+			b := newBackend(t, newClient(t, node.Addr, late))
+			t.Cleanup(late.Wait) // before the client closes
+			name := newName(t)
+			h, err := k.make(b, name, 10*time.Second, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ok, err := h.TryLock(ctx); ok || err == nil {
+				t.Fatalf("TryLock whose attempt is delivered late = (%v, %v); want an error", ok, err)
+			}
+			late.Wait()
+			other, err := k.make(newBackend(t, newClient(t, node.Addr)), name, 10*time.Second, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ok, err := other.TryLock(ctx)
+			if err != nil || !ok {
+				t.Fatalf("another process's TryLock after the late attempt landed = (%v, %v); want the lock: the late attempt took it", ok, err)
+			}
+			_ = other.Unlock(ctx)
+		})
+	}
+}
