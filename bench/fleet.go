@@ -74,8 +74,8 @@ type fleetSnap struct {
 // of the run was locking or holding; the machine's CPU during the window
 // (all processes, this program, other processes); and overlaps (must be
 // 0). Then, with the loop stopped, a pass of fleetMonitorPairs pairs by one
-// goroutine under MONITOR counts the requests per pair and names the
-// commands the row sends.
+// goroutine, on names of its own, under MONITOR counts the requests per pair
+// and names the commands the row sends.
 func fleet(ctx context.Context, srv *server, impl Impl, cell fleetCell, warm, dur time.Duration) (sample, error) {
 	srvs := []*server{srv}
 	if err := flushAll(ctx, srvs); err != nil {
@@ -254,9 +254,10 @@ func fleet(ctx context.Context, srv *server, impl Impl, cell fleetCell, warm, du
 	if _, _, err := m.count(ctx, srv.admin); err != nil {
 		return nil, err
 	}
-	rng := rand.New(rand.NewPCG(1, 2))
-	for range fleetMonitorPairs {
-		h, err := clients[0].Handle(names[rng.IntN(cell.names)])
+	// Names of their own: a name of the loop may still be held by a Lock
+	// the stop cancelled as it was granted.
+	for i := range fleetMonitorPairs {
+		h, err := clients[0].Handle("bench-fleet-monitor-" + strconv.Itoa(i))
 		if err != nil {
 			return nil, err
 		}
