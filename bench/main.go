@@ -5,8 +5,9 @@
 //	cd bench && go run . -out results
 //
 // It starts its own redis-server processes on loopback (one, and three more
-// for the quorum), runs five scenarios, and writes results.md (tables with
-// ratios), chart.svg and results.json to the -out directory. See README.md.
+// for the quorum), runs five scenarios (a sixth, the fleet, when -scenarios
+// names it), and writes results.md (tables with ratios), chart.svg and
+// results.json to the -out directory. See README.md.
 package main
 
 import (
@@ -28,6 +29,9 @@ import (
 
 // shortCS is the critical section of scenario 2s, which spins.
 const shortCS = 10 * time.Microsecond
+
+// fleetWarm is the warm-up of every measurement of scenario 6.
+const fleetWarm = 500 * time.Millisecond
 
 type config struct {
 	out        string
@@ -55,14 +59,14 @@ func main() {
 	flag.StringVar(&cfg.out, "out", "results", "directory for results.md, chart.svg and results.json")
 	flag.IntVar(&cfg.reps, "reps", 3, "repetitions of every measurement (figures are medians across them)")
 	flag.IntVar(&cfg.pairs, "pairs", 2000, "scenario 1: Lock+Unlock pairs measured per repetition")
-	flag.DurationVar(&cfg.dur, "dur", 1500*time.Millisecond, "scenarios 2, 2s, 3, 5: measured time per repetition (after 250ms of warm-up)")
+	flag.DurationVar(&cfg.dur, "dur", 1500*time.Millisecond, "scenarios 2, 2s, 3, 5, 6: measured time per repetition (after 250ms of warm-up; 6: 500ms)")
 	flag.DurationVar(&cfg.cs, "cs", 100*time.Microsecond, "scenarios 2, 2p, 3, 5: critical section (2s has its own: 10µs, spinning)")
 	flag.BoolVar(&cfg.spin, "spin", false, "the critical section burns the CPU (default: it blocks in the kernel, like I/O)")
 	flag.DurationVar(&cfg.budget, "budget", 5*time.Second, "matched waiting: the wait budget of every Lock call")
 	flag.DurationVar(&cfg.poll, "poll", 10*time.Millisecond, "matched waiting: retry interval of the libraries that poll")
 	flag.IntVar(&cfg.waiters, "waiters", 10000, "scenario 4: blocked waiters")
 	flag.IntVar(&cfg.names, "names", 1000, "scenario 4: names they wait for")
-	flag.StringVar(&cfg.scenarios, "scenarios", "1,2,2s,3,4,5", "scenarios to run (2 includes 2p; 2p alone runs only 2p; 5 is 5a to 5e)")
+	flag.StringVar(&cfg.scenarios, "scenarios", "1,2,2s,3,4,5", "scenarios to run (2 includes 2p; 2p alone runs only 2p; 5 is 5a to 5e; 6, the fleet, runs only when named)")
 	flag.StringVar(&cfg.only, "only", "", "run only the rows of these libraries (comma-separated keys: redisync,redisync-traced,redisync-rueidis,redisync-semaphore,rwmutex,redsync,redislock,rueidislock,ceiling)")
 	flag.StringVar(&cfg.redis, "redis-server", "redis-server", "redis-server executable")
 	flag.DurationVar(&cfg.timeout, "timeout", 5*time.Minute, "bound on the whole run: at the bound it stops measuring and writes what it has")
@@ -439,6 +443,48 @@ func run(cfg config) error {
 				p.step("5 semaphore contended", impl.Label, rep, cfg.reps)
 				s, err := contended(ctx, sm.srvs, impl, scfg)
 				rec(secSC.row(impl), s, err)
+			}
+		}
+	}
+	if sigCtx.Err() != nil {
+		return sigCtx.Err()
+	}
+
+	if want["6"] {
+		// The fleet: many names, many clients, no critical section, one
+		// server. The headline cell (the last of the grid) also has a
+		// table of its own.
+		head := fleetCells[len(fleetCells)-1]
+		sec := res.section("6", fmt.Sprintf("Fleet on one redis-server: %s names, %d clients x %d goroutines, Lock+Unlock of a random name, no critical section", thousands(head.names), head.clients, head.goroutines))
+		grid := res.section("6g", "Fleet on one redis-server: how it grows with the names and the clients x goroutines")
+		rows := keep([]Impl{redisyncImpl(cfg.budget), redislockDefaults(), redsyncDefaults()})
+		for _, cell := range fleetCells {
+			for _, impl := range rows {
+				grid.row(fleetRow(impl, cell)).Cell = cell.String()
+			}
+		}
+		for _, impl := range rows {
+			sec.row(impl)
+		}
+		for rep := range cfg.reps {
+			if ctx.Err() != nil {
+				break
+			}
+			measureLimit(sec, ccfg)
+			for ci, cell := range fleetCells {
+				// The rows of a cell one after the other, each first in
+				// turn across cells and repetitions.
+				for _, impl := range rotate(rows, rep+ci) {
+					if ctx.Err() != nil {
+						break
+					}
+					p.step("6 fleet", impl.Label+", "+cell.String(), rep, cfg.reps)
+					s, err := fleet(ctx, single[0], impl, cell, fleetWarm, cfg.dur)
+					rec(grid.row(fleetRow(impl, cell)), s, err)
+					if cell == head {
+						rec(sec.row(impl), s, err)
+					}
+				}
 			}
 		}
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 )
 
@@ -199,6 +200,35 @@ func (r *Results) columns(s *Section) []column {
 			{fmt.Sprintf("more than %d holders", semPermits), statN("violations", 0)},
 			{"row ÷ single node (acq/s)", overRow(one, "acq_s")},
 		}
+	case "6":
+		me := s.first("redisync")
+		return slices.Concat(fleetColumns, []column{
+			{"redisync ÷ row (pairs/s)", versus(me, "pairs_s")},
+			{"redisync ÷ row (server CPU/pair)", versus(me, "server_cpu_us")},
+		})
+	case "6g":
+		// Each row against the redisync row of its own cell.
+		mine := func(r *Row) *Row {
+			for _, x := range s.Rows {
+				if x.Key == "redisync" && x.Cell == r.Cell {
+					return x
+				}
+			}
+			return nil
+		}
+		inCell := func(k string) func(*Row) string {
+			return func(r *Row) string {
+				me := mine(r)
+				if me == nil {
+					return "—"
+				}
+				return versus(me, k)(r)
+			}
+		}
+		return slices.Concat(fleetColumns, []column{
+			{"redisync ÷ row in its cell (pairs/s)", inCell("pairs_s")},
+			{"redisync ÷ row in its cell (server CPU/pair)", inCell("server_cpu_us")},
+		})
 	case "5a":
 		me := s.first("redisync")
 		return []column{
@@ -213,6 +243,56 @@ func (r *Results) columns(s *Section) []column {
 		}
 	}
 	return nil
+}
+
+// fleetTarget repeats target 6 under the table of scenario 6.
+func fleetTarget(r *Results) string {
+	for _, t := range r.Targets {
+		if t.ID == "6" {
+			return fmt.Sprintf("\n\n**Target 6**, %s (redisync ÷ redislock pairs/s at least 1.0, repetition by repetition): %s: **%s**.", t.Goal, t.Measured, t.Met)
+		}
+	}
+	return ""
+}
+
+// fleetColumns are the figures of scenario 6, in its table and its grid.
+var fleetColumns = []column{
+	{"pairs/s", statN("pairs_s", 0)},
+	{"server CPU/pair", statUs1("server_cpu_us")},
+	{"server CPU (cores)", statN("server_util", 2)},
+	{"commands/pair (server, requests)", statN("cmds", 2)},
+	{"commands/pair (server, scripts' included)", statN("calls", 2)},
+	{"server time/pair", statUs1("server_us")},
+	{"round trips/pair (client)", statN("rt", 2)},
+	{"Lock calls on a busy name", func(r *Row) string {
+		v := r.get("contended_pct")
+		if v < 0 {
+			return "—"
+		}
+		return fmt.Sprintf("%.1f%%", v)
+	}},
+	{"failed Locks", statN("failed", 0)},
+	{"machine busy (cores): all, this program, others", func(r *Row) string {
+		if r.get("busy_cores") < 0 {
+			return "—"
+		}
+		return fmt.Sprintf("%.2f, %.2f, %.2f", r.get("busy_cores"), r.get("bench_cores"), r.get("other_cores"))
+	}},
+	{"overlaps", statN("violations", 0)},
+}
+
+// statUs1 formats a small time in µs with one decimal.
+func statUs1(k string) func(*Row) string {
+	return func(r *Row) string {
+		s := r.stat(k)
+		if s.NA {
+			return "—"
+		}
+		if len(s.All) < 2 || s.Min == s.Max {
+			return fmt.Sprintf("%.1fµs", s.Med)
+		}
+		return fmt.Sprintf("%.1fµs (%.1f–%.1f)", s.Med, s.Min, s.Max)
+	}
 }
 
 // processColumns are the second table of the contended sections: the
@@ -389,6 +469,11 @@ func sectionNote(id string, r *Results) string {
 		return fmt.Sprintf("One goroutine, one handle on a semaphore of %d permits that nobody else uses, Acquire(1) then Release(1): the pairs and figures of scenario 1, on one node and on the quorum of 3 of 5a. Each row takes turns with the physical limit of its own servers (the no-op EVALSHA on the node, or on the 3 nodes in parallel until the last reply), which \"p50 in those round trips\" divides by; the two rows run one after the other, each first in turn across repetitions. A step is one script call: on one node one round trip; on the quorum one script call to each of the 3 nodes in parallel, which ends once a majority decided it and the third had as long again to answer. On one node a pair is 2 steps, 2 round trips: the grant and the release. On the quorum it is 2 fan-out steps: the grant on the 3 nodes, whose fencing token the nodes agree on (the client's clock proposes it, as for the mutex of 5a, so no write-back of the largest follows), then the release on the 3 nodes: 3 + 3 = 6 requests counted by the client.\n\n", semPermits)
 	case "5e":
 		return fmt.Sprintf("The loop of scenario 2 (%d clients x %d goroutines, one handle per goroutine, the same critical section, warm-up and duration) on a semaphore of %d permits, each Lock an Acquire(1) and each Unlock a Release(1), on one node and on the quorum of 3. Two holders are inside at a time, so hand-offs and their gaps are not given; \"more than %d holders\" counts the times a holder found %d others inside (must be 0). A step costs what it costs in 5d; a contended Acquire also joins the line, heartbeats its place while it waits, and on the quorum tries again when the nodes grant different slots. \"Row ÷ single node\" is taken repetition by repetition.\n\n", r.Params.Clients, r.Params.Goroutines, semPermits, semPermits, semPermits)
+	case "6":
+		head := fleetCells[len(fleetCells)-1]
+		return fmt.Sprintf("What a fleet asks of one Redis: %d clients (each its own connection pool, as a process has) of %d goroutines each loop without pause: pick one of %s names at random, make a handle for it (redisync `mutex.New`, redsync `NewMutex`; redislock needs none, its Lock is an `Obtain`), Lock, Unlock at once (no critical section), and again; a Lock that fails is counted (\"failed Locks\") and not retried by the loop. Names are mostly free, so the rows measure the uncontended pair's cost on a server kept as busy as the loop can make it. After %v of warm-up, a window of %s: **pairs/s** are the pairs whose Unlock returned in the window over its length; **server CPU/pair** is the CPU (user + system, the whole redis-server process, from INFO cpu) that redis-server used in the window over those pairs, and **server CPU (cores)** the same CPU over the window's length: 1.00 is one core, all a redis-server's main thread can use, so below it the server was not the only bottleneck (on %d cores the benchmark's clients share the CPUs with the server: the column \"machine busy\" gives all the machine's CPU in the window, this program's, and other processes'). **Commands/pair (server, requests)** are the commands clients sent per pair, counted with MONITOR over a separate pass of %d pairs by one goroutine once the loop stopped, on names the loop did not use; **commands/pair (server, scripts' included)** are the calls INFO commandstats counted in the window (the benchmark's own INFO left out), which counts the commands a script runs as well as the script itself; **server time/pair** is the commandstats time in the window of the commands the row sends as requests (as in scenario 1: a script's time includes what it runs; the network and the event loop are not included, which the server CPU is). **Lock calls on a busy name** are those begun while another goroutine of the run was locking or holding the same name (counted in this process), whatever the library did about it: redisync waits for a wake-up, redislock (defaults) retries every 100ms, redsync (defaults) after 50-250ms. Every row runs on the server emptied (FLUSHALL) before it. Each cell's rows run one after the other, each first in turn across cells and repetitions. The figures of this table are those of the cell %s of the grid below.%s\n\n", head.clients, head.goroutines, thousands(head.names), fleetWarm, r.Params.Dur, r.Machine.Cores, fleetMonitorPairs, head, fleetTarget(r))
+	case "6g":
+		return "The loop and figures of scenario 6, with 1,000 and 10,000 names and with 4 clients x 16 goroutines and 8 clients x 32 (default go-redis pools: 10 connections per CPU per client). With fewer names and more goroutines more Lock calls find their name busy, and what a library does then (wait for a wake-up, or sleep and retry) shows in the pairs/s. \"Redisync ÷ row in its cell\" is taken against the redisync row of the same cell, repetition by repetition.\n\n"
 	case "3":
 		return "The other libraries have no readers/writer lock: their readers take the exclusive lock. redisync RWMutex uses one handle per client, shared by its goroutines (its readers then share one hold on the server); the others use one handle per goroutine.\n\n"
 	case "4":
@@ -492,6 +577,8 @@ func (r *Results) panels() []panel {
 		add("5a", "5. Quorum of 3, uncontended Lock+Unlock, median (µs, lower is better)", "p50", 1, "µs", false, 2*q.get("eval_p50"), "2 fan-out round trips")
 	}
 	add("5b", "5. Quorum of 3, contended: acquisitions/s (higher is better)", "acq_s", 1, "/s", false, ceiling("5b"), "in-process ceiling")
+	add("6", "6. Fleet on one redis-server, "+fleetCells[len(fleetCells)-1].String()+": pairs/s (higher is better)", "pairs_s", 1, "/s", false, 0, "")
+	add("6", "6. Fleet: redis-server CPU per pair (µs, lower is better)", "server_cpu_us", 1, "µs", false, 0, "")
 	return ps
 }
 

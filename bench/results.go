@@ -57,7 +57,10 @@ type Row struct {
 	Setup  string          `json:"setup"`
 	Stats  map[string]Stat `json:"stats"`
 	Errors []string        `json:"errors,omitempty"`
-	reps   map[string]*series
+	// Cell, in a grid (scenario 6g), is the cell of the grid the row
+	// belongs to; the rows of a cell are compared with each other.
+	Cell string `json:"cell,omitempty"`
+	reps map[string]*series
 }
 
 func newRow(impl Impl) *Row {
@@ -365,6 +368,20 @@ func (r *Results) targets() []Target {
 			out = append(out, Target{ID: "5c", Goal: goal, Measured: fmt.Sprintf("%.0f/s vs %.0f/s: %s", down.get("acq_s"), up.get("acq_s"), fmtRatio(x)), Met: verdict(x >= 0.5)})
 		} else {
 			out = append(out, na("5c", goal))
+		}
+	}
+	// (6) the fleet: at least redislock's pairs per second where one
+	// server carries them all.
+	{
+		goal := "scenario 6, the fleet (" + fleetCells[len(fleetCells)-1].String() + "): pairs/s at least redislock's"
+		s6 := r.find("6")
+		me, rl := s6.first("redisync"), s6.first("redislock")
+		if x := pairedRatio(me.stat("pairs_s"), rl.stat("pairs_s"), 1); x > 0 {
+			out = append(out, Target{ID: "6", Goal: goal,
+				Measured: fmt.Sprintf("%.0f/s vs %.0f/s (%s): %s; server CPU per pair %.1fµs vs %.1fµs; redis-server busy %.2f vs %.2f of a core", me.get("pairs_s"), rl.get("pairs_s"), rl.Label, fmtRatio(x), me.get("server_cpu_us"), rl.get("server_cpu_us"), me.get("server_util"), rl.get("server_util")),
+				Met:      verdict(x >= 1)})
+		} else {
+			out = append(out, na("6", goal))
 		}
 	}
 	return out
