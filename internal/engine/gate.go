@@ -327,26 +327,35 @@ func (g Gate) Idle() bool { return g.queues.Idle(g.key) }
 // line's wake channels, so that releases wake the next process instead:
 // when nobody else of the process waits, and whenever an attempt's outcome
 // is unknown. The leave records the call's departure, which refuses its
-// attempts that arrive later still; it goes first, in the same send as the
-// give-back, so that an attempt that reaches Redis after the give-back finds
-// the departure and takes nothing (otherwise it could take the free lock
-// for an owner that is gone, for a whole TTL). A leave sent while another
+// attempts that arrive later still; after an attempt whose outcome is
+// unknown it goes first, in the same send as the give-back, so that the
+// attempt, should it reach Redis after the give-back, finds the departure
+// and takes nothing (otherwise it could take the free lock for an owner
+// that is gone, for a whole TTL). A leave sent while another
 // goroutine of the process waits loses the process its place in line;
 // without unsure attempts that goroutine keeps it. The calls are sent again
 // after transient errors (see lease.Cleanup), whatever ctx says; the leave
 // leaves alone the place of a later call of the process.
 func (g Gate) giveUp(ctx context.Context, c Calls, owner string, pass Pass, sent bool, call int64, unsure []int64) {
 	g.Leave(pass)
-	var calls []*driver.Call
-	if sent && (len(unsure) > 0 || g.Idle()) {
-		calls = append(calls, g.x.Leave.Call([]string{g.key}, script.LeaveArgs{Cohort: g.cohort, Wake: g.x.Wake, Call: call, Stale: holdopt.Millis(g.stale)}))
+	ac := c.AbandonCall(owner, unsure)
+	if !sent || len(unsure) == 0 && !g.Idle() {
+		if ac != nil {
+			lease.Cleanup(ctx, g.b, ac)
+		}
+		return
 	}
-	if ac := c.AbandonCall(owner, unsure); ac != nil {
-		calls = append(calls, ac)
+	leave := g.x.Leave.Call([]string{g.key}, script.LeaveArgs{Cohort: g.cohort, Wake: g.x.Wake, Call: call, Stale: holdopt.Millis(g.stale)})
+	if len(unsure) > 0 && ac != nil {
+		lease.Cleanup(ctx, g.b, leave, ac)
+		return
 	}
-	if len(calls) > 0 {
-		lease.Cleanup(ctx, g.b, calls...)
+	// No attempt in doubt: nothing can arrive late, and the order of the
+	// two does not matter.
+	if ac != nil {
+		lease.Cleanup(ctx, g.b, ac)
 	}
+	lease.Persist(ctx, g.b, g.stale, leave)
 }
 
 // Unlock is the Unlock call of h, an exclusive handle, as Handle.Release
