@@ -166,9 +166,8 @@ type fenceRules struct {
 	mu  sync.Mutex
 	rng *rand.Rand
 
-	off        atomic.Bool
+	hookSet
 	writeBacks atomic.Int64 // calls of fence.write_back seen, on any node
-	hooks      []*deploytest.Replies
 }
 
 func newFenceRules(t *testing.T, rng *rand.Rand) *fenceRules {
@@ -221,24 +220,7 @@ func (r *fenceRules) hook() *deploytest.Replies {
 			return 50*time.Millisecond + time.Duration(r.rng.Int64N(int64(950*time.Millisecond))), true
 		},
 	}
-	r.hooks = append(r.hooks, h)
-	return h
-}
-
-// stop injects no more faults and waits for the late deliveries in flight.
-func (r *fenceRules) stop() {
-	r.off.Store(true)
-	for _, h := range r.hooks {
-		h.Wait()
-	}
-}
-
-func (r *fenceRules) counts() (seen, lost, twice, late int64) {
-	for _, h := range r.hooks {
-		s, l, tw, la := h.Counts()
-		seen, lost, twice, late = seen+s, lost+l, twice+tw, late+la
-	}
-	return
+	return r.add(h)
 }
 
 // TestFenceQuorum runs the fence scenario and checks its history.

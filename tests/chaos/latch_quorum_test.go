@@ -374,10 +374,9 @@ type latchRules struct {
 	lose, twice, late float64
 	scripts           []*driver.Script
 
-	mu    sync.Mutex
-	rng   *rand.Rand
-	off   atomic.Bool
-	hooks []*deploytest.Replies
+	mu  sync.Mutex
+	rng *rand.Rand
+	hookSet
 }
 
 func newLatchRules(t *testing.T, rng *rand.Rand) *latchRules {
@@ -427,22 +426,5 @@ func (r *latchRules) hook() *deploytest.Replies {
 			return time.Duration(50+r.rng.IntN(950)) * time.Millisecond, true
 		},
 	}
-	r.hooks = append(r.hooks, h)
-	return h
-}
-
-// stop injects no more faults and waits for the late deliveries in flight.
-func (r *latchRules) stop() {
-	r.off.Store(true)
-	for _, h := range r.hooks {
-		h.Wait()
-	}
-}
-
-func (r *latchRules) counts() (seen, lost, twice, late int64) {
-	for _, h := range r.hooks {
-		s, l, tw, la := h.Counts()
-		seen, lost, twice, late = seen+s, lost+l, twice+tw, late+la
-	}
-	return
+	return r.add(h)
 }

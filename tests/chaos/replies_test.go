@@ -179,10 +179,9 @@ type replyRules struct {
 	mu  sync.Mutex
 	rng *rand.Rand
 
-	off                  atomic.Bool
+	hookSet
 	calls                atomic.Int64 // script calls seen by loseRule
 	lateGives, lateTakes atomic.Int64
-	hooks                []*deploytest.Replies
 }
 
 // newReplyRules draws the scenario's rates from rng.
@@ -301,24 +300,35 @@ func acquisitionScripts() []*driver.Script {
 
 // hook returns a new Replies hook with r's rules, for one client.
 func (r *replyRules) hook() *deploytest.Replies {
-	h := &deploytest.Replies{Lose: r.loseRule, Twice: r.twiceRule, Late: r.lateRule}
-	r.hooks = append(r.hooks, h)
+	return r.add(&deploytest.Replies{Lose: r.loseRule, Twice: r.twiceRule, Late: r.lateRule})
+}
+
+// hookSet is the Replies hooks that a scenario's rules made, one per
+// client, and the switch that turns their faults off.
+type hookSet struct {
+	off   atomic.Bool // no more faults
+	hooks []*deploytest.Replies
+}
+
+// add records h and returns it.
+func (s *hookSet) add(h *deploytest.Replies) *deploytest.Replies {
+	s.hooks = append(s.hooks, h)
 	return h
 }
 
 // stop injects no more faults and waits for the late deliveries in flight.
-func (r *replyRules) stop() {
-	r.off.Store(true)
-	for _, h := range r.hooks {
+func (s *hookSet) stop() {
+	s.off.Store(true)
+	for _, h := range s.hooks {
 		h.Wait()
 	}
 }
 
 // counts sums the hooks' counts.
-func (r *replyRules) counts() (seen, lost, twice, late int64) {
-	for _, h := range r.hooks {
-		s, l, tw, la := h.Counts()
-		seen, lost, twice, late = seen+s, lost+l, twice+tw, late+la
+func (s *hookSet) counts() (seen, lost, twice, late int64) {
+	for _, h := range s.hooks {
+		sn, l, tw, la := h.Counts()
+		seen, lost, twice, late = seen+sn, lost+l, twice+tw, late+la
 	}
 	return
 }
