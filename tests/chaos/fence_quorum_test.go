@@ -163,9 +163,6 @@ type fenceRules struct {
 	lose, twice, late float64
 	scripts           []*driver.Script
 
-	mu  sync.Mutex
-	rng *rand.Rand
-
 	hookSet
 	writeBacks atomic.Int64 // calls of fence.write_back seen, on any node
 }
@@ -176,20 +173,11 @@ func newFenceRules(t *testing.T, rng *rand.Rand) *fenceRules {
 		twice:   0.10 + 0.10*rng.Float64(),
 		late:    0.02 + 0.03*rng.Float64(),
 		scripts: []*driver.Script{script.FenceWrite.Script, script.FenceGet.Script, script.FenceWriteBack.Script},
-		rng:     rand.New(rand.NewPCG(rng.Uint64(), rng.Uint64())),
+		hookSet: hookSet{rng: rand.New(rand.NewPCG(rng.Uint64(), rng.Uint64()))},
 	}
 	t.Logf("rates: %.1f%% of fence script calls lose their reply, %.1f%% run twice; %.1f%% of writes are delivered late",
 		100*r.lose, 100*r.twice, 100*r.late)
 	return r
-}
-
-func (r *fenceRules) chance(p float64) bool {
-	if r.off.Load() {
-		return false
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.rng.Float64() < p
 }
 
 // of returns the fence script that every command of cmds runs, or nil.

@@ -374,8 +374,6 @@ type latchRules struct {
 	lose, twice, late float64
 	scripts           []*driver.Script
 
-	mu  sync.Mutex
-	rng *rand.Rand
 	hookSet
 }
 
@@ -385,20 +383,11 @@ func newLatchRules(t *testing.T, rng *rand.Rand) *latchRules {
 		twice:   0.05 + 0.10*rng.Float64(),
 		late:    0.04 + 0.04*rng.Float64(),
 		scripts: []*driver.Script{script.LatchCountDown.Script, script.LatchState.Script, script.LatchReset.Script, script.LatchSync.Script},
-		rng:     rng,
+		hookSet: hookSet{rng: rng},
 	}
 	t.Logf("rates: %.1f%% of latch script calls lose their reply, %.1f%% run twice, %.1f%% are delivered late",
 		100*r.lose, 100*r.twice, 100*r.late)
 	return r
-}
-
-func (r *latchRules) chance(p float64) bool {
-	if r.off.Load() {
-		return false
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.rng.Float64() < p
 }
 
 // scriptCalls reports whether every command of cmds runs a latch script.

@@ -176,9 +176,6 @@ type replyRules struct {
 	only        *driver.Script
 	scripts     []*driver.Script
 
-	mu  sync.Mutex
-	rng *rand.Rand
-
 	hookSet
 	calls                atomic.Int64 // script calls seen by loseRule
 	lateGives, lateTakes atomic.Int64
@@ -192,21 +189,11 @@ func newReplyRules(t *testing.T, rng *rand.Rand) *replyRules {
 		lateGive: 0.20 + 0.10*rng.Float64(),
 		lateTake: 0.02 + 0.03*rng.Float64(),
 		scripts:  replyScripts(),
-		rng:      rng,
+		hookSet:  hookSet{rng: rng},
 	}
 	t.Logf("rates: %.1f%% of script calls lose their reply, %.1f%% run twice; %.1f%% of undos and give-backs and %.1f%% of acquisitions are delivered late",
 		100*r.lose, 100*r.twice, 100*r.lateGive, 100*r.lateTake)
 	return r
-}
-
-// chance draws true with probability p.
-func (r *replyRules) chance(p float64) bool {
-	if p <= 0 || r.off.Load() {
-		return false
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.rng.Float64() < p
 }
 
 // delay draws the delay of a late delivery: 50ms to 1s.
@@ -304,10 +291,23 @@ func (r *replyRules) hook() *deploytest.Replies {
 }
 
 // hookSet is the Replies hooks that a scenario's rules made, one per
-// client, and the switch that turns their faults off.
+// client, the switch that turns their faults off, and the dice of the
+// rules.
 type hookSet struct {
 	off   atomic.Bool // no more faults
 	hooks []*deploytest.Replies
+	mu    sync.Mutex // guards rng
+	rng   *rand.Rand
+}
+
+// chance draws true with probability p, while faults are on.
+func (s *hookSet) chance(p float64) bool {
+	if p <= 0 || s.off.Load() {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.rng.Float64() < p
 }
 
 // add records h and returns it.
@@ -801,7 +801,7 @@ func TestRepliesNegativeControl(t *testing.T) {
 	// Every other grant of the acquisition loses its reply, so that each
 	// first hold is a grant whose reply is lost followed by its retry: a run
 	// of a few seconds has dozens of them, whatever the machine's speed.
-	rules := &replyRules{alternate: true, only: script.ReentrantAcquire.Script, scripts: replyScripts(), rng: seed(t)}
+	rules := &replyRules{alternate: true, only: script.ReentrantAcquire.Script, scripts: replyScripts(), hookSet: hookSet{rng: seed(t)}}
 	p := replyPrimitive{"reentrant", FencedMutex, 1, func(b backend.Backend, name string, g int) (Holder, error) {
 		m, err := reentrant.New(b, name, reentrant.WithTTL(replyTTL), reentrant.WithWatchdog(false),
 			reentrant.WithBackoff(locker.ConstantBackoff(100*time.Millisecond)))
