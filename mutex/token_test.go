@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/internal/deploytest"
 	"github.com/redisync/redisync/internal/redistest"
@@ -92,15 +90,11 @@ func TestTokensKeepToTheClock(t *testing.T) {
 // there, which is counted apart.
 func TestQuorumTokenAgreed(t *testing.T) {
 	nodes := redistest.StartNodes(t, 3)
-	calls := make([]*deploytest.Scripts, len(nodes))
-	clients := make([]redis.UniversalClient, len(nodes))
+	addrs := make([]string, len(nodes))
 	for i, n := range nodes {
-		c := redis.NewClient(&redis.Options{Addr: n.Addr})
-		calls[i] = new(deploytest.Scripts)
-		c.AddHook(calls[i])
-		t.Cleanup(func() { _ = c.Close() })
-		clients[i] = c
+		addrs[i] = n.Addr
 	}
+	clients, calls := deploytest.CountedClients(t, addrs)
 	ctx := context.Background()
 	var prev int64
 	// pairs makes n Lock+Unlock pairs through a new quorum, closed before

@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/internal/deploytest"
 	"github.com/redisync/redisync/internal/redistest"
@@ -19,15 +17,11 @@ import (
 // write-back of the largest follows the grant (as for the mutex).
 func TestQuorumUncontendedCost(t *testing.T) {
 	nodes := redistest.StartNodes(t, 3)
-	counts := make([]*deploytest.Scripts, len(nodes))
-	clients := make([]redis.UniversalClient, len(nodes))
+	addrs := make([]string, len(nodes))
 	for i, n := range nodes {
-		c := redis.NewClient(&redis.Options{Addr: n.Addr})
-		counts[i] = new(deploytest.Scripts)
-		c.AddHook(counts[i])
-		t.Cleanup(func() { _ = c.Close() })
-		clients[i] = c
+		addrs[i] = n.Addr
 	}
+	clients, counts := deploytest.CountedClients(t, addrs)
 	// A node timeout no loaded machine reaches: a node cut off by it would
 	// have its release sent again, and the counts would be off.
 	b, err := backend.NewQuorum(clients, backend.WithNodeTimeout(5*time.Second))

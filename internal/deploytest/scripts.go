@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"testing"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -55,4 +56,19 @@ func (s *Scripts) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 
 func (s *Scripts) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return next
+}
+
+// CountedClients returns a client to each address of addrs with a Scripts
+// hook of its own, closed when the test ends.
+func CountedClients(t testing.TB, addrs []string) ([]redis.UniversalClient, []*Scripts) {
+	clients := make([]redis.UniversalClient, len(addrs))
+	counts := make([]*Scripts, len(addrs))
+	for i, addr := range addrs {
+		c := redis.NewClient(&redis.Options{Addr: addr})
+		counts[i] = new(Scripts)
+		c.AddHook(counts[i])
+		t.Cleanup(func() { _ = c.Close() })
+		clients[i] = c
+	}
+	return clients, counts
 }
