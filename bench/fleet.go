@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -279,33 +278,6 @@ func fleet(ctx context.Context, srv *server, impl Impl, cell fleetCell, warm, du
 	}
 	out["server_us"] = usec / pairs
 	return out, nil
-}
-
-// commandStats returns the calls and the microseconds per command name in
-// an INFO commandstats reply.
-func commandStats(info string) (calls, usec map[string]float64) {
-	calls, usec = map[string]float64{}, map[string]float64{}
-	for _, line := range strings.Split(info, "\n") {
-		rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_")
-		if !ok {
-			continue
-		}
-		name, stats, ok := strings.Cut(rest, ":")
-		if !ok {
-			continue
-		}
-		for _, kv := range strings.Split(stats, ",") {
-			k, v, _ := strings.Cut(kv, "=")
-			f, _ := strconv.ParseFloat(v, 64)
-			switch k {
-			case "calls":
-				calls[name] = f
-			case "usec":
-				usec[name] = f
-			}
-		}
-	}
-	return calls, usec
 }
 
 // thousands formats n with a comma between thousands: 10,000.

@@ -305,7 +305,14 @@ func (s *server) commandUsec(ctx context.Context) (map[string]float64, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]float64{}
+	_, usec := commandStats(info)
+	return usec, nil
+}
+
+// commandStats returns the calls and the microseconds per command name in
+// an INFO commandstats reply.
+func commandStats(info string) (calls, usec map[string]float64) {
+	calls, usec = map[string]float64{}, map[string]float64{}
 	for _, line := range strings.Split(info, "\n") {
 		rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_")
 		if !ok {
@@ -316,13 +323,17 @@ func (s *server) commandUsec(ctx context.Context) (map[string]float64, error) {
 			continue
 		}
 		for _, kv := range strings.Split(stats, ",") {
-			if v, ok := strings.CutPrefix(kv, "usec="); ok {
-				f, _ := strconv.ParseFloat(v, 64)
-				out[name] = f
+			k, v, _ := strings.Cut(kv, "=")
+			f, _ := strconv.ParseFloat(v, 64)
+			switch k {
+			case "calls":
+				calls[name] = f
+			case "usec":
+				usec[name] = f
 			}
 		}
 	}
-	return out, nil
+	return calls, usec
 }
 
 func (m *monitor) close() { m.conn.Close() }
