@@ -96,11 +96,7 @@ func TestFenceGetMerge(t *testing.T) {
 // holds it or a later one; fence.get reads it back.
 func TestFenceWriteBack(t *testing.T) {
 	servers(t, func(t *testing.T, rdb *redis.Client) {
-		ctx := context.Background()
-		b := backend.New(rdb)
-		defer b.Close()
-		base := fmt.Sprintf("redisync:{%s-%d}:", t.Name(), time.Now().UnixNano())
-		keys := []string{base + "value", base + "guard"}
+		ctx, b, keys := fenceRig(t, rdb)
 		write := func(token, id, v string) {
 			t.Helper()
 			if _, err := script.FenceWrite.Run(ctx, b, keys, script.FenceWriteArgs{Op: "set", Token: token, ID: id, Retention: 60000, Operands: []string{v}}); err != nil {
@@ -162,11 +158,7 @@ func TestFenceWriteBack(t *testing.T) {
 // of their numbers.
 func TestFenceLateCopy(t *testing.T) {
 	servers(t, func(t *testing.T, rdb *redis.Client) {
-		ctx := context.Background()
-		b := backend.New(rdb)
-		defer b.Close()
-		base := fmt.Sprintf("redisync:{%s-%d}:", t.Name(), time.Now().UnixNano())
-		keys := []string{base + "value", base + "guard"}
+		ctx, b, keys := fenceRig(t, rdb)
 		write := func(token, id, v string) driver.Reply {
 			t.Helper()
 			r, err := script.FenceWrite.Run(ctx, b, keys, script.FenceWriteArgs{Op: "set", Token: token, ID: id, Retention: 60000, Operands: []string{v}})
@@ -193,4 +185,13 @@ func TestFenceLateCopy(t *testing.T) {
 			t.Errorf("the next write of that token = %v, value %q; want it made", r, rdb.Get(ctx, keys[0]).Val())
 		}
 	})
+}
+
+// fenceRig returns a context, a Backend on rdb closed when the test ends,
+// and the keys of a fenced resource of the test's own.
+func fenceRig(t *testing.T, rdb *redis.Client) (context.Context, backend.Backend, []string) {
+	b := backend.New(rdb)
+	t.Cleanup(func() { _ = b.Close() })
+	base := fmt.Sprintf("redisync:{%s-%d}:", t.Name(), time.Now().UnixNano())
+	return context.Background(), b, []string{base + "value", base + "guard"}
 }
