@@ -533,3 +533,25 @@ func TestSlot(t *testing.T) {
 type releaseFunc func()
 
 func (f releaseFunc) Release() { f() }
+
+// TestRetryEndsWithTheLastError: when ctx ends after a backoff but before
+// the next call starts (the call refuses with ctx's error alone), Retry's
+// error still carries the transient error the calls met, as when ctx ends
+// during the backoff.
+func TestRetryEndsWithTheLastError(t *testing.T) {
+	f := newFake(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	calls := 0
+	err := lease.Retry(ctx, f, func(int) time.Duration { return 0 }, func(ctx context.Context) error {
+		calls++
+		if calls == 1 {
+			return errTransient
+		}
+		cancel() // ctx ends before the second call starts
+		return ctx.Err()
+	})
+	if calls != 2 || !errors.Is(err, context.Canceled) || !errors.Is(err, errTransient) {
+		t.Errorf("Retry = %v after %d calls; want context.Canceled wrapping %v after 2", err, calls, errTransient)
+	}
+}

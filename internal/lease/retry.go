@@ -8,6 +8,7 @@ package lease
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -26,11 +27,21 @@ import (
 // failure whose outcome is unknown.
 func Retry(ctx context.Context, b backend.Backend, backoff locker.Backoff, f func(context.Context) error) error {
 	outage := NewOutage(b)
+	var last error // the last transient error
 	for n := 1; ; n++ {
 		err := f(ctx)
-		if err == nil || !backend.IsTransient(err) {
+		if err == nil {
+			return nil
+		}
+		if !backend.IsTransient(err) {
+			if cerr := ctx.Err(); cerr != nil && errors.Is(err, cerr) {
+				// ctx ended between the backoff and the call, which
+				// refused to start: report what the calls met before.
+				return Ended(err, last)
+			}
 			return err
 		}
+		last = err
 		if oerr := outage.Failed(err); oerr != nil {
 			return oerr
 		}
