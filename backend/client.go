@@ -35,12 +35,14 @@ import (
 // unchanged. Every call returns by the end of its context. Set ContextTimeoutEnabled in
 // the client's options so that the client itself bounds its reads and
 // connection handshakes by the context: without it, a call whose context can
-// end runs on a goroutine of its own, and one that the context cuts short
-// finishes in the background, for up to the client's ReadTimeout (or
-// DialTimeout, while connecting).
+// end runs on another goroutine (the Backend keeps up to 16 per CPU between
+// calls, until Close), and one that the context cuts short finishes in the
+// background, for up to the client's ReadTimeout (or DialTimeout, while
+// connecting).
 func New(c redis.UniversalClient, opts ...Option) Backend {
 	cfg := newConfig(opts)
 	b := &client{rdb: c, prefix: cfg.prefix, done: make(chan struct{}), err: cfg.err, acks: cfg.acks, ackTimeout: cfg.ackTimeout, outage: cfg.outage}
+	b.workers = newWorkers(b.done)
 	b.local = driver.NewLocal(cfg.tracing...)
 	b.tel = local.Of(b).Telemetry()
 	var router wake.Router
@@ -92,6 +94,7 @@ type client struct {
 
 	outage     time.Duration // see WithOutageLimit
 	ctxBound   bool          // the client bounds its calls by their context (see bounded)
+	workers    *workers      // run the calls of bounded
 	dials      *dials        // the client's last failure to connect
 	acks       int           // replica acknowledgements required (0: none)
 	ackTimeout time.Duration // WAIT timeout
@@ -177,9 +180,9 @@ func (c *client) run(ctx context.Context, call *driver.Call) {
 // that does not bound its calls by their context itself (its options lack
 // ContextTimeoutEnabled: a read then waits for ReadTimeout, a connection's
 // handshake for DialTimeout, whatever the context says). f then runs on a
-// goroutine of its own and finishes in the background, bounded by those
-// timeouts; its result is dropped, and the call's outcome is unknown, as
-// after any call cut short. f must not touch the caller's Call.
+// goroutine of the client's workers and finishes in the background, bounded
+// by those timeouts; its result is dropped, and the call's outcome is
+// unknown, as after any call cut short. f must not touch the caller's Call.
 func (c *client) bounded(ctx context.Context, f func(context.Context) (any, error)) (any, error) {
 	if c.ctxBound || ctx.Done() == nil {
 		return f(ctx)
@@ -189,10 +192,10 @@ func (c *client) bounded(ctx context.Context, f func(context.Context) (any, erro
 		err error
 	}
 	done := make(chan result, 1)
-	go func() {
+	c.workers.run(func() {
 		v, err := f(ctx)
 		done <- result{v, err}
-	}()
+	})
 	select {
 	case r := <-done:
 		return r.v, r.err

@@ -1,0 +1,97 @@
+package backend
+
+import (
+	"runtime"
+	"sync"
+)
+
+// workers runs the calls that a client cuts short at its context's end (see
+// client.bounded) on goroutines it keeps between calls. A call into
+// go-redis goes deep (hooks, pool, reader): on a new goroutine, whose stack
+// starts small, every call paid for copying the stack as it grew, twice or
+// more, and that was a tenth of a busy client's CPU. A kept goroutine has
+// grown its stack once.
+//
+// At most max goroutines wait for work; a call that finds none waiting
+// starts one, which stays if there is room when its call returns. They end
+// when done is closed (the backend's Close). The zero workers is not ready
+// for use: see newWorkers.
+type workers struct {
+	done <-chan struct{}
+	max  int
+
+	mu   sync.Mutex
+	idle []chan func() // each waiting goroutine's channel, the latest last
+}
+
+func newWorkers(done <-chan struct{}) *workers {
+	return &workers{done: done, max: 16 * runtime.GOMAXPROCS(0)}
+}
+
+// run runs f on a kept goroutine, or on a new one when none is waiting. It
+// does not wait for f.
+func (w *workers) run(f func()) {
+	w.mu.Lock()
+	if n := len(w.idle); n > 0 {
+		jobs := w.idle[n-1]
+		w.idle[n-1] = nil
+		w.idle = w.idle[:n-1]
+		w.mu.Unlock()
+		jobs <- f // buffered: never blocks
+		return
+	}
+	w.mu.Unlock()
+	go w.work(make(chan func(), 1), f)
+}
+
+// work runs f, then the calls sent on jobs, until there is no room for it
+// among the waiting goroutines or the backend closes.
+func (w *workers) work(jobs chan func(), f func()) {
+	for {
+		f()
+		if !w.wait(jobs) {
+			return
+		}
+		select {
+		case f = <-jobs:
+		case <-w.done:
+			if !w.leave(jobs) {
+				// Taken by a call meanwhile: its f is on its way.
+				f = <-jobs
+				continue
+			}
+			return
+		}
+	}
+}
+
+// wait puts jobs among the waiting goroutines' channels, unless they are
+// max already or the backend has closed.
+func (w *workers) wait(jobs chan func()) bool {
+	select {
+	case <-w.done:
+		return false
+	default:
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.idle) >= w.max {
+		return false
+	}
+	w.idle = append(w.idle, jobs)
+	return true
+}
+
+// leave takes jobs out of the waiting goroutines' channels; it reports false
+// when a call took it first.
+func (w *workers) leave(jobs chan func()) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for i, j := range w.idle {
+		if j == jobs {
+			w.idle = append(w.idle[:i], w.idle[i+1:]...)
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,95 @@
+package backend
+
+import (
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestWorkersKeepGoroutines: calls made one after the other run on one kept
+// goroutine; calls made at once each get one, and at most max stay to wait
+// for more; all of them end when the backend closes.
+func TestWorkersKeepGoroutines(t *testing.T) {
+	done := make(chan struct{})
+	w := newWorkers(done)
+	w.max = 3
+	before := runtime.NumGoroutine()
+
+	// One after the other: one goroutine, kept (a goroutine per call would
+	// leave max waiting).
+	var mu sync.Mutex
+	ran := 0
+	call := func(wg *sync.WaitGroup, block <-chan struct{}) func() {
+		return func() {
+			mu.Lock()
+			ran++
+			mu.Unlock()
+			if block != nil {
+				<-block
+			}
+			wg.Done()
+		}
+	}
+	for range 20 {
+		var wg sync.WaitGroup
+		wg.Add(1)
+		w.run(call(&wg, nil))
+		wg.Wait()
+		waitIdle(t, w, 1)
+	}
+	if ran != 20 || len(w.idle) != 1 {
+		t.Fatalf("20 calls in a row ran %d times and left %d goroutines waiting; want 20 and 1", ran, len(w.idle))
+	}
+
+	// Ten at once: ten goroutines, of which max stay.
+	var wg sync.WaitGroup
+	block := make(chan struct{})
+	wg.Add(10)
+	for range 10 {
+		w.run(call(&wg, block))
+	}
+	if n := runtime.NumGoroutine() - before; n < 10 {
+		t.Errorf("10 calls blocked at once run on %d goroutines; want 10", n)
+	}
+	close(block)
+	wg.Wait()
+	waitIdle(t, w, w.max)
+	if n := runtime.NumGoroutine() - before; n > w.max+1 {
+		t.Errorf("%d goroutines left after the calls; want at most %d waiting (and one exiting)", n, w.max)
+	}
+
+	// Closed: every kept goroutine ends; a call still runs.
+	close(done)
+	deadline := time.Now().Add(10 * time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if n := runtime.NumGoroutine() - before; n > 0 {
+		t.Errorf("%d goroutines left once the backend closed; want 0", n)
+	}
+	wg.Add(1)
+	w.run(call(&wg, nil))
+	wg.Wait()
+	if len(w.idle) != 0 {
+		t.Errorf("a call after the close left %d goroutines waiting; want 0", len(w.idle))
+	}
+}
+
+// waitIdle waits until n goroutines of w wait for calls.
+func waitIdle(t *testing.T, w *workers, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		w.mu.Lock()
+		got := len(w.idle)
+		w.mu.Unlock()
+		if got == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d goroutines wait for calls; want %d", got, n)
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+}
