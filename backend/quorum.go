@@ -101,6 +101,7 @@ func NewQuorum(clients []redis.UniversalClient, opts ...Option) (Backend, error)
 		outage:   cfg.outage,
 		done:     make(chan struct{}),
 	}
+	q.workers = newWorkers(q.done)
 	q.local = driver.NewLocal(cfg.tracing...)
 	q.tel = local.Of(q).Telemetry()
 	seen := make(map[string]int) // server -> node
@@ -161,6 +162,7 @@ type quorum struct {
 	closeOnce sync.Once
 	done      chan struct{}
 	wg        sync.WaitGroup // node calls, which may outlive the Exec that waited for them
+	workers   *workers       // run the node calls of a step (see fanout)
 }
 
 var (
@@ -255,7 +257,7 @@ func (q *quorum) fanout(ctx context.Context, calls []*driver.Call) (out [][]*dri
 	for i, node := range q.nodes {
 		mine := per[i*len(calls) : (i+1)*len(calls)]
 		before := q.lanes[i].enter(keys, fin[i])
-		go func() {
+		q.workers.run(func() {
 			defer q.wg.Done()
 			if waitAll(nctx, before) {
 				sent[i].Store(true)
@@ -280,7 +282,7 @@ func (q *quorum) fanout(ctx context.Context, calls []*driver.Call) (out [][]*dri
 			close(fin[i])
 			ch <- i
 			last()
-		}()
+		})
 	}
 	var late error
 	expired := nctx.Done()
