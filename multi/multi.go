@@ -120,7 +120,7 @@ func New(b backend.Backend, members []Member, opts ...Option) (*Lock, error) {
 	// names, which queue in the process's gates (see lock_lib.lua: the
 	// calls of one cohort must come one after the other).
 	l.cohort = fmt.Sprintf("%s/multi%d", local.Of(b).Cohort(), handles.Add(1))
-	l.stale = holdopt.Millis(holdopt.LineStale(cfg.Backoff))
+	l.stale = holdopt.Millis(cfg.LineStale())
 	allMutex := true
 	for _, m := range sorted {
 		allMutex = allMutex && m.kind == kindMutex

@@ -81,7 +81,7 @@ func New(b backend.Backend, name string, opts ...Option) (*Mutex, error) {
 		FenceMargin: holdopt.Millis(holdopt.FenceMargin),
 		Block:       int64(handoff.Block()),
 		Cohort:      cohort,
-		Stale:       holdopt.Millis(holdopt.LineStale(cfg.Backoff)),
+		Stale:       holdopt.Millis(cfg.LineStale()),
 	}
 	if class != nil {
 		m.yield = holdopt.Millis(holdopt.HandoffYield)

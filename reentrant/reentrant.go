@@ -70,7 +70,7 @@ func New(b backend.Backend, name string, opts ...Option) (*Mutex, error) {
 		keys:   keys.Keys(),
 		wake:   keys.Wake,
 		line:   keys.Line(cohort),
-		stale:  holdopt.Millis(holdopt.LineStale(cfg.Backoff)),
+		stale:  holdopt.Millis(cfg.LineStale()),
 		cohort: cohort,
 		ttlMs:  holdopt.Millis(cfg.TTL),
 	}

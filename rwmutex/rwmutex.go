@@ -79,7 +79,7 @@ func New(b backend.Backend, name string, opts ...Option) (*RWMutex, error) {
 		wake:    keys.Wake,
 		line:    keys.Line(cohort),
 		cohort:  cohort,
-		staleMs: holdopt.Millis(holdopt.LineStale(cfg.Backoff)),
+		staleMs: holdopt.Millis(cfg.LineStale()),
 		rwake:   keys.RWake,
 		ttlMs:   holdopt.Millis(cfg.TTL),
 		turnMs:  max(holdopt.Millis(cfg.TTL/3), 1),

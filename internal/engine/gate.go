@@ -74,7 +74,7 @@ type Exclusive struct {
 // without a slot of its own and without hand-off: the reentrant lock, whose
 // scopes queue, takes its first holds through it (Contend, Try).
 func (h *Handle) Gate(x Exclusive) Gate {
-	return Gate{b: h.b, queues: queuesOf(h.b), key: x.Key, cohort: h.local.Cohort(), stale: holdopt.LineStale(h.backoff), line: x.Line, x: x}
+	return Gate{b: h.b, queues: queuesOf(h.b), key: x.Key, cohort: h.local.Cohort(), stale: h.stale, line: x.Line, x: x}
 }
 
 // ExclusiveGate returns the way through the queue of the lock x describes

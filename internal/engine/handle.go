@@ -43,6 +43,7 @@ type Handle struct {
 	name    string
 	keys    keyspace.Space
 	backoff locker.Backoff
+	stale   time.Duration // holdopt.Config.LineStale
 
 	notHeld string // Extend's error without a current hold: "mutex is not locked"
 	holds   Holdings
@@ -61,7 +62,7 @@ func Open[O any](kind string, b backend.Backend, name string, opts []O, apply fu
 	if err != nil {
 		return Handle{}, holdopt.Config{}, err
 	}
-	return Handle{b: b, local: local.Of(b), kind: kind, name: name, keys: ks, backoff: cfg.Backoff}, cfg, nil
+	return Handle{b: b, local: local.Of(b), kind: kind, name: name, keys: ks, backoff: cfg.Backoff, stale: cfg.LineStale()}, cfg, nil
 }
 
 // Configure applies opts, in order and skipping nil ones, to the defaults

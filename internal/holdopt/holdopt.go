@@ -83,8 +83,11 @@ var DefaultBackoff = locker.ExponentialBackoff(100*time.Millisecond, time.Second
 type Config struct {
 	TTL      time.Duration
 	Watchdog bool
-	Backoff  locker.Backoff
+	Backoff  locker.Backoff // set it with SetBackoff
 	nilBack  bool
+	// backoffSet says that SetBackoff was called: Backoff may not be
+	// DefaultBackoff.
+	backoffSet bool
 	// Handoff bounds local hand-off, for the primitives that have it (set
 	// it with SetHandoff).
 	Handoff    Handoff
@@ -163,8 +166,21 @@ func (c *Config) SetHandoff(h Handoff) {
 
 // SetBackoff records b; a nil b is reported by Validate.
 func (c *Config) SetBackoff(b locker.Backoff) {
-	c.Backoff, c.nilBack = b, b == nil
+	c.Backoff, c.nilBack, c.backoffSet = b, b == nil, true
 }
+
+// LineStale is LineStale of c's Backoff, worked out once for the default.
+func (c *Config) LineStale() time.Duration {
+	if !c.backoffSet {
+		return defaultLineStale()
+	}
+	return LineStale(c.Backoff)
+}
+
+// defaultLineStale is LineStale of DefaultBackoff: a handle is made for each
+// use of a name, and drawing 64 delays each time was a tenth of the cost of
+// making it.
+var defaultLineStale = sync.OnceValue(func() time.Duration { return LineStale(DefaultBackoff) })
 
 // Validate reports the first bad value, naming the primitive kind.
 func (c *Config) Validate(kind string) error {
