@@ -164,16 +164,63 @@ func (c *client) args(call *driver.Call) []any {
 	return append(append(args, c.pubArg), call.Args...)
 }
 
-// run sends one call with EVALSHA, falling back to EVAL on NOSCRIPT.
+// The commands' names, boxed once.
+var (
+	evalArg    any = "eval"
+	evalShaArg any = "evalsha"
+)
+
+// scriptCmd returns the command that runs s with keys and args, the
+// publish command put first: EVALSHA by its hash, or EVAL with its source
+// when load is set (which loads it). It builds the command's arguments in
+// one slice, which go-redis sends as they are.
+func (c *client) scriptCmd(ctx context.Context, s *driver.Script, keys []string, args []any, load bool) *redis.Cmd {
+	a := make([]any, 0, 4+len(keys)+len(args))
+	if load {
+		a = append(a, evalArg, s.Source())
+	} else {
+		a = append(a, evalShaArg, s.Hash())
+	}
+	a = append(a, len(keys))
+	for _, k := range keys {
+		a = append(a, k)
+	}
+	a = append(append(a, c.pubArg), args...)
+	cmd := redis.NewCmd(ctx, a...)
+	if len(keys) > 0 {
+		cmd.SetFirstKeyPos(3) // for Cluster's routing
+	}
+	return cmd
+}
+
+// run sends one call with EVALSHA, falling back to EVAL on NOSCRIPT (a
+// fresh or just promoted node).
 func (c *client) run(ctx context.Context, call *driver.Call) {
 	ctx, span := c.tel.ClientSpan(ctx, c.srv, "EVALSHA", call.Script.Name(), 1)
-	s, keys, args := call.Script, call.Keys, c.args(call)
+	s, keys, args := call.Script, call.Keys, call.Args
+	cmd := c.scriptCmd(ctx, s, keys, args, false)
 	start := time.Now()
-	v, err := c.bounded(ctx, func(ctx context.Context) (any, error) {
-		return evalSha(ctx, c.rdb, s, keys, args).Result()
-	})
+	var (
+		v   any
+		err error
+	)
+	if c.ctxBound || ctx.Done() == nil {
+		v, err = c.eval(ctx, cmd, s, keys, args)
+	} else {
+		v, err = c.bounded(ctx, func(ctx context.Context) (any, error) { return c.eval(ctx, cmd, s, keys, args) })
+	}
 	c.finish(call, v, c.dials.explain(err, start))
 	telemetry.EndClient(span, call.Err)
+}
+
+// eval sends cmd, which runs s by its hash, and when the server answers
+// NOSCRIPT, runs s by its source.
+func (c *client) eval(ctx context.Context, cmd *redis.Cmd, s *driver.Script, keys []string, args []any) (any, error) {
+	if err := c.rdb.Process(ctx, cmd); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+		cmd = c.scriptCmd(ctx, s, keys, args, true)
+		_ = c.rdb.Process(ctx, cmd)
+	}
+	return cmd.Result()
 }
 
 // bounded returns f(ctx), or ctx's error as soon as ctx ends, for a client
@@ -187,21 +234,37 @@ func (c *client) bounded(ctx context.Context, f func(context.Context) (any, erro
 	if c.ctxBound || ctx.Done() == nil {
 		return f(ctx)
 	}
-	type result struct {
-		v   any
-		err error
-	}
-	done := make(chan result, 1)
-	c.workers.run(func() {
-		v, err := f(ctx)
-		done <- result{v, err}
-	})
+	j := jobs.Get().(*job)
+	j.ctx, j.f = ctx, f
+	c.workers.run(j)
 	select {
-	case r := <-done:
-		return r.v, r.err
+	case <-j.done:
+		v, err := j.v, j.err
+		*j = job{done: j.done}
+		jobs.Put(j)
+		return v, err
 	case <-ctx.Done():
+		// The job is the worker's: it is not used again.
 		return nil, ctx.Err()
 	}
+}
+
+// A job is a call of bounded run by the client's workers. Its done channel
+// receives once the call returned; a job whose result was read goes back
+// to jobs.
+type job struct {
+	ctx  context.Context
+	f    func(context.Context) (any, error)
+	v    any
+	err  error
+	done chan struct{} // buffered
+}
+
+var jobs = sync.Pool{New: func() any { return &job{done: make(chan struct{}, 1)} }}
+
+func (j *job) run() {
+	j.v, j.err = j.f(j.ctx)
+	j.done <- struct{}{}
 }
 
 // pipeline sends calls with EVALSHA in one pipeline (one per node on
@@ -210,16 +273,14 @@ func (c *client) bounded(ctx context.Context, f func(context.Context) (any, erro
 func (c *client) pipeline(ctx context.Context, calls []*driver.Call) {
 	ctx, span := c.tel.ClientSpan(ctx, c.srv, "EVALSHA", batchName(calls), len(calls))
 	cmds := make([]*redis.Cmd, len(calls))
-	send := make([]func(context.Context, redis.Pipeliner) *redis.Cmd, len(calls))
 	for i, call := range calls {
-		hash, keys, args := call.Script.Hash(), call.Keys, c.args(call)
-		send[i] = func(ctx context.Context, p redis.Pipeliner) *redis.Cmd { return p.EvalSha(ctx, hash, keys, args...) }
+		cmds[i] = c.scriptCmd(ctx, call.Script, call.Keys, call.Args, false)
 	}
 	start := time.Now()
 	if _, err := c.bounded(ctx, func(ctx context.Context) (any, error) {
 		_, _ = c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for i := range send {
-				cmds[i] = send[i](ctx, p)
+			for _, cmd := range cmds {
+				_ = p.Process(ctx, cmd)
 			}
 			return nil
 		})
@@ -443,15 +504,4 @@ func (r *clusterRouter) Open(ctx context.Context, shard string) (*redis.PubSub, 
 	}
 	r.cc.ReloadState(ctx)
 	return v.(*redis.Client).SSubscribe(ctx), nil
-}
-
-// evalSha runs s on c with EVALSHA and, when the server answers NOSCRIPT (a
-// fresh or just promoted node), again with EVAL, which loads it. args must
-// already include the publish command in first place.
-func evalSha(ctx context.Context, c redis.Scripter, s *driver.Script, keys []string, args []any) *redis.Cmd {
-	cmd := c.EvalSha(ctx, s.Hash(), keys, args...)
-	if err := cmd.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-		return c.Eval(ctx, s.Source(), keys, args...)
-	}
-	return cmd
 }

@@ -257,7 +257,7 @@ func (q *quorum) fanout(ctx context.Context, calls []*driver.Call) (out [][]*dri
 	for i, node := range q.nodes {
 		mine := per[i*len(calls) : (i+1)*len(calls)]
 		before := q.lanes[i].enter(keys, fin[i])
-		q.workers.run(func() {
+		q.workers.run(taskFunc(func() {
 			defer q.wg.Done()
 			if waitAll(nctx, before) {
 				sent[i].Store(true)
@@ -282,7 +282,7 @@ func (q *quorum) fanout(ctx context.Context, calls []*driver.Call) (out [][]*dri
 			close(fin[i])
 			ch <- i
 			last()
-		})
+		}))
 	}
 	var late error
 	expired := nctx.Done()

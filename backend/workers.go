@@ -21,8 +21,16 @@ type workers struct {
 	max  int
 
 	mu   sync.Mutex
-	idle []chan func() // each waiting goroutine's channel, the latest last
+	idle []chan task // each waiting goroutine's channel, the latest last
 }
+
+// A task is what a goroutine of workers runs.
+type task interface{ run() }
+
+// A taskFunc is a function as a task.
+type taskFunc func()
+
+func (f taskFunc) run() { f() }
 
 func newWorkers(done <-chan struct{}) *workers {
 	return &workers{done: done, max: 16 * runtime.GOMAXPROCS(0)}
@@ -30,7 +38,7 @@ func newWorkers(done <-chan struct{}) *workers {
 
 // run runs f on a kept goroutine, or on a new one when none is waiting. It
 // does not wait for f.
-func (w *workers) run(f func()) {
+func (w *workers) run(f task) {
 	w.mu.Lock()
 	if n := len(w.idle); n > 0 {
 		jobs := w.idle[n-1]
@@ -41,14 +49,14 @@ func (w *workers) run(f func()) {
 		return
 	}
 	w.mu.Unlock()
-	go w.work(make(chan func(), 1), f)
+	go w.work(make(chan task, 1), f)
 }
 
 // work runs f, then the calls sent on jobs, until there is no room for it
 // among the waiting goroutines or the backend closes.
-func (w *workers) work(jobs chan func(), f func()) {
+func (w *workers) work(jobs chan task, f task) {
 	for {
-		f()
+		f.run()
 		if !w.wait(jobs) {
 			return
 		}
@@ -67,7 +75,7 @@ func (w *workers) work(jobs chan func(), f func()) {
 
 // wait puts jobs among the waiting goroutines' channels, unless they are
 // max already or the backend has closed.
-func (w *workers) wait(jobs chan func()) bool {
+func (w *workers) wait(jobs chan task) bool {
 	select {
 	case <-w.done:
 		return false
@@ -84,7 +92,7 @@ func (w *workers) wait(jobs chan func()) bool {
 
 // leave takes jobs out of the waiting goroutines' channels; it reports false
 // when a call took it first.
-func (w *workers) leave(jobs chan func()) bool {
+func (w *workers) leave(jobs chan task) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for i, j := range w.idle {

@@ -34,7 +34,7 @@ func TestWorkersKeepGoroutines(t *testing.T) {
 	for range 20 {
 		var wg sync.WaitGroup
 		wg.Add(1)
-		w.run(call(&wg, nil))
+		w.run(taskFunc(call(&wg, nil)))
 		wg.Wait()
 		waitIdle(t, w, 1)
 	}
@@ -47,7 +47,7 @@ func TestWorkersKeepGoroutines(t *testing.T) {
 	block := make(chan struct{})
 	wg.Add(10)
 	for range 10 {
-		w.run(call(&wg, block))
+		w.run(taskFunc(call(&wg, block)))
 	}
 	if n := runtime.NumGoroutine() - before; n < 10 {
 		t.Errorf("10 calls blocked at once run on %d goroutines; want 10", n)
@@ -69,7 +69,7 @@ func TestWorkersKeepGoroutines(t *testing.T) {
 		t.Errorf("%d goroutines left once the backend closed; want 0", n)
 	}
 	wg.Add(1)
-	w.run(call(&wg, nil))
+	w.run(taskFunc(call(&wg, nil)))
 	wg.Wait()
 	if len(w.idle) != 0 {
 		t.Errorf("a call after the close left %d goroutines waiting; want 0", len(w.idle))
