@@ -383,33 +383,36 @@ func (r *Results) markdown() string {
 	}
 	w("\n")
 
-	w("## Physical limit\n\nMeasured at the start of every repetition of every scenario (%d times); the figures are the medians of those measurements.\n\n", len(r.Limit.Stats["eval_p50"].All))
-	w("| round trip on one connection | median | p99 |\n|---|---|---|\n")
-	w("| PING | %s | %s |\n", fmtStatUs(r.Limit.stat("ping_p50")), fmtStatUs(r.Limit.stat("ping_p99")))
-	w("| EVALSHA of `return 1` (one round trip, \"RTT\" below) | %s | %s |\n", fmtStatUs(r.Limit.stat("eval_p50")), fmtStatUs(r.Limit.stat("eval_p99")))
-	if rtt := r.rtt(); rtt > 0 {
-		w("| two round trips (2 × EVALSHA): the floor of Lock+Unlock | %s | |\n", fmtUs(2*rtt))
-	}
-	if !r.Limit.stat("idle_cs_p50").NA {
-		kind := "blocking"
-		if r.Params.Spin {
-			kind = "spinning"
+	// The physical limit, unless no scenario measured it.
+	if !r.Limit.stat("eval_p50").NA || len(r.Limit.Errors) > 0 {
+		w("## Physical limit\n\nMeasured at the start of every repetition of every scenario (%d times); the figures are the medians of those measurements.\n\n", len(r.Limit.Stats["eval_p50"].All))
+		w("| round trip on one connection | median | p99 |\n|---|---|---|\n")
+		w("| PING | %s | %s |\n", fmtStatUs(r.Limit.stat("ping_p50")), fmtStatUs(r.Limit.stat("ping_p99")))
+		w("| EVALSHA of `return 1` (one round trip, \"RTT\" below) | %s | %s |\n", fmtStatUs(r.Limit.stat("eval_p50")), fmtStatUs(r.Limit.stat("eval_p99")))
+		if rtt := r.rtt(); rtt > 0 {
+			w("| two round trips (2 × EVALSHA): the floor of Lock+Unlock | %s | |\n", fmtUs(2*rtt))
 		}
-		w("| PING after a pause of the critical section (%s, %s), fresh warmed connection: the idle round trip | %s | %s |\n", r.Params.CS, kind, fmtStatUs(r.Limit.stat("idle_cs_p50")), fmtStatUs(r.Limit.stat("idle_cs_p99")))
-	}
-	if !r.Limit.stat("idle_1ms_p50").NA {
-		w("| PING after a 1ms pause (blocking), fresh warmed connection | %s | %s |\n", fmtStatUs(r.Limit.stat("idle_1ms_p50")), fmtStatUs(r.Limit.stat("idle_1ms_p99")))
-	}
-	if r.QuorumLimit != nil {
-		w("| EVALSHA of `return 1` on 3 nodes in parallel (quorum RTT) | %s | %s |\n", fmtStatUs(r.QuorumLimit.stat("eval_p50")), fmtStatUs(r.QuorumLimit.stat("eval_p99")))
-		if !r.QuorumLimit.stat("idle_cs_p50").NA {
-			w("| PING to 3 nodes in parallel after a pause of the critical section, fresh warmed connections | %s | %s |\n", fmtStatUs(r.QuorumLimit.stat("idle_cs_p50")), fmtStatUs(r.QuorumLimit.stat("idle_cs_p99")))
+		if !r.Limit.stat("idle_cs_p50").NA {
+			kind := "blocking"
+			if r.Params.Spin {
+				kind = "spinning"
+			}
+			w("| PING after a pause of the critical section (%s, %s), fresh warmed connection: the idle round trip | %s | %s |\n", r.Params.CS, kind, fmtStatUs(r.Limit.stat("idle_cs_p50")), fmtStatUs(r.Limit.stat("idle_cs_p99")))
 		}
+		if !r.Limit.stat("idle_1ms_p50").NA {
+			w("| PING after a 1ms pause (blocking), fresh warmed connection | %s | %s |\n", fmtStatUs(r.Limit.stat("idle_1ms_p50")), fmtStatUs(r.Limit.stat("idle_1ms_p99")))
+		}
+		if r.QuorumLimit != nil {
+			w("| EVALSHA of `return 1` on 3 nodes in parallel (quorum RTT) | %s | %s |\n", fmtStatUs(r.QuorumLimit.stat("eval_p50")), fmtStatUs(r.QuorumLimit.stat("eval_p99")))
+			if !r.QuorumLimit.stat("idle_cs_p50").NA {
+				w("| PING to 3 nodes in parallel after a pause of the critical section, fresh warmed connections | %s | %s |\n", fmtStatUs(r.QuorumLimit.stat("idle_cs_p50")), fmtStatUs(r.QuorumLimit.stat("idle_cs_p99")))
+			}
+		}
+		if len(r.Limit.Errors) > 0 {
+			w("\nErrors: %s\n", strings.Join(r.Limit.Errors, "; "))
+		}
+		w("\n")
 	}
-	if len(r.Limit.Errors) > 0 {
-		w("\nErrors: %s\n", strings.Join(r.Limit.Errors, "; "))
-	}
-	w("\n")
 
 	for _, s := range r.Sections {
 		w("## %s. %s\n\n", s.ID, s.Title)
