@@ -5,8 +5,8 @@
 //	cd bench && go run . -out results
 //
 // It starts its own redis-server processes on loopback (one, and three more
-// for the quorum), runs five scenarios (a sixth, the fleet, when -scenarios
-// names it), and writes results.md (tables with ratios), chart.svg and
+// for the quorum), runs five scenarios (a sixth, the fleet, and a seventh,
+// the server time per request, when -scenarios names them), and writes results.md (tables with ratios), chart.svg and
 // results.json to the -out directory. See README.md.
 package main
 
@@ -58,7 +58,7 @@ func main() {
 	quick := false
 	flag.StringVar(&cfg.out, "out", "results", "directory for results.md, chart.svg and results.json")
 	flag.IntVar(&cfg.reps, "reps", 3, "repetitions of every measurement (figures are medians across them)")
-	flag.IntVar(&cfg.pairs, "pairs", 2000, "scenario 1: Lock+Unlock pairs measured per repetition")
+	flag.IntVar(&cfg.pairs, "pairs", 2000, "scenario 1: Lock+Unlock pairs measured per repetition; scenario 7: units (requests, or pairs) per row and key set")
 	flag.DurationVar(&cfg.dur, "dur", 1500*time.Millisecond, "scenarios 2, 2s, 3, 5, 6: measured time per repetition (after 250ms of warm-up; 6: 500ms)")
 	flag.DurationVar(&cfg.cs, "cs", 100*time.Microsecond, "scenarios 2, 2p, 3, 5: critical section (2s has its own: 10µs, spinning)")
 	flag.BoolVar(&cfg.spin, "spin", false, "the critical section burns the CPU (default: it blocks in the kernel, like I/O)")
@@ -66,7 +66,7 @@ func main() {
 	flag.DurationVar(&cfg.poll, "poll", 10*time.Millisecond, "matched waiting: retry interval of the libraries that poll")
 	flag.IntVar(&cfg.waiters, "waiters", 10000, "scenario 4: blocked waiters")
 	flag.IntVar(&cfg.names, "names", 1000, "scenario 4: names they wait for")
-	flag.StringVar(&cfg.scenarios, "scenarios", "1,2,2s,3,4,5", "scenarios to run (2 includes 2p; 2p alone runs only 2p; 5 is 5a to 5e; 6, the fleet, runs only when named)")
+	flag.StringVar(&cfg.scenarios, "scenarios", "1,2,2s,3,4,5", "scenarios to run (2 includes 2p; 2p alone runs only 2p; 5 is 5a to 5e; 6, the fleet, and 7, the server time per request, run only when named)")
 	flag.StringVar(&cfg.only, "only", "", "run only the rows of these libraries (comma-separated keys: redisync,redisync-traced,redisync-rueidis,redisync-semaphore,rwmutex,redsync,redislock,rueidislock,ceiling)")
 	flag.StringVar(&cfg.redis, "redis-server", "redis-server", "redis-server executable")
 	flag.DurationVar(&cfg.timeout, "timeout", 5*time.Minute, "bound on the whole run: at the bound it stops measuring and writes what it has")
@@ -138,12 +138,18 @@ func run(cfg config) error {
 	}
 
 	p := newProgress(cfg.verbose)
-	p.say("starting redis-server x4 on loopback")
-	srvs, err := startServers(ctx, cfg.redis, 4)
+	// One server, three more for the quorum, and one of its own for
+	// scenario 7, whose figures are the server's command statistics.
+	nsrv := 4
+	if want["7"] {
+		nsrv++
+	}
+	p.say(fmt.Sprintf("starting redis-server x%d on loopback", nsrv))
+	srvs, err := startServers(ctx, cfg.redis, nsrv)
 	if err != nil {
 		return err
 	}
-	single, quorum := srvs[:1], srvs[1:]
+	single, quorum := srvs[:1], srvs[1:4]
 	pids := make([]int, len(srvs))
 	for i, s := range srvs {
 		pids[i] = s.pid()
@@ -486,6 +492,20 @@ func run(cfg config) error {
 					}
 				}
 			}
+		}
+	}
+	if sigCtx.Err() != nil {
+		return sigCtx.Err()
+	}
+
+	if want["7"] {
+		// Server time per request, by what the request does: on the
+		// redis-server started for it, every row on one hot name and on
+		// many names in rotation.
+		hot := res.section("7a", "Server time per request, by what the request does: one hot name (INFO commandstats, pipelines of 100 requests)")
+		many := res.section("7b", fmt.Sprintf("Server time per request, by what the request does: %s names in rotation (INFO commandstats, pipelines of 100 requests)", thousands(stNames)))
+		if err := serverTime(ctx, srvs[4], hot, many, cfg.reps, cfg.pairs, p); err != nil && ctx.Err() == nil {
+			return err
 		}
 	}
 	if sigCtx.Err() != nil {

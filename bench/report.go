@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -229,6 +230,8 @@ func (r *Results) columns(s *Section) []column {
 			{"redisync ÷ row in its cell (pairs/s)", inCell("pairs_s")},
 			{"redisync ÷ row in its cell (server CPU/pair)", inCell("server_cpu_us")},
 		})
+	case "7a", "7b":
+		return serverTimeColumns(s)
 	case "5a":
 		me := s.first("redisync")
 		return []column{
@@ -243,6 +246,107 @@ func (r *Results) columns(s *Section) []column {
 		}
 	}
 	return nil
+}
+
+// serverTimeColumns are the figures of scenario 7's tables: the server
+// time per unit (a request, or a Lock+Unlock pair on a pair row), the
+// top-level commands it is made of, the part of it spent in the commands
+// those ran (inner commands) and the rest, and the inner commands by name.
+func serverTimeColumns(s *Section) []column {
+	rl := s.first("redislock")
+	return []column{
+		{"per", func(r *Row) string {
+			if r.stat("pair_us").NA {
+				return "request"
+			}
+			return "Lock+Unlock pair"
+		}},
+		{"server time", statUs1("us")},
+		{"top-level commands: calls × µs each", func(r *Row) string { return commandsCell(r, "top.", true) }},
+		{"in inner commands", statUs1("inner_us")},
+		{"outside them", statUs1("outer_us")},
+		{"inner commands: calls (µs)", func(r *Row) string { return commandsCell(r, "in.", false) }},
+		{"pipelines left out", func(r *Row) string {
+			st := r.stat("dropped_pct")
+			if st.NA {
+				return "—"
+			}
+			if len(st.All) < 2 || st.Min == st.Max {
+				return fmt.Sprintf("%.0f%%", st.Med)
+			}
+			return fmt.Sprintf("%.0f%% (%.0f–%.0f%%)", st.Med, st.Min, st.Max)
+		}},
+		{"pair ÷ redislock's pair", func(r *Row) string {
+			if r.stat("pair_us").NA {
+				return ""
+			}
+			if r == rl {
+				return "1"
+			}
+			return fmtRatio(pairedRatio(r.stat("pair_us"), rl.stat("pair_us"), 1))
+		}},
+	}
+}
+
+// commandsCell lists the commands of a row of scenario 7 whose figures are
+// under prefix (top. or in.), by name: the medians of their calls and µs;
+// the top-level ones in the order of their µs per call, as "calls × µs",
+// the inner ones in the order of their µs, as "calls (µs)".
+func commandsCell(r *Row, prefix string, top bool) string {
+	type cmd struct {
+		name      string
+		calls, us float64
+	}
+	var cmds []cmd
+	for k, st := range r.Stats {
+		name, ok := strings.CutPrefix(k, prefix)
+		if !ok {
+			continue
+		}
+		if name, ok = strings.CutSuffix(name, ".calls"); !ok {
+			continue
+		}
+		us := -1.0
+		if u, ok := r.Stats[prefix+name+".us"]; ok {
+			us = u.Med
+		}
+		cmds = append(cmds, cmd{strings.ToUpper(name), st.Med, us})
+	}
+	if len(cmds) == 0 {
+		return "none"
+	}
+	slices.SortFunc(cmds, func(a, b cmd) int {
+		if a.us != b.us {
+			return cmp.Compare(b.us, a.us)
+		}
+		return strings.Compare(a.name, b.name)
+	})
+	parts := make([]string, len(cmds))
+	for i, c := range cmds {
+		calls := fmt.Sprintf("%.2f", c.calls)
+		if math.Abs(c.calls-math.Round(c.calls)) < 0.005 {
+			calls = fmt.Sprintf("%.0f", c.calls)
+		}
+		switch {
+		case c.us < 0:
+			parts[i] = fmt.Sprintf("%s %s (µs not told apart)", c.name, calls)
+		case top:
+			parts[i] = fmt.Sprintf("%s %s × %.2fµs", c.name, calls, c.us)
+		default:
+			parts[i] = fmt.Sprintf("%s %s (%.2fµs)", c.name, calls, c.us)
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// serverTimeTarget repeats target 7 under the tables of scenario 7.
+func serverTimeTarget(r *Results) string {
+	for _, t := range r.Targets {
+		if t.ID == "7" {
+			return fmt.Sprintf("\n\n**Target 7**, %s: %s: **%s**.", t.Goal, t.Measured, t.Met)
+		}
+	}
+	return ""
 }
 
 // fleetTarget repeats target 6 under the table of scenario 6.
@@ -475,6 +579,10 @@ func sectionNote(id string, r *Results) string {
 	case "6":
 		head := fleetCells[len(fleetCells)-1]
 		return fmt.Sprintf("What a fleet asks of one Redis: %d clients (each its own connection pool, as a process has) of %d goroutines each loop without pause: pick one of %s names at random, make a handle for it (redisync `mutex.New`, redsync `NewMutex`; redislock needs none, its Lock is an `Obtain`), Lock, Unlock at once (no critical section), and again; a Lock that fails is counted (\"failed Locks\") and not retried by the loop. Names are mostly free, so the rows measure the uncontended pair's cost on a server kept as busy as the loop can make it. After %v of warm-up, a window of %s: **pairs/s** are the pairs whose Unlock returned in the window over its length; **server CPU/pair** is the CPU (user + system, the whole redis-server process, from INFO cpu) that redis-server used in the window over those pairs, and **server CPU (cores)** the same CPU over the window's length: 1.00 is one core, all a redis-server's main thread can use, so below it the server was not the only bottleneck (on %d cores the benchmark's clients share the CPUs with the server: the column \"machine busy\" gives all the machine's CPU in the window, this program's, and other processes'). **Commands/pair (server, requests)** are the commands clients sent per pair, counted with MONITOR over a separate pass of %d pairs by one goroutine once the loop stopped, on names the loop did not use; **commands/pair (server, scripts' included)** are the calls INFO commandstats counted in the window (the benchmark's own INFO left out), which counts the commands a script runs as well as the script itself; **server time/pair** is the commandstats time in the window of the commands the row sends as requests (as in scenario 1: a script's time includes what it runs; the network and the event loop are not included, which the server CPU is). **Lock calls on a busy name** are those begun while another goroutine of the run was locking or holding the same name (counted in this process), whatever the library did about it: redisync waits for a wake-up, redislock (defaults) retries every 100ms, redsync (defaults) after 50-250ms. Every row runs on the server emptied (FLUSHALL) before it. Each cell's rows run one after the other, each first in turn across cells and repetitions. The figures of this table are those of the cell %s of the grid below.%s\n\n", head.clients, head.goroutines, thousands(head.names), fleetWarm, r.Params.Dur, r.Machine.Cores, fleetMonitorPairs, head, fleetTarget(r))
+	case "7a":
+		return fmt.Sprintf("What a redis-server spends its time on per request. Each row is a pass of %d units (a request, or a Lock+Unlock pair on a pair row) sent on one go-redis connection in pipelines of at most %d requests (whole units), after %d units of warm-up, on a redis-server started for this scenario alone; the server's INFO commandstats is read before the first pipeline and after each, and each row's figures are what its pipelines added, per unit. Commandstats times a command by the clock, so a pipeline during which the server was descheduled (the machine is shared) counts the pause in: the pipelines whose server time per unit is more than %d times the median pipeline's are left out (**pipelines left out**). **Server time** is the commandstats time (usec) of the row's own top-level commands: commandstats times a command while the server executes it, so the time of a script (EVALSHA) includes the commands it runs, and that of an EXEC the commands queued in its MULTI; reading and parsing the request, writing the reply, the event loop and the network are not included. **Inner commands** are the commands run inside those (commandstats counts them by name as well): calls and µs per unit; **outside them** is the server time less theirs: for a script, the call itself, passing and binding its arguments and running its Lua code. The requests are those the libraries send, recorded from their own code on a go-redis client that sends nothing (a hook answers each command) and then sent as recorded: redisync's script calls made by internal/script (MutexAcquire, MutexRelease) and framed by its backend (backend.New), redislock's Client.Obtain and Lock.Release, redsync's Mutex.Lock and Unlock. Commandstats counts by command name, and the acquisition and the release of a lock are both EVALSHA: to time an acquisition alone, each is followed by a DEL of the lock's key (what a release leaves; redisync's fence counter stays), and to time a release alone, each is preceded by its acquisition sent by EVAL (the same script, counted under EVAL, left out); the inner commands of a release row are then those of the pair row less those of the acquisition row, of the same repetition. Every reply is checked (every acquisition granted, every release done). On the hot name, the acquisitions of redisync's acquisition row follow each other within a few µs (a DEL between them, not a release), closer than the 9 fencing tokens a grant reserves ahead of the server's clock in µs: those that find the fence counter still ahead of the clock take mutex.acquire's second SET of the counter, which shows as more than 1 SET per acquisition there. The rows run in a rotating order; each repetition starts from an empty server (FLUSHALL).\n\n", r.Params.Pairs, stBatch, stWarm, stOutlier)
+	case "7b":
+		return fmt.Sprintf("The rows of 7a on %s names, one after the other in rotation, after a pass of redisync pairs over all of them so that each name has its fence counter, as in steady use: the same requests, on keys spread over the server's memory.%s\n\n", thousands(stNames), serverTimeTarget(r))
 	case "6g":
 		return "The loop and figures of scenario 6, with 1,000 and 10,000 names and with 4 clients x 16 goroutines and 8 clients x 32 (default go-redis pools: 10 connections per CPU per client). With fewer names and more goroutines more Lock calls find their name busy, and what a library does then (wait for a wake-up, or sleep and retry) shows in the pairs/s. \"Redisync ÷ row in its cell\" is taken against the redisync row of the same cell, repetition by repetition.\n\n"
 	case "3":
@@ -582,6 +690,7 @@ func (r *Results) panels() []panel {
 	add("5b", "5. Quorum of 3, contended: acquisitions/s (higher is better)", "acq_s", 1, "/s", false, ceiling("5b"), "in-process ceiling")
 	add("6", "6. Fleet on one redis-server, "+fleetCells[len(fleetCells)-1].String()+": pairs/s (higher is better)", "pairs_s", 1, "/s", false, 0, "")
 	add("6", "6. Fleet: redis-server CPU per pair (µs, lower is better)", "server_cpu_us", 1, "µs", false, 0, "")
+	add("7b", fmt.Sprintf("7. Server time per Lock+Unlock pair, %s names (INFO commandstats, µs, lower is better)", thousands(stNames)), "pair_us", 1, "µs", false, 0, "")
 	return ps
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 )
 
 // Params are the parameters of the run.
@@ -382,6 +383,33 @@ func (r *Results) targets() []Target {
 				Met:      verdict(x >= 1)})
 		} else {
 			out = append(out, na("6", goal))
+		}
+	}
+	// (7) the server time of a Lock+Unlock pair at most 1.2x redislock's,
+	// on one hot name and on many names.
+	{
+		goal := "scenario 7: server time per Lock+Unlock pair (INFO commandstats) at most 1.2× redislock's, on one hot name and on " + thousands(stNames) + " names"
+		var parts []string
+		met := true
+		for _, id := range []string{"7a", "7b"} {
+			s := r.find(id)
+			me, rl := s.first("redisync"), s.first("redislock")
+			x := pairedRatio(me.stat("pair_us"), rl.stat("pair_us"), 1)
+			if x <= 0 {
+				parts = nil
+				break
+			}
+			what := "one hot name"
+			if id == "7b" {
+				what = thousands(stNames) + " names"
+			}
+			parts = append(parts, fmt.Sprintf("%s: %.1fµs vs %.1fµs: %s", what, me.get("pair_us"), rl.get("pair_us"), fmtRatio(x)))
+			met = met && x <= 1.2
+		}
+		if parts != nil {
+			out = append(out, Target{ID: "7", Goal: goal, Measured: strings.Join(parts, "; "), Met: verdict(met)})
+		} else {
+			out = append(out, na("7", goal))
 		}
 	}
 	return out
