@@ -70,10 +70,10 @@ func New(b backend.Backend, name string, opts ...Option) (*Mutex, error) {
 	}
 	keys, cohort := h.Keys().Mutex(), h.Local().Cohort()
 	m := &Mutex{h: h, keys: keys.Keys(), wake: keys.Wake, line: keys.Line(cohort)}
-	m.gate = h.ExclusiveGate(engine.Exclusive{
+	m.gate = m.h.ExclusiveGate(engine.Exclusive{
 		Key: m.keys[0], Line: m.line, Wake: m.wake, Leave: script.MutexLeave, Spec: &m.spec, What: "acquire",
 	}, cfg, calls{m})
-	m.h.Describe("mutex is not locked", m.gate)
+	m.h.Describe("mutex is not locked", &m.gate)
 	_, m.quorum = b.(driver.Quorum)
 	handoff, class := cfg.Local()
 	m.acquire = script.MutexAcquireArgs{
@@ -112,7 +112,7 @@ func (m *Mutex) Name() string { return m.h.Name() }
 // it may have taken before returning. A context that is already done fails
 // Lock before any I/O. When ctx ends, the error matches both
 // locker.ErrNotAcquired and ctx.Err().
-func (m *Mutex) Lock(ctx context.Context) error { return m.gate.Lock(ctx, &m.h) }
+func (m *Mutex) Lock(ctx context.Context) error { return m.gate.Lock(ctx) }
 
 // TryLock tries to lock m without waiting for another holder and reports
 // whether it succeeded. It makes one attempt; if the lock is held, or m is
@@ -120,7 +120,7 @@ func (m *Mutex) Lock(ctx context.Context) error { return m.gate.Lock(ctx, &m.h) 
 // false and a nil error. A non-nil error means the attempt failed (and left
 // nothing held); a context that is already done fails TryLock before any
 // I/O, with an error matching locker.ErrNotAcquired and ctx.Err().
-func (m *Mutex) TryLock(ctx context.Context) (bool, error) { return m.gate.TryLock(ctx, &m.h) }
+func (m *Mutex) TryLock(ctx context.Context) (bool, error) { return m.gate.TryLock(ctx) }
 
 // calls builds the calls of m's holds for its gate (see engine.Calls).
 type calls struct{ m *Mutex }
@@ -179,7 +179,7 @@ func (m *Mutex) releaseUsed(owner string, used, last int64) *driver.Call {
 // returns at once. In every case m
 // is unlocked when Unlock returns, even when the release could not reach
 // Redis: the hold then expires with its TTL, and Unlock returns the error.
-func (m *Mutex) Unlock(ctx context.Context) error { return m.gate.Unlock(ctx, &m.h, "mutex") }
+func (m *Mutex) Unlock(ctx context.Context) error { return m.gate.Unlock(ctx, "mutex") }
 
 // Extend makes the current hold last at least ttl from now (it never shortens
 // it) and moves Until forward accordingly. It is how a fixed lease

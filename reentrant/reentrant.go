@@ -75,7 +75,7 @@ func New(b backend.Backend, name string, opts ...Option) (*Mutex, error) {
 		ttlMs:  holdopt.Millis(cfg.TTL),
 	}
 	m.h.Describe("reentrant mutex is not locked", &m.holds)
-	m.gate = h.Gate(engine.Exclusive{
+	m.gate = m.h.Gate(engine.Exclusive{
 		Key: m.keys[0], Line: m.line, Wake: m.wake, Leave: script.ReentrantLeave, Spec: &m.spec, What: "acquire",
 	})
 	m.spec = h.Spec(cfg).RenewedBy(script.ReentrantRenew, m.keys[:1])

@@ -103,6 +103,12 @@ func (h *Handle) Start(ctx context.Context, method string) (context.Context, *te
 	return h.local.Telemetry().Start(ctx, h.kind, method, h.name)
 }
 
+// StartAt is Start for a call that began at start, before its span: the
+// span and the call's durations start there (see telemetry.T.StartAt).
+func (h *Handle) StartAt(ctx context.Context, method string, start time.Time) (context.Context, *telemetry.Op) {
+	return h.local.Telemetry().StartAt(ctx, h.kind, method, h.name, start)
+}
+
 // Acquire runs run as the public call method (Lock, RLock, Acquire), which
 // acquires and may wait, the way every handle runs it: in the span
 // "<kind>.<method>", it fails at once with an error matching

@@ -12,7 +12,7 @@ import (
 )
 
 func TestGateExcludesAndCleansUp(t *testing.T) {
-	owner := newQueues()
+	owner := newQueues(nil)
 	var inside, max atomic.Int32
 	var wg sync.WaitGroup
 	for range 16 {
@@ -45,7 +45,7 @@ func TestGateExcludesAndCleansUp(t *testing.T) {
 }
 
 func TestGateWaitEnds(t *testing.T) {
-	owner := newQueues()
+	owner := newQueues(nil)
 	p, ok := tryEnterQueue(owner, "k")
 	if !ok {
 		t.Fatal("tryEnterQueue on a free queue failed")
@@ -79,7 +79,7 @@ func TestGateWaitEnds(t *testing.T) {
 // TestHandle: a seatState stays taken until Leave, even once its process-wide
 // pass is given back (a lost hold), while other handles get the queue.
 func TestHandle(t *testing.T) {
-	owner := newQueues()
+	owner := newQueues(nil)
 	h, other := newSeat(), newSeat()
 	p, ok := h.TryEnter(owner, "k")
 	if !ok {
@@ -98,13 +98,13 @@ func TestHandle(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
-	if _, _, waited, err := h.Enter(ctx, owner, "k", nil, nil, watcher{}); !waited || !errors.Is(err, context.DeadlineExceeded) {
+	if _, _, waited, err := h.Enter(ctx, owner, "k", nil, nil); !waited || !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("enterQueue on a taken seatState = (%v, %v); want (true, DeadlineExceeded)", waited, err)
 	}
 	h.Leave()
 	q.Release()
 	other.Leave()
-	if p, _, _, err := h.Enter(context.Background(), owner, "k", nil, nil, watcher{}); err != nil {
+	if p, _, _, err := h.Enter(context.Background(), owner, "k", nil, nil); err != nil {
 		t.Fatalf("enterQueue after Leave: %v", err)
 	} else {
 		p.Release()
@@ -133,7 +133,7 @@ type entered struct {
 func enterAsync(ctx context.Context, h seat, owner *queues, class any) <-chan entered {
 	out := make(chan entered, 1)
 	go func() {
-		p, b, _, err := h.Enter(ctx, owner, "k", class, nil, watcher{})
+		p, b, _, err := h.Enter(ctx, owner, "k", class, nil)
 		out <- entered{p, b, err}
 	}()
 	return out
@@ -169,7 +169,7 @@ func empty(t *testing.T, owner *queues) {
 }
 
 func TestHandOff(t *testing.T) {
-	owner := newQueues()
+	owner := newQueues(nil)
 	a, b, c := newSeat(), newSeat(), newSeat()
 	p, ok := a.TryEnter(owner, "k")
 	if !ok {
@@ -218,7 +218,7 @@ func TestHandOff(t *testing.T) {
 }
 
 func TestHandOffToSameHandleAndOrder(t *testing.T) {
-	owner := newQueues()
+	owner := newQueues(nil)
 	a, b := newSeat(), newSeat()
 	p, ok := a.TryEnter(owner, "k")
 	if !ok {
@@ -254,7 +254,7 @@ func TestHandOffToSameHandleAndOrder(t *testing.T) {
 }
 
 func TestHandOffToWaiterThatGivesUp(t *testing.T) {
-	owner := newQueues()
+	owner := newQueues(nil)
 	a, b, c := newSeat(), newSeat(), newSeat()
 	p, ok := a.TryEnter(owner, "k")
 	if !ok {
@@ -306,7 +306,7 @@ func TestHandOffToWaiterThatGivesUp(t *testing.T) {
 }
 
 func TestHandOffDroppedWhenNobodyTakesIt(t *testing.T) {
-	owner := newQueues()
+	owner := newQueues(nil)
 	a, b := newSeat(), newSeat()
 	for range 50 { // the race between cancel and hand-off goes both ways
 		p, ok := a.TryEnter(owner, "k")
