@@ -39,15 +39,19 @@ const primitive = "mutex"
 // processes get their turn. Hand-off needs the watchdog, and passes only
 // between handles of equal TTL.
 type Mutex struct {
-	_       lease.NoCopy
-	h       engine.Handle
-	keys    []string // lock hash, fence counter (see keyspace.Mutex)
-	wake    string   // the prefix of the wake channels
-	line    string   // the wake channel of this process's cohort (see internal/script/lock_lib.lua)
-	spec    lease.Spec
-	quorum  bool                    // on a quorum: attempts propose a fencing token (see internal/script/mutex_acquire.lua)
-	acquire script.MutexAcquireArgs // the arguments of every attempt that never change
-	yield   int64                   // ms a release refuses this process when another waited
+	_    lease.NoCopy
+	h    engine.Handle
+	keys [2]string // lock hash, fence counter (see keyspace.Mutex)
+	wake string    // the prefix of the wake channels
+	spec lease.Spec
+
+	// What every attempt and release sends that never changes (see
+	// internal/script/mutex_acquire.lua and mutex_release.lua), kept small:
+	// a program may hold many handles.
+	ttl, stale int64 // ms
+	block      int32 // fencing tokens an acquisition reserves (holdopt.Handoff.Block)
+	yield      int32 // ms a release refuses this process when another waited
+	quorum     bool  // on a quorum: attempts propose a fencing token
 
 	// gate is the process's local queue of the lock, with the hand-off
 	// bounds, and m's hold from Lock to Unlock, which h describes.
@@ -68,26 +72,21 @@ func New(b backend.Backend, name string, opts ...Option) (*Mutex, error) {
 	if err != nil {
 		return nil, err
 	}
-	keys, cohort := h.Keys().Mutex(), h.Local().Cohort()
-	m := &Mutex{h: h, keys: keys.Keys(), wake: keys.Wake, line: keys.Line(cohort)}
+	keys, line := h.Keys().MutexLine(h.Local().Cohort())
+	m := &Mutex{h: h, keys: [2]string{keys.Lock, keys.Fence}, wake: keys.Wake}
 	m.gate = m.h.ExclusiveGate(engine.Exclusive{
-		Key: m.keys[0], Line: m.line, Wake: m.wake, Leave: script.MutexLeave, Spec: &m.spec, What: "acquire",
+		Key: keys.Lock, Line: line, Wake: keys.Wake, Leave: script.MutexLeave, Spec: &m.spec, What: "acquire",
 	}, cfg, calls{m})
 	m.h.Describe("mutex is not locked", &m.gate)
 	_, m.quorum = b.(driver.Quorum)
 	handoff, class := cfg.Local()
-	m.acquire = script.MutexAcquireArgs{
-		TTL:         holdopt.Millis(cfg.TTL),
-		FenceMargin: holdopt.Millis(holdopt.FenceMargin),
-		Block:       int64(handoff.Block()),
-		Cohort:      cohort,
-		Stale:       holdopt.Millis(holdopt.LineStale(cfg.Backoff)),
-	}
+	m.ttl, m.stale = holdopt.Millis(cfg.TTL), holdopt.Millis(holdopt.LineStale(cfg.Backoff))
+	m.block = int32(handoff.Block())
 	if class != nil {
-		m.yield = holdopt.Millis(holdopt.HandoffYield)
+		m.yield = int32(holdopt.Millis(holdopt.HandoffYield))
 	}
-	m.spec = h.Spec(cfg).RenewedBy(script.MutexRenew, m.keys[:1])
-	m.spec.Release = calls{m}
+	m.spec = h.Spec(cfg)
+	m.spec.Renew, m.spec.Keys, m.spec.Release = calls{m}, m.keys[:1], calls{m}
 	return m, nil
 }
 
@@ -128,12 +127,21 @@ type calls struct{ m *Mutex }
 // AcquireCall returns attempt n of owner (see
 // internal/script/mutex_acquire.lua).
 func (c calls) AcquireCall(owner string, call, n int64, wait bool, sent time.Time) (*driver.Call, int64) {
-	a := c.m.acquire
-	a.Owner, a.Attempt, a.Waits, a.Call = owner, n, wait, call
-	if c.m.quorum {
+	m := c.m
+	a := script.MutexAcquireArgs{
+		Owner: owner, TTL: m.ttl, FenceMargin: holdopt.Millis(holdopt.FenceMargin), Attempt: n, Block: int64(m.block),
+		Cohort: m.h.Local().Cohort(), Waits: wait, Stale: m.stale, Call: call,
+	}
+	if m.quorum {
 		a.Clock = sent.UnixMicro()
 	}
-	return script.MutexAcquire.Call(c.m.keys, a), n
+	return script.MutexAcquire.Call(m.keys[:], a), n
+}
+
+// RenewCall returns the call that makes the hold of owner last at least
+// ttl (see lease.RenewCalls).
+func (c calls) RenewCall(owner string, ttl time.Duration) *driver.Call {
+	return script.MutexRenew.Call(c.m.keys[:1], script.RenewArgs{Owner: owner, TTL: holdopt.Millis(ttl)})
 }
 
 // AbandonCall returns the release of what owner may hold, after attempts
@@ -158,7 +166,7 @@ func (c calls) ReleaseCall(owner string, used, last int64) *driver.Call {
 // hand-off on, a release lets the waiters of other processes in before
 // this process's own (see holdopt.HandoffYield).
 func (m *Mutex) releaseUsed(owner string, used, last int64) *driver.Call {
-	return script.MutexRelease.Call(m.keys, script.MutexReleaseArgs{Owner: owner, Wake: m.wake, Yield: m.yield, Used: used, Last: last})
+	return script.MutexRelease.Call(m.keys[:], script.MutexReleaseArgs{Owner: owner, Wake: m.wake, Yield: int64(m.yield), Used: used, Last: last})
 }
 
 // Unlock unlocks m and wakes a waiter. When a goroutine of this process
