@@ -2,6 +2,7 @@ package mutex
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"github.com/redisync/redisync/backend"
@@ -42,16 +43,21 @@ type Mutex struct {
 	_    lease.NoCopy
 	h    engine.Handle
 	keys [2]string // lock hash, fence counter (see keyspace.Mutex)
-	wake string    // the prefix of the wake channels
-	spec lease.Spec
+
+	// spec is the Spec of m's holds, made at m's first attempt (see
+	// calls.Spec): a handle that only waits in its process's local queue
+	// keeps none.
+	spec atomic.Pointer[lease.Spec]
 
 	// What every attempt and release sends that never changes (see
-	// internal/script/mutex_acquire.lua and mutex_release.lua), kept small:
-	// a program may hold many handles.
-	ttl, stale int64 // ms
-	block      int32 // fencing tokens an acquisition reserves (holdopt.Handoff.Block)
-	yield      int32 // ms a release refuses this process when another waited
-	quorum     bool  // on a quorum: attempts propose a fencing token
+	// internal/script/mutex_acquire.lua and mutex_release.lua), and the
+	// rest of the options, kept small: a program may hold many handles.
+	ttl      time.Duration
+	stale    int64 // ms
+	block    int32 // fencing tokens an acquisition reserves (holdopt.Handoff.Block)
+	yield    int32 // ms a release refuses this process when another waited
+	quorum   bool  // on a quorum: attempts propose a fencing token
+	watchdog bool
 
 	// gate is the process's local queue of the lock, with the hand-off
 	// bounds, and m's hold from Lock to Unlock, which h describes.
@@ -73,20 +79,18 @@ func New(b backend.Backend, name string, opts ...Option) (*Mutex, error) {
 		return nil, err
 	}
 	keys, line := h.Keys().MutexLine(h.Local().Cohort())
-	m := &Mutex{h: h, keys: [2]string{keys.Lock, keys.Fence}, wake: keys.Wake}
-	m.gate = m.h.ExclusiveGate(engine.Exclusive{
-		Key: keys.Lock, Line: line, Wake: keys.Wake, Leave: script.MutexLeave, Spec: &m.spec, What: "acquire",
+	m := &Mutex{h: h, keys: [2]string{keys.Lock, keys.Fence}}
+	m.h.ExclusiveGate(&m.gate, engine.Exclusive{
+		Key: keys.Lock, Line: line, Wake: keys.Wake, Leave: script.MutexLeave, What: "acquire",
 	}, cfg, calls{m})
 	m.h.Describe("mutex is not locked", &m.gate)
 	_, m.quorum = b.(driver.Quorum)
 	handoff, class := cfg.Local()
-	m.ttl, m.stale = holdopt.Millis(cfg.TTL), holdopt.Millis(holdopt.LineStale(cfg.Backoff))
+	m.ttl, m.watchdog, m.stale = cfg.TTL, cfg.Watchdog, holdopt.Millis(holdopt.LineStale(cfg.Backoff))
 	m.block = int32(handoff.Block())
 	if class != nil {
 		m.yield = int32(holdopt.Millis(holdopt.HandoffYield))
 	}
-	m.spec = h.Spec(cfg)
-	m.spec.Renew, m.spec.Keys, m.spec.Release = calls{m}, m.keys[:1], calls{m}
 	return m, nil
 }
 
@@ -124,12 +128,27 @@ func (m *Mutex) TryLock(ctx context.Context) (bool, error) { return m.gate.TryLo
 // calls builds the calls of m's holds for its gate (see engine.Calls).
 type calls struct{ m *Mutex }
 
+// Spec returns the Spec of m's holds, made at its first call (see
+// engine.Calls).
+func (c calls) Spec() *lease.Spec {
+	m := c.m
+	if s := m.spec.Load(); s != nil {
+		return s
+	}
+	s := m.h.Spec(holdopt.Config{TTL: m.ttl, Watchdog: m.watchdog})
+	s.Renew, s.Keys, s.Release = c, m.keys[:1], c
+	if !m.spec.CompareAndSwap(nil, &s) {
+		return m.spec.Load()
+	}
+	return &s
+}
+
 // AcquireCall returns attempt n of owner (see
 // internal/script/mutex_acquire.lua).
 func (c calls) AcquireCall(owner string, call, n int64, wait bool, sent time.Time) (*driver.Call, int64) {
 	m := c.m
 	a := script.MutexAcquireArgs{
-		Owner: owner, TTL: m.ttl, FenceMargin: holdopt.Millis(holdopt.FenceMargin), Attempt: n, Block: int64(m.block),
+		Owner: owner, TTL: holdopt.Millis(m.ttl), FenceMargin: holdopt.Millis(holdopt.FenceMargin), Attempt: n, Block: int64(m.block),
 		Cohort: m.h.Local().Cohort(), Waits: wait, Stale: m.stale, Call: call,
 	}
 	if m.quorum {
@@ -166,7 +185,7 @@ func (c calls) ReleaseCall(owner string, used, last int64) *driver.Call {
 // hand-off on, a release lets the waiters of other processes in before
 // this process's own (see holdopt.HandoffYield).
 func (m *Mutex) releaseUsed(owner string, used, last int64) *driver.Call {
-	return script.MutexRelease.Call(m.keys[:], script.MutexReleaseArgs{Owner: owner, Wake: m.wake, Yield: int64(m.yield), Used: used, Last: last})
+	return script.MutexRelease.Call(m.keys[:], script.MutexReleaseArgs{Owner: owner, Wake: m.gate.Wake(), Yield: int64(m.yield), Used: used, Last: last})
 }
 
 // Unlock unlocks m and wakes a waiter. When a goroutine of this process

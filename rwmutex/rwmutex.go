@@ -86,8 +86,8 @@ func New(b backend.Backend, name string, opts ...Option) (*RWMutex, error) {
 	}
 	m.h.Describe("rwmutex is not locked", anyHolds{m})
 	m.rh.Describe("rwmutex is not locked", readHolds{m})
-	m.gate = m.h.ExclusiveGate(engine.Exclusive{
-		Key: m.keys[0], Line: m.line, Wake: m.wake, Leave: script.RWMutexLeave, Spec: &m.wspec, What: "lock",
+	m.h.ExclusiveGate(&m.gate, engine.Exclusive{
+		Key: m.keys[0], Line: m.line, Wake: m.wake, Leave: script.RWMutexLeave, What: "lock",
 	}, cfg, writer{m})
 	handoff, _ := cfg.Local()
 	m.block = handoff.Block()
@@ -151,6 +151,9 @@ func (w writer) AcquireCall(owner string, call, n int64, wait bool, _ time.Time)
 // registered the writer as waiting, which keeps readers out, and a grant
 // whose reply was lost is given back.
 func (w writer) AbandonCall(owner string, _ []int64) *driver.Call { return w.m.unlockCall(owner) }
+
+// Spec returns the Spec of the write holds.
+func (w writer) Spec() *lease.Spec { return &w.m.wspec }
 
 // ReleaseCall returns the call that ends the write hold of owner through its
 // last tenure (see lease.ReleaseCalls and unlockUsed).

@@ -25,7 +25,7 @@ type Gate struct {
 	h       *Handle
 	queues  *queues
 	j       joiner        // the handle as a waiter of the queue: its slot (seat) and class
-	holding *holding      // an exclusive handle's hold (ExclusiveGate); nil for the others
+	holding holding       // an exclusive handle's hold (ExclusiveGate); unused for the others
 	within  time.Duration // hand-off bound: see holdopt.Handoff
 	x       Exclusive
 	calls   Calls
@@ -50,6 +50,11 @@ type Calls interface {
 	// short; unsure may be empty) after its acquisition call failed, or
 	// nil when there is nothing to end.
 	AbandonCall(owner string, unsure []int64) *driver.Call
+	// Spec returns the Spec of the holds that the attempts take, the same
+	// every time. A handle may make it at its first call, so that a handle
+	// that only ever waits in its process's local queue keeps none
+	// (mutex.Mutex).
+	Spec() *lease.Spec
 }
 
 // Exclusive describes an exclusive handle's holds to its Gate: what the
@@ -60,34 +65,35 @@ type Exclusive struct {
 	Line  string                       // the process's wake channel of the lock (keyspace.Mutex.Line)
 	Wake  string                       // the prefix of the lock's wake channels, for its leave
 	Leave script.Def[script.LeaveArgs] // the script that takes the process out of the lock's line
-	Spec  *lease.Spec                  // of the handle's holds
 	What  string                       // names an attempt in errors: "acquire", "lock"
 }
 
-// Gate returns the handle's way through the queue of the lock x describes,
+// Gate makes g the handle's way through the queue of the lock x describes,
 // without a slot of its own and without hand-off: the reentrant lock, whose
-// scopes queue, takes its first holds through it (Contend, Try). The Gate
-// keeps h, which must not move: a handle calls Gate on its own field.
-func (h *Handle) Gate(x Exclusive) Gate {
-	return Gate{h: h, queues: queuesOf(h.b), x: x}
+// scopes queue, takes its first holds through it (Contend, Try). g is a
+// field of the handle, as h is: the Gate keeps h, and neither may move or
+// be copied.
+func (h *Handle) Gate(g *Gate, x Exclusive) {
+	g.h, g.queues, g.x = h, queuesOf(h.b), x
 }
 
-// ExclusiveGate returns the way through the queue of the lock x describes
+// ExclusiveGate makes g the way through the queue of the lock x describes
 // for a handle that holds one hold at a time (mutex.Mutex, the writers of
 // rwmutex.RWMutex), whose calls c builds: with a slot of its own
 // (seat), so that a second Lock on the handle waits for the first
 // hold's Unlock, and the hand-off bounds of cfg (holdopt.Config.Local).
 // x.Line is the process's wake channel of the lock, on which a force
 // unlock tells the holder's process that its hold ended (see watch). As
-// Gate, it keeps h.
-func (h *Handle) ExclusiveGate(x Exclusive, cfg holdopt.Config, c Calls) Gate {
-	g := h.Gate(x)
-	g.holding = new(holding)
+// with Gate, g and h are fields of the handle.
+func (h *Handle) ExclusiveGate(g *Gate, x Exclusive, cfg holdopt.Config, c Calls) {
+	h.Gate(g, x)
 	handoff, class := cfg.Local()
 	g.j = joiner{h: newSeat().h, class: class, watch: class != nil && x.Line != ""}
 	g.within, g.calls = handoff.Within, c
-	return g
 }
+
+// Wake returns the prefix of the lock's wake channels (Exclusive.Wake).
+func (g *Gate) Wake() string { return g.x.Wake }
 
 // seat returns the handle's own one-hold slot; zero for a handle without
 // one.
@@ -310,7 +316,7 @@ func (g *Gate) Contend(ctx context.Context, h *Handle, op *telemetry.Op, pass Pa
 func (g *Gate) attempt(ctx context.Context, c Calls, owner string, call, n int64, wait bool) (*lease.Lease, int64, time.Duration, error) {
 	sent := time.Now()
 	ac, named := c.AcquireCall(owner, call, n, wait, sent)
-	l, _, retry, err := lease.Grant(ctx, g.x.Spec, ac, owner, sent, g.x.What)
+	l, _, retry, err := lease.Grant(ctx, c.Spec(), ac, owner, sent, g.x.What)
 	return l, named, retry, err
 }
 
