@@ -88,7 +88,8 @@ func (h *Handle) Gate(g *Gate, x Exclusive) {
 func (h *Handle) ExclusiveGate(g *Gate, x Exclusive, cfg holdopt.Config, c Calls) {
 	h.Gate(g, x)
 	handoff, class := cfg.Local()
-	g.j = joiner{h: newSeat().h, class: class, watch: class != nil && x.Line != ""}
+	g.j = joiner{class: class, watch: class != nil && x.Line != ""}
+	g.j.h = &g.j.own
 	g.within, g.calls = handoff.Within, c
 }
 
@@ -205,7 +206,7 @@ func (g *Gate) Lock(ctx context.Context) error {
 //go:noinline
 func (g *Gate) joinLocked() *waiter {
 	k := g.queueKey()
-	q := refFor(k, &g.j)
+	q := ref(k)
 	if !q.free(g.j.h) {
 		w := newWaiter(&g.j, q)
 		q.enqueue(w, g.x.Line)
@@ -388,7 +389,7 @@ func (g *Gate) TryEnter() (Pass, bool) {
 func (g *Gate) Leave(pass Pass) {
 	pass.Release()
 	if g.j.h != nil {
-		g.seat().Leave()
+		g.seat().Leave(g.queues, g.x.Key)
 	}
 }
 

@@ -54,6 +54,7 @@ type joiner struct {
 	h     *seatState // nil when the waiters come without a seat
 	class any        // what batons they take: those handed off with an equal class; nil: none
 	watch bool       // they may be handed a hold: while they wait the queue watches the lock's line
+	own   seatState  // the seat of a handle's joiner (see ExclusiveGate), in room that watch leaves
 }
 
 // A waiter is a goroutine in line at a queue (see join).
@@ -259,7 +260,7 @@ func enter(ctx context.Context, k key, h *seatState, class any, closed <-chan st
 // returns it, for its caller to wait for its turn (wait, or a select of
 // its own that ends with quit). While waiters of a joiner that watches
 // wait, the queue listens on line, the process's wake channel of the lock
-// (see watch). The seat is bound to k if it was not yet (see seat).
+// (see watch).
 func join(k key, j *joiner, line string) (Pass, *waiter) {
 	k.s.mu.Lock()
 	return joinLocked(k, j, line)
@@ -269,7 +270,7 @@ func join(k key, j *joiner, line string) (Pass, *waiter) {
 // frame is small locks it itself, so that a wait for the lock (deep in
 // the runtime) happens low on its stack.
 func joinLocked(k key, j *joiner, line string) (Pass, *waiter) {
-	g := refFor(k, j)
+	g := ref(k)
 	if g.free(j.h) {
 		g.take(j.h)
 		k.s.mu.Unlock()
@@ -278,16 +279,6 @@ func joinLocked(k key, j *joiner, line string) (Pass, *waiter) {
 	me := newWaiter(j, g)
 	g.enqueue(me, line)
 	return Pass{}, me
-}
-
-// refFor returns the queue of k with one more reference, for a caller
-// that comes with j, whose seat it binds to k if it was not yet (see
-// seat). The queues' lock must be held.
-func refFor(k key, j *joiner) *queue {
-	if h := j.h; h != nil && h.k == (key{}) {
-		h.k = k
-	}
-	return ref(k)
 }
 
 // newWaiter returns a waiter of j for g, to be put in line (enqueue). Its
@@ -442,7 +433,7 @@ func (me *waiter) quit(k key, err error) error {
 	}
 	p.Release()
 	if me.j.h != nil {
-		seat{me.j.h}.Leave()
+		seat{me.j.h}.Leave(k.s, k.name)
 	}
 	return err
 }
@@ -473,7 +464,6 @@ func tryEnter(k key, h *seatState) (Pass, bool) {
 }
 
 type seatState struct {
-	k     key
 	taken bool // guarded by the queues' lock
 }
 
@@ -481,20 +471,11 @@ type seatState struct {
 // process-wide queue: taken from Lock (or a successful TryLock) to Unlock, so
 // that a second Lock on the seatState waits for the first hold's Unlock even
 // after a loss, when the process-wide queue is already given back. A seat
-// serves one name on one backend, those of its first enterQueue or tryEnterQueue.
+// serves one name on one backend: its callers give them at each call.
 type seat struct{ h *seatState }
 
 // newSeat returns a free seat.
 func newSeat() seat { return seat{new(seatState)} }
-
-func (h seat) key(s *queues, name string) key {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if h.h.k == (key{}) {
-		h.h.k = key{s, name}
-	}
-	return h.h.k
-}
 
 // Enter takes h and the process-wide queue of name in s, waiting in
 // arrival order with the process's other goroutines that want them. It may
@@ -504,34 +485,25 @@ func (h seat) key(s *queues, name string) key {
 // On failure nothing is taken and the error is ctx.Err() or
 // locker.ErrClosed (when closed is closed).
 func (h seat) Enter(ctx context.Context, s *queues, name string, class any, closed <-chan struct{}) (p Pass, b baton, waited bool, err error) {
-	return enter(ctx, h.key(s, name), h.h, class, closed)
+	return enter(ctx, key{s, name}, h.h, class, closed)
 }
 
-// tryEnterQueue takes h and the process-wide queue of name in s if both are
+// TryEnter takes h and the process-wide queue of name in s if both are
 // free.
 func (h seat) TryEnter(s *queues, name string) (Pass, bool) {
-	return tryEnter(h.key(s, name), h.h)
+	return tryEnter(key{s, name}, h.h)
 }
 
-// Leave gives h back; the process-wide Pass is released on its own.
-func (h seat) Leave() {
-	k := h.key0()
-	if k.s == nil {
-		h.h.taken = false
-		return
-	}
-	k.s.mu.Lock()
-	defer k.s.mu.Unlock()
+// Leave gives h back, a seat of the queue of name in s; the process-wide
+// Pass is released on its own.
+func (h seat) Leave(s *queues, name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	h.h.taken = false
-	if g := k.s.m[k.name]; g != nil {
+	if g := s.m[name]; g != nil {
 		g.dispatch()
 	}
 }
-
-// key0 returns the key h is bound to, or the zero key before its first
-// enterQueue or tryEnterQueue. The key never changes once set, under the queues' lock;
-// reading it from the goroutine that holds h needs no lock.
-func (h seat) key0() key { return h.h.k }
 
 // HandOff passes b, with the queue p and the seatState h, to the first waiter of
 // class whose seatState is free (or is h): that waiter's enterQueue returns b. It

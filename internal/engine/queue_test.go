@@ -101,14 +101,14 @@ func TestHandle(t *testing.T) {
 	if _, _, waited, err := h.Enter(ctx, owner, "k", nil, nil); !waited || !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("enterQueue on a taken seatState = (%v, %v); want (true, DeadlineExceeded)", waited, err)
 	}
-	h.Leave()
+	h.Leave(owner, "k")
 	q.Release()
-	other.Leave()
+	other.Leave(owner, "k")
 	if p, _, _, err := h.Enter(context.Background(), owner, "k", nil, nil); err != nil {
 		t.Fatalf("enterQueue after Leave: %v", err)
 	} else {
 		p.Release()
-		h.Leave()
+		h.Leave(owner, "k")
 	}
 	owner.mu.Lock()
 	defer owner.mu.Unlock()
@@ -203,14 +203,14 @@ func TestHandOff(t *testing.T) {
 	// The receiver releases: the waiter of the other class gets a free
 	// queue, without a baton.
 	got.p.Release()
-	c.Leave()
+	c.Leave(owner, "k")
 	o := <-other
 	if o.err != nil || o.b != nil {
 		t.Fatalf("the next waiter got (%v, %v); want a free queue", o.b, o.err)
 	}
 	o.p.Release()
-	b.Leave()
-	a.Leave()
+	b.Leave(owner, "k")
+	a.Leave(owner, "k")
 	if bt.drops.Load() != 0 {
 		t.Errorf("the baton was dropped %d times; want 0", bt.drops.Load())
 	}
@@ -249,7 +249,7 @@ func TestHandOffToSameHandleAndOrder(t *testing.T) {
 		t.Fatal("the queue was free while b holds it")
 	}
 	g2.p.Release()
-	b.Leave()
+	b.Leave(owner, "k")
 	empty(t, owner)
 }
 
@@ -292,13 +292,13 @@ func TestHandOffToWaiterThatGivesUp(t *testing.T) {
 		next = nil
 	}
 	hp.Release()
-	holder.Leave()
+	holder.Leave(owner, "k")
 	if next != nil {
 		g2 := <-next
 		g2.p.Release()
-		c.Leave()
+		c.Leave(owner, "k")
 	}
-	a.Leave()
+	a.Leave(owner, "k")
 	if bt.drops.Load() != 0 {
 		t.Errorf("the baton was dropped %d times; want 0", bt.drops.Load())
 	}
@@ -326,7 +326,7 @@ func TestHandOffDroppedWhenNobodyTakesIt(t *testing.T) {
 				t.Fatalf("the waiter holds (%v) without a hand-off (%v)", g.b, handed)
 			}
 			g.p.Release()
-			b.Leave()
+			b.Leave(owner, "k")
 		case handed:
 			// It gave up with the baton in hand and nobody else waits.
 			if bt.drops.Load() != 1 {
@@ -335,7 +335,7 @@ func TestHandOffDroppedWhenNobodyTakesIt(t *testing.T) {
 		default:
 			p.Release()
 		}
-		a.Leave()
+		a.Leave(owner, "k")
 		empty(t, owner)
 	}
 }
