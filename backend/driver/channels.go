@@ -99,8 +99,9 @@ type Channel struct {
 
 	// Guarded by cs.mu.
 	subs map[*Sub]struct{}
-	// ready is closed when the server confirms the subscription; it is
-	// replaced when the subscription is lost.
+	// ready is closed when the server confirms the subscription, and then
+	// dropped (nil while confirmed: nobody waits then); it is made again
+	// when the subscription is lost.
 	ready     chan struct{}
 	confirmed bool
 	seen      bool        // confirmed at least once: a new confirmation follows a loss
@@ -125,6 +126,7 @@ func (ch *Channel) Confirmed() {
 	}
 	ch.confirmed = true
 	close(ch.ready)
+	ch.ready = nil
 	for s := range ch.subs {
 		if ch.seen || s.late {
 			s.signal()
