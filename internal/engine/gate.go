@@ -205,20 +205,32 @@ func (g *Gate) Lock(ctx context.Context) error {
 //
 //go:noinline
 func (g *Gate) joinLocked() *waiter {
-	k := g.queueKey()
-	q := ref(k)
-	if !q.free(g.j.h) {
-		w := newWaiter(&g.j, q)
-		q.enqueue(w, g.x.Line)
-		return w
+	q := g.ref()
+	if q.free(g.j.h) {
+		g.takeFree(q)
+		return nil
 	}
+	w := newWaiter(&g.j, q)
+	q.enqueue(w, g.x.Line)
+	return w
+}
+
+// ref returns the lock's queue with one more reference (see ref). The
+// queues' lock must be held.
+func (g *Gate) ref() *queue { return ref(g.queueKey()) }
+
+// takeFree takes q, the lock's free queue, and the handle's seat, and
+// unlocks the queues: the handle's hold keeps the pass until Lock takes it
+// (see lock).
+//
+//go:noinline
+func (g *Gate) takeFree(q *queue) {
 	q.take(g.j.h)
-	k.s.mu.Unlock()
-	pass := newPass(k, q)
+	g.queues.mu.Unlock()
+	pass := newPass(g.queueKey(), q)
 	g.holding.mu.Lock()
 	g.holding.pass = pass
 	g.holding.mu.Unlock()
-	return nil
 }
 
 // gaveUp takes w out of line after ctx ended its wait (see waiter.quit),
