@@ -81,7 +81,7 @@ func New(b backend.Backend, name string, opts ...Option) (*Mutex, error) {
 	keys, line := h.Keys().MutexLine(h.Local().Cohort())
 	m := &Mutex{h: h, keys: [2]string{keys.Lock, keys.Fence}}
 	m.h.ExclusiveGate(&m.gate, engine.Exclusive{
-		Key: keys.Lock, Line: line, Wake: keys.Wake, Leave: script.MutexLeave, What: "acquire",
+		Key: keys.Lock, Line: line, Leave: script.MutexLeave,
 	}, cfg, calls{m})
 	m.h.Describe("mutex is not locked", &m.gate)
 	_, m.quorum = b.(driver.Quorum)
@@ -142,6 +142,9 @@ func (c calls) Spec() *lease.Spec {
 	}
 	return &s
 }
+
+// What names an attempt in errors.
+func (calls) What() string { return "acquire" }
 
 // AcquireCall returns attempt n of owner (see
 // internal/script/mutex_acquire.lua).

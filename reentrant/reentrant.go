@@ -76,7 +76,7 @@ func New(b backend.Backend, name string, opts ...Option) (*Mutex, error) {
 	}
 	m.h.Describe("reentrant mutex is not locked", &m.holds)
 	m.h.Gate(&m.gate, engine.Exclusive{
-		Key: m.keys[0], Line: m.line, Wake: m.wake, Leave: script.ReentrantLeave, What: "acquire",
+		Key: m.keys[0], Line: m.line, Leave: script.ReentrantLeave,
 	})
 	m.spec = h.Spec(cfg).RenewedBy(script.ReentrantRenew, m.keys[:1])
 	return m, nil
@@ -203,6 +203,8 @@ func (f first) AbandonCall(_ string, unsure []int64) *driver.Call {
 }
 
 func (f first) Spec() *lease.Spec { return &f.m.spec }
+
+func (first) What() string { return "acquire" }
 
 // record records l, granted to attempt n of s in turn pass, as the scope's
 // hold in e. A lost hold lets the other scopes of the process contend at

@@ -87,7 +87,7 @@ func New(b backend.Backend, name string, opts ...Option) (*RWMutex, error) {
 	m.h.Describe("rwmutex is not locked", anyHolds{m})
 	m.rh.Describe("rwmutex is not locked", readHolds{m})
 	m.h.ExclusiveGate(&m.gate, engine.Exclusive{
-		Key: m.keys[0], Line: m.line, Wake: m.wake, Leave: script.RWMutexLeave, What: "lock",
+		Key: m.keys[0], Line: m.line, Leave: script.RWMutexLeave,
 	}, cfg, writer{m})
 	handoff, _ := cfg.Local()
 	m.block = handoff.Block()
@@ -154,6 +154,9 @@ func (w writer) AbandonCall(owner string, _ []int64) *driver.Call { return w.m.u
 
 // Spec returns the Spec of the write holds.
 func (w writer) Spec() *lease.Spec { return &w.m.wspec }
+
+// What names an attempt in errors.
+func (writer) What() string { return "lock" }
 
 // ReleaseCall returns the call that ends the write hold of owner through its
 // last tenure (see lease.ReleaseCalls and unlockUsed).

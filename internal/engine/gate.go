@@ -55,17 +55,21 @@ type Calls interface {
 	// that only ever waits in its process's local queue keeps none
 	// (mutex.Mutex).
 	Spec() *lease.Spec
+	// What names an attempt in errors: "acquire", "lock".
+	What() string
 }
 
 // Exclusive describes an exclusive handle's holds to its Gate: what the
 // Gate needs besides the calls. Its fields are values; the Gate calls
 // nothing of the handle but its Calls.
 type Exclusive struct {
-	Key   string                       // the lock's main key, which names its local queue
-	Line  string                       // the process's wake channel of the lock (keyspace.Mutex.Line)
-	Wake  string                       // the prefix of the lock's wake channels, for its leave
+	Key string // the lock's main key, which names its local queue
+	// Line is the process's wake channel of the lock: the prefix of the
+	// lock's wake channels, ':' and the process's cohort
+	// (keyspace.Mutex.Line), so that the prefix, which the line's leave
+	// takes, is not kept twice (see Gate.Wake).
+	Line  string
 	Leave script.Def[script.LeaveArgs] // the script that takes the process out of the lock's line
-	What  string                       // names an attempt in errors: "acquire", "lock"
 }
 
 // Gate makes g the handle's way through the queue of the lock x describes,
@@ -93,8 +97,12 @@ func (h *Handle) ExclusiveGate(g *Gate, x Exclusive, cfg holdopt.Config, c Calls
 	g.within, g.calls = handoff.Within, c
 }
 
-// Wake returns the prefix of the lock's wake channels (Exclusive.Wake).
-func (g *Gate) Wake() string { return g.x.Wake }
+// Wake returns the prefix of the lock's wake channels, the start of its
+// line (see Exclusive.Line).
+func (g *Gate) Wake() string {
+	line := g.x.Line
+	return line[:len(line)-len(g.h.local.Cohort())-1]
+}
 
 // seat returns the handle's own one-hold slot; zero for a handle without
 // one.
@@ -329,7 +337,7 @@ func (g *Gate) Contend(ctx context.Context, h *Handle, op *telemetry.Op, pass Pa
 func (g *Gate) attempt(ctx context.Context, c Calls, owner string, call, n int64, wait bool) (*lease.Lease, int64, time.Duration, error) {
 	sent := time.Now()
 	ac, named := c.AcquireCall(owner, call, n, wait, sent)
-	l, _, retry, err := lease.Grant(ctx, c.Spec(), ac, owner, sent, g.x.What)
+	l, _, retry, err := lease.Grant(ctx, c.Spec(), ac, owner, sent, c.What())
 	return l, named, retry, err
 }
 
@@ -439,7 +447,7 @@ func (g *Gate) giveUp(ctx context.Context, c Calls, owner string, pass Pass, sen
 		}
 		return
 	}
-	leave := g.x.Leave.Call([]string{g.x.Key}, script.LeaveArgs{Cohort: g.h.local.Cohort(), Wake: g.x.Wake, Call: call, Stale: holdopt.Millis(g.stale())})
+	leave := g.x.Leave.Call([]string{g.x.Key}, script.LeaveArgs{Cohort: g.h.local.Cohort(), Wake: g.Wake(), Call: call, Stale: holdopt.Millis(g.stale())})
 	if len(unsure) > 0 && ac != nil {
 		lease.Cleanup(ctx, g.h.b, leave, ac)
 		return
