@@ -106,6 +106,7 @@ type client struct {
 var (
 	_ Backend          = (*client)(nil)
 	_ driver.Listener  = (*client)(nil)
+	_ driver.Notifier  = (*client)(nil)
 	_ driver.Validator = (*client)(nil)
 )
 
@@ -419,6 +420,22 @@ func (c *client) Subscribe(ctx context.Context, channel string) (driver.Subscrip
 		return nil, locker.ErrClosed
 	}
 	s, err := c.hub.Subscribe(ctx, channel)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Notify is Subscribe with f called for each signal instead of a send on
+// the Subscription's channel (see driver.Notifier).
+func (c *client) Notify(ctx context.Context, channel string, f func()) (driver.Subscription, error) {
+	switch {
+	case c.err != nil:
+		return nil, c.err
+	case c.closed():
+		return nil, locker.ErrClosed
+	}
+	s, err := c.hub.SubscribeFunc(ctx, channel, f)
 	if err != nil {
 		return nil, err
 	}

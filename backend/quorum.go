@@ -168,6 +168,7 @@ type quorum struct {
 var (
 	_ Backend         = (*quorum)(nil)
 	_ driver.Listener = (*quorum)(nil)
+	_ driver.Notifier = (*quorum)(nil)
 )
 
 func (q *quorum) Prefix() string                 { return q.prefix }
@@ -1037,6 +1038,29 @@ func (q *quorum) Subscribe(ctx context.Context, channel string) (driver.Subscrip
 	// reaches a majority, so one of them publishes to this subscription. A
 	// node that is slow or down joins the subscription when it answers.
 	qs := &quorumSub{c: make(chan struct{}, 1)}
+	return q.subscribe(ctx, qs, func(node *client) (driver.Subscription, error) {
+		return node.subscribeInto(ctx, channel, qs.c)
+	})
+}
+
+// Notify is Subscribe with f called for each signal of every node instead
+// of a send on the Subscription's channel (see driver.Notifier): a release
+// published on several nodes calls f once per node.
+func (q *quorum) Notify(ctx context.Context, channel string, f func()) (driver.Subscription, error) {
+	select {
+	case <-q.done:
+		return nil, locker.ErrClosed
+	default:
+	}
+	return q.subscribe(ctx, &quorumSub{}, func(node *client) (driver.Subscription, error) {
+		return node.Notify(ctx, channel, f)
+	})
+}
+
+// subscribe adds to qs the subscription that sub makes on each node, and
+// returns qs once a majority of the nodes subscribed (see Subscribe), or
+// the nodes' errors when none did.
+func (q *quorum) subscribe(ctx context.Context, qs *quorumSub, sub func(*client) (driver.Subscription, error)) (driver.Subscription, error) {
 	type result struct {
 		n   int
 		err error
@@ -1044,7 +1068,7 @@ func (q *quorum) Subscribe(ctx context.Context, channel string) (driver.Subscrip
 	results := make(chan result, len(q.nodes))
 	for n, node := range q.nodes {
 		go func() {
-			s, err := node.subscribeInto(ctx, channel, qs.c)
+			s, err := sub(node)
 			if err == nil && !qs.add(s) {
 				s.Close() // qs closed meanwhile
 			}
@@ -1066,7 +1090,8 @@ func (q *quorum) Subscribe(ctx context.Context, channel string) (driver.Subscrip
 	return qs, nil
 }
 
-// quorumSub merges the wake-ups of every node into one channel.
+// quorumSub merges the wake-ups of every node into one channel (nil for
+// the Subscription of Notify, whose nodes call its function).
 type quorumSub struct {
 	c      chan struct{}
 	mu     sync.Mutex

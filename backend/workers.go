@@ -55,6 +55,7 @@ func (w *workers) run(f task) {
 // work runs f, then the calls sent on jobs, until there is no room for it
 // among the waiting goroutines or the backend closes.
 func (w *workers) work(jobs chan task, f task) {
+	roomyStack()
 	for {
 		f.run()
 		if !w.wait(jobs) {
@@ -103,3 +104,26 @@ func (w *workers) leave(jobs chan task) bool {
 	}
 	return false
 }
+
+// roomyStack gives a new goroutine of workers, about to run go-redis
+// calls, its stack for them at once: 16 KiB, in one allocation, since the
+// runtime grows a stack to fit the frame that outgrew it and this frame is
+// 8 KiB. Without it, the stack grows on the first call's way down from 2 to
+// 4 and then 8 KiB, copying itself each time, and a goroutine that does
+// not stay (a burst of calls beyond the ones kept) leaves its 4 and 8 KiB
+// stacks in the runtime's pools of those sizes, between the stacks of the
+// process's long-lived goroutines (those that wait for a lock have 2 to 8
+// KiB), where they are counted as in use for as long as one of those stays
+// in the same span; 16 KiB stacks go back to the heap once the burst is
+// over, since long-lived goroutines seldom have stacks that size. The frame
+// is gone when roomyStack returns; it costs clearing 8 KiB.
+//
+//go:noinline
+func roomyStack() byte {
+	var frame [8 << 10]byte
+	return frame[stackProbe]
+}
+
+// stackProbe is the byte roomyStack reads, always 0: a frame that is read
+// is kept.
+var stackProbe int

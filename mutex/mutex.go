@@ -2,6 +2,7 @@ package mutex
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"github.com/redisync/redisync/backend"
@@ -39,15 +40,24 @@ const primitive = "mutex"
 // processes get their turn. Hand-off needs the watchdog, and passes only
 // between handles of equal TTL.
 type Mutex struct {
-	_       lease.NoCopy
-	h       engine.Handle
-	keys    []string // lock hash, fence counter (see keyspace.Mutex)
-	wake    string   // the prefix of the wake channels
-	line    string   // the wake channel of this process's cohort (see internal/script/lock_lib.lua)
-	spec    lease.Spec
-	quorum  bool                    // on a quorum: attempts propose a fencing token (see internal/script/mutex_acquire.lua)
-	acquire script.MutexAcquireArgs // the arguments of every attempt that never change
-	yield   int64                   // ms a release refuses this process when another waited
+	_    lease.NoCopy
+	h    engine.Handle
+	keys [2]string // lock hash, fence counter (see keyspace.Mutex)
+
+	// spec is the Spec of m's holds, made at m's first attempt (see
+	// calls.Spec): a handle that only waits in its process's local queue
+	// keeps none.
+	spec atomic.Pointer[lease.Spec]
+
+	// What every attempt and release sends that never changes (see
+	// internal/script/mutex_acquire.lua and mutex_release.lua), and the
+	// rest of the options, kept small: a program may hold many handles.
+	ttl      time.Duration
+	stale    int64 // ms
+	block    int32 // fencing tokens an acquisition reserves (holdopt.Handoff.Block)
+	yield    int32 // ms a release refuses this process when another waited
+	quorum   bool  // on a quorum: attempts propose a fencing token
+	watchdog bool
 
 	// gate is the process's local queue of the lock, with the hand-off
 	// bounds, and m's hold from Lock to Unlock, which h describes.
@@ -68,26 +78,19 @@ func New(b backend.Backend, name string, opts ...Option) (*Mutex, error) {
 	if err != nil {
 		return nil, err
 	}
-	keys, cohort := h.Keys().Mutex(), h.Local().Cohort()
-	m := &Mutex{h: h, keys: keys.Keys(), wake: keys.Wake, line: keys.Line(cohort)}
-	m.gate = h.ExclusiveGate(engine.Exclusive{
-		Key: m.keys[0], Line: m.line, Wake: m.wake, Leave: script.MutexLeave, Spec: &m.spec, What: "acquire",
+	keys, line := h.Keys().MutexLine(h.Local().Cohort())
+	m := &Mutex{h: h, keys: [2]string{keys.Lock, keys.Fence}}
+	m.h.ExclusiveGate(&m.gate, engine.Exclusive{
+		Key: keys.Lock, Line: line, Leave: script.MutexLeave,
 	}, cfg, calls{m})
-	m.h.Describe("mutex is not locked", m.gate)
+	m.h.Describe("mutex is not locked", &m.gate)
 	_, m.quorum = b.(driver.Quorum)
 	handoff, class := cfg.Local()
-	m.acquire = script.MutexAcquireArgs{
-		TTL:         holdopt.Millis(cfg.TTL),
-		FenceMargin: holdopt.Millis(holdopt.FenceMargin),
-		Block:       int64(handoff.Block()),
-		Cohort:      cohort,
-		Stale:       holdopt.Millis(cfg.LineStale()),
-	}
+	m.ttl, m.watchdog, m.stale = cfg.TTL, cfg.Watchdog, holdopt.Millis(cfg.LineStale())
+	m.block = int32(handoff.Block())
 	if class != nil {
-		m.yield = holdopt.Millis(holdopt.HandoffYield)
+		m.yield = int32(holdopt.Millis(holdopt.HandoffYield))
 	}
-	m.spec = h.Spec(cfg).RenewedBy(script.MutexRenew, m.keys[:1])
-	m.spec.Release = calls{m}
 	return m, nil
 }
 
@@ -112,7 +115,7 @@ func (m *Mutex) Name() string { return m.h.Name() }
 // it may have taken before returning. A context that is already done fails
 // Lock before any I/O. When ctx ends, the error matches both
 // locker.ErrNotAcquired and ctx.Err().
-func (m *Mutex) Lock(ctx context.Context) error { return m.gate.Lock(ctx, &m.h) }
+func (m *Mutex) Lock(ctx context.Context) error { return m.gate.Lock(ctx) }
 
 // TryLock tries to lock m without waiting for another holder and reports
 // whether it succeeded. It makes one attempt; if the lock is held, or m is
@@ -120,20 +123,47 @@ func (m *Mutex) Lock(ctx context.Context) error { return m.gate.Lock(ctx, &m.h) 
 // false and a nil error. A non-nil error means the attempt failed (and left
 // nothing held); a context that is already done fails TryLock before any
 // I/O, with an error matching locker.ErrNotAcquired and ctx.Err().
-func (m *Mutex) TryLock(ctx context.Context) (bool, error) { return m.gate.TryLock(ctx, &m.h) }
+func (m *Mutex) TryLock(ctx context.Context) (bool, error) { return m.gate.TryLock(ctx) }
 
 // calls builds the calls of m's holds for its gate (see engine.Calls).
 type calls struct{ m *Mutex }
 
+// Spec returns the Spec of m's holds, made at its first call (see
+// engine.Calls).
+func (c calls) Spec() *lease.Spec {
+	m := c.m
+	if s := m.spec.Load(); s != nil {
+		return s
+	}
+	s := m.h.Spec(holdopt.Config{TTL: m.ttl, Watchdog: m.watchdog})
+	s.Renew, s.Keys, s.Release = c, m.keys[:1], c
+	if !m.spec.CompareAndSwap(nil, &s) {
+		return m.spec.Load()
+	}
+	return &s
+}
+
+// What names an attempt in errors.
+func (calls) What() string { return "acquire" }
+
 // AcquireCall returns attempt n of owner (see
 // internal/script/mutex_acquire.lua).
 func (c calls) AcquireCall(owner string, call, n int64, wait bool, sent time.Time) (*driver.Call, int64) {
-	a := c.m.acquire
-	a.Owner, a.Attempt, a.Waits, a.Call = owner, n, wait, call
-	if c.m.quorum {
+	m := c.m
+	a := script.MutexAcquireArgs{
+		Owner: owner, TTL: holdopt.Millis(m.ttl), FenceMargin: holdopt.Millis(holdopt.FenceMargin), Attempt: n, Block: int64(m.block),
+		Cohort: m.h.Local().Cohort(), Waits: wait, Stale: m.stale, Call: call,
+	}
+	if m.quorum {
 		a.Clock = sent.UnixMicro()
 	}
-	return script.MutexAcquire.Call(c.m.keys, a), n
+	return script.MutexAcquire.Call(m.keys[:], a), n
+}
+
+// RenewCall returns the call that makes the hold of owner last at least
+// ttl (see lease.RenewCalls).
+func (c calls) RenewCall(owner string, ttl time.Duration) *driver.Call {
+	return script.MutexRenew.Call(c.m.keys[:1], script.RenewArgs{Owner: owner, TTL: holdopt.Millis(ttl)})
 }
 
 // AbandonCall returns the release of what owner may hold, after attempts
@@ -158,7 +188,7 @@ func (c calls) ReleaseCall(owner string, used, last int64) *driver.Call {
 // hand-off on, a release lets the waiters of other processes in before
 // this process's own (see holdopt.HandoffYield).
 func (m *Mutex) releaseUsed(owner string, used, last int64) *driver.Call {
-	return script.MutexRelease.Call(m.keys, script.MutexReleaseArgs{Owner: owner, Wake: m.wake, Yield: m.yield, Used: used, Last: last})
+	return script.MutexRelease.Call(m.keys[:], script.MutexReleaseArgs{Owner: owner, Wake: m.gate.Wake(), Yield: int64(m.yield), Used: used, Last: last})
 }
 
 // Unlock unlocks m and wakes a waiter. When a goroutine of this process
@@ -179,7 +209,7 @@ func (m *Mutex) releaseUsed(owner string, used, last int64) *driver.Call {
 // returns at once. In every case m
 // is unlocked when Unlock returns, even when the release could not reach
 // Redis: the hold then expires with its TTL, and Unlock returns the error.
-func (m *Mutex) Unlock(ctx context.Context) error { return m.gate.Unlock(ctx, &m.h, "mutex") }
+func (m *Mutex) Unlock(ctx context.Context) error { return m.gate.Unlock(ctx, "mutex") }
 
 // Extend makes the current hold last at least ttl from now (it never shortens
 // it) and moves Until forward accordingly. It is how a fixed lease

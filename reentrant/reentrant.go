@@ -75,8 +75,8 @@ func New(b backend.Backend, name string, opts ...Option) (*Mutex, error) {
 		ttlMs:  holdopt.Millis(cfg.TTL),
 	}
 	m.h.Describe("reentrant mutex is not locked", &m.holds)
-	m.gate = h.Gate(engine.Exclusive{
-		Key: m.keys[0], Line: m.line, Wake: m.wake, Leave: script.ReentrantLeave, Spec: &m.spec, What: "acquire",
+	m.h.Gate(&m.gate, engine.Exclusive{
+		Key: m.keys[0], Line: m.line, Leave: script.ReentrantLeave,
 	})
 	m.spec = h.Spec(cfg).RenewedBy(script.ReentrantRenew, m.keys[:1])
 	return m, nil
@@ -201,6 +201,10 @@ func (f first) AbandonCall(_ string, unsure []int64) *driver.Call {
 	}
 	return script.ReentrantUndo.Call(f.m.keys, f.m.acquireArgs(f.s.owner, 1, 0, unsure...))
 }
+
+func (f first) Spec() *lease.Spec { return &f.m.spec }
+
+func (first) What() string { return "acquire" }
 
 // record records l, granted to attempt n of s in turn pass, as the scope's
 // hold in e. A lost hold lets the other scopes of the process contend at

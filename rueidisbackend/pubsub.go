@@ -67,6 +67,22 @@ func (b *client) Subscribe(ctx context.Context, name string) (driver.Subscriptio
 	return s, nil
 }
 
+// Notify is Subscribe with f called for each signal instead of a send on
+// the Subscription's channel (see driver.Notifier).
+func (b *client) Notify(ctx context.Context, name string, f func()) (driver.Subscription, error) {
+	if err := b.usable(); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s, err := b.hub.chans.SubscribeFunc(ctx, name, f)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
 // Listening reports whether the wake channel name is subscribed and
 // confirmed now, so that Subscribe would return at once.
 func (b *client) Listening(name string) bool {

@@ -79,6 +79,7 @@ type client struct {
 var (
 	_ driver.Backend   = (*client)(nil)
 	_ driver.Listener  = (*client)(nil)
+	_ driver.Notifier  = (*client)(nil)
 	_ driver.Validator = (*client)(nil)
 	_ driver.Prober    = (*client)(nil)
 )

@@ -86,8 +86,8 @@ func New(b backend.Backend, name string, opts ...Option) (*RWMutex, error) {
 	}
 	m.h.Describe("rwmutex is not locked", anyHolds{m})
 	m.rh.Describe("rwmutex is not locked", readHolds{m})
-	m.gate = h.ExclusiveGate(engine.Exclusive{
-		Key: m.keys[0], Line: m.line, Wake: m.wake, Leave: script.RWMutexLeave, Spec: &m.wspec, What: "lock",
+	m.h.ExclusiveGate(&m.gate, engine.Exclusive{
+		Key: m.keys[0], Line: m.line, Leave: script.RWMutexLeave,
 	}, cfg, writer{m})
 	handoff, _ := cfg.Local()
 	m.block = handoff.Block()
@@ -119,7 +119,7 @@ func (m *RWMutex) Name() string { return m.h.Name() }
 // and releases whatever an attempt with a lost reply may have taken. A context
 // that is already done fails Lock before any I/O. When ctx ends, the error
 // matches both locker.ErrNotAcquired and ctx.Err().
-func (m *RWMutex) Lock(ctx context.Context) error { return m.gate.Lock(ctx, &m.h) }
+func (m *RWMutex) Lock(ctx context.Context) error { return m.gate.Lock(ctx) }
 
 // TryLock tries to lock m for writing without waiting and reports whether it
 // succeeded. It makes one attempt; if the lock is held, or a writer of this
@@ -128,7 +128,7 @@ func (m *RWMutex) Lock(ctx context.Context) error { return m.gate.Lock(ctx, &m.h
 // attempt failed (and left nothing held); a context that is already done
 // fails TryLock before any I/O, with an error matching locker.ErrNotAcquired
 // and ctx.Err().
-func (m *RWMutex) TryLock(ctx context.Context) (bool, error) { return m.gate.TryLock(ctx, &m.h) }
+func (m *RWMutex) TryLock(ctx context.Context) (bool, error) { return m.gate.TryLock(ctx) }
 
 // writer builds the calls of m's write holds for its gate (see
 // engine.Calls).
@@ -151,6 +151,12 @@ func (w writer) AcquireCall(owner string, call, n int64, wait bool, _ time.Time)
 // registered the writer as waiting, which keeps readers out, and a grant
 // whose reply was lost is given back.
 func (w writer) AbandonCall(owner string, _ []int64) *driver.Call { return w.m.unlockCall(owner) }
+
+// Spec returns the Spec of the write holds.
+func (w writer) Spec() *lease.Spec { return &w.m.wspec }
+
+// What names an attempt in errors.
+func (writer) What() string { return "lock" }
 
 // ReleaseCall returns the call that ends the write hold of owner through its
 // last tenure (see lease.ReleaseCalls and unlockUsed).
@@ -210,7 +216,7 @@ func (m *RWMutex) runlockCall(owner string, depart bool, attempts ...int) *drive
 // deadline whatever becomes of the release. In every case m is not
 // write-locked when Unlock returns, even when the release could not reach
 // Redis: the hold then expires with its TTL.
-func (m *RWMutex) Unlock(ctx context.Context) error { return m.gate.Unlock(ctx, &m.h, "rwmutex") }
+func (m *RWMutex) Unlock(ctx context.Context) error { return m.gate.Unlock(ctx, "rwmutex") }
 
 // Extend makes the current hold, the write hold or else the read hold that the
 // handle's readers share, last at least ttl from now (it never shortens it)

@@ -12,7 +12,8 @@
 // scripts that the server has not cached still run, Redis errors reach the
 // caller, wake-up messages published by a script reach subscribers of other
 // Backends, subscriptions are counted by reference, a Listener says so once
-// it listens, every Backend has a Local of its own (and a lock taken through
+// it listens, a Notifier calls its function for them, every Backend has a
+// Local of its own (and a lock taken through
 // a Backend whose type is not comparable works), and Close stops
 // everything.
 package backendtest
@@ -100,6 +101,7 @@ func RunConformanceTests(t *testing.T, newHarness HarnessMaker) {
 		{"WakeManyChannels", testWakeMany},
 		{"SubscriptionRefCount", testRefCount},
 		{"Listening", testListening},
+		{"Notify", testNotify},
 		{"Local", testLocal},
 		{"LockThroughAnyType", testAnyType},
 		{"Close", testClose},
@@ -364,6 +366,59 @@ func testListening(t *testing.T, mk func(*testing.T) backend.Backend) {
 			t.Fatalf("Listening(%q) still false 10s after Subscribe", ch)
 		case <-time.After(5 * time.Millisecond):
 		}
+	}
+}
+
+// testNotify: a Notifier calls the function of Notify for a wake-up
+// published by a script of another Backend once it listens, and no more
+// after Close of the Subscription.
+func testNotify(t *testing.T, mk func(*testing.T) backend.Backend) {
+	pubB, subB := mk(t), mk(t)
+	n, ok := subB.(driver.Notifier)
+	if !ok {
+		t.Skipf("%T is not a driver.Notifier", subB)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s := space(subB, t)
+	calls := make(chan struct{}, 16)
+	sub, err := n.Notify(ctx, s+"notify", func() {
+		select {
+		case calls <- struct{}{}:
+		default:
+		}
+	})
+	if err != nil {
+		t.Fatalf("Notify: %v", err)
+	}
+	if sub.C() != nil {
+		t.Error("the Subscription of Notify has a channel")
+	}
+	// Notify does not wait for the server: a message counts once the
+	// Backend listens. Each publish is a new chance.
+	for got := false; !got; {
+		if _, err := driver.Run(ctx, pubB, echo, []string{s + "k"}, 1, s+"notify"); err != nil {
+			t.Fatalf("Run(echo, publish): %v", err)
+		}
+		select {
+		case <-calls:
+			got = true
+		case <-time.After(10 * time.Millisecond):
+		case <-ctx.Done():
+			t.Fatal("no call within 10s of publishes from another Backend")
+		}
+	}
+	sub.Close()
+	for len(calls) > 0 {
+		<-calls
+	}
+	if _, err := driver.Run(ctx, pubB, echo, []string{s + "k"}, 1, s+"notify"); err != nil {
+		t.Fatalf("Run(echo, publish): %v", err)
+	}
+	select {
+	case <-calls:
+		t.Error("a call after Close of the Subscription")
+	case <-time.After(100 * time.Millisecond):
 	}
 }
 

@@ -99,8 +99,9 @@ type Channel struct {
 
 	// Guarded by cs.mu.
 	subs map[*Sub]struct{}
-	// ready is closed when the server confirms the subscription; it is
-	// replaced when the subscription is lost.
+	// ready is closed when the server confirms the subscription, and then
+	// dropped (nil while confirmed: nobody waits then); it is made again
+	// when the subscription is lost.
 	ready     chan struct{}
 	confirmed bool
 	seen      bool        // confirmed at least once: a new confirmation follows a loss
@@ -125,6 +126,7 @@ func (ch *Channel) Confirmed() {
 	}
 	ch.confirmed = true
 	close(ch.ready)
+	ch.ready = nil
 	for s := range ch.subs {
 		if ch.seen || s.late {
 			s.signal()
@@ -165,13 +167,15 @@ func (ch *Channel) Message() {
 type Sub struct {
 	ch   *Channel
 	c    chan struct{}
+	f    func() // called for each signal instead of sending on c (see SubscribeFunc)
 	once sync.Once
 	late bool // Subscribe returned it unconfirmed; guarded by ch.cs.mu
 }
 
 var _ Subscription = (*Sub)(nil)
 
-// C returns the channel on which signals arrive.
+// C returns the channel on which signals arrive: nil for a Sub of
+// SubscribeFunc, whose signals call its function instead.
 func (s *Sub) C() <-chan struct{} { return s.c }
 
 // Close stops s: no signal is sent on C after Close returns. The last Sub of
@@ -182,6 +186,10 @@ func (s *Sub) Close() {
 }
 
 func (s *Sub) signal() {
+	if s.f != nil {
+		s.f()
+		return
+	}
 	select {
 	case s.c <- struct{}{}:
 	default:
@@ -205,6 +213,42 @@ func (cs *Channels) Subscribe(ctx context.Context, name string) (*Sub, error) {
 // can share it. c should have room for one signal; a signal that finds it
 // full is dropped. The caller owns c: the Channels never close it.
 func (cs *Channels) SubscribeInto(ctx context.Context, name string, c chan struct{}) (*Sub, error) {
+	s := &Sub{c: c}
+	ready, err := cs.add(ctx, name, s)
+	if err != nil {
+		return nil, err
+	}
+	if ready == nil {
+		return s, nil
+	}
+	return cs.confirm(ctx, s, ready)
+}
+
+// SubscribeFunc is Subscribe with f called for each signal of the Sub
+// instead of a send on its channel (C returns nil), so that one function
+// can serve a channel without a goroutine that waits for its signals, and
+// without the wait for the server's confirmation: it returns as soon as
+// the Sub is added, and the messages published before the server has the
+// subscription (see Listening) do not reach it. f is called with the
+// Channels locked, from the goroutine that signals (the Carrier's): it
+// must return at once, and must not call the Channels, a Channel or a
+// Sub. Signals do not coalesce: each one calls f. SubscribeFunc fails as
+// Subscribe does, but for ctx, which only bounds the Carrier's Route; on
+// failure f is never called.
+func (cs *Channels) SubscribeFunc(ctx context.Context, name string, f func()) (*Sub, error) {
+	s := &Sub{f: f}
+	if _, err := cs.add(ctx, name, s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// add adds s, whose channel or function is set, to the channel name,
+// listening to it first if no Sub does. It returns the channel that is
+// closed when the server confirms the subscription, or nil when it has
+// confirmed it already. It fails when the Channels are closed or the
+// Carrier's Route fails, and then adds nothing.
+func (cs *Channels) add(ctx context.Context, name string, s *Sub) (<-chan struct{}, error) {
 	var (
 		route  string
 		routed bool
@@ -238,11 +282,19 @@ func (cs *Channels) SubscribeInto(ctx context.Context, name string, c chan struc
 		ch.linger.Stop()
 		ch.linger = nil
 	}
-	s := &Sub{ch: ch, c: c}
+	s.ch = ch
 	ch.subs[s] = struct{}{}
-	ready := ch.ready
+	var ready chan struct{}
+	if !ch.confirmed {
+		ready = ch.ready
+	}
 	cs.mu.Unlock()
+	return ready, nil
+}
 
+// confirm waits for ready, the confirmation of the subscription of s, as
+// Subscribe says, and returns s, or an error after which s is closed.
+func (cs *Channels) confirm(ctx context.Context, s *Sub, ready <-chan struct{}) (*Sub, error) {
 	t := time.NewTimer(cs.confirmWait())
 	defer t.Stop()
 	select {
@@ -250,7 +302,7 @@ func (cs *Channels) SubscribeInto(ctx context.Context, name string, c chan struc
 		return s, nil
 	case <-t.C:
 		cs.mu.Lock()
-		s.late = !ch.confirmed
+		s.late = !s.ch.confirmed
 		cs.mu.Unlock()
 		return s, nil
 	case <-ctx.Done():

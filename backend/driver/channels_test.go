@@ -303,6 +303,65 @@ func TestChannelsSubscribeInto(t *testing.T) {
 	gets(t, s1, "a message on the first node")
 }
 
+// TestChannelsSubscribeFunc: a Sub of SubscribeFunc returns without
+// waiting for the server's confirmation, has no channel, and calls its
+// function for each message (signals do not coalesce) and for a
+// confirmation that follows a loss, not for the first confirmation; after
+// its Close, never. It shares the channel's subscription with a Sub of
+// Subscribe.
+func TestChannelsSubscribeFunc(t *testing.T) {
+	c := newCarrier(forever, forever)
+	cs := newChannels(t, c)
+	ctx := context.Background()
+	var mu sync.Mutex
+	calls := 0
+	count := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return calls
+	}
+	s, err := cs.SubscribeFunc(ctx, "c", func() { mu.Lock(); calls++; mu.Unlock() })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.C() != nil {
+		t.Error("a Sub of SubscribeFunc has a channel")
+	}
+	l := c.next(t)
+	if !l.listen || l.ch.Name() != "c" {
+		t.Fatalf("first call: listen %v of %q; want Listen of \"c\"", l.listen, l.ch.Name())
+	}
+	r := subscribe(ctx, cs, "c")
+	waiting(t, r, "before the confirmation")
+	l.ch.Confirmed()
+	other := sub(t, r)
+	c.idle(t) // one Listen for both
+	if n := count(); n != 0 {
+		t.Fatalf("%d calls after the first confirmation; want 0", n)
+	}
+	l.ch.Message()
+	l.ch.Message()
+	if n := count(); n != 2 {
+		t.Fatalf("%d calls after two messages; want 2", n)
+	}
+	gets(t, other, "a message, on the Sub of Subscribe")
+	l.ch.Lost()
+	l.ch.Confirmed()
+	if n := count(); n != 3 {
+		t.Fatalf("%d calls after a loss and a confirmation; want 3", n)
+	}
+	s.Close()
+	l.ch.Message()
+	if n := count(); n != 3 {
+		t.Errorf("%d calls after Close and a message; want 3", n)
+	}
+	other.Close()
+	cs.Close()
+	if _, err := cs.SubscribeFunc(ctx, "c", func() {}); !errors.Is(err, locker.ErrClosed) {
+		t.Errorf("SubscribeFunc after Close = %v; want locker.ErrClosed", err)
+	}
+}
+
 // TestChannelsConcurrent: goroutines subscribe and close the same few
 // channels while the Carrier confirms them on its own goroutines and the
 // linger period is so short that channels are given up and listened to

@@ -34,6 +34,9 @@
 //     another Backend may return the wrapped one's Local instead.
 //   - Listener (optional) tells whether a wake channel is listened to
 //     already, which saves a waiter a round trip.
+//   - Notifier (optional) calls a function for each wake-up of a channel
+//     (Channels.SubscribeFunc), which saves the process a goroutine per
+//     lock whose local waiters watch its channel.
 //   - Validator (optional) reports a Backend that cannot work; Check and
 //     the primitives' constructors refuse it.
 //   - Prober (optional) checks the deployment for backend.Check.

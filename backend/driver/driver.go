@@ -61,6 +61,26 @@ type Listener interface {
 	Listening(channel string) bool
 }
 
+// A Notifier is a Backend that can deliver the wake-ups of a channel to a
+// function instead of a Subscription's channel, so that a process that
+// only needs to react to them (a check of its holds, say) keeps no
+// goroutine waiting for them. The Backends of New and NewQuorum are
+// Notifiers; without one, the primitives subscribe and wait for the
+// signals on a goroutine of their own.
+type Notifier interface {
+	Backend
+	// Notify is Subscribe with f called for each signal instead of a send
+	// on the Subscription's channel, whose C returns nil, and without the
+	// wait for the server's confirmation: it returns once the
+	// Subscription is made, and the messages published before the server
+	// has it (see Listener) do not reach f. f is called from the
+	// Backend's own goroutines, possibly with its locks held: it must
+	// return at once and must not call the Backend. Signals do not
+	// coalesce. On failure f is never called; after Close of the
+	// Subscription it is not called any more.
+	Notify(ctx context.Context, channel string, f func()) (Subscription, error)
+}
+
 // A Prober is a Backend that can check its deployment with a round trip
 // (see Check).
 type Prober interface {

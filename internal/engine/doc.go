@@ -15,11 +15,15 @@
 //
 // The mutex's Lock, read from the top:
 //
-//   - mutex.Mutex.Lock calls Gate.Lock (gate.go), which runs the call as
-//     Handle.Acquire (handle.go: span, outcome, error) runs it;
-//   - Gate.Enter takes the handle's turn in the process's local queue
-//     (queue.go); a holder of the process may hand its hold on there, and
-//     Lock then returns without a round trip;
+//   - mutex.Mutex.Lock calls Gate.Lock (gate.go), which takes the handle's
+//     turn in the process's local queue (queue.go), waiting in line with a
+//     small stack while it is taken; a holder of the process may hand its
+//     hold on there, and Lock then returns without a round trip. The call's
+//     span starts once the turn came (Handle.StartAt), and the call ends as
+//     Handle.Acquire (handle.go: span, outcome, error) ends the others;
+//   - while goroutines wait in line to be handed a hold, one watch of the
+//     queue listens on the process's wake channel of the lock for a force
+//     unlock; when the backend closes, the waiters are sent away;
 //   - otherwise Gate.Contend sends the attempts that the primitive's Calls
 //     build, through Handle.Wait and Loop.Wait (wait.go: subscribe, try,
 //     wait for a wake-up or the holder's expiry), and lease.Grant turns a

@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/internal/holdopt"
 	"github.com/redisync/redisync/internal/lease"
@@ -23,16 +22,11 @@ import (
 // hand its hold on to the first of them (local hand-off, see
 // passOn). Its methods are safe for concurrent use, as the queue's.
 type Gate struct {
-	b       backend.Backend
+	h       *Handle
 	queues  *queues
-	key     string        // the lock's main key: names its queue
-	cohort  string        // the process's cohort on b: its place in the lock's line
-	line    string        // the process's wake channel of the lock (keyspace.Mutex.Line)
-	seat    seat          // the handle's own one-hold slot; zero for a handle without one
-	holding *holding      // an exclusive handle's hold (ExclusiveGate); nil for the others
-	class   any           // of the waiters a hold may be handed to; nil: no hand-off
+	j       joiner        // the handle as a waiter of the queue: its slot (seat) and class
+	holding holding       // an exclusive handle's hold (ExclusiveGate); unused for the others
 	within  time.Duration // hand-off bound: see holdopt.Handoff
-	stale   time.Duration // how long a waiting attempt's place in line lasts (holdopt.LineStale)
 	x       Exclusive
 	calls   Calls
 }
@@ -56,41 +50,67 @@ type Calls interface {
 	// short; unsure may be empty) after its acquisition call failed, or
 	// nil when there is nothing to end.
 	AbandonCall(owner string, unsure []int64) *driver.Call
+	// Spec returns the Spec of the holds that the attempts take, the same
+	// every time. A handle may make it at its first call, so that a handle
+	// that only ever waits in its process's local queue keeps none
+	// (mutex.Mutex).
+	Spec() *lease.Spec
+	// What names an attempt in errors: "acquire", "lock".
+	What() string
 }
 
 // Exclusive describes an exclusive handle's holds to its Gate: what the
 // Gate needs besides the calls. Its fields are values; the Gate calls
 // nothing of the handle but its Calls.
 type Exclusive struct {
-	Key   string                       // the lock's main key, which names its local queue
-	Line  string                       // the process's wake channel of the lock (keyspace.Mutex.Line)
-	Wake  string                       // the prefix of the lock's wake channels, for its leave
+	Key string // the lock's main key, which names its local queue
+	// Line is the process's wake channel of the lock: the prefix of the
+	// lock's wake channels, ':' and the process's cohort
+	// (keyspace.Mutex.Line), so that the prefix, which the line's leave
+	// takes, is not kept twice (see Gate.Wake).
+	Line  string
 	Leave script.Def[script.LeaveArgs] // the script that takes the process out of the lock's line
-	Spec  *lease.Spec                  // of the handle's holds
-	What  string                       // names an attempt in errors: "acquire", "lock"
 }
 
-// Gate returns the handle's way through the queue of the lock x describes,
+// Gate makes g the handle's way through the queue of the lock x describes,
 // without a slot of its own and without hand-off: the reentrant lock, whose
-// scopes queue, takes its first holds through it (Contend, Try).
-func (h *Handle) Gate(x Exclusive) Gate {
-	return Gate{b: h.b, queues: queuesOf(h.b), key: x.Key, cohort: h.local.Cohort(), stale: h.stale, line: x.Line, x: x}
+// scopes queue, takes its first holds through it (Contend, Try). g is a
+// field of the handle, as h is: the Gate keeps h, and neither may move or
+// be copied.
+func (h *Handle) Gate(g *Gate, x Exclusive) {
+	g.h, g.queues, g.x = h, queuesOf(h.b), x
 }
 
-// ExclusiveGate returns the way through the queue of the lock x describes
+// ExclusiveGate makes g the way through the queue of the lock x describes
 // for a handle that holds one hold at a time (mutex.Mutex, the writers of
 // rwmutex.RWMutex), whose calls c builds: with a slot of its own
 // (seat), so that a second Lock on the handle waits for the first
 // hold's Unlock, and the hand-off bounds of cfg (holdopt.Config.Local).
 // x.Line is the process's wake channel of the lock, on which a force
-// unlock tells the holder's process that its hold ended (see Enter).
-func (h *Handle) ExclusiveGate(x Exclusive, cfg holdopt.Config, c Calls) Gate {
-	g := h.Gate(x)
-	g.seat, g.holding = newSeat(), new(holding)
+// unlock tells the holder's process that its hold ended (see watch). As
+// with Gate, g and h are fields of the handle.
+func (h *Handle) ExclusiveGate(g *Gate, x Exclusive, cfg holdopt.Config, c Calls) {
+	h.Gate(g, x)
 	handoff, class := cfg.Local()
-	g.class, g.within, g.calls = class, handoff.Within, c
-	return g
+	g.j = joiner{class: class, watch: class != nil && x.Line != ""}
+	g.j.h = &g.j.own
+	g.within, g.calls = handoff.Within, c
 }
+
+// Wake returns the prefix of the lock's wake channels, the start of its
+// line (see Exclusive.Line).
+func (g *Gate) Wake() string {
+	line := g.x.Line
+	return line[:len(line)-len(g.h.local.Cohort())-1]
+}
+
+// seat returns the handle's own one-hold slot; zero for a handle without
+// one.
+func (g *Gate) seat() seat { return seat{g.j.h} }
+
+// stale returns how long a waiting attempt's place in line lasts
+// (holdopt.LineStale).
+func (g *Gate) stale() time.Duration { return g.h.stale }
 
 // Enter waits for the handle's turn in the queue until ctx is done or the
 // backend is closed, and records the wait in op. It returns the pass of the
@@ -98,67 +118,47 @@ func (h *Handle) ExclusiveGate(x Exclusive, cfg holdopt.Config, c Calls) Gate {
 // the Tenure it passed (op then records the call as acquired locally). On
 // failure nothing is taken, and the error matches locker.ErrClosed, or
 // locker.ErrNotAcquired and ctx.Err().
-func (g Gate) Enter(ctx context.Context, op *telemetry.Op) (Pass, *lease.Tenure, error) {
+func (g *Gate) Enter(ctx context.Context, op *telemetry.Op) (Pass, *lease.Tenure, error) {
 	start := time.Now()
-	var (
-		pass   Pass
-		baton  baton
-		waited bool
-		err    error
-	)
-	if g.seat == (seat{}) {
-		pass, waited, err = enterQueue(ctx, g.queues, g.key, g.b.Done())
-	} else {
-		w, stop := g.watch(ctx)
-		pass, baton, waited, err = g.seat.Enter(ctx, g.queues, g.key, g.class, g.b.Done(), w)
-		stop()
-	}
-	if waited {
-		op.Waited(time.Since(start))
-	}
-	switch {
-	case errors.Is(err, locker.ErrClosed):
-		return Pass{}, nil, err
-	case err != nil:
-		return Pass{}, nil, NotAcquired(ctx, nil)
-	}
-	if baton == nil {
+	pass, w := join(g.queueKey(), &g.j, g.x.Line)
+	if w == nil {
 		return pass, nil, nil
 	}
-	t := lease.Receive(baton.(*lease.Tenure))
-	if t != nil {
-		op.Outcome(telemetry.AcquiredLocal)
+	_, err := w.wait(ctx, g.queueKey(), g.h.b.Done())
+	op.Waited(time.Since(start))
+	if err != nil {
+		if errors.Is(err, locker.ErrClosed) {
+			return Pass{}, nil, err
+		}
+		return Pass{}, nil, NotAcquired(ctx, nil)
 	}
-	return pass, t, nil
+	return g.entered(op, w)
 }
 
-// watch returns what a waiter of the queue does while it waits behind a
-// hold of the process that may be handed on to it: it listens on the
-// process's wake channel of the lock, where a force unlock (see
-// internal/script/mutex_force.lua) tells the holder's process that the hold
-// ended, and has the hold verified at once (CheckKey), so that it is not
-// handed on meanwhile. stop ends the listening. Without hand-off, or when
-// nobody of the process holds or waits for the lock, there is nothing to
-// watch: the holder learns of an end from outside at its next renewal.
-func (g Gate) watch(ctx context.Context) (w watcher, stop func()) {
-	if g.class == nil || g.line == "" || g.Idle() {
-		return watcher{}, func() {}
+// queueKey returns the key of the lock's queue.
+func (g *Gate) queueKey() key { return key{g.queues, g.x.Key} }
+
+// entered returns the turn of w, whose wait ended with what it was given:
+// the pass, and the Tenure handed on, if any (op then records the call as
+// acquired locally).
+func (g *Gate) entered(op *telemetry.Op, w *waiter) (Pass, *lease.Tenure, error) {
+	pass := newPass(g.queueKey(), w.q)
+	if w.got == nil {
+		return pass, nil, nil
 	}
-	sub, err := g.b.Subscribe(ctx, g.line)
-	if err != nil {
-		// Without the channel nothing is handed on (see Unlock).
-		return watcher{}, func() {}
+	tn := lease.Receive(w.got.(*lease.Tenure))
+	if tn != nil {
+		op.Outcome(telemetry.AcquiredLocal)
 	}
-	b, key := g.b, g.key
-	return watcher{C: sub.C(), Do: func() { lease.CheckKey(b, key) }}, sub.Close
+	return pass, tn, nil
 }
 
 // listening reports whether the process listens on its wake channel of the
 // lock, so that a force unlock would reach it (see watch). A backend that
 // cannot tell (not a driver.Listener) is taken at its word.
-func (g Gate) listening() bool {
-	l, ok := g.b.(driver.Listener)
-	return !ok || l.Listening(g.line)
+func (g *Gate) listening() bool {
+	l, ok := g.h.b.(driver.Listener)
+	return !ok || l.Listening(g.x.Line)
 }
 
 // holding is an exclusive handle's hold from Lock to Unlock (see
@@ -170,30 +170,134 @@ type holding struct {
 	pass Pass
 }
 
-// Lock is the Lock call of h, an exclusive handle (ExclusiveGate), as
-// Handle.Acquire runs it: it takes the handle's turn in the queue (Enter).
-// When a holder of the process hands its hold on, the handle holds it
-// without a round trip; otherwise it takes the lock through Redis for a new
-// owner (Contend). The handle then holds it, with its turn, until Unlock;
-// a hold that is lost gives the turn back at once, so that the other
-// handles of the process contend (the handle stays locked until Unlock).
-// On failure nothing is held or queued.
-func (g Gate) Lock(ctx context.Context, h *Handle) error {
-	return h.Acquire(ctx, "Lock", func(ctx context.Context, op *telemetry.Op) error {
-		pass, t, err := g.Enter(ctx, op)
-		if err == nil && t == nil {
-			var l *lease.Lease
-			l, _, err = g.Contend(ctx, h, op, pass, rand.Text(), g.calls)
-			if l != nil {
-				t = lease.First(l)
-			}
-		}
-		if err != nil {
-			return err
-		}
-		g.hold(op, t, pass)
+// Lock is the Lock call of the Gate's handle, an exclusive handle
+// (ExclusiveGate), in the span "<kind>.Lock" as Handle.Acquire runs its
+// calls: it takes the handle's turn in the queue, waiting in line while it
+// is taken. When a holder of the process hands its hold on, the handle
+// holds it without a round trip; otherwise it takes the lock through Redis
+// for a new owner (Contend). The handle then holds it, with its turn,
+// until Unlock; a hold that is lost gives the turn back at once, so that
+// the other handles of the process contend (the handle stays locked until
+// Unlock). On failure nothing is held or queued.
+//
+// A goroutine that waits in line keeps only Lock's frame (a hundred bytes)
+// above the runtime's on its stack, and no Op: the span starts once the
+// wait ended, with the call's start as its start (telemetry.T.StartAt). So
+// the stack of a goroutine that waits stays at its first two kilobytes,
+// where the rest of Lock would double it.
+func (g *Gate) Lock(ctx context.Context) error {
+	if ctx.Err() != nil {
+		return g.lock(ctx, nil)
+	}
+	// The queues' lock is taken here, where a wait for it costs the least
+	// stack (see joinLocked).
+	g.queues.mu.Lock()
+	w := g.joinLocked()
+	if w == nil {
+		return g.lock(ctx, nil)
+	}
+	// The backend's Close sends the waiter away (see awaitClose). The
+	// cases come in this order so that the select keeps no copy of w.ch.
+	select {
+	case <-ctx.Done():
+		g.gaveUp(w)
+	case <-w.ch:
+	}
+	return g.lock(ctx, w)
+}
+
+// joinLocked is joinLocked for Lock, with the queues' lock held: when the
+// queue is free, the handle's hold keeps the pass (Lock holds the seat,
+// so that nobody else of the handle uses it meanwhile) and it returns nil;
+// otherwise it returns the handle's waiter, in line.
+//
+//go:noinline
+func (g *Gate) joinLocked() *waiter {
+	q := g.ref()
+	if q.free(g.j.h) {
+		g.takeFree(q)
 		return nil
-	})
+	}
+	w := newWaiter(&g.j, q)
+	q.enqueue(w, g.x.Line)
+	return w
+}
+
+// ref returns the lock's queue with one more reference (see ref). The
+// queues' lock must be held.
+func (g *Gate) ref() *queue { return ref(g.queueKey()) }
+
+// takeFree takes q, the lock's free queue, and the handle's seat, and
+// unlocks the queues: the handle's hold keeps the pass until Lock takes it
+// (see lock).
+//
+//go:noinline
+func (g *Gate) takeFree(q *queue) {
+	q.take(g.j.h)
+	g.queues.mu.Unlock()
+	pass := newPass(g.queueKey(), q)
+	g.holding.mu.Lock()
+	g.holding.pass = pass
+	g.holding.mu.Unlock()
+}
+
+// gaveUp takes w out of line after ctx ended its wait (see waiter.quit),
+// and marks the wait so.
+//
+//go:noinline
+func (g *Gate) gaveUp(w *waiter) {
+	w.quit(g.queueKey(), nil)
+	w.got = gaveUp{}
+}
+
+// gaveUp is what a waiter of Lock holds once ctx ended its wait.
+type gaveUp struct{}
+
+func (gaveUp) Drop() {}
+
+// lock is Lock once the turn came, or the wait for it ended, or ctx was
+// done before it began, in the call's span: w is the waiter that waited,
+// nil when the queue was free (the handle's hold keeps its pass) or ctx
+// was done (it keeps none).
+func (g *Gate) lock(ctx context.Context, w *waiter) (err error) {
+	start := time.Now()
+	if w != nil {
+		start = w.began()
+	}
+	h := g.h
+	ctx, op := h.StartAt(ctx, "Lock", start)
+	defer func() { op.EndAcquire(err) }()
+	g.holding.mu.Lock()
+	pass := g.holding.pass
+	g.holding.pass = Pass{}
+	g.holding.mu.Unlock()
+	var tn *lease.Tenure
+	switch {
+	case w == nil && pass == (Pass{}):
+		err = NotAcquired(ctx, nil)
+	case w == nil:
+	case w.got == closedBaton{}:
+		op.Waited(time.Since(start))
+		err = locker.ErrClosed
+	case w.got == gaveUp{}:
+		op.Waited(time.Since(start))
+		err = NotAcquired(ctx, nil)
+	default:
+		op.Waited(time.Since(start))
+		pass, tn, err = g.entered(op, w)
+	}
+	if err == nil && tn == nil {
+		var l *lease.Lease
+		l, _, err = g.Contend(ctx, h, op, pass, rand.Text(), g.calls)
+		if l != nil {
+			tn = lease.First(l)
+		}
+	}
+	if err != nil {
+		return h.fail("Lock", err)
+	}
+	g.hold(op, tn, pass)
+	return nil
 }
 
 // Contend takes the lock through Redis for owner, in turn pass: it sends
@@ -201,7 +305,7 @@ func (g Gate) Lock(ctx context.Context, h *Handle) error {
 // the lock. It returns the granted Lease and the number of the attempt
 // that took it. When it fails, it cleans up after it and gives the turn
 // back (see giveUp). On success the turn is the caller's to keep or give back.
-func (g Gate) Contend(ctx context.Context, h *Handle, op *telemetry.Op, pass Pass, owner string, c Calls) (*lease.Lease, int64, error) {
+func (g *Gate) Contend(ctx context.Context, h *Handle, op *telemetry.Op, pass Pass, owner string, c Calls) (*lease.Lease, int64, error) {
 	call := h.local.Call()
 	var (
 		unsure   []int64
@@ -209,7 +313,7 @@ func (g Gate) Contend(ctx context.Context, h *Handle, op *telemetry.Op, pass Pas
 		l        *lease.Lease
 		n        int64
 	)
-	err := h.Wait(ctx, op, g.line, func(ctx context.Context) (bool, time.Duration, error) {
+	err := h.Wait(ctx, op, g.x.Line, func(ctx context.Context) (bool, time.Duration, error) {
 		attempts++
 		var (
 			retry time.Duration
@@ -230,16 +334,16 @@ func (g Gate) Contend(ctx context.Context, h *Handle, op *telemetry.Op, pass Pas
 
 // attempt sends attempt n of owner, built by c, for acquisition call call,
 // as Grant answers it, and returns the attempt's number as c named it.
-func (g Gate) attempt(ctx context.Context, c Calls, owner string, call, n int64, wait bool) (*lease.Lease, int64, time.Duration, error) {
+func (g *Gate) attempt(ctx context.Context, c Calls, owner string, call, n int64, wait bool) (*lease.Lease, int64, time.Duration, error) {
 	sent := time.Now()
 	ac, named := c.AcquireCall(owner, call, n, wait, sent)
-	l, _, retry, err := lease.Grant(ctx, g.x.Spec, ac, owner, sent, g.x.What)
+	l, _, retry, err := lease.Grant(ctx, c.Spec(), ac, owner, sent, c.What())
 	return l, named, retry, err
 }
 
 // hold makes t, taken in turn pass, the handle's hold, and records it in
 // op: a lost hold gives the turn back at once.
-func (g Gate) hold(op *telemetry.Op, t *lease.Tenure, pass Pass) {
+func (g *Gate) hold(op *telemetry.Op, t *lease.Tenure, pass Pass) {
 	t.Lease().OnLoss(pass)
 	g.holding.mu.Lock()
 	g.holding.pass = pass
@@ -249,14 +353,15 @@ func (g Gate) hold(op *telemetry.Op, t *lease.Tenure, pass Pass) {
 }
 
 // Holds returns the handle's hold and the last one (see Handle.Describe).
-func (g Gate) Holds() (cur, last lease.Hold) { return g.holding.slot.Holds() }
+func (g *Gate) Holds() (cur, last lease.Hold) { return g.holding.slot.Holds() }
 
-// TryLock is the TryLock call of h, an exclusive handle, as Handle.Try runs
-// it: if the handle's turn in the queue is free (TryEnter), it makes one
+// TryLock is the TryLock call of the Gate's handle, an exclusive handle,
+// as Handle.Try runs it: if the handle's turn in the queue is free (TryEnter), it makes one
 // attempt through Redis for a new owner (Try). It reports false, with a nil
 // error, when the turn or the lock is taken; on success the handle holds
 // the lock as after Lock.
-func (g Gate) TryLock(ctx context.Context, h *Handle) (bool, error) {
+func (g *Gate) TryLock(ctx context.Context) (bool, error) {
+	h := g.h
 	return h.Try(ctx, "TryLock", func(ctx context.Context, op *telemetry.Op) (bool, error) {
 		pass, free := g.TryEnter()
 		if !free {
@@ -278,7 +383,7 @@ func (g Gate) TryLock(ctx context.Context, h *Handle) (bool, error) {
 // turn back. It
 // returns the granted Lease and the attempt's number, or a nil Lease with a
 // nil error when the lock is taken.
-func (g Gate) Try(ctx context.Context, h *Handle, op *telemetry.Op, pass Pass, owner string, c Calls) (*lease.Lease, int64, error) {
+func (g *Gate) Try(ctx context.Context, h *Handle, op *telemetry.Op, pass Pass, owner string, c Calls) (*lease.Lease, int64, error) {
 	call := h.local.Call()
 	l, n, _, err := g.attempt(ctx, c, owner, call, 1, false)
 	op.Attempt(err == nil && l == nil)
@@ -295,24 +400,21 @@ func (g Gate) Try(ctx context.Context, h *Handle, op *telemetry.Op, pass Pass, o
 
 // TryEnter takes the handle's turn in the queue if nobody of the process
 // holds or waits for the lock (nor, for a handle with a slot, the slot).
-func (g Gate) TryEnter() (Pass, bool) {
-	if g.seat == (seat{}) {
-		return tryEnterQueue(g.queues, g.key)
-	}
-	return g.seat.TryEnter(g.queues, g.key)
+func (g *Gate) TryEnter() (Pass, bool) {
+	return tryEnter(g.queueKey(), g.j.h)
 }
 
 // Leave gives the turn back: the pass of the process-wide gate, and the
 // handle's slot.
-func (g Gate) Leave(pass Pass) {
+func (g *Gate) Leave(pass Pass) {
 	pass.Release()
-	if g.seat != (seat{}) {
-		g.seat.Leave()
+	if g.j.h != nil {
+		g.seat().Leave(g.queues, g.x.Key)
 	}
 }
 
 // Idle reports whether nobody of the process holds or waits for the lock.
-func (g Gate) Idle() bool { return g.queues.Idle(g.key) }
+func (g *Gate) Idle() bool { return g.queues.Idle(g.x.Key) }
 
 // giveUp cleans up after acquisition call call of owner, which failed, and
 // gives the turn back (Leave). sent says that the call sent attempts,
@@ -336,36 +438,36 @@ func (g Gate) Idle() bool { return g.queues.Idle(g.key) }
 // without unsure attempts that goroutine keeps it. The calls are sent again
 // after transient errors (see lease.Cleanup), whatever ctx says; the leave
 // leaves alone the place of a later call of the process.
-func (g Gate) giveUp(ctx context.Context, c Calls, owner string, pass Pass, sent bool, call int64, unsure []int64) {
+func (g *Gate) giveUp(ctx context.Context, c Calls, owner string, pass Pass, sent bool, call int64, unsure []int64) {
 	g.Leave(pass)
 	ac := c.AbandonCall(owner, unsure)
 	if !sent || len(unsure) == 0 && !g.Idle() {
 		if ac != nil {
-			lease.Cleanup(ctx, g.b, ac)
+			lease.Cleanup(ctx, g.h.b, ac)
 		}
 		return
 	}
-	leave := g.x.Leave.Call([]string{g.key}, script.LeaveArgs{Cohort: g.cohort, Wake: g.x.Wake, Call: call, Stale: holdopt.Millis(g.stale)})
+	leave := g.x.Leave.Call([]string{g.x.Key}, script.LeaveArgs{Cohort: g.h.local.Cohort(), Wake: g.Wake(), Call: call, Stale: holdopt.Millis(g.stale())})
 	if len(unsure) > 0 && ac != nil {
-		lease.Cleanup(ctx, g.b, leave, ac)
+		lease.Cleanup(ctx, g.h.b, leave, ac)
 		return
 	}
 	// No attempt in doubt: nothing can arrive late, and the order of the
 	// two does not matter.
 	if ac != nil {
-		lease.Cleanup(ctx, g.b, ac)
+		lease.Cleanup(ctx, g.h.b, ac)
 	}
-	lease.Persist(ctx, g.b, g.stale, leave)
+	lease.Persist(ctx, g.h.b, g.stale(), leave)
 }
 
-// Unlock is the Unlock call of h, an exclusive handle, as Handle.Release
-// runs it: it ends the handle's hold. When a goroutine of the process waits
+// Unlock is the Unlock call of the Gate's handle, an exclusive handle, as
+// Handle.Release runs it: it ends the handle's hold. When a goroutine of the process waits
 // and the hand-off bounds allow, it hands the hold on (the call is recorded
 // as handed off); otherwise it releases it through Redis (Tenure.Release)
 // and gives the turn back. It returns an error matching locker.ErrNotHeld,
 // naming what ("mutex"), when the handle holds nothing.
-func (g Gate) Unlock(ctx context.Context, h *Handle, what string) error {
-	return h.Release(ctx, "Unlock", func(ctx context.Context, op *telemetry.Op) error {
+func (g *Gate) Unlock(ctx context.Context, what string) error {
+	return g.h.Release(ctx, "Unlock", func(ctx context.Context, op *telemetry.Op) error {
 		t, ok := g.holding.slot.Take()
 		if !ok {
 			return fmt.Errorf("%w: unlock of unlocked %s", locker.ErrNotHeld, what)
@@ -378,7 +480,7 @@ func (g Gate) Unlock(ctx context.Context, h *Handle, what string) error {
 		// A hold is handed on only while the process would hear of its
 		// end from outside: its waiters listen on its wake channel (see
 		// watch).
-		if g.class != nil && g.listening() && g.passOn(t, pass) {
+		if g.j.class != nil && g.listening() && g.passOn(t, pass) {
 			op.Outcome(telemetry.HandedOff)
 			return nil
 		}
@@ -392,8 +494,8 @@ func (g Gate) Unlock(ctx context.Context, h *Handle, what string) error {
 // pass it on (lease.Tenure.Passable) and a waiter takes it; t then ends. It
 // reports whether the Lease was passed on; if not, nothing changed. A Gate
 // without hand-off passes nothing on.
-func (g Gate) passOn(t *lease.Tenure, pass Pass) bool {
-	if g.class == nil || !t.Passable(g.within) || !g.seat.HandOff(pass, g.class, t) {
+func (g *Gate) passOn(t *lease.Tenure, pass Pass) bool {
+	if g.j.class == nil || !t.Passable(g.within) || !g.seat().HandOff(pass, g.j.class, t) {
 		return false
 	}
 	t.End()

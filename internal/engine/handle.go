@@ -41,7 +41,6 @@ type Handle struct {
 	local   *local.State
 	kind    string // "mutex", ...: of spans, metrics and errors
 	name    string
-	keys    keyspace.Space
 	backoff locker.Backoff
 	stale   time.Duration // holdopt.Config.LineStale
 
@@ -54,15 +53,14 @@ type Handle struct {
 // them (Configure). It returns the Handle of the name and the configuration.
 // Its errors match locker.ErrInvalid and name the kind and the bad value.
 func Open[O any](kind string, b backend.Backend, name string, opts []O, apply func(O, *holdopt.Config)) (Handle, holdopt.Config, error) {
-	ks, err := keyspace.Open(kind, b, name)
-	if err != nil {
+	if _, err := keyspace.Open(kind, b, name); err != nil {
 		return Handle{}, holdopt.Config{}, err
 	}
 	cfg, err := Configure(kind, b, opts, apply)
 	if err != nil {
 		return Handle{}, holdopt.Config{}, err
 	}
-	return Handle{b: b, local: local.Of(b), kind: kind, name: name, keys: ks, backoff: cfg.Backoff, stale: cfg.LineStale()}, cfg, nil
+	return Handle{b: b, local: local.Of(b), kind: kind, name: name, backoff: cfg.Backoff, stale: cfg.LineStale()}, cfg, nil
 }
 
 // Configure applies opts, in order and skipping nil ones, to the defaults
@@ -91,8 +89,9 @@ func (h *Handle) Backend() backend.Backend { return h.b }
 // Name returns the name the handle was made with.
 func (h *Handle) Name() string { return h.name }
 
-// Keys returns the keys of the name.
-func (h *Handle) Keys() keyspace.Space { return h.keys }
+// Keys returns the keys of the name. It builds them at each call: a
+// handle takes from them the few it keeps.
+func (h *Handle) Keys() keyspace.Space { return keyspace.New(h.b.Prefix(), h.name) }
 
 // Local returns the state of the backend in this process: its telemetry,
 // its cohort and its local queues.
@@ -102,6 +101,12 @@ func (h *Handle) Local() *local.State { return h.local }
 // telemetry.T.Start). The caller ends it with one of the Op's End methods.
 func (h *Handle) Start(ctx context.Context, method string) (context.Context, *telemetry.Op) {
 	return h.local.Telemetry().Start(ctx, h.kind, method, h.name)
+}
+
+// StartAt is Start for a call that began at start, before its span: the
+// span and the call's durations start there (see telemetry.T.StartAt).
+func (h *Handle) StartAt(ctx context.Context, method string, start time.Time) (context.Context, *telemetry.Op) {
+	return h.local.Telemetry().StartAt(ctx, h.kind, method, h.name, start)
 }
 
 // Acquire runs run as the public call method (Lock, RLock, Acquire), which

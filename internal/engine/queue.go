@@ -22,8 +22,11 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/redisync/redisync/backend/driver"
+	"github.com/redisync/redisync/internal/lease"
 	"github.com/redisync/redisync/internal/local"
 	"github.com/redisync/redisync/locker"
 )
@@ -34,15 +37,52 @@ type key struct {
 }
 
 type queue struct {
+	s     *queues // whose queue it is
+	name  string  // the lock's main key, its key in s
 	busy  bool
 	refs  int // goroutines holding or waiting
 	queue []*waiter
+	// watch listens on the process's wake channel of the lock while
+	// watchers, the waiters in queue that may be handed a hold, wait.
+	watch    *watch
+	watchers int
 }
 
+// A joiner is what the queue knows of the waiters of one handle (or of a
+// caller without one): their seat, and the class of the batons they take.
+type joiner struct {
+	h     *seatState // nil when the waiters come without a seat
+	class any        // what batons they take: those handed off with an equal class; nil: none
+	watch bool       // they may be handed a hold: while they wait the queue watches the lock's line
+	own   seatState  // the seat of a handle's joiner (see ExclusiveGate), in room that watch leaves
+}
+
+// A waiter is a goroutine in line at a queue (see join).
 type waiter struct {
-	h     *seatState // nil when the waiter came without a seat
-	class any        // what batons it takes: those handed off with an equal class
-	ch    chan baton
+	j *joiner
+	// ch is signalled once, when the waiter's turn came (see give); got
+	// is then what it was given.
+	ch    chan struct{}
+	got   baton
+	q     *queue        // where it waits
+	start time.Duration // when it joined, after epoch (see began)
+}
+
+// epoch is the origin of waiter.start: a Duration takes a third of a
+// time.Time's room.
+var epoch = time.Now()
+
+// began returns when w joined: on the monotonic clock epoch plus w.start,
+// on the wall clock as far before now as that is.
+func (w *waiter) began() time.Time {
+	return time.Now().Add(w.start - time.Since(epoch))
+}
+
+// give ends w's wait with b: nil for the free queue, a hold handed on, or
+// closedBaton. The queues' lock must be held; w is out of line.
+func (w *waiter) give(b baton) {
+	w.got = b
+	w.ch <- struct{}{}
 }
 
 // A baton is a hold passed from one goroutine to the next through the queue.
@@ -58,13 +98,24 @@ type baton interface {
 // refers to are kept for reuse, a few of them, so that an uncontended lock
 // does not make one each time. The zero queues is not usable; use newQueues.
 type queues struct {
+	b    driver.Backend // whose wake channels the watches listen on, whose Close sends the waiters away (nil in tests)
 	mu   sync.Mutex
 	m    map[string]*queue
 	free []*queue
+
+	// waiting counts the waiters in line at every queue. While there are
+	// some, a goroutine waits for b's Close (see awaitClose): closing
+	// says that one does, and closed that b closed.
+	waiting int
+	closing bool
+	closed  bool
+	idle    chan struct{} // signalled when waiting falls to 0
 }
 
-// newQueues returns an empty queues.
-func newQueues() *queues { return &queues{m: make(map[string]*queue)} }
+// newQueues returns an empty queues of b.
+func newQueues(b driver.Backend) *queues {
+	return &queues{b: b, m: make(map[string]*queue), idle: make(chan struct{}, 1)}
+}
 
 const maxFreeGates = 64
 
@@ -77,8 +128,9 @@ func ref(k key) *queue {
 			g = s.free[n-1]
 			s.free = s.free[:n-1]
 		} else {
-			g = &queue{}
+			g = &queue{s: s}
 		}
+		g.name = k.name
 		s.m[k.name] = g
 	}
 	g.refs++
@@ -92,7 +144,7 @@ func unref(k key, g *queue) {
 		s := k.s
 		delete(s.m, k.name)
 		if len(s.free) < maxFreeGates {
-			*g = queue{queue: g.queue[:0]}
+			*g = queue{s: s, queue: g.queue[:0]}
 			s.free = append(s.free, g)
 		}
 	}
@@ -115,8 +167,9 @@ func (g *queue) take(h *seatState) {
 func (g *queue) pop(i int) *waiter {
 	w := g.queue[i]
 	g.queue = append(g.queue[:i], g.queue[i+1:]...)
-	if w.h != nil {
-		w.h.taken = true
+	g.left(w)
+	if w.j.h != nil {
+		w.j.h.taken = true
 	}
 	return w
 }
@@ -128,9 +181,9 @@ func (g *queue) dispatch() {
 		return
 	}
 	for i, w := range g.queue {
-		if g.free(w.h) {
+		if g.free(w.j.h) {
 			g.busy = true
-			g.pop(i).ch <- nil
+			g.pop(i).give(nil)
 			return
 		}
 	}
@@ -142,6 +195,7 @@ func (g *queue) remove(w *waiter) bool {
 	for i, x := range g.queue {
 		if x == w {
 			g.queue = append(g.queue[:i], g.queue[i+1:]...)
+			g.left(w)
 			return true
 		}
 	}
@@ -183,68 +237,205 @@ func (p Pass) Release() {
 // (it returns ctx.Err()) or closed is closed (it returns locker.ErrClosed);
 // waited reports whether it had to wait. It never receives a baton.
 func enterQueue(ctx context.Context, s *queues, name string, closed <-chan struct{}) (p Pass, waited bool, err error) {
-	p, _, waited, err = enter(ctx, key{s, name}, nil, nil, closed, watcher{})
+	p, _, waited, err = enter(ctx, key{s, name}, nil, nil, closed)
 	return p, waited, err
 }
 
-// A watcher is what a waiter does while it waits: Do, each time C delivers.
-// The zero watcher does nothing.
-type watcher struct {
-	C  <-chan struct{}
-	Do func()
+// enter takes the queue of k (and h, when not nil) as a waiter of class,
+// waiting in line when it is taken (join, then wait).
+func enter(ctx context.Context, k key, h *seatState, class any, closed <-chan struct{}) (Pass, baton, bool, error) {
+	p, me := join(k, &joiner{h: h, class: class}, "")
+	if me == nil {
+		return p, nil, false, nil
+	}
+	b, err := me.wait(ctx, k, closed)
+	if err != nil {
+		return Pass{}, nil, true, err
+	}
+	return newPass(k, me.q), b, true, nil
 }
 
-// enter takes the queue of k (and h, when not nil) as a waiter of class,
-// doing what w says while it waits.
-func enter(ctx context.Context, k key, h *seatState, class any, closed <-chan struct{}, w watcher) (Pass, baton, bool, error) {
+// join takes the queue of k (and the seat of j, when it has one) if it is
+// free and returns its Pass. Otherwise it puts a waiter of j in line and
+// returns it, for its caller to wait for its turn (wait, or a select of
+// its own that ends with quit). While waiters of a joiner that watches
+// wait, the queue listens on line, the process's wake channel of the lock
+// (see watch).
+func join(k key, j *joiner, line string) (Pass, *waiter) {
 	k.s.mu.Lock()
-	g := ref(k)
-	if g.free(h) {
-		g.take(h)
-		k.s.mu.Unlock()
-		return newPass(k, g), nil, false, nil
-	}
-	me := &waiter{h: h, class: class, ch: make(chan baton, 1)}
-	g.queue = append(g.queue, me)
-	k.s.mu.Unlock()
+	return joinLocked(k, j, line)
+}
 
-	var err error
-wait:
-	for {
-		select {
-		case b := <-me.ch:
-			return newPass(k, g), b, true, nil
-		case <-ctx.Done():
-			err = ctx.Err()
-			break wait
-		case <-closed:
-			err = locker.ErrClosed
-			break wait
-		case <-w.C:
-			w.Do()
+// joinLocked is join with k.s.mu held, which it unlocks: a caller whose
+// frame is small locks it itself, so that a wait for the lock (deep in
+// the runtime) happens low on its stack.
+func joinLocked(k key, j *joiner, line string) (Pass, *waiter) {
+	g := ref(k)
+	if g.free(j.h) {
+		g.take(j.h)
+		k.s.mu.Unlock()
+		return newPass(k, g), nil
+	}
+	me := newWaiter(j, g)
+	g.enqueue(me, line)
+	return Pass{}, me
+}
+
+// newWaiter returns a waiter of j for g, to be put in line (enqueue). Its
+// frame is small, so that its allocations happen low on the stack of a
+// goroutine that then waits with a small stack (see Gate.Lock).
+//
+//go:noinline
+func newWaiter(j *joiner, g *queue) *waiter {
+	return &waiter{j: j, ch: make(chan struct{}, 1), q: g, start: time.Since(epoch)}
+}
+
+// enqueue puts me, a waiter of g, in line, with g.s's lock held, which it
+// unlocks; after the backend's close, it sends me away at once (see
+// awaitClose). While a waiter that watches waits, g listens on line (see
+// watch).
+func (g *queue) enqueue(me *waiter, line string) {
+	s, k := g.s, key{g.s, g.name}
+	if s.closed {
+		unref(k, g)
+		me.give(closedBaton{})
+		s.mu.Unlock()
+		return
+	}
+	g.queue = append(g.queue, me)
+	var w *watch
+	if me.j.watch {
+		w = g.watchFor(k, line)
+	}
+	closer := false
+	if s.b != nil {
+		s.waiting++
+		closer, s.closing = !s.closing, true
+	}
+	s.mu.Unlock()
+	if w != nil {
+		go w.listen()
+	}
+	if closer {
+		go s.awaitClose()
+	}
+}
+
+// left records that w, a waiter of g, left its line: it is no longer
+// among the waiters of g's queues nor among the watchers of g (see
+// unwatch). The queues' lock must be held.
+func (g *queue) left(w *waiter) {
+	g.unwatch(w)
+	if s := g.s; s.b != nil {
+		if s.waiting--; s.waiting == 0 {
+			select {
+			case s.idle <- struct{}{}:
+			default:
+			}
 		}
 	}
+}
+
+// closedBaton is what a waiter receives when its backend closed (see
+// awaitClose): it carries nothing, and its wait ends with
+// locker.ErrClosed.
+type closedBaton struct{}
+
+func (closedBaton) Drop() {}
+
+// awaitClose waits, while goroutines wait in line at the queues of s, for
+// s's backend to close, and then sends every waiter away (closedBaton), so
+// that their waits end with locker.ErrClosed without each of them waiting
+// for the close itself. It returns once no goroutine waits, or after the
+// close; later waiters are sent away as they join.
+func (s *queues) awaitClose() {
+	for {
+		select {
+		case <-s.b.Done():
+			s.sendAway()
+			return
+		case <-s.idle:
+			s.mu.Lock()
+			if s.waiting == 0 {
+				s.closing = false
+				s.mu.Unlock()
+				return
+			}
+			s.mu.Unlock()
+		}
+	}
+}
+
+// sendAway takes every waiter of s out of line, with closedBaton, after
+// its backend closed.
+func (s *queues) sendAway() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed, s.closing = true, false
+	for name, g := range s.m {
+		ws := g.queue
+		for _, w := range ws {
+			g.unwatch(w)
+			w.give(closedBaton{})
+		}
+		clear(ws)
+		g.queue = ws[:0]
+		// Each waiter held a reference; the last may free g.
+		for range ws {
+			unref(key{s, name}, g)
+		}
+	}
+	s.waiting = 0
+}
+
+// wait waits for the turn of me, a waiter of the queue of k, until ctx is
+// done or closed is closed. It returns the baton handed to me, nil when the
+// queue was free; the turn is newPass(k, me.q). On failure me is out of line
+// and nothing is taken (see quit).
+func (me *waiter) wait(ctx context.Context, k key, closed <-chan struct{}) (baton, error) {
+	select {
+	case <-me.ch:
+		if me.got == (closedBaton{}) {
+			return nil, locker.ErrClosed
+		}
+		return me.got, nil
+	case <-ctx.Done():
+		return nil, me.quit(k, ctx.Err())
+	case <-closed:
+		return nil, me.quit(k, locker.ErrClosed)
+	}
+}
+
+// quit takes me out of the line of the queue of k after its wait failed
+// with err, which it returns. When the queue, or a baton, was given to me
+// meanwhile, it passes it on to the next waiter, or gives it back.
+func (me *waiter) quit(k key, err error) error {
+	g := me.q
 	k.s.mu.Lock()
 	if g.remove(me) {
 		unref(k, g)
 		k.s.mu.Unlock()
-		return Pass{}, nil, true, err
+		return err
 	}
 	k.s.mu.Unlock()
 	// The queue was given to me as it gave up: pass it on.
-	b := <-me.ch
+	<-me.ch
+	b := me.got
+	if b == (closedBaton{}) {
+		return err
+	}
 	p := newPass(k, g)
-	if b != nil && (seat{h}).HandOff(p, class, b) {
-		return Pass{}, nil, true, err
+	if b != nil && (seat{me.j.h}).HandOff(p, me.j.class, b) {
+		return err
 	}
 	if b != nil {
 		b.Drop()
 	}
 	p.Release()
-	if h != nil {
-		seat{h}.Leave()
+	if me.j.h != nil {
+		seat{me.j.h}.Leave(k.s, k.name)
 	}
-	return Pass{}, nil, true, err
+	return err
 }
 
 // Idle reports whether nobody holds or waits for the queue of name.
@@ -273,7 +464,6 @@ func tryEnter(k key, h *seatState) (Pass, bool) {
 }
 
 type seatState struct {
-	k     key
 	taken bool // guarded by the queues' lock
 }
 
@@ -281,57 +471,39 @@ type seatState struct {
 // process-wide queue: taken from Lock (or a successful TryLock) to Unlock, so
 // that a second Lock on the seatState waits for the first hold's Unlock even
 // after a loss, when the process-wide queue is already given back. A seat
-// serves one name on one backend, those of its first enterQueue or tryEnterQueue.
+// serves one name on one backend: its callers give them at each call.
 type seat struct{ h *seatState }
 
 // newSeat returns a free seat.
 func newSeat() seat { return seat{new(seatState)} }
 
-func (h seat) key(s *queues, name string) key {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if h.h.k == (key{}) {
-		h.h.k = key{s, name}
-	}
-	return h.h.k
-}
-
-// enterQueue takes h and the process-wide queue of name in s, waiting in
+// Enter takes h and the process-wide queue of name in s, waiting in
 // arrival order with the process's other goroutines that want them. It may
 // receive, instead of a free queue, a baton handed off by the holder (see
 // HandOff) to a waiter of class: the receiver then holds what the baton
 // carries, or drops it. waited reports whether h or the queue was busy.
-// While it waits it does what w says. On failure nothing is taken and the
-// error is ctx.Err() or locker.ErrClosed (when closed is closed).
-func (h seat) Enter(ctx context.Context, s *queues, name string, class any, closed <-chan struct{}, w watcher) (p Pass, b baton, waited bool, err error) {
-	return enter(ctx, h.key(s, name), h.h, class, closed, w)
+// On failure nothing is taken and the error is ctx.Err() or
+// locker.ErrClosed (when closed is closed).
+func (h seat) Enter(ctx context.Context, s *queues, name string, class any, closed <-chan struct{}) (p Pass, b baton, waited bool, err error) {
+	return enter(ctx, key{s, name}, h.h, class, closed)
 }
 
-// tryEnterQueue takes h and the process-wide queue of name in s if both are
+// TryEnter takes h and the process-wide queue of name in s if both are
 // free.
 func (h seat) TryEnter(s *queues, name string) (Pass, bool) {
-	return tryEnter(h.key(s, name), h.h)
+	return tryEnter(key{s, name}, h.h)
 }
 
-// Leave gives h back; the process-wide Pass is released on its own.
-func (h seat) Leave() {
-	k := h.key0()
-	if k.s == nil {
-		h.h.taken = false
-		return
-	}
-	k.s.mu.Lock()
-	defer k.s.mu.Unlock()
+// Leave gives h back, a seat of the queue of name in s; the process-wide
+// Pass is released on its own.
+func (h seat) Leave(s *queues, name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	h.h.taken = false
-	if g := k.s.m[k.name]; g != nil {
+	if g := s.m[name]; g != nil {
 		g.dispatch()
 	}
 }
-
-// key0 returns the key h is bound to, or the zero key before its first
-// enterQueue or tryEnterQueue. The key never changes once set, under the queues' lock;
-// reading it from the goroutine that holds h needs no lock.
-func (h seat) key0() key { return h.h.k }
 
 // HandOff passes b, with the queue p and the seatState h, to the first waiter of
 // class whose seatState is free (or is h): that waiter's enterQueue returns b. It
@@ -344,22 +516,150 @@ func (h seat) HandOff(p Pass, class any, b baton) bool {
 	}
 	p.p.k.s.mu.Lock()
 	defer p.p.k.s.mu.Unlock()
-	if p.p.used {
+	if p.p.used || !p.p.g.watched() {
 		return false
 	}
 	for i, w := range p.p.g.queue {
-		if w.class != class || w.h != nil && w.h.taken && w.h != h.h {
+		if wh := w.j.h; w.j.class != class || wh != nil && wh.taken && wh != h.h {
 			continue
 		}
 		p.p.used = true
 		if h.h != nil {
 			h.h.taken = false
 		}
-		p.p.g.pop(i).ch <- b
+		p.p.g.pop(i).give(b)
 		unref(p.p.k, p.p.g)
 		return true
 	}
 	return false
+}
+
+// A watch listens on the process's wake channel of a lock (its line) while
+// goroutines of the process wait in the lock's queue to be handed a hold:
+// a force unlock (see internal/script/mutex_force.lua) publishes there that
+// the process's hold ended, and the watch has the hold verified at once
+// (lease.CheckKey), so that it is not handed on meanwhile. One watch
+// serves every waiter of the queue, from the first one's join to the last
+// one's departure; a hold is handed on only while the watch listens (see
+// watched). Without a hold of the process to hand on, a message finds
+// nothing to verify.
+//
+// The watch subscribes on a goroutine of its own (listen), so that the
+// waiters do not wait for the server's confirmation; on a driver.Notifier
+// it keeps no goroutine after that, otherwise its goroutine waits for the
+// signals until the watch stops.
+type watch struct {
+	s    *queues
+	b    driver.Backend
+	key  string // the lock's main key, as lease.CheckKey takes it
+	line string
+
+	// Guarded by s.mu.
+	sub     driver.Subscription // once subscribed, until stopped
+	stopped bool
+	stop    chan struct{} // closed when the watch stops; nil on a driver.Notifier
+
+	checking atomic.Bool // a verification is under way (see signal)
+}
+
+// watchFor counts w, a waiter that joined g, among its watchers, and
+// returns the queue's new watch, which the caller starts (listen) after it
+// unlocks, or nil when the queue listens already. The queues' lock must be
+// held.
+func (g *queue) watchFor(k key, line string) *watch {
+	g.watchers++
+	if g.watch != nil {
+		return nil
+	}
+	g.watch = &watch{s: k.s, b: k.s.b, key: k.name, line: line}
+	if _, ok := k.s.b.(driver.Notifier); !ok {
+		g.watch.stop = make(chan struct{})
+	}
+	return g.watch
+}
+
+// unwatch uncounts w, which left g's line, and stops the watch when w was
+// its last watcher. The queues' lock must be held.
+func (g *queue) unwatch(w *waiter) {
+	if !w.j.watch {
+		return
+	}
+	if g.watchers--; g.watchers == 0 && g.watch != nil {
+		g.watch.halt()
+		g.watch = nil
+	}
+}
+
+// watched reports whether a hold of the queue may be handed on as far as
+// its watch is concerned: the queue has none (its waiters watch no line),
+// or the watch listens. The queues' lock must be held.
+func (g *queue) watched() bool { return g.watch == nil || g.watch.sub != nil }
+
+// listen subscribes w to its line, and on a Backend that is not a
+// driver.Notifier waits for its signals until w stops. A subscription that
+// fails leaves the queue without a watch that listens: nothing is handed on
+// until its waiters are gone and a new one joins.
+func (w *watch) listen() {
+	var (
+		sub driver.Subscription
+		err error
+	)
+	if n, ok := w.b.(driver.Notifier); ok {
+		sub, err = n.Notify(context.Background(), w.line, w.signal)
+	} else {
+		sub, err = w.b.Subscribe(context.Background(), w.line)
+	}
+	if err != nil {
+		return
+	}
+	w.s.mu.Lock()
+	if w.stopped {
+		w.s.mu.Unlock()
+		sub.Close()
+		return
+	}
+	w.sub = sub
+	w.s.mu.Unlock()
+	if w.stop == nil {
+		return
+	}
+	for {
+		select {
+		case <-sub.C():
+			lease.CheckKey(w.b, w.key)
+		case <-w.stop:
+			sub.Close()
+			return
+		}
+	}
+}
+
+// signal has the holds of w's lock verified, for a message on its line,
+// on a goroutine of its own: the Backend calls it from its own (see
+// driver.Notifier). A verification under way serves the messages that
+// come meanwhile.
+func (w *watch) signal() {
+	if w.checking.CompareAndSwap(false, true) {
+		go func() {
+			w.checking.Store(false)
+			lease.CheckKey(w.b, w.key)
+		}()
+	}
+}
+
+// halt stops w: it closes its subscription, or has listen close it. The
+// queues' lock must be held.
+func (w *watch) halt() {
+	w.stopped = true
+	if w.stop != nil {
+		// The subscription of a Backend that is not a driver.Notifier
+		// may take its time to close: listen does it.
+		close(w.stop)
+		return
+	}
+	if w.sub != nil {
+		w.sub.Close()
+	}
 }
 
 // String describes the gates of s that are in use, for diagnostics (a test
@@ -380,7 +680,7 @@ func (s *queues) String() string {
 		g := s.m[name]
 		handled := 0
 		for _, w := range g.queue {
-			if w.h != nil && w.h.taken {
+			if w.j.h != nil && w.j.h.taken {
 				handled++
 			}
 		}
@@ -400,7 +700,7 @@ type queuesKey struct{}
 
 // queuesOf returns the local queues of b's goroutines, made on first use.
 func queuesOf(b driver.Backend) *queues {
-	return local.Of(b).Value(queuesKey{}, func() any { return newQueues() }).(*queues)
+	return local.Of(b).Value(queuesKey{}, func() any { return newQueues(b) }).(*queues)
 }
 
 // Queues describes the local queues of b that are in use, for diagnostics

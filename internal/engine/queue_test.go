@@ -12,7 +12,7 @@ import (
 )
 
 func TestGateExcludesAndCleansUp(t *testing.T) {
-	owner := newQueues()
+	owner := newQueues(nil)
 	var inside, max atomic.Int32
 	var wg sync.WaitGroup
 	for range 16 {
@@ -45,7 +45,7 @@ func TestGateExcludesAndCleansUp(t *testing.T) {
 }
 
 func TestGateWaitEnds(t *testing.T) {
-	owner := newQueues()
+	owner := newQueues(nil)
 	p, ok := tryEnterQueue(owner, "k")
 	if !ok {
 		t.Fatal("tryEnterQueue on a free queue failed")
@@ -79,7 +79,7 @@ func TestGateWaitEnds(t *testing.T) {
 // TestHandle: a seatState stays taken until Leave, even once its process-wide
 // pass is given back (a lost hold), while other handles get the queue.
 func TestHandle(t *testing.T) {
-	owner := newQueues()
+	owner := newQueues(nil)
 	h, other := newSeat(), newSeat()
 	p, ok := h.TryEnter(owner, "k")
 	if !ok {
@@ -98,17 +98,17 @@ func TestHandle(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
-	if _, _, waited, err := h.Enter(ctx, owner, "k", nil, nil, watcher{}); !waited || !errors.Is(err, context.DeadlineExceeded) {
+	if _, _, waited, err := h.Enter(ctx, owner, "k", nil, nil); !waited || !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("enterQueue on a taken seatState = (%v, %v); want (true, DeadlineExceeded)", waited, err)
 	}
-	h.Leave()
+	h.Leave(owner, "k")
 	q.Release()
-	other.Leave()
-	if p, _, _, err := h.Enter(context.Background(), owner, "k", nil, nil, watcher{}); err != nil {
+	other.Leave(owner, "k")
+	if p, _, _, err := h.Enter(context.Background(), owner, "k", nil, nil); err != nil {
 		t.Fatalf("enterQueue after Leave: %v", err)
 	} else {
 		p.Release()
-		h.Leave()
+		h.Leave(owner, "k")
 	}
 	owner.mu.Lock()
 	defer owner.mu.Unlock()
@@ -133,7 +133,7 @@ type entered struct {
 func enterAsync(ctx context.Context, h seat, owner *queues, class any) <-chan entered {
 	out := make(chan entered, 1)
 	go func() {
-		p, b, _, err := h.Enter(ctx, owner, "k", class, nil, watcher{})
+		p, b, _, err := h.Enter(ctx, owner, "k", class, nil)
 		out <- entered{p, b, err}
 	}()
 	return out
@@ -169,7 +169,7 @@ func empty(t *testing.T, owner *queues) {
 }
 
 func TestHandOff(t *testing.T) {
-	owner := newQueues()
+	owner := newQueues(nil)
 	a, b, c := newSeat(), newSeat(), newSeat()
 	p, ok := a.TryEnter(owner, "k")
 	if !ok {
@@ -203,14 +203,14 @@ func TestHandOff(t *testing.T) {
 	// The receiver releases: the waiter of the other class gets a free
 	// queue, without a baton.
 	got.p.Release()
-	c.Leave()
+	c.Leave(owner, "k")
 	o := <-other
 	if o.err != nil || o.b != nil {
 		t.Fatalf("the next waiter got (%v, %v); want a free queue", o.b, o.err)
 	}
 	o.p.Release()
-	b.Leave()
-	a.Leave()
+	b.Leave(owner, "k")
+	a.Leave(owner, "k")
 	if bt.drops.Load() != 0 {
 		t.Errorf("the baton was dropped %d times; want 0", bt.drops.Load())
 	}
@@ -218,7 +218,7 @@ func TestHandOff(t *testing.T) {
 }
 
 func TestHandOffToSameHandleAndOrder(t *testing.T) {
-	owner := newQueues()
+	owner := newQueues(nil)
 	a, b := newSeat(), newSeat()
 	p, ok := a.TryEnter(owner, "k")
 	if !ok {
@@ -249,12 +249,12 @@ func TestHandOffToSameHandleAndOrder(t *testing.T) {
 		t.Fatal("the queue was free while b holds it")
 	}
 	g2.p.Release()
-	b.Leave()
+	b.Leave(owner, "k")
 	empty(t, owner)
 }
 
 func TestHandOffToWaiterThatGivesUp(t *testing.T) {
-	owner := newQueues()
+	owner := newQueues(nil)
 	a, b, c := newSeat(), newSeat(), newSeat()
 	p, ok := a.TryEnter(owner, "k")
 	if !ok {
@@ -292,13 +292,13 @@ func TestHandOffToWaiterThatGivesUp(t *testing.T) {
 		next = nil
 	}
 	hp.Release()
-	holder.Leave()
+	holder.Leave(owner, "k")
 	if next != nil {
 		g2 := <-next
 		g2.p.Release()
-		c.Leave()
+		c.Leave(owner, "k")
 	}
-	a.Leave()
+	a.Leave(owner, "k")
 	if bt.drops.Load() != 0 {
 		t.Errorf("the baton was dropped %d times; want 0", bt.drops.Load())
 	}
@@ -306,7 +306,7 @@ func TestHandOffToWaiterThatGivesUp(t *testing.T) {
 }
 
 func TestHandOffDroppedWhenNobodyTakesIt(t *testing.T) {
-	owner := newQueues()
+	owner := newQueues(nil)
 	a, b := newSeat(), newSeat()
 	for range 50 { // the race between cancel and hand-off goes both ways
 		p, ok := a.TryEnter(owner, "k")
@@ -326,7 +326,7 @@ func TestHandOffDroppedWhenNobodyTakesIt(t *testing.T) {
 				t.Fatalf("the waiter holds (%v) without a hand-off (%v)", g.b, handed)
 			}
 			g.p.Release()
-			b.Leave()
+			b.Leave(owner, "k")
 		case handed:
 			// It gave up with the baton in hand and nobody else waits.
 			if bt.drops.Load() != 1 {
@@ -335,7 +335,7 @@ func TestHandOffDroppedWhenNobodyTakesIt(t *testing.T) {
 		default:
 			p.Release()
 		}
-		a.Leave()
+		a.Leave(owner, "k")
 		empty(t, owner)
 	}
 }

@@ -94,6 +94,16 @@ func (k Mutex) Keys() []string { return []string{k.Lock, k.Fence} }
 // a release publishes on the channel of the first cohort in line.
 func (k Mutex) Line(cohort string) string { return k.Wake + ":" + cohort }
 
+// MutexLine returns the keys of the mutex and the wake channel of cohort
+// (see Mutex.Line), all in one allocation, which Wake shares with the
+// channel: a process may hold many mutex handles.
+func (s Space) MutexLine(cohort string) (k Mutex, line string) {
+	b := len(s.base)
+	all := s.base + "lock" + s.base + "fence" + s.base + "wake:" + cohort
+	lock, fence, wake := all[:b+4], all[b+4:2*b+9], all[2*b+9:]
+	return Mutex{Lock: lock, Fence: fence, Wake: wake[:b+4]}, wake
+}
+
 // Reentrant is where a reentrant.Mutex keeps its state.
 type Reentrant struct {
 	Lock  string // hash {<owner> count, f token, g grant, a attempt} and the line of waiting processes (see internal/script/lock_lib.lua)

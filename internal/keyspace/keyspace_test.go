@@ -70,3 +70,16 @@ func TestSpace(t *testing.T) {
 		}
 	}
 }
+
+// TestMutexLine: the keys and the channel that MutexLine builds in one
+// allocation are those of Mutex and Mutex.Line.
+func TestMutexLine(t *testing.T) {
+	s := keyspace.New("p", "n")
+	k, line := s.MutexLine("h/1#2")
+	if want := s.Mutex(); k != want {
+		t.Errorf("MutexLine keys = %+v; want %+v", k, want)
+	}
+	if want := s.Mutex().Line("h/1#2"); line != want {
+		t.Errorf("MutexLine line = %q; want %q", line, want)
+	}
+}

@@ -204,7 +204,7 @@ type Op struct {
 	span      trace.Span
 	ctx       context.Context
 	start     time.Time
-	primitive attribute.KeyValue
+	primitive string // the value of KeyPrimitive
 	attempts  int
 	wait      time.Duration
 	token     int64
@@ -246,14 +246,42 @@ var ops = sync.Pool{New: func() any { return new(Op) }}
 // Start opens the INTERNAL span "<primitive>.<method>" for a public call on
 // the lock called name. The Op must not be used after its End.
 func (t *T) Start(ctx context.Context, primitive, method, name string) (context.Context, *Op) {
+	return t.start(ctx, primitive, method, name, time.Now(), false)
+}
+
+// StartAt is Start for a call that began at start, before it opened its
+// span: the span starts at start (trace.WithTimestamp), and so do the
+// call's durations. A call that waits before it needs its span (in its
+// process's local queue) opens it once the wait ended, so that nothing of
+// it is kept while it waits.
+func (t *T) StartAt(ctx context.Context, primitive, method, name string, start time.Time) (context.Context, *Op) {
+	return t.start(ctx, primitive, method, name, start, true)
+}
+
+func (t *T) start(ctx context.Context, primitive, method, name string, start time.Time, stamped bool) (context.Context, *Op) {
 	op := ops.Get().(*Op)
-	*op = Op{t: t, start: time.Now(), primitive: KeyPrimitive.String(primitive), span: noSpan}
+	*op = Op{}
+	op.t, op.start, op.primitive, op.span = t, start, primitive, noSpan
 	if t.recording() {
-		ctx, op.span = t.tracer.Start(ctx, spanName(primitive, method),
-			kindInternal, trace.WithAttributes(op.primitive, KeyName.String(name)))
+		ctx = op.startSpan(ctx, spanName(primitive, method), name, stamped)
 	}
 	op.ctx = ctx
 	return ctx, op
+}
+
+// startSpan starts o's span, named name, in ctx, at o's start when stamped,
+// and returns its context. It is apart from start, whose frame then stays
+// small: a span is started only when a provider records.
+//
+//go:noinline
+func (o *Op) startSpan(ctx context.Context, name, lock string, stamped bool) context.Context {
+	attrs := trace.WithAttributes(KeyPrimitive.String(o.primitive), KeyName.String(lock))
+	if stamped {
+		ctx, o.span = o.t.tracer.Start(ctx, name, kindInternal, attrs, trace.WithTimestamp(o.start))
+	} else {
+		ctx, o.span = o.t.tracer.Start(ctx, name, kindInternal, attrs)
+	}
+	return ctx
 }
 
 // Attempt counts one acquire attempt; contended reports that it found the lock
@@ -263,7 +291,7 @@ func (o *Op) Attempt(contended bool) {
 	if contended {
 		o.failure = nil
 		if o.t.contention.Enabled(o.ctx) {
-			o.t.contention.Add(o.ctx, 1, measured(o.primitive.Value.AsString(), ""))
+			o.t.contention.Add(o.ctx, 1, measured(o.primitive, ""))
 		}
 	}
 }
@@ -289,7 +317,7 @@ func (o *Op) Failed(err error) {
 			semconv.ErrorTypeKey.String(typ), semconv.ExceptionMessage(err.Error())))
 	}
 	if counting {
-		o.t.attemptErr.Add(o.ctx, 1, attemptError(o.primitive.Value.AsString(), typ))
+		o.t.attemptErr.Add(o.ctx, 1, attemptError(o.primitive, typ))
 	}
 }
 
@@ -387,7 +415,7 @@ func (o *Op) End(outcome string, err error, acquire bool) {
 	// Measurements are only built when a meter takes them: without an SDK
 	// the instruments are disabled and a call costs no allocation.
 	if acquire && (o.t.acquireDur.Enabled(o.ctx) || o.wait > 0 && o.t.waitDur.Enabled(o.ctx)) {
-		attrs := measured(o.primitive.Value.AsString(), outcome)
+		attrs := measured(o.primitive, outcome)
 		o.t.acquireDur.Record(o.ctx, elapsed.Seconds(), attrs)
 		if o.wait > 0 {
 			o.t.waitDur.Record(o.ctx, o.wait.Seconds(), attrs)

@@ -96,6 +96,12 @@ func (h *Hub) SubscribeInto(ctx context.Context, name string, c chan struct{}) (
 	return h.chans.SubscribeInto(ctx, name, c)
 }
 
+// SubscribeFunc is Subscribe with f called for each signal instead of a
+// send on the Sub's channel (see driver.Channels.SubscribeFunc).
+func (h *Hub) SubscribeFunc(ctx context.Context, name string, f func()) (*Sub, error) {
+	return h.chans.SubscribeFunc(ctx, name, f)
+}
+
 // carrier is the Hub as the driver.Carrier of its Channels: it puts each
 // channel on the shard of its route.
 type carrier Hub

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"go.opentelemetry.io/otel"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -182,5 +183,30 @@ func TestCause(t *testing.T) {
 		if typ != tc.wantType || s.Status().Description != tc.wantDesc {
 			t.Errorf("%s: error.type %q, status %q; want %q, %q", tc.name, typ, s.Status().Description, tc.wantType, tc.wantDesc)
 		}
+	}
+}
+
+// TestStartAt: a span opened with StartAt starts at the call's start, not
+// when it was opened, and has the attributes of one opened by Start.
+func TestStartAt(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	defer tp.Shutdown(context.Background())
+	tel := telemetry.New(telemetry.Config{TracerProvider: tp})
+	start := time.Now().Add(-time.Second)
+	_, op := tel.StartAt(context.Background(), "mutex", "Lock", "n", start)
+	op.EndAcquire(nil)
+	_, op = tel.Start(context.Background(), "mutex", "Lock", "n")
+	op.EndAcquire(nil)
+	spans := rec.Ended()
+	at, now := spans[len(spans)-2], spans[len(spans)-1]
+	if !at.StartTime().Equal(start) {
+		t.Errorf("StartAt: span starts at %v; want %v", at.StartTime(), start)
+	}
+	if !now.StartTime().After(start) {
+		t.Errorf("Start: span starts at %v; want after %v", now.StartTime(), start)
+	}
+	if at.Name() != now.Name() || fmt.Sprint(at.Attributes()) != fmt.Sprint(now.Attributes()) {
+		t.Errorf("StartAt: span %q %v; want %q %v as Start's", at.Name(), at.Attributes(), now.Name(), now.Attributes())
 	}
 }
