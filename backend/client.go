@@ -413,46 +413,32 @@ func (c *client) finish(call *driver.Call, v any, err error) {
 }
 
 func (c *client) Subscribe(ctx context.Context, channel string) (driver.Subscription, error) {
-	switch {
-	case c.err != nil:
-		return nil, c.err
-	case c.closed():
-		return nil, locker.ErrClosed
-	}
-	s, err := c.hub.Subscribe(ctx, channel)
-	if err != nil {
-		return nil, err
-	}
-	return s, nil
+	return subscription(c, func() (*wake.Sub, error) { return c.hub.Subscribe(ctx, channel) })
 }
 
 // Notify is Subscribe with f called for each signal instead of a send on
 // the Subscription's channel (see driver.Notifier).
 func (c *client) Notify(ctx context.Context, channel string, f func()) (driver.Subscription, error) {
-	switch {
-	case c.err != nil:
-		return nil, c.err
-	case c.closed():
-		return nil, locker.ErrClosed
-	}
-	s, err := c.hub.SubscribeFunc(ctx, channel, f)
-	if err != nil {
-		return nil, err
-	}
-	return s, nil
+	return subscription(c, func() (*wake.Sub, error) { return c.hub.SubscribeFunc(ctx, channel, f) })
 }
 
 // subscribeInto subscribes with a signal channel shared with other nodes.
 func (c *client) subscribeInto(ctx context.Context, channel string, sig chan struct{}) (driver.Subscription, error) {
+	return subscription(c, func() (*wake.Sub, error) { return c.hub.SubscribeInto(ctx, channel, sig) })
+}
+
+// subscription returns what subscribe makes on c's hub, unless c is
+// unusable (a construction error) or closed.
+func subscription(c *client, subscribe func() (*wake.Sub, error)) (driver.Subscription, error) {
 	switch {
 	case c.err != nil:
 		return nil, c.err
 	case c.closed():
 		return nil, locker.ErrClosed
 	}
-	s, err := c.hub.SubscribeInto(ctx, channel, sig)
+	s, err := subscribe()
 	if err != nil {
-		return nil, err
+		return nil, err // not a nil *wake.Sub in a non-nil Subscription
 	}
 	return s, nil
 }

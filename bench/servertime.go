@@ -71,6 +71,18 @@ type request struct {
 // name returns the request's command name as commandstats gives it.
 func (q request) name() string { return strings.ToLower(fmt.Sprint(q.args[0])) }
 
+// releaseOnly makes of the requests of a pair, acquire then release, a
+// release row's unit: the acquire goes by EVAL, a helper, so that only the
+// release counts under EVALSHA.
+func releaseOnly(reqs []request, err error) ([]request, error) {
+	if err != nil {
+		return nil, err
+	}
+	reqs[0] = reqs[0].byEval()
+	reqs[0].role = helper
+	return reqs, nil
+}
+
 // byEval returns q, an EVALSHA, sent as EVAL with its script's source: the
 // same script on the same keys and arguments, counted under EVAL.
 func (q request) byEval() request {
@@ -317,16 +329,8 @@ func stProbes(rec *recorder) ([]stProbe, error) {
 			},
 		},
 		{
-			impl: Impl{Key: "redisync-release", Label: "redisync mutex: release", Setup: "script.MutexRelease (mutex.release) of a hold taken just before by the same acquisition as the acquire row's, sent by EVAL (a helper, left out: counted under EVAL)"},
-			unit: func(name string) ([]request, error) {
-				reqs, err := exec(mutex(name), wantStatus1, wantStatus1)
-				if err != nil {
-					return nil, err
-				}
-				reqs[0] = reqs[0].byEval()
-				reqs[0].role = helper
-				return reqs, nil
-			},
+			impl:   Impl{Key: "redisync-release", Label: "redisync mutex: release", Setup: "script.MutexRelease (mutex.release) of a hold taken just before by the same acquisition as the acquire row's, sent by EVAL (a helper, left out: counted under EVAL)"},
+			unit:   func(name string) ([]request, error) { return releaseOnly(exec(mutex(name), wantStatus1, wantStatus1)) },
 			acqKey: "redisync-acquire", pairKey: "redisync",
 		},
 		{
@@ -345,16 +349,8 @@ func stProbes(rec *recorder) ([]stProbe, error) {
 			},
 		},
 		{
-			impl: Impl{Key: "redislock-release", Label: "redislock: release", Setup: "the request of redislock's Lock.Release (release.lua), after its Obtain sent by EVAL (a helper, left out)"},
-			unit: func(name string) ([]request, error) {
-				reqs, err := redislockPair(name)
-				if err != nil {
-					return nil, err
-				}
-				reqs[0] = reqs[0].byEval()
-				reqs[0].role = helper
-				return reqs, nil
-			},
+			impl:   Impl{Key: "redislock-release", Label: "redislock: release", Setup: "the request of redislock's Lock.Release (release.lua), after its Obtain sent by EVAL (a helper, left out)"},
+			unit:   func(name string) ([]request, error) { return releaseOnly(redislockPair(name)) },
 			acqKey: "redislock-acquire", pairKey: "redislock",
 		},
 		{
