@@ -165,13 +165,23 @@ func (c *client) args(call *driver.Call) []any {
 // run sends one call with EVALSHA, falling back to EVAL on NOSCRIPT.
 func (c *client) run(ctx context.Context, call *driver.Call) {
 	ctx, span := c.tel.ClientSpan(ctx, c.srv, "EVALSHA", call.Script.Name(), 1)
-	s, keys, args := call.Script, call.Keys, c.args(call)
 	start := time.Now()
-	v, err := c.bounded(ctx, func(ctx context.Context) (any, error) {
-		return evalSha(ctx, c.rdb, s, keys, args).Result()
-	})
+	v, err := c.bounded(ctx, c.evalCall(call))
 	c.finish(call, v, c.dials.explain(err, start))
 	telemetry.EndClient(span, call.Err)
+}
+
+// evalCall returns the go-redis call that run sends (evalSha, with the
+// publish command before the call's arguments). It is apart from run,
+// whose frame then stays small: run is deep on the stack of a goroutine
+// that waits for a lock between its attempts.
+//
+//go:noinline
+func (c *client) evalCall(call *driver.Call) func(context.Context) (any, error) {
+	s, keys, args := call.Script, call.Keys, c.args(call)
+	return func(ctx context.Context) (any, error) {
+		return evalSha(ctx, c.rdb, s, keys, args).Result()
+	}
 }
 
 // bounded returns f(ctx), or ctx's error as soon as ctx ends, for a client
