@@ -53,7 +53,7 @@ type Mutex struct {
 	// internal/script/mutex_acquire.lua and mutex_release.lua), and the
 	// rest of the options, kept small: a program may hold many handles.
 	ttl      time.Duration
-	stale    int64 // ms
+	stale    int32 // ms
 	block    int32 // fencing tokens an acquisition reserves (holdopt.Handoff.Block)
 	yield    int32 // ms a release refuses this process when another waited
 	quorum   bool  // on a quorum: attempts propose a fencing token
@@ -86,7 +86,7 @@ func New(b backend.Backend, name string, opts ...Option) (*Mutex, error) {
 	m.h.Describe("mutex is not locked", &m.gate)
 	_, m.quorum = b.(driver.Quorum)
 	handoff, class := cfg.Local()
-	m.ttl, m.watchdog, m.stale = cfg.TTL, cfg.Watchdog, holdopt.Millis(cfg.LineStale())
+	m.ttl, m.watchdog, m.stale = cfg.TTL, cfg.Watchdog, int32(holdopt.Millis(cfg.LineStale()))
 	m.block = int32(handoff.Block())
 	if class != nil {
 		m.yield = int32(holdopt.Millis(holdopt.HandoffYield))
@@ -152,7 +152,7 @@ func (c calls) AcquireCall(owner string, call, n int64, wait bool, sent time.Tim
 	m := c.m
 	a := script.MutexAcquireArgs{
 		Owner: owner, TTL: holdopt.Millis(m.ttl), FenceMargin: holdopt.Millis(holdopt.FenceMargin), Attempt: n, Block: int64(m.block),
-		Cohort: m.h.Local().Cohort(), Waits: wait, Stale: m.stale, Call: call,
+		Cohort: m.h.Local().Cohort(), Waits: wait, Stale: int64(m.stale), Call: call,
 	}
 	if m.quorum {
 		a.Clock = sent.UnixMicro()

@@ -110,7 +110,7 @@ func (g *Gate) seat() seat { return seat{g.j.h} }
 
 // stale returns how long a waiting attempt's place in line lasts
 // (holdopt.LineStale).
-func (g *Gate) stale() time.Duration { return g.h.stale }
+func (g *Gate) stale() time.Duration { return holdopt.LineStale(g.h.backoff) }
 
 // Enter waits for the handle's turn in the queue until ctx is done or the
 // backend is closed, and records the wait in op. It returns the pass of the
@@ -187,14 +187,14 @@ type holding struct {
 // where the rest of Lock would double it.
 func (g *Gate) Lock(ctx context.Context) error {
 	if ctx.Err() != nil {
-		return g.lock(ctx, nil)
+		return g.lock(ctx, nil, Pass{})
 	}
 	// The queues' lock is taken here, where a wait for it costs the least
 	// stack (see joinLocked).
 	g.queues.mu.Lock()
-	w := g.joinLocked()
+	pass, w := g.joinLocked()
 	if w == nil {
-		return g.lock(ctx, nil)
+		return g.lock(ctx, nil, pass)
 	}
 	// The backend's Close sends the waiter away (see awaitClose). The
 	// cases come in this order so that the select keeps no copy of w.ch.
@@ -203,42 +203,35 @@ func (g *Gate) Lock(ctx context.Context) error {
 		g.gaveUp(w)
 	case <-w.ch:
 	}
-	return g.lock(ctx, w)
+	return g.lock(ctx, w, Pass{})
 }
 
-// joinLocked is joinLocked for Lock, with the queues' lock held: when the
-// queue is free, the handle's hold keeps the pass (Lock holds the seat,
-// so that nobody else of the handle uses it meanwhile) and it returns nil;
-// otherwise it returns the handle's waiter, in line.
+// joinLocked is joinLocked for Lock, with the queues' lock held: it
+// returns the pass of the free queue, or the handle's waiter, in line.
 //
 //go:noinline
-func (g *Gate) joinLocked() *waiter {
+func (g *Gate) joinLocked() (Pass, *waiter) {
 	q := g.ref()
 	if q.free(g.j.h) {
-		g.takeFree(q)
-		return nil
+		return g.takeFree(q), nil
 	}
 	w := newWaiter(&g.j, q)
 	q.enqueue(w, g.x.Line)
-	return w
+	return Pass{}, w
 }
 
 // ref returns the lock's queue with one more reference (see ref). The
 // queues' lock must be held.
 func (g *Gate) ref() *queue { return ref(g.queueKey()) }
 
-// takeFree takes q, the lock's free queue, and the handle's seat, and
-// unlocks the queues: the handle's hold keeps the pass until Lock takes it
-// (see lock).
+// takeFree takes q, the lock's free queue, and the handle's seat, unlocks
+// the queues, and returns the pass.
 //
 //go:noinline
-func (g *Gate) takeFree(q *queue) {
+func (g *Gate) takeFree(q *queue) Pass {
 	q.take(g.j.h)
 	g.queues.mu.Unlock()
-	pass := newPass(g.queueKey(), q)
-	g.holding.mu.Lock()
-	g.holding.pass = pass
-	g.holding.mu.Unlock()
+	return newPass(g.queueKey(), q)
 }
 
 // gaveUp takes w out of line after ctx ended its wait (see waiter.quit),
@@ -257,9 +250,8 @@ func (gaveUp) Drop() {}
 
 // lock is Lock once the turn came, or the wait for it ended, or ctx was
 // done before it began, in the call's span: w is the waiter that waited,
-// nil when the queue was free (the handle's hold keeps its pass) or ctx
-// was done (it keeps none).
-func (g *Gate) lock(ctx context.Context, w *waiter) (err error) {
+// or nil with pass, the free queue's, or with none when ctx was done.
+func (g *Gate) lock(ctx context.Context, w *waiter, pass Pass) (err error) {
 	start := time.Now()
 	if w != nil {
 		start = w.began()
@@ -267,10 +259,6 @@ func (g *Gate) lock(ctx context.Context, w *waiter) (err error) {
 	h := g.h
 	ctx, op := h.StartAt(ctx, "Lock", start)
 	defer func() { op.EndAcquire(err) }()
-	g.holding.mu.Lock()
-	pass := g.holding.pass
-	g.holding.pass = Pass{}
-	g.holding.mu.Unlock()
 	var tn *lease.Tenure
 	switch {
 	case w == nil && pass == (Pass{}):

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redisync/redisync/backend"
@@ -39,13 +40,31 @@ import (
 type Handle struct {
 	b       backend.Backend
 	local   *local.State
-	kind    string // "mutex", ...: of spans, metrics and errors
+	kind    *kind
 	name    string
 	backoff locker.Backoff
-	stale   time.Duration // holdopt.Config.LineStale
-
-	notHeld string // Extend's error without a current hold: "mutex is not locked"
 	holds   Holdings
+}
+
+// A kind is what every handle of one kind shares: a handle points to one
+// copy of it (see kindOf), since a program may hold many handles.
+type kind struct {
+	name    string // "mutex", ...: of spans, metrics and errors
+	notHeld string // Extend's error without a current hold: "mutex is not locked"
+}
+
+// kinds holds the kinds of the handles made so far, by value.
+var kinds sync.Map
+
+// kindOf returns the shared copy of the kind named name whose Extend
+// without a hold fails with notHeld.
+func kindOf(name, notHeld string) *kind {
+	k := kind{name, notHeld}
+	if v, ok := kinds.Load(k); ok {
+		return v.(*kind)
+	}
+	v, _ := kinds.LoadOrStore(k, &k)
+	return v.(*kind)
 }
 
 // Open does what the constructor of every lock handle does first: it checks
@@ -60,7 +79,7 @@ func Open[O any](kind string, b backend.Backend, name string, opts []O, apply fu
 	if err != nil {
 		return Handle{}, holdopt.Config{}, err
 	}
-	return Handle{b: b, local: local.Of(b), kind: kind, name: name, backoff: cfg.Backoff, stale: cfg.LineStale()}, cfg, nil
+	return Handle{b: b, local: local.Of(b), kind: kindOf(kind, ""), name: name, backoff: cfg.Backoff}, cfg, nil
 }
 
 // Configure applies opts, in order and skipping nil ones, to the defaults
@@ -100,13 +119,13 @@ func (h *Handle) Local() *local.State { return h.local }
 // Start opens the span of a public call, "<kind>.<method>" (see
 // telemetry.T.Start). The caller ends it with one of the Op's End methods.
 func (h *Handle) Start(ctx context.Context, method string) (context.Context, *telemetry.Op) {
-	return h.local.Telemetry().Start(ctx, h.kind, method, h.name)
+	return h.local.Telemetry().Start(ctx, h.kind.name, method, h.name)
 }
 
 // StartAt is Start for a call that began at start, before its span: the
 // span and the call's durations start there (see telemetry.T.StartAt).
 func (h *Handle) StartAt(ctx context.Context, method string, start time.Time) (context.Context, *telemetry.Op) {
-	return h.local.Telemetry().StartAt(ctx, h.kind, method, h.name, start)
+	return h.local.Telemetry().StartAt(ctx, h.kind.name, method, h.name, start)
 }
 
 // Acquire runs run as the public call method (Lock, RLock, Acquire), which
@@ -177,14 +196,14 @@ func (h *Handle) Wrap(op string, err error) error {
 	if err == nil {
 		return nil
 	}
-	return fmt.Errorf("%s %q: %s: %w", h.kind, h.name, op, err)
+	return fmt.Errorf("%s %q: %s: %w", h.kind.name, h.name, op, err)
 }
 
 // Spec returns the Spec of the handle's holds with what the handle and cfg
 // say: the backend, the telemetry, the kind, the TTL and the watchdog. The
 // primitive adds how its holds are renewed, released and found.
 func (h *Handle) Spec(cfg holdopt.Config) lease.Spec {
-	return lease.Spec{Backend: h.b, Tel: h.local.Telemetry(), Primitive: h.kind, TTL: cfg.TTL, Watchdog: cfg.Watchdog}
+	return lease.Spec{Backend: h.b, Tel: h.local.Telemetry(), Primitive: h.kind.name, TTL: cfg.TTL, Watchdog: cfg.Watchdog}
 }
 
 // Describe tells h where the handle's holds are: holds returns the current
@@ -193,7 +212,7 @@ func (h *Handle) Spec(cfg holdopt.Config) lease.Spec {
 // without a current hold, in the handle's words ("mutex is not locked"). A
 // handle calls Describe in its constructor, before any other call.
 func (h *Handle) Describe(notHeld string, holds Holdings) {
-	h.notHeld, h.holds = notHeld, holds
+	h.kind, h.holds = kindOf(h.kind.name, notHeld), holds
 }
 
 // Holdings tells a Handle where its holds are (see Describe); a
@@ -262,12 +281,12 @@ func (h *Handle) Until() time.Time {
 func (h *Handle) Extend(ctx context.Context, ttl time.Duration) (err error) {
 	ctx, op := h.Start(ctx, "Extend")
 	defer func() { op.EndExtend(err) }()
-	if err := lease.ValidTTL(h.kind, h.b, ttl); err != nil {
+	if err := lease.ValidTTL(h.kind.name, h.b, ttl); err != nil {
 		return err
 	}
 	cur := h.current()
 	if cur == nil {
-		return h.Wrap("extend", fmt.Errorf("%w: %s", locker.ErrNotHeld, h.notHeld))
+		return h.Wrap("extend", fmt.Errorf("%w: %s", locker.ErrNotHeld, h.kind.notHeld))
 	}
 	op.Token(cur.Token())
 	return h.Wrap("extend", cur.Extend(ctx, ttl))

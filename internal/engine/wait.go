@@ -90,7 +90,7 @@ func (l Loop) Wait(ctx context.Context, attempt Attempt) error {
 			return err
 		case err != nil:
 			if oerr := outage.Failed(err); oerr != nil {
-				return fmt.Errorf("%w: %w", locker.ErrNotAcquired, oerr)
+				return notAcquiredFor(oerr)
 			}
 			l.Op.Failed(err)
 			lastErr = err
@@ -142,6 +142,16 @@ func (l Loop) Wait(ctx context.Context, attempt Attempt) error {
 	}
 }
 
+// notAcquiredFor returns the error of an acquisition that gave up after
+// an outage: it matches locker.ErrNotAcquired and oerr. It is apart from
+// Loop.Wait, whose frame then stays small: the frame is on the stack of a
+// goroutine that waits, under its attempts.
+//
+//go:noinline
+func notAcquiredFor(oerr error) error {
+	return fmt.Errorf("%w: %w", locker.ErrNotAcquired, oerr)
+}
+
 // NotAcquired returns the error for an acquisition cut short by ctx: it
 // matches locker.ErrNotAcquired, ctx.Err() and cause (which may be nil).
 func NotAcquired(ctx context.Context, cause error) error {
@@ -157,7 +167,7 @@ func NotAcquired(ctx context.Context, cause error) error {
 
 // listening reports whether the backend already listens on every channel
 // of the loop.
-func (l Loop) listening() bool {
+func (l *Loop) listening() bool {
 	b, ok := l.Backend.(driver.Listener)
 	if !ok {
 		return false
@@ -175,7 +185,7 @@ func (l Loop) listening() bool {
 }
 
 // subscribe subscribes to the loop's channel or channels.
-func (l Loop) subscribe(ctx context.Context) (driver.Subscription, error) {
+func (l *Loop) subscribe(ctx context.Context) (driver.Subscription, error) {
 	if len(l.Channels) == 0 {
 		return l.Backend.Subscribe(ctx, l.Channel)
 	}
