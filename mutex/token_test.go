@@ -183,3 +183,44 @@ func TestQuorumTokenAgreed(t *testing.T) {
 		}
 	}
 }
+
+// TestReleaseAfterTheClockPassedTheBlock: the release of a hold older than
+// its block of tokens is long in microseconds leaves the fence counter at
+// the block's end, for the server's clock has passed it: giving the rest
+// back would change no token drawn afterwards and cost the release two
+// commands. The next token still comes from the clock, above the block.
+func TestReleaseAfterTheClockPassedTheBlock(t *testing.T) {
+	node := redistest.SharedNode(t)
+	rdb := node.Client(t)
+	ctx := context.Background()
+	b := backend.New(rdb)
+	defer b.Close()
+	const turns = 8
+	name := "old-hold-" + strconv.FormatInt(time.Now().UnixNano(), 10)
+	m, err := mutex.New(b, name, mutex.WithLocalHandoff(turns, 20*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	first := m.Token()
+	time.Sleep(time.Millisecond) // far longer than the block's 9µs
+	if err := m.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	counter, err := rdb.Get(ctx, "redisync:{"+name+"}:fence").Int64()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := first + turns; counter != want {
+		t.Errorf("fence counter after the release of a hold with token %d and a block of %d = %d, want the block's end %d (not given back)", first, turns+1, counter, want)
+	}
+	if err := m.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer m.Unlock(ctx)
+	if next := m.Token(); next <= counter {
+		t.Errorf("next token %d, want above the block's end %d", next, counter)
+	}
+}

@@ -3,12 +3,16 @@
 -- KEYS[1] lock hash, KEYS[2] fence counter
 -- Arguments: MutexReleaseArgs (lock.go): the owner token, the wake channel,
 -- yield ms (0: none), used, the last token the hold's holders used (0:
--- unknown), and last, the last token of the block its grant reserved
+-- unknown, or no give-back), and last, the last token of the block its
+-- grant reserved.
 -- When the fence counter still stands at the end of the block (nobody drew
 -- a token since), it goes back to the last token used: the tokens the hold
 -- did not hand on are given back, so that the counter does not run ahead
 -- of the tokens issued (see mutex_acquire.lua: a token is the larger of the
 -- counter plus one and the server's clock).
+-- A holder whose hold outlasted its block sends used 0: the clock has
+-- passed the block then, and the counter is left as it is (see
+-- lease.Tenure.Release).
 -- When another cohort waited during the hold and yield is not 0, the
 -- release leaves a yield marker for yield ms: the releasing cohort is
 -- refused while it stands, so that the cohort that waited gets the lock

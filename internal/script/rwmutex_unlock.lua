@@ -8,7 +8,8 @@
 -- line, on the channel followed by ':' and the cohort; with nobody in line
 -- it wakes no writer), rwake, the readers' wake channel, turn, how long, in
 -- ms, the readers that were waiting keep writers out while they come in,
--- used, the last token the hold's holders used (0: unknown) and last, the
+-- used, the last token the hold's holders used (0: unknown, or no
+-- give-back: see mutex_release.lua) and last, the
 -- last token of the block its grant reserved (see mutex_release.lua: the
 -- rest of the block is given back). Arguments of an undo: those of
 -- rwmutex_lock.lua (RWLockArgs), of which it reads owner, wwake, rwake and the
