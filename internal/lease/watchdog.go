@@ -158,14 +158,26 @@ func (wd *watchdog) scan() (next time.Time, batch []*Lease, more bool) {
 			continue
 		default:
 			next = earliest(next, l.deadline)
-			if l.spec.Watchdog && l.idle == nil && !l.stopping {
+			if l.spec.Watchdog && l.idle == nil {
 				// Renew a little early so that holds taken at about the
 				// same time share a round trip.
-				if due := l.nextRenew.Add(-l.spec.TTL / 30); !now.Before(due) {
+				due := l.nextRenew.Add(-l.spec.TTL / 30)
+				switch {
+				case l.stopping:
+					// A hold being released is not renewed, but the
+					// watchdog still plans to look at its renewal time:
+					// the hold that follows it, taken a moment later,
+					// is due just after, and register need not wake the
+					// watchdog for it (see register). A renewal time
+					// passed already adds nothing (its deadline stands).
+					if now.Before(due) {
+						next = earliest(next, due)
+					}
+				case !now.Before(due):
 					l.idle = make(chan struct{})
 					l.checking, l.suspect = l.suspect, false
 					batch = append(batch, l)
-				} else {
+				default:
 					next = earliest(next, due)
 				}
 			}

@@ -1,0 +1,67 @@
+package lease
+
+import (
+	"testing"
+	"time"
+)
+
+// TestGiveBack: a release gives back the rest of its block only while the
+// clock may not have passed it yet, which the time since the grant tells:
+// a hold younger than its block is long in microseconds.
+func TestGiveBack(t *testing.T) {
+	for _, c := range []struct {
+		name              string
+		token, used, last int64
+		elapsed           time.Duration
+		want              bool
+	}{
+		{"no block", 100, 100, 100, 0, false},
+		{"young, block unused", 100, 100, 108, 5 * time.Microsecond, true},
+		{"young, block half used", 100, 104, 108, 8 * time.Microsecond, true},
+		{"young, block used up", 100, 108, 108, 8 * time.Microsecond, false},
+		{"as old as the block", 100, 100, 108, 9 * time.Microsecond, false},
+		{"old", 100, 100, 108, time.Millisecond, false},
+		{"large block, young", 100, 150, 1124, 900 * time.Microsecond, true},
+		{"large block, old", 100, 150, 1124, 1100 * time.Microsecond, false},
+	} {
+		tn := &Tenure{l: &Lease{token: c.token, last: c.last}, token: c.used}
+		if got := tn.giveBack(c.elapsed); got != c.want {
+			t.Errorf("%s: giveBack(%v) of tokens %d-%d, %d used = %v, want %v", c.name, c.elapsed, c.token, c.last, c.used, got, c.want)
+		}
+	}
+}
+
+// TestScanPlansTheRenewalOfAStoppingHold: a watchdog that looks at its holds
+// while one is being released plans its next look at that hold's renewal
+// time, not at its deadline, so that the hold taken next, due a moment
+// after, does not need it woken (register wakes the watchdog only for a
+// hold due before the planned look). Before, a process that took and
+// released a lock in a loop woke the watchdog's goroutine at every Lock.
+func TestScanPlansTheRenewalOfAStoppingHold(t *testing.T) {
+	spec := &Spec{TTL: 30 * time.Second, Watchdog: true}
+	now := time.Now()
+	hold := func(sent time.Time) *Lease {
+		return &Lease{spec: spec, deadline: sent.Add(spec.TTL - Drift(spec.TTL)), nextRenew: sent.Add(spec.TTL / 3)}
+	}
+	stopping := hold(now)
+	stopping.stopping = true
+	wd := &watchdog{holds: map[*Lease]struct{}{stopping: {}}, kick: make(chan struct{}, 1), running: true}
+	next, batch, more := wd.scan()
+	if !more || len(batch) != 0 {
+		t.Fatalf("scan = %v, %d renewals, more %v; want no renewal, more", next, len(batch), more)
+	}
+	if due := stopping.nextRenew.Add(-spec.TTL / 30); !next.Equal(due) {
+		t.Errorf("next look %v after the stopping hold's grant, want its renewal time %v", next.Sub(now), due.Sub(now))
+	}
+	if following := hold(now.Add(time.Millisecond)); following.due().Before(wd.wakeAt) {
+		t.Errorf("the hold taken 1ms later is due %v, before the planned look %v: register would wake the watchdog", following.due().Sub(now), wd.wakeAt.Sub(now))
+	}
+
+	// A stopping hold whose renewal time has passed adds only its deadline.
+	late := hold(now.Add(-spec.TTL / 2))
+	late.stopping = true
+	wd = &watchdog{holds: map[*Lease]struct{}{late: {}}, kick: make(chan struct{}, 1), running: true}
+	if next, _, _ := wd.scan(); !next.Equal(late.deadline) {
+		t.Errorf("next look %v after now for a stopping hold past its renewal time, want its deadline %v", next.Sub(now), late.deadline.Sub(now))
+	}
+}
