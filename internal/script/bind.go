@@ -63,10 +63,11 @@ type source struct {
 // A part is included where the line is, so that the code before it (a
 // fast path) does not define the functions it does not call.
 var parts = map[string]*string{
-	"lock_lib":  &lockLibSrc,
-	"fifo_lib":  &fifoLib,
-	"fence_lib": &fenceLib,
-	"latch_lib": &latchLib,
+	"lock_lib":      &lockLibSrc,
+	"give_back_lib": &giveBackLibSrc,
+	"fifo_lib":      &fifoLib,
+	"fence_lib":     &fenceLib,
+	"latch_lib":     &latchLib,
 }
 
 // argvRef finds what the bindings alone may read.

@@ -9,11 +9,10 @@
 -- it wakes no writer), rwake, the readers' wake channel, turn, how long, in
 -- ms, the readers that were waiting keep writers out while they come in,
 -- used, the last token the hold's holders used (0: unknown, or no
--- give-back: see mutex_release.lua) and last, the
--- last token of the block its grant reserved (see mutex_release.lua: the
--- rest of the block is given back). Arguments of an undo: those of
--- rwmutex_lock.lua (RWLockArgs), of which it reads owner, wwake, rwake and the
--- attempt to undo.
+-- give-back) and last, the last token of the block its grant reserved (see
+-- give_back_lib.lua: the rest of the block is given back). Arguments of
+-- an undo: those of rwmutex_lock.lua (RWLockArgs), of which it reads owner,
+-- wwake, rwake and the attempt to undo.
 -- A release also withdraws the owner from the waiting writers, as after a
 -- Lock that gave up (on a quorum, a node that did not grant the hold may
 -- still have it waiting); an undo leaves the waiting as it is, and acts
@@ -46,10 +45,9 @@ if holder ~= owner then
   end
   return {1}
 end
+--@use give_back_lib
 if release then
-  if used > 0 and last ~= used and tonumber(redis.call('GET', KEYS[6])) == last then
-    redis.call('SET', KEYS[6], string.format('%.0f', used), 'KEEPTTL')
-  end
+  give_back(KEYS[6], used, last)
 end
 -- The hold ends; the writers' line stays (see lock_lib.lua).
 local line = lock_vacate(KEYS[1])

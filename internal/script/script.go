@@ -30,6 +30,8 @@ import (
 var (
 	//go:embed lock_lib.lua
 	lockLibSrc string
+	//go:embed give_back_lib.lua
+	giveBackLibSrc string
 )
 
 // NotHeld returns the error for a negative status of a release or renew

@@ -192,3 +192,63 @@ func TestNotHeld(t *testing.T) {
 		t.Errorf("NotHeld(StatusOK) = %v; want nil", err)
 	}
 }
+
+// TestGiveBack: a release sets the fence counter back to the last token its
+// hold used only when the counter still stands at the end of the block the
+// grant reserved; a counter that moved on (a lock of another kind on the
+// name drew from it) or expired is left as it is, expiry included.
+func TestGiveBack(t *testing.T) {
+	servers(t, func(t *testing.T, rdb *redis.Client) {
+		ctx := context.Background()
+		b := backend.New(rdb)
+		defer b.Close()
+		for _, c := range []struct {
+			name       string
+			counter    string // "" for none
+			used, last int64
+			want       string // "" for none
+		}{
+			{"block unused", "1009", 1001, 1009, "1001"},
+			{"block partly used", "1009", 1004, 1009, "1004"},
+			{"block used up", "1009", 1009, 1009, "1009"},
+			{"no give-back asked", "1009", 0, 0, "1009"},
+			{"counter moved on", "1200", 1001, 1009, "1200"},
+			{"counter expired", "", 1001, 1009, ""},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				name := fmt.Sprintf("%s-%d", t.Name(), time.Now().UnixNano())
+				keys := []string{"redisync:{" + name + "}:lock", "redisync:{" + name + "}:fence"}
+				r, err := script.MutexAcquire.Run(ctx, b, keys, script.MutexAcquireArgs{
+					Owner: "A", TTL: 10000, FenceMargin: fenceMargin, Attempt: 1, Block: 1, Cohort: "host/1#1", Stale: 3000, Call: 1,
+				})
+				if err != nil || r.Status() != driver.StatusOK {
+					t.Fatalf("acquire = %v, %v", r, err)
+				}
+				if c.counter == "" {
+					rdb.Del(ctx, keys[1])
+				} else {
+					rdb.Set(ctx, keys[1], c.counter, 5*time.Second)
+				}
+				call := script.MutexRelease.Call(keys, script.MutexReleaseArgs{Owner: "A", Wake: "redisync:{" + name + "}:wake", Used: c.used, Last: c.last})
+				if b.Exec(ctx, call); call.Err != nil {
+					t.Fatal(call.Err)
+				}
+				got, err := rdb.Get(ctx, keys[1]).Result()
+				if err == redis.Nil {
+					got = ""
+				} else if err != nil {
+					t.Fatal(err)
+				}
+				if got != c.want {
+					t.Errorf("counter %q, release with used %d of a block ending at %d: counter %q, want %q", c.counter, c.used, c.last, got, c.want)
+				}
+				if ttl := rdb.PTTL(ctx, keys[1]).Val(); c.want != "" && (ttl <= 0 || ttl > 5*time.Second) {
+					t.Errorf("counter's expiry after the release = %v, want the 5s it had kept", ttl)
+				}
+				if n := rdb.Exists(ctx, keys[0]).Val(); n != 0 {
+					t.Errorf("lock key left after the release")
+				}
+			})
+		}
+	})
+}
