@@ -272,6 +272,27 @@ func stProbes(rec *recorder) ([]stProbe, error) {
 			script.MutexRelease.Call(keys, script.MutexReleaseArgs{Owner: owner, Wake: "redisync:{" + name + "}:wake", Yield: 2, Used: 0, Last: 0}),
 		}
 	}
+	// floorAcquire and floorRelease sketch the fewest commands that a lock
+	// keeping its last fencing token needs (see the "floor" row): the hold
+	// is a string "<owner> <token>" with the TTL, and a release leaves
+	// "~<token>" for the fence margin, from which the next grant's token
+	// grows; the token is the larger of that plus one and the server's
+	// clock. No line, cohort, attempt or block: a lower bound, not a lock.
+	floorAcquire := driver.NewScript("bench.floor-acquire", driver.Query, `local v = redis.call('GET', KEYS[1])
+local last = 0
+if v then
+  if string.byte(v, 1) ~= 126 then return {0, redis.call('PTTL', KEYS[1])} end
+  last = tonumber(string.sub(v, 2))
+end
+local t = redis.call('TIME')
+local token = math.max(t[1] * 1000000 + t[2], last + 1)
+redis.call('SET', KEYS[1], ARGV[1] .. ' ' .. string.format('%.0f', token), 'PX', ARGV[2])
+return {1, token}`, nil)
+	floorRelease := driver.NewScript("bench.floor-release", driver.Query, `local v = redis.call('GET', KEYS[1])
+if v and string.sub(v, 1, #ARGV[1] + 1) == ARGV[1] .. ' ' then
+  redis.call('SET', KEYS[1], '~' .. string.sub(v, #ARGV[1] + 2), 'PX', ARGV[2])
+end
+return {1}`, nil)
 	noop := driver.NewScript("bench.noop", driver.Query, "return 1", nil)
 	bound := driver.NewScript("bench.bound-noop", driver.Query, prologue+"return 1", nil)
 	rl := redislock.New(rec.rdb)
@@ -371,6 +392,18 @@ func stProbes(rec *recorder) ([]stProbe, error) {
 					return nil, err
 				}
 				return rec.take(wantOK, wantOne)
+			},
+		},
+		{
+			impl: Impl{Key: "floor", Label: "floor: a string hold that keeps its last fencing token (GET, TIME, SET PX; release GET, SET PX)", Setup: "two scripts of the bench, not a library: the acquisition reads the key, takes the larger of the server's clock in µs and the token a release left plus one, and sets `<owner> <token>` with PX 10000; the release checks the owner and leaves `~<token>` with PX 10000 (a fence margin) in place of the hold. Two ARGV each; no line, cohort, attempt or block of tokens: the fewest commands a lock with fencing tokens that only grow can run, and so a lower bound of its server time"},
+			pair: true,
+			unit: func(name string) ([]request, error) {
+				key := "floor:{" + name + "}:lock"
+				owner := rand.Text()
+				return []request{
+					{args: []any{"evalsha", floorAcquire.Hash(), 1, key, owner, stTTL}, src: floorAcquire.Source(), want: wantStatus1},
+					{args: []any{"evalsha", floorRelease.Hash(), 1, key, owner, stTTL}, src: floorRelease.Source(), want: wantStatus1},
+				}, nil
 			},
 		},
 		{
