@@ -120,32 +120,12 @@ func (t *Tenure) close() {
 
 // Release ends the Lease through Redis with the Spec's Release call (see
 // Lease.Release), then ends t. t's is the last token the Lease's holders
-// used: the release gives back the rest of the block, unless the clock has
-// passed it already (see giveBack). It returns the Lease's loss if it was
-// lost, else the release's error.
+// used: the release gives back the rest of the block. It returns the
+// Lease's loss if it was lost, else the release's error.
 func (t *Tenure) Release(ctx context.Context) error {
-	used, last := t.token, t.l.last
-	if !t.giveBack(time.Since(t.l.granted)) {
-		used, last = 0, 0
-	}
-	err := t.l.Release(ctx, t.l.spec.Release.ReleaseCall(t.l.owner, used, last))
+	err := t.l.Release(ctx, t.l.spec.Release.ReleaseCall(t.l.owner, t.token, t.l.last))
 	t.End()
 	return err
-}
-
-// giveBack reports whether the release of t, elapsed after the Lease's
-// grant came back, should give back the unused rest of the block: only
-// when there is a rest, and the hold is younger than the block is long in
-// microseconds. An older hold's release runs on the server at least elapsed
-// after its grant, when the server's clock has passed the whole block
-// (a token drawn from the clock is at most the clock): tokens drawn from
-// then on come from the clock whatever the counter says, so giving back
-// would change none of them, and costs the release two commands (a read
-// and a write of the counter) of its four. A block drawn above the clock (the counter was ahead) is not
-// given back either: the counter then ends at most as far ahead of the
-// clock as it was at the grant, for the hold outlasted its block.
-func (t *Tenure) giveBack(elapsed time.Duration) bool {
-	return t.token < t.l.last && elapsed.Microseconds() <= t.l.last-t.l.token
 }
 
 // Drop releases the Lease through Redis on behalf of a holder that was

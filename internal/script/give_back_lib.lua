@@ -7,9 +7,8 @@
 -- the grant reserved: nobody drew a token since. A token is the larger of
 -- the counter plus one and the server's clock, so the tokens the hold did
 -- not hand on are drawn again rather than skipped, and the counter does
--- not run ahead of the tokens issued. used 0 (unknown, or the clock has
--- passed the block: see lease.Tenure.Release) and used = last change
--- nothing. One command in the usual case: the counter is set, keeping its
+-- not run ahead of the tokens issued. used 0 (unknown) and used = last
+-- change nothing. One command in the usual case: the counter is set, keeping its
 -- expiry, and set back as it was when it did not stand at last (a lock of
 -- another kind on the name drew from it) or is not there (XX: it expired).
 local function give_back(fence, used, last)

@@ -44,7 +44,7 @@ type MutexReleaseArgs struct {
 	Owner string `lua:"owner"`
 	Wake  string `lua:"wake,stable"`  // the wake channel
 	Yield int64  `lua:"yield,stable"` // ms the releasing cohort is refused when another waited; 0: never
-	Used  int64  `lua:"used"`         // the last token the hold's holders used; 0: unknown, or no give-back
+	Used  int64  `lua:"used"`         // the last token the hold's holders used; 0: unknown
 	Last  int64  `lua:"last"`         // the last token of the block the grant reserved
 }
 

@@ -3,8 +3,7 @@
 -- KEYS[1] lock hash, KEYS[2] fence counter
 -- Arguments: MutexReleaseArgs (lock.go): the owner token, the wake channel,
 -- yield ms (0: none), used, the last token the hold's holders used (0:
--- unknown, or no give-back), and last, the last token of the block its
--- grant reserved.
+-- unknown), and last, the last token of the block its grant reserved.
 -- The tokens of the block that the hold did not hand on are given back
 -- (see give_back_lib.lua).
 -- When another cohort waited during the hold and yield is not 0, the

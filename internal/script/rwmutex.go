@@ -59,7 +59,7 @@ type RWUnlockArgs struct {
 	WWake string `lua:"wwake,stable"`
 	RWake string `lua:"rwake,stable"`
 	Turn  int64  `lua:"turn,stable"` // ms the readers that waited keep writers out
-	Used  int64  `lua:"used"`        // the last token the hold's holders used; 0: unknown, or no give-back
+	Used  int64  `lua:"used"`        // the last token the hold's holders used; 0: unknown
 	Last  int64  `lua:"last"`        // the last token of the block the grant reserved
 }
 

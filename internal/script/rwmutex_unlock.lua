@@ -8,11 +8,11 @@
 -- line, on the channel followed by ':' and the cohort; with nobody in line
 -- it wakes no writer), rwake, the readers' wake channel, turn, how long, in
 -- ms, the readers that were waiting keep writers out while they come in,
--- used, the last token the hold's holders used (0: unknown, or no
--- give-back) and last, the last token of the block its grant reserved (see
--- give_back_lib.lua: the rest of the block is given back). Arguments of
--- an undo: those of rwmutex_lock.lua (RWLockArgs), of which it reads owner,
--- wwake, rwake and the attempt to undo.
+-- used, the last token the hold's holders used (0: unknown) and last, the
+-- last token of the block its grant reserved (see give_back_lib.lua: the
+-- rest of the block is given back). Arguments of an undo: those of
+-- rwmutex_lock.lua (RWLockArgs), of which it reads owner, wwake, rwake and
+-- the attempt to undo.
 -- A release also withdraws the owner from the waiting writers, as after a
 -- Lock that gave up (on a quorum, a node that did not grant the hold may
 -- still have it waiting); an undo leaves the waiting as it is, and acts
