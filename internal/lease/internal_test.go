@@ -9,8 +9,10 @@ import (
 // while one is being released plans its next look at that hold's renewal
 // time, not at its deadline, so that the hold taken next, due a moment
 // after, does not need it woken (register wakes the watchdog only for a
-// hold due before the planned look). Before, a process that took and
-// released a lock in a loop woke the watchdog's goroutine at every Lock.
+// hold due before the planned look). Before, a look that fell during a
+// release planned the next at the released hold's deadline, and the next
+// Lock woke the watchdog's goroutine (a few times in a thousand pairs of a
+// Lock+Unlock loop here).
 func TestScanPlansTheRenewalOfAStoppingHold(t *testing.T) {
 	spec := &Spec{TTL: 30 * time.Second, Watchdog: true}
 	now := time.Now()
