@@ -180,7 +180,7 @@ func (c *client) scriptCmd(ctx context.Context, s *driver.Script, keys []string,
 	if load {
 		a = append(a, evalArg, s.Source())
 	} else {
-		a = append(a, evalShaArg, s.Hash())
+		a = append(a, evalShaArg, s.HashArg())
 	}
 	a = append(a, len(keys))
 	for _, k := range keys {

@@ -76,6 +76,9 @@ type Script struct {
 	block  bool
 	hash   string
 	keys   []string // the names of KEYS, in order (NameKeys)
+	// hashArg is hash in an interface, made once: an argument list of
+	// interfaces would otherwise copy it to the heap at every call.
+	hashArg any
 }
 
 // FenceKey is the name of an Acquire script's KEYS entry that is the name's
@@ -87,7 +90,8 @@ const FenceKey = "fence"
 // script that reverses an Acquire script.
 func NewScript(name string, kind Kind, src string, undo *Script) *Script {
 	sum := sha1.Sum([]byte(src))
-	return &Script{name: name, kind: kind, src: src, undo: undo, hash: hex.EncodeToString(sum[:])}
+	hash := hex.EncodeToString(sum[:])
+	return &Script{name: name, kind: kind, src: src, undo: undo, hash: hash, hashArg: hash}
 }
 
 // NewBlockScript returns the Acquire script src called name, whose grant
@@ -197,3 +201,8 @@ func (s *Script) Source() string { return s.src }
 // server answers NOSCRIPT (a fresh or just promoted node), EVAL with the
 // Source.
 func (s *Script) Hash() string { return s.hash }
+
+// HashArg returns Hash as an interface value made once, for argument lists
+// of type []any (such as a go-redis command's): putting the string in one
+// at every call would cost an allocation each time.
+func (s *Script) HashArg() any { return s.hashArg }
