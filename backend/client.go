@@ -160,11 +160,6 @@ func (c *client) Exec(ctx context.Context, calls ...*driver.Call) {
 	}
 }
 
-func (c *client) args(call *driver.Call) []any {
-	args := make([]any, 0, len(call.Args)+1)
-	return append(append(args, c.pubArg), call.Args...)
-}
-
 // The commands' names, boxed once.
 var (
 	evalArg    any = "eval"
@@ -205,7 +200,8 @@ func (c *client) run(ctx context.Context, call *driver.Call) {
 		v   any
 		err error
 	)
-	if c.ctxBound || ctx.Done() == nil {
+	if c.unbounded(ctx) {
+		// Inline, without the closure that bounded would need.
 		v, err = c.eval(ctx, cmd, s, keys, args)
 	} else {
 		v, err = c.bounded(ctx, func(ctx context.Context) (any, error) { return c.eval(ctx, cmd, s, keys, args) })
@@ -232,7 +228,7 @@ func (c *client) eval(ctx context.Context, cmd *redis.Cmd, s *driver.Script, key
 // by those timeouts; its result is dropped, and the call's outcome is
 // unknown, as after any call cut short. f must not touch the caller's Call.
 func (c *client) bounded(ctx context.Context, f func(context.Context) (any, error)) (any, error) {
-	if c.ctxBound || ctx.Done() == nil {
+	if c.unbounded(ctx) {
 		return f(ctx)
 	}
 	j := jobs.Get().(*job)
@@ -249,6 +245,10 @@ func (c *client) bounded(ctx context.Context, f func(context.Context) (any, erro
 		return nil, ctx.Err()
 	}
 }
+
+// unbounded reports whether a call with ctx runs on the caller's goroutine:
+// the client bounds its calls by their context itself, or ctx never ends.
+func (c *client) unbounded(ctx context.Context) bool { return c.ctxBound || ctx.Done() == nil }
 
 // A job is a call of bounded run by the client's workers. Its done channel
 // receives once the call returned; a job whose result was read goes back
@@ -322,15 +322,11 @@ func (c *client) runAcked(ctx context.Context, call *driver.Call) {
 		c.finish(call, nil, err)
 		return
 	}
-	s, keys, args := call.Script, call.Keys, c.args(call)
 	var eval, wait *redis.Cmd
 	send := func(ctx context.Context, load bool) (any, error) {
 		_, _ = node.Pipelined(ctx, func(p redis.Pipeliner) error {
-			if load {
-				eval = p.Eval(ctx, s.Source(), keys, args...)
-			} else {
-				eval = p.EvalSha(ctx, s.Hash(), keys, args...)
-			}
+			eval = c.scriptCmd(ctx, call.Script, call.Keys, call.Args, load)
+			_ = p.Process(ctx, eval)
 			wait = p.Do(ctx, "wait", c.acks, c.ackTimeout.Milliseconds())
 			return nil
 		})
