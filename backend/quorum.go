@@ -1028,11 +1028,6 @@ func worst(per []*driver.Call, negative []int) driver.Reply {
 }
 
 func (q *quorum) Subscribe(ctx context.Context, channel string) (driver.Subscription, error) {
-	select {
-	case <-q.done:
-		return nil, locker.ErrClosed
-	default:
-	}
 	// Subscribe returns once a majority of the nodes subscribed (each node
 	// waits for its server's confirmation, for a bounded time): a release
 	// reaches a majority, so one of them publishes to this subscription. A
@@ -1047,11 +1042,6 @@ func (q *quorum) Subscribe(ctx context.Context, channel string) (driver.Subscrip
 // of a send on the Subscription's channel (see driver.Notifier): a release
 // published on several nodes calls f once per node.
 func (q *quorum) Notify(ctx context.Context, channel string, f func()) (driver.Subscription, error) {
-	select {
-	case <-q.done:
-		return nil, locker.ErrClosed
-	default:
-	}
 	return q.subscribe(ctx, &quorumSub{}, func(node *client) (driver.Subscription, error) {
 		return node.Notify(ctx, channel, f)
 	})
@@ -1059,8 +1049,13 @@ func (q *quorum) Notify(ctx context.Context, channel string, f func()) (driver.S
 
 // subscribe adds to qs the subscription that sub makes on each node, and
 // returns qs once a majority of the nodes subscribed (see Subscribe), or
-// the nodes' errors when none did.
+// the nodes' errors when none did, or locker.ErrClosed after Close.
 func (q *quorum) subscribe(ctx context.Context, qs *quorumSub, sub func(*client) (driver.Subscription, error)) (driver.Subscription, error) {
+	select {
+	case <-q.done:
+		return nil, locker.ErrClosed
+	default:
+	}
 	type result struct {
 		n   int
 		err error

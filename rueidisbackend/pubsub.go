@@ -54,31 +54,27 @@ func newHub(c rueidis.Client, sharded bool, linger time.Duration) *hub {
 // which is signalled when the confirmation comes. It fails only when ctx
 // ends first or the Backend is closed.
 func (b *client) Subscribe(ctx context.Context, name string) (driver.Subscription, error) {
-	if err := b.usable(); err != nil {
-		return nil, err
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	s, err := b.hub.chans.Subscribe(ctx, name)
-	if err != nil {
-		return nil, err
-	}
-	return s, nil
+	return b.subscription(ctx, func() (*driver.Sub, error) { return b.hub.chans.Subscribe(ctx, name) })
 }
 
 // Notify is Subscribe with f called for each signal instead of a send on
 // the Subscription's channel (see driver.Notifier).
 func (b *client) Notify(ctx context.Context, name string, f func()) (driver.Subscription, error) {
+	return b.subscription(ctx, func() (*driver.Sub, error) { return b.hub.chans.SubscribeFunc(ctx, name, f) })
+}
+
+// subscription returns what subscribe makes on b's channels, unless b is
+// unusable or ctx has ended.
+func (b *client) subscription(ctx context.Context, subscribe func() (*driver.Sub, error)) (driver.Subscription, error) {
 	if err := b.usable(); err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	s, err := b.hub.chans.SubscribeFunc(ctx, name, f)
+	s, err := subscribe()
 	if err != nil {
-		return nil, err
+		return nil, err // not a nil *driver.Sub in a non-nil Subscription
 	}
 	return s, nil
 }
