@@ -58,6 +58,14 @@ func TestQuorumNodeDownIsARefusal(t *testing.T) {
 	if _, err := driver.Run(context.Background(), q.nodes[1], testAcquire, keys, "X"); err != nil {
 		t.Fatal(err)
 	}
+	// Node 1 answers after node 0 (its clients paused 50ms, within the
+	// node timeout): its refusal alone, with node 2 down, would decide the
+	// step as refused before node 0's grant is in, when node 0 is slower
+	// than the grace a decided step gives the others (on a loaded machine),
+	// and the step would not be seen as a split vote.
+	if _, err := nodes[1].Do(context.Background(), "CLIENT", "PAUSE", 50, "ALL"); err != nil {
+		t.Fatal(err)
+	}
 	r, err := acquire(context.Background(), "split", "Y")
 	var qe *QuorumError
 	switch {
