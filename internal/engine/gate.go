@@ -210,29 +210,7 @@ func (g *Gate) Lock(ctx context.Context) error {
 // returns the pass of the free queue, or the handle's waiter, in line.
 //
 //go:noinline
-func (g *Gate) joinLocked() (Pass, *waiter) {
-	q := g.ref()
-	if q.free(g.j.h) {
-		return g.takeFree(q), nil
-	}
-	w := newWaiter(&g.j, q)
-	q.enqueue(w, g.x.Line)
-	return Pass{}, w
-}
-
-// ref returns the lock's queue with one more reference (see ref). The
-// queues' lock must be held.
-func (g *Gate) ref() *queue { return ref(g.queueKey()) }
-
-// takeFree takes q, the lock's free queue, and the handle's seat, unlocks
-// the queues, and returns the pass.
-//
-//go:noinline
-func (g *Gate) takeFree(q *queue) Pass {
-	q.take(g.j.h)
-	g.queues.mu.Unlock()
-	return newPass(g.queueKey(), q)
-}
+func (g *Gate) joinLocked() (Pass, *waiter) { return joinLocked(g.queueKey(), &g.j, g.x.Line) }
 
 // gaveUp takes w out of line after ctx ended its wait (see waiter.quit),
 // and marks the wait so.

@@ -272,13 +272,22 @@ func join(k key, j *joiner, line string) (Pass, *waiter) {
 func joinLocked(k key, j *joiner, line string) (Pass, *waiter) {
 	g := ref(k)
 	if g.free(j.h) {
-		g.take(j.h)
-		k.s.mu.Unlock()
-		return newPass(k, g), nil
+		return takeFree(k, g, j.h), nil
 	}
 	me := newWaiter(j, g)
 	g.enqueue(me, line)
 	return Pass{}, me
+}
+
+// takeFree takes g, the free queue of k, and the seat h (when not nil),
+// unlocks the queues, and returns the pass. It is apart from joinLocked,
+// whose frame then stays small (see newWaiter).
+//
+//go:noinline
+func takeFree(k key, g *queue, h *seatState) Pass {
+	g.take(h)
+	k.s.mu.Unlock()
+	return newPass(k, g)
 }
 
 // newWaiter returns a waiter of j for g, to be put in line (enqueue). Its
