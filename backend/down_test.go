@@ -34,24 +34,7 @@ return {0, 100}`, testUndo).NameKeys("lock", driver.FenceKey)
 // timeout for it, and a split vote with it down was an error: a contended
 // quorum with one node stopped made a few acquisitions per second.
 func TestQuorumNodeDownIsARefusal(t *testing.T) {
-	nodes, q := stoppedQuorum(t)
-	b := Backend(q)
-	acquire := func(ctx context.Context, name, owner string) (driver.Reply, error) {
-		keys := []string{"redisync:{" + name + "}:lock", "redisync:{" + name + "}:fence"}
-		return driver.Run(ctx, b, testAcquire, keys, owner)
-	}
-	// Steps whose callers move on at once: node 2 answers none of them.
-	for i := range 4 {
-		ctx, cancel := context.WithCancel(context.Background())
-		if _, err := acquire(ctx, fmt.Sprintf("moved-on-%d", i), "W"); err != nil {
-			t.Fatalf("acquisition %d with node 2 stopped: %v", i, err)
-		}
-		cancel()
-	}
-	q.wg.Wait() // every call to node 2 has timed out
-	if !q.lanes[2].down.Load() {
-		t.Fatal("node 2, stopped, is not known to be down once its calls timed out")
-	}
+	nodes, q := downQuorum(t)
 	// Node 1 holds the name for another owner; node 0 is free: a split
 	// vote, with node 2 down.
 	keys := []string{"redisync:{split}:lock", "redisync:{split}:fence"}
@@ -59,14 +42,13 @@ func TestQuorumNodeDownIsARefusal(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Node 1 answers after node 0 (its clients paused 50ms, within the
-	// node timeout): its refusal alone, with node 2 down, would decide the
-	// step as refused before node 0's grant is in, when node 0 is slower
-	// than the grace a decided step gives the others (on a loaded machine),
-	// and the step would not be seen as a split vote.
+	// node timeout), so that the step sees node 0's grant whatever the
+	// grace a decided step gives the others (TestQuorumLateGrantIsASplitVote
+	// has node 0 answer after it).
 	if _, err := nodes[1].Do(context.Background(), "CLIENT", "PAUSE", 50, "ALL"); err != nil {
 		t.Fatal(err)
 	}
-	r, err := acquire(context.Background(), "split", "Y")
+	r, err := driver.Run(context.Background(), q, testAcquire, keys, "Y")
 	var qe *QuorumError
 	switch {
 	case errors.As(err, &qe):
@@ -81,6 +63,71 @@ func TestQuorumNodeDownIsARefusal(t *testing.T) {
 	if o, _ := nodes[0].Do(context.Background(), "GET", keys[0]); o != nil {
 		t.Errorf("node 0 still holds the split grant for %v; want it undone", o)
 	}
+}
+
+// TestQuorumLateGrantIsASplitVote: with node 2 down, node 1's refusal alone
+// decides an acquisition (no majority can grant it any more), and node 0,
+// slower than the grace a decided step gives the others, grants it after
+// the step returned. That was a split vote: the caller must try again
+// within a few milliseconds, as after one it saw, not wait for the release
+// of a holder who has no majority either and may never release (node 1's
+// hold here). Before, an answer not yet in counted as no grant: the caller
+// waited for the holder's expiry, or its own poll.
+func TestQuorumLateGrantIsASplitVote(t *testing.T) {
+	nodes, q := downQuorum(t)
+	keys := []string{"redisync:{late}:lock", "redisync:{late}:fence"}
+	if _, err := driver.Run(context.Background(), q.nodes[1], testAcquire, keys, "X"); err != nil {
+		t.Fatal(err)
+	}
+	// Node 0 answers 50ms late: after the grace of a step decided by node
+	// 1's refusal (as long again as the step took), within the node
+	// timeout (200ms).
+	if _, err := nodes[0].Do(context.Background(), "CLIENT", "PAUSE", 50, "ALL"); err != nil {
+		t.Fatal(err)
+	}
+	r, err := driver.Run(context.Background(), q, testAcquire, keys, "Y")
+	switch {
+	case err != nil:
+		t.Fatalf("acquisition refused by node 1 with node 2 down: %v; want it refused as contended", err)
+	case r.Status() != driver.StatusContended || r.At(1) < 1 || r.At(1) > splitRetry:
+		t.Fatalf("acquisition granted late by node 0, refused by node 1, node 2 down = %v; want contended, tried again within %dms (a split vote)", r, splitRetry)
+	}
+	// Node 0's late grant is undone once it is in (the step's follow-ups
+	// for a node that had not answered run in the background).
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		o, _ := nodes[0].Do(context.Background(), "GET", keys[0])
+		if o == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("node 0 still holds the late grant for %v; want it undone", o)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// downQuorum returns a quorum of three nodes whose node 2 is stopped and
+// known to be down: it answered none of the steps of callers that moved on
+// at once (their contexts cancelled, as every attempt's is), and stays down
+// while it does not answer.
+func downQuorum(t *testing.T) ([]*redistest.Node, *quorum) {
+	t.Helper()
+	nodes, q := stoppedQuorum(t)
+	for i := range 4 {
+		ctx, cancel := context.WithCancel(context.Background())
+		name := fmt.Sprintf("moved-on-%d", i)
+		keys := []string{"redisync:{" + name + "}:lock", "redisync:{" + name + "}:fence"}
+		if _, err := driver.Run(ctx, q, testAcquire, keys, "W"); err != nil {
+			t.Fatalf("acquisition %d with node 2 stopped: %v", i, err)
+		}
+		cancel()
+	}
+	q.wg.Wait() // every call to node 2 has timed out
+	if !q.lanes[2].down.Load() {
+		t.Fatal("node 2, stopped, is not known to be down once its calls timed out")
+	}
+	return nodes, q
 }
 
 // TestQuorumListensWithANodeDown: a process listens on a channel once a
@@ -111,8 +158,11 @@ func stoppedQuorum(t *testing.T) ([]*redistest.Node, *quorum) {
 	var clients []redis.UniversalClient
 	for _, n := range nodes {
 		// A dial to a stopped server is accepted by its kernel and then
-		// waits for the handshake: bound it as the node timeout would.
-		c := redis.NewClient(&redis.Options{Addr: n.Addr, DialTimeout: 200 * time.Millisecond})
+		// waits for the handshake, whose reply is read with ReadTimeout:
+		// bound both as the node timeout does, so that the calls left on
+		// the stopped node end with it (with go-redis's 3s ReadTimeout,
+		// each test waited 5s for them).
+		c := redis.NewClient(&redis.Options{Addr: n.Addr, DialTimeout: 200 * time.Millisecond, ReadTimeout: 200 * time.Millisecond})
 		t.Cleanup(func() { _ = c.Close() })
 		clients = append(clients, c)
 	}

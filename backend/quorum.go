@@ -42,7 +42,8 @@ import (
 // calls of a step on a node start only after that node ended the calls of
 // the earlier steps on the same key, so that a late node runs a name's
 // steps in their order. An attempt refused by a split vote (some nodes
-// granted it, others hold for another caller) is tried again after a few
+// granted it, or had not answered when the others decided it, and fewer
+// than a majority hold for another caller) is tried again after a few
 // random milliseconds, since no release will wake it.
 //
 //   - an acquisition succeeds when a majority grants it; its fencing token
@@ -822,7 +823,7 @@ func (q *quorum) acquire(ctx context.Context, call *driver.Call, per []*driver.C
 			wait = w
 		}
 	}
-	if len(ok) > 0 && len(contended) < q.majority || all > len(ok) {
+	if (len(ok) > 0 || unknown > 0) && len(contended) < q.majority || all > len(ok) {
 		// A split vote: some nodes granted this attempt, which is undone,
 		// and the others hold for another caller who has no majority
 		// either, and may have been split the same way. No release
@@ -830,7 +831,11 @@ func (q *quorum) acquire(ctx context.Context, call *driver.Call, per []*driver.C
 		// random few milliseconds so that the callers split apart do not
 		// meet again. (A caller that a majority holds for is waited for:
 		// its release wakes this one.) Nodes that granted, but not the
-		// same (see driver.Script.ByAgreement), are a split vote too.
+		// same (see driver.Script.ByAgreement), are a split vote too,
+		// and so are nodes whose answer is unknown (a live node slower
+		// than the grace of a step that the others decided, a lost
+		// reply): they may have granted it, and their grant is undone
+		// when it comes in.
 		wait = 1 + rand.Int64N(splitRetry)
 	}
 	call.Reply, call.Err = driver.Reply{driver.StatusContended, wait}, nil
