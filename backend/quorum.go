@@ -379,14 +379,22 @@ type lane struct {
 // otherwise (a reply lost once is no sign of a node down), clears it.
 func (l *lane) observe(calls []*driver.Call) {
 	for _, c := range calls {
-		var op *net.OpError
-		if errors.Is(c.Err, errNodeTimeout) || errors.Is(c.Err, errNodeSkipped) || errors.Is(c.Err, redis.ErrPoolTimeout) ||
-			errors.As(c.Err, &op) && op.Op == "dial" {
+		if c.Err != nil && unreached(c.Err) {
 			l.down.Store(true)
 			return
 		}
 	}
 	l.down.Store(false)
+}
+
+// unreached reports whether err says that a call did not reach its node:
+// it ran out of the node timeout, could not be sent, or could not connect.
+// It is apart from observe, whose calls mostly have no error, so that the
+// error its errors.As fills in is made only for a call that failed.
+func unreached(err error) bool {
+	var op *net.OpError
+	return errors.Is(err, errNodeTimeout) || errors.Is(err, errNodeSkipped) || errors.Is(err, redis.ErrPoolTimeout) ||
+		errors.As(err, &op) && op.Op == "dial"
 }
 
 // enter registers a call on keys that ends when done is closed, and returns
@@ -870,7 +878,6 @@ func (q *quorum) raise(ctx context.Context, call *driver.Call, per []*driver.Cal
 	if !named {
 		return fmt.Errorf("backend: script %s names no %q key: a quorum cannot keep its fencing tokens growing", call.Script.Name(), driver.FenceKey)
 	}
-	fence := []string{key}
 	at := 0
 	var lower []int
 	for _, n := range ok {
@@ -887,6 +894,7 @@ func (q *quorum) raise(ctx context.Context, call *driver.Call, per []*driver.Cal
 	if len(lower) == 0 {
 		return nil
 	}
+	fence := []string{key}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), q.timeout)
 	defer cancel()
 	var wg sync.WaitGroup
