@@ -58,7 +58,7 @@ func main() {
 	quick := false
 	flag.StringVar(&cfg.out, "out", "results", "directory for results.md, chart.svg and results.json")
 	flag.IntVar(&cfg.reps, "reps", 3, "repetitions of every measurement (figures are medians across them)")
-	flag.IntVar(&cfg.pairs, "pairs", 2000, "scenario 1: Lock+Unlock pairs measured per repetition; scenario 7: units (requests, or pairs) per row and key set")
+	flag.IntVar(&cfg.pairs, "pairs", 2000, "scenario 1: Lock+Unlock pairs measured per repetition; scenario 7: units (requests, or pairs) per row and key set, and pairs per row in table 7c")
 	flag.DurationVar(&cfg.dur, "dur", 1500*time.Millisecond, "scenarios 2, 2s, 3, 5, 6: measured time per repetition (after 250ms of warm-up; 6: 500ms)")
 	flag.DurationVar(&cfg.cs, "cs", 100*time.Microsecond, "scenarios 2, 2p, 3, 5: critical section (2s has its own: 10µs, spinning)")
 	flag.BoolVar(&cfg.spin, "spin", false, "the critical section burns the CPU (default: it blocks in the kernel, like I/O)")
@@ -506,6 +506,28 @@ func run(cfg config) error {
 		many := res.section("7b", fmt.Sprintf("Server time per request, by what the request does: %s names in rotation (INFO commandstats, pipelines of 100 requests)", thousands(stNames)))
 		if err := serverTime(ctx, srvs[4], hot, many, cfg.reps, cfg.pairs, p); err != nil && ctx.Err() == nil {
 			return err
+		}
+		// What the server time of an idle pair does to its latency: the
+		// floor's scripts with more and more server work beside redisync
+		// and redislock, as in scenario 1 (interleaved blocks), on the
+		// same server.
+		idle := res.section("7c", "Uncontended Lock+Unlock against its server time: redisync, redislock, and the floor's scripts with server work added (one goroutine, one name, as in scenario 1)")
+		rows := []Impl{redisyncImpl(0), redisyncScriptsImpl(), redislockDefaults()}
+		for _, pad := range floorPads {
+			rows = append(rows, floorImpl(pad, false))
+		}
+		rows = append(rows, floorImpl(0, true))
+		for _, impl := range rows {
+			idle.row(impl)
+		}
+		for rep := range cfg.reps {
+			if ctx.Err() != nil {
+				break
+			}
+			p.step("7c idle pairs", "all rows, interleaved", rep, cfg.reps)
+			if err := uncontendedRep(ctx, srvs[4:5], idle, res.Limit, rotate(rows, rep), cfg.pairs); err != nil && ctx.Err() == nil {
+				return err
+			}
 		}
 	}
 	if sigCtx.Err() != nil {

@@ -232,6 +232,16 @@ func (r *Results) columns(s *Section) []column {
 		})
 	case "7a", "7b":
 		return serverTimeColumns(s)
+	case "7c":
+		rl := s.first("redislock")
+		return []column{
+			{"Lock+Unlock p50", statUs("p50")},
+			{"p99", statUs("p99")},
+			{"server time/pair", statUs("server_us")},
+			{"commands/pair (server)", statN("cmds", 2)},
+			{"row ÷ redislock (p50)", overRow(rl, "p50")},
+			{"row ÷ 2 round trips (p50)", overLimit("p50", s.Limit, "eval_p50", 2)},
+		}
 	case "5a":
 		me := s.first("redisync")
 		return []column{

@@ -272,27 +272,8 @@ func stProbes(rec *recorder) ([]stProbe, error) {
 			script.MutexRelease.Call(keys, script.MutexReleaseArgs{Owner: owner, Wake: "redisync:{" + name + "}:wake", Yield: 2, Used: 0, Last: 0}),
 		}
 	}
-	// floorAcquire and floorRelease sketch the fewest commands that a lock
-	// keeping its last fencing token needs (see the "floor" row): the hold
-	// is a string "<owner> <token>" with the TTL, and a release leaves
-	// "~<token>" for the fence margin, from which the next grant's token
-	// grows; the token is the larger of that plus one and the server's
-	// clock. No line, cohort, attempt or block: a lower bound, not a lock.
-	floorAcquire := driver.NewScript("bench.floor-acquire", driver.Query, `local v = redis.call('GET', KEYS[1])
-local last = 0
-if v then
-  if string.byte(v, 1) ~= 126 then return {0, redis.call('PTTL', KEYS[1])} end
-  last = tonumber(string.sub(v, 2))
-end
-local t = redis.call('TIME')
-local token = math.max(t[1] * 1000000 + t[2], last + 1)
-redis.call('SET', KEYS[1], ARGV[1] .. ' ' .. string.format('%.0f', token), 'PX', ARGV[2])
-return {1, token}`, nil)
-	floorRelease := driver.NewScript("bench.floor-release", driver.Query, `local v = redis.call('GET', KEYS[1])
-if v and string.sub(v, 1, #ARGV[1] + 1) == ARGV[1] .. ' ' then
-  redis.call('SET', KEYS[1], '~' .. string.sub(v, #ARGV[1] + 2), 'PX', ARGV[2])
-end
-return {1}`, nil)
+	floorAcquire := driver.NewScript("bench.floor-acquire", driver.Query, floorAcquireSrc, nil)
+	floorRelease := driver.NewScript("bench.floor-release", driver.Query, floorReleaseSrc, nil)
 	noop := driver.NewScript("bench.noop", driver.Query, "return 1", nil)
 	bound := driver.NewScript("bench.bound-noop", driver.Query, prologue+"return 1", nil)
 	rl := redislock.New(rec.rdb)
