@@ -33,77 +33,56 @@ return {0, 100}`, testUndo).NameKeys("lock", driver.FenceKey)
 // context cleared the node's mark, every other step waited the node
 // timeout for it, and a split vote with it down was an error: a contended
 // quorum with one node stopped made a few acquisitions per second.
+//
+// The split vote: node 1 holds the name for another owner, node 0 grants
+// it, node 2 is down. The caller must try again within a few milliseconds,
+// for no release will wake it, whether node 0's grant is in before node
+// 1's refusal or after it. In the second case node 1's refusal alone
+// decides the step (with node 2 down no majority can grant any more), and
+// node 0, slower than the grace a decided step gives the others, grants
+// after the step returned: before, an answer not yet in counted as no
+// grant, and the caller waited for the holder's expiry or its own poll.
 func TestQuorumNodeDownIsARefusal(t *testing.T) {
-	nodes, q := downQuorum(t)
-	// Node 1 holds the name for another owner; node 0 is free: a split
-	// vote, with node 2 down.
-	keys := []string{"redisync:{split}:lock", "redisync:{split}:fence"}
-	if _, err := driver.Run(context.Background(), q.nodes[1], testAcquire, keys, "X"); err != nil {
-		t.Fatal(err)
-	}
-	// Node 1 answers after node 0 (its clients paused 50ms, within the
-	// node timeout), so that the step sees node 0's grant whatever the
-	// grace a decided step gives the others (TestQuorumLateGrantIsASplitVote
-	// has node 0 answer after it).
-	if _, err := nodes[1].Do(context.Background(), "CLIENT", "PAUSE", 50, "ALL"); err != nil {
-		t.Fatal(err)
-	}
-	r, err := driver.Run(context.Background(), q, testAcquire, keys, "Y")
-	var qe *QuorumError
-	switch {
-	case errors.As(err, &qe):
-		t.Fatalf("split vote with node 2 down: %v; want it refused as contended", err)
-	case err != nil:
-		t.Fatal(err)
-	case r.Status() != driver.StatusContended || r.At(1) < 1 || r.At(1) > splitRetry:
-		t.Fatalf("split vote with node 2 down = %v; want contended, tried again within %dms", r, splitRetry)
-	}
-	// The nodes that answered had their follow-ups before the step
-	// returned: the undo of the minority's grant.
-	if o, _ := nodes[0].Do(context.Background(), "GET", keys[0]); o != nil {
-		t.Errorf("node 0 still holds the split grant for %v; want it undone", o)
-	}
-}
-
-// TestQuorumLateGrantIsASplitVote: with node 2 down, node 1's refusal alone
-// decides an acquisition (no majority can grant it any more), and node 0,
-// slower than the grace a decided step gives the others, grants it after
-// the step returned. That was a split vote: the caller must try again
-// within a few milliseconds, as after one it saw, not wait for the release
-// of a holder who has no majority either and may never release (node 1's
-// hold here). Before, an answer not yet in counted as no grant: the caller
-// waited for the holder's expiry, or its own poll.
-func TestQuorumLateGrantIsASplitVote(t *testing.T) {
-	nodes, q := downQuorum(t)
-	keys := []string{"redisync:{late}:lock", "redisync:{late}:fence"}
-	if _, err := driver.Run(context.Background(), q.nodes[1], testAcquire, keys, "X"); err != nil {
-		t.Fatal(err)
-	}
-	// Node 0 answers 50ms late: after the grace of a step decided by node
-	// 1's refusal (as long again as the step took), within the node
-	// timeout (200ms).
-	if _, err := nodes[0].Do(context.Background(), "CLIENT", "PAUSE", 50, "ALL"); err != nil {
-		t.Fatal(err)
-	}
-	r, err := driver.Run(context.Background(), q, testAcquire, keys, "Y")
-	switch {
-	case err != nil:
-		t.Fatalf("acquisition refused by node 1 with node 2 down: %v; want it refused as contended", err)
-	case r.Status() != driver.StatusContended || r.At(1) < 1 || r.At(1) > splitRetry:
-		t.Fatalf("acquisition granted late by node 0, refused by node 1, node 2 down = %v; want contended, tried again within %dms (a split vote)", r, splitRetry)
-	}
-	// Node 0's late grant is undone once it is in (the step's follow-ups
-	// for a node that had not answered run in the background).
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		o, _ := nodes[0].Do(context.Background(), "GET", keys[0])
-		if o == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("node 0 still holds the late grant for %v; want it undone", o)
-		}
-		time.Sleep(10 * time.Millisecond)
+	for _, tc := range []struct {
+		name string
+		slow int // the node whose clients are paused 50ms, within the node timeout
+	}{
+		{"grant before the refusal", 1},
+		{"grant after the step is decided", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			nodes, q := downQuorum(t)
+			keys := []string{"redisync:{split}:lock", "redisync:{split}:fence"}
+			if _, err := driver.Run(context.Background(), q.nodes[1], testAcquire, keys, "X"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := nodes[tc.slow].Do(context.Background(), "CLIENT", "PAUSE", 50, "ALL"); err != nil {
+				t.Fatal(err)
+			}
+			r, err := driver.Run(context.Background(), q, testAcquire, keys, "Y")
+			var qe *QuorumError
+			switch {
+			case errors.As(err, &qe):
+				t.Fatalf("split vote with node 2 down: %v; want it refused as contended", err)
+			case err != nil:
+				t.Fatal(err)
+			case r.Status() != driver.StatusContended || r.At(1) < 1 || r.At(1) > splitRetry:
+				t.Fatalf("split vote with node 2 down = %v; want contended, tried again within %dms", r, splitRetry)
+			}
+			// Node 0's grant is undone: before the step returned when
+			// it was in, in the background once it is when it was late.
+			deadline := time.Now().Add(5 * time.Second)
+			for {
+				o, _ := nodes[0].Do(context.Background(), "GET", keys[0])
+				if o == nil {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("node 0 still holds the split grant for %v; want it undone", o)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		})
 	}
 }
 

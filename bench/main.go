@@ -224,17 +224,8 @@ func run(cfg config) error {
 		// The pairs never wait: no row's Lock gets a context deadline
 		// but rueidislock (matched)'s, which the library needs to wait.
 		rows := keep([]Impl{redisyncImpl(0), redisyncTraced(0), redisyncRueidis(0), redsyncDefaults(), redislockDefaults(), rueidisDefaults(), rueidisMatched(cfg.budget)})
-		for _, impl := range rows {
-			sec.row(impl)
-		}
-		for rep := range cfg.reps {
-			if ctx.Err() != nil {
-				break
-			}
-			p.step("1 uncontended", "all rows, interleaved", rep, cfg.reps)
-			if err := uncontendedRep(ctx, single, sec, res.Limit, rotate(rows, rep), cfg.pairs); err != nil && ctx.Err() == nil {
-				return err
-			}
+		if err := uncontendedReps(ctx, single, sec, res.Limit, rows, cfg, p, "1 uncontended"); err != nil {
+			return err
 		}
 	}
 	if sigCtx.Err() != nil {
@@ -517,17 +508,8 @@ func run(cfg config) error {
 			rows = append(rows, floorImpl(pad, false))
 		}
 		rows = append(rows, floorImpl(0, true))
-		for _, impl := range rows {
-			idle.row(impl)
-		}
-		for rep := range cfg.reps {
-			if ctx.Err() != nil {
-				break
-			}
-			p.step("7c idle pairs", "all rows, interleaved", rep, cfg.reps)
-			if err := uncontendedRep(ctx, srvs[4:5], idle, res.Limit, rotate(rows, rep), cfg.pairs); err != nil && ctx.Err() == nil {
-				return err
-			}
+		if err := uncontendedReps(ctx, srvs[4:5], idle, res.Limit, rows, cfg, p, "7c idle pairs"); err != nil {
+			return err
 		}
 	}
 	if sigCtx.Err() != nil {
@@ -568,6 +550,25 @@ func run(cfg config) error {
 	}
 	fmt.Printf("bench: %s in %s; wrote %s\n", res.Command, res.Elapsed, filepath.Join(cfg.out, "{results.md,chart.svg,results.json}"))
 	fmt.Print(res.targetsText())
+	return nil
+}
+
+// uncontendedReps runs the -reps repetitions of an uncontended section
+// whose rows are rows, on srvs (see uncontendedRep); step names it in the
+// progress lines. It stops early, without an error, when ctx ends.
+func uncontendedReps(ctx context.Context, srvs []*server, sec *Section, all *Row, rows []Impl, cfg config, p *progress, step string) error {
+	for _, impl := range rows {
+		sec.row(impl)
+	}
+	for rep := range cfg.reps {
+		if ctx.Err() != nil {
+			break
+		}
+		p.step(step, "all rows, interleaved", rep, cfg.reps)
+		if err := uncontendedRep(ctx, srvs, sec, all, rotate(rows, rep), cfg.pairs); err != nil && ctx.Err() == nil {
+			return err
+		}
+	}
 	return nil
 }
 
