@@ -43,7 +43,7 @@ func TestBindingsAndEncoding(t *testing.T) {
 	got := bindings("test", typ)
 	want := "local publish = ARGV[1]\n" +
 		"local owner = ARGV[2]\n" +
-		"local ttl = tonumber(ARGV[3])\n" +
+		"local ttl = ARGV[3] + 0\n" +
 		"local waits = ARGV[4] == '1'\n" +
 		"local rest = {unpack(ARGV, 5)}\n"
 	if got != want {

@@ -29,37 +29,33 @@
 -- Returns {1, fencing token, last token of the block} when held, {0, ms
 -- until the holder's hold (or the yield) expires} otherwise.
 local lock = KEYS[1]
--- The token is the larger of the counter plus one and the server clock in
--- microseconds, so that it still grows when the counter expired or went back
--- with a failover that lost its last writes. On a quorum the caller's clock
--- stands in for the server's: the nodes whose counters are behind it then
--- issue the same token, and a majority that agrees needs no write-back of
--- the largest (see backend.NewQuorum); the counters keep the tokens growing.
-local function now_us()
-  if clock > 0 then
-    return clock
-  end
-  local t = redis.call('TIME')
-  return t[1] * 1000000 + t[2]
-end
--- The counter matters only while it is ahead of the clock: it expires
--- fence_margin ms (a margin for clocks that go back) after the clock passes it, so that a
--- name used once costs no memory for long.
-local function counter_ms(v, now)
-  return math.max(math.ceil((v - now) / 1000), 0) + fence_margin
-end
--- draw takes the token and the block after it from the fence counter: one
--- call when the counter is behind the clock, as it is but for tokens drawn
--- within one microsecond or a clock that went back.
+-- draw takes the token and the block after it from the fence counter, and
+-- returns the token. The token is the larger of the counter plus one and
+-- the server clock in microseconds, so that it still grows when the counter
+-- expired or went back with a failover that lost its last writes. On a
+-- quorum the caller's clock stands in for the server's: the nodes whose
+-- counters are behind it then issue the same token, and a majority that
+-- agrees needs no write-back of the largest (see backend.NewQuorum); the
+-- counters keep the tokens growing. The counter matters only while it is
+-- ahead of the clock: it expires fence_margin ms (a margin for clocks that
+-- go back) after the clock passes it, so that a name used once costs no
+-- memory for long. One call when the counter is behind the clock, as it is
+-- but for tokens drawn within one microsecond or a clock that went back.
+-- (One function, its helpers written out: each function a script defines
+-- is made at every run, before the fast path.)
 local function draw()
-  local now = now_us()
-  local last = now + block - 1
-  local old = tonumber(redis.call('SET', KEYS[2], string.format('%.0f', last), 'PX', counter_ms(last, now), 'GET')) or 0
-  if old < now then
-    return now
+  local now = clock
+  if now <= 0 then
+    local t = redis.call('TIME')
+    now = t[1] * 1000000 + t[2]
   end
-  redis.call('SET', KEYS[2], string.format('%.0f', old + block), 'PX', counter_ms(old + block, now))
-  return old + 1
+  local token, last = now, now + block - 1
+  local old = tonumber(redis.call('SET', KEYS[2], string.format('%.0f', last), 'PX', math.ceil((last - now) / 1000) + fence_margin, 'GET')) or 0
+  if old >= now then
+    token, last = old + 1, old + block
+    redis.call('SET', KEYS[2], string.format('%.0f', last), 'PX', math.ceil((last - now) / 1000) + fence_margin)
+  end
+  return token
 end
 -- The fast path: a free lock, with nobody in line and no yield marker,
 -- taken by a call's first attempt (a later one records the call's

@@ -455,8 +455,9 @@ func runScenario(t *testing.T, rdb *redis.Client, b backend.Backend, sc scenario
 	seqTwice++
 	name := fmt.Sprintf("twice-%d-%d", time.Now().UnixNano(), seqTwice)
 	keys := layout(name)
-	run := func(s step) string {
-		t.Helper()
+	// resolve returns the keys and arguments of s, its placeholders
+	// filled in from the name's keys as they stand.
+	resolve := func(s step) ([]string, []any) {
 		ks := make([]string, len(s.keys))
 		for i, r := range s.keys {
 			ks[i] = keys[r]
@@ -474,6 +475,10 @@ func runScenario(t *testing.T, rdb *redis.Client, b backend.Backend, sc scenario
 				args[i] = v
 			}
 		}
+		return ks, args
+	}
+	run := func(s step, ks []string, args []any) string {
+		t.Helper()
 		c := &driver.Call{Script: s.s, Keys: ks, Args: args}
 		b.Exec(ctx, c)
 		if c.Err != nil {
@@ -482,11 +487,15 @@ func runScenario(t *testing.T, rdb *redis.Client, b backend.Backend, sc scenario
 		return mask(c.Reply)
 	}
 	for _, s := range sc.setup {
-		run(s)
+		ks, args := resolve(s)
+		run(s, ks, args)
 	}
+	// The call is resolved once: run again, it is the same request sent
+	// again, with the same arguments.
+	ks, args := resolve(sc.call)
 	var reply string
 	for range n {
-		reply = run(sc.call)
+		reply = run(sc.call, ks, args)
 	}
 	return dump(t, rdb, keys), reply
 }
