@@ -379,7 +379,7 @@ type lane struct {
 // otherwise (a reply lost once is no sign of a node down), clears it.
 func (l *lane) observe(calls []*driver.Call) {
 	for _, c := range calls {
-		if c.Err != nil && unreached(c.Err) {
+		if unreached(c.Err) {
 			l.down.Store(true)
 			return
 		}
@@ -389,9 +389,12 @@ func (l *lane) observe(calls []*driver.Call) {
 
 // unreached reports whether err says that a call did not reach its node:
 // it ran out of the node timeout, could not be sent, or could not connect.
-// It is apart from observe, whose calls mostly have no error, so that the
-// error its errors.As fills in is made only for a call that failed.
+// The *net.OpError that errors.As fills in escapes to the heap: it is made
+// only for a call that failed, most calls have no error.
 func unreached(err error) bool {
+	if err == nil {
+		return false
+	}
 	var op *net.OpError
 	return errors.Is(err, errNodeTimeout) || errors.Is(err, errNodeSkipped) || errors.Is(err, redis.ErrPoolTimeout) ||
 		errors.As(err, &op) && op.Op == "dial"
