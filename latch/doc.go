@@ -71,9 +71,15 @@
 // therefore a set of count-down ids, each recorded on a majority:
 //
 //   - CountDown records its id on every node (a majority must take it), in
-//     the latest round it knows of (see Reset below). A node that has seen
-//     the id already answers as to a repeat, so a count-down counts once
-//     however often it is sent.
+//     the latest round it knows of (see Reset below). A node that has
+//     counted the id in that round answers as to a repeat, so a count-down
+//     counts once in a round however often it is sent. A node of a later
+//     round refuses it, whether it has seen the id or not; when a majority
+//     refuses, CountDown reads the round from a majority and sends the
+//     count-down again, naming it. So a CountDown that returns nil has been
+//     counted, in one round, on a majority of nodes: once the count-downs
+//     of a round have all returned, every read through any majority finds
+//     them all (within the limits of nodes restarted empty, below).
 //   - A read (Await, Count) asks every node and, once a majority answered,
 //     takes the union of the ids that those nodes counted in the latest
 //     round among them: any two majorities share a node, so the union holds
@@ -115,10 +121,11 @@
 // earlier round than its own, and a node of an earlier round starts the
 // round of the step that names a later one, so the latest Reset wins on
 // every node. A count-down names its round: one that returned before the
-// Reset began (recorded on a majority) does not count in the new round,
-// even when it is sent again; one in progress during the Reset counts in
-// one of the two rounds, or, when it had reached only a minority of nodes
-// before the Reset, possibly in both, as different reads see it. Await
+// Reset began does not count in the new round, even when a copy of it is
+// delivered late (the nodes of the new round refuse it); one in progress
+// during the Reset counts in one of the two rounds, or possibly in both: a
+// count-down recorded in the old round whose reply was lost is sent again,
+// refused there, and counted in the new round. Await
 // calls in progress go on waiting, for the new round. A Reset that failed
 // may have started its round on some nodes: a read that finds it brings
 // the other nodes to it.
@@ -155,8 +162,8 @@
 // Both share the hash tag of the name, so they live in one Cluster slot. A
 // count-down call is remembered for the TTL, across Resets (a Reset drops
 // the calls seen longer ago), so that a call sent again after its reply was
-// lost counts once: not twice in its round, and not in the round after a
-// Reset.
+// lost counts once: not twice in its round and, on one node, not in the
+// round after a Reset (on a quorum, see Reset above).
 //
 // # Errors
 //

@@ -133,7 +133,10 @@ func (l *CountDown) Name() string { return l.name }
 // the latch from a majority: when the count-downs the nodes recorded reach
 // the count, it records the opening, which wakes every Await (see the
 // package documentation). The count-down is made whatever that check
-// meets.
+// meets. A CountDown that returns nil on a quorum has been counted on a
+// majority of nodes in the round it last named, the latest one a majority
+// held when it was sent: once every count-down of a round has returned,
+// Await and Count find the latch open through any majority.
 //
 // On failure CountDown returns a non-nil error: one matching ctx.Err() when
 // ctx ended first (also before any I/O when ctx is already done), one
@@ -287,10 +290,10 @@ func (l *CountDown) Await(ctx context.Context) (err error) {
 // Reset replaces the latch, whatever its count and state, by a new closed
 // latch of the CountDown's count (an open one for a count of 0), which lasts the
 // TTL. It is the explicit way to reuse a name or to change its count: create
-// a CountDown with the new count and Reset it. Count-downs made before the reset
-// do not count in the new round, even when one of them is sent again after
-// it (a retry after a lost reply): the latch remembers each count-down call
-// for its TTL. Await calls in progress go on waiting, now for the new
+// a CountDown with the new count and Reset it. On one node, count-downs made
+// before the reset do not count in the new round, even when one of them is
+// sent again after it (a retry after a lost reply): the latch remembers each
+// count-down call for its TTL. Await calls in progress go on waiting, now for the new
 // latch. Transient Redis errors are retried with backoff for as long as ctx
 // allows; a retry of a reset that was applied (its reply lost) is recognised
 // and not applied twice. On failure Reset returns an error (matching
@@ -303,8 +306,7 @@ func (l *CountDown) Await(ctx context.Context) (err error) {
 // clocks; a node that missed a Reset takes its round from the next call
 // that names it. A count-down that returned before the Reset began counts
 // only in the round before; one in progress during the Reset counts in one
-// round or the other, or, when it had reached only a minority of the nodes
-// before the Reset, possibly in both (see the package documentation).
+// round or the other, or possibly in both (see the package documentation).
 func (l *CountDown) Reset(ctx context.Context) (err error) {
 	ctx, op := l.tel.Start(ctx, primitive, "Reset", l.name)
 	defer func() { l.end(op, outcomeReset, err) }()

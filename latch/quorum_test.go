@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/backend"
+	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/internal/deploytest"
 	"github.com/redisync/redisync/internal/lockertest"
 	"github.com/redisync/redisync/internal/primtest"
@@ -245,5 +246,96 @@ func TestQuorumReset(t *testing.T) {
 		if err != nil || r <= ahead {
 			t.Errorf("round on node %d = (%q, %v); want one after %q", i, r, err, ahead)
 		}
+	}
+}
+
+// TestQuorumCountDownAcrossRounds: a count-down that a quorum reports made
+// is counted in the latch's current round on a majority, whatever it met
+// on the nodes of earlier rounds. Rounds R1 < R2 on nodes A, B, C: B missed
+// the Reset to R2 and saw count-down X of R1 there (the latch of R1 open);
+// B is brought to R2, and C restarts empty. X, sent again naming R1, must
+// not be taken by B (it saw X only in R1) and C (it has no latch) as made:
+// the round is read from a majority and X counts in R2. Three more
+// count-downs then open the latch.
+func TestQuorumCountDownAcrossRounds(t *testing.T) {
+	nodes, quorum := quorumNodes(t)
+	ctx := primtest.Context(t, time.Minute)
+	name := primtest.Name(t)
+	const size = 4
+	keys, wake, ttl := []string{latchKey(name)}, "redisync:{"+name+"}:wake", time.Minute.Milliseconds()
+	r1 := fmt.Sprintf("%016d%016d", time.Now().UnixMilli(), 1)
+	r2 := fmt.Sprintf("%016d%016d", time.Now().UnixMilli()+1, 1)
+	on := func(n *redistest.Node, c *driver.Call) driver.Reply {
+		t.Helper()
+		b := backend.New(n.Client(t))
+		defer b.Close()
+		b.Exec(ctx, c)
+		if c.Err != nil {
+			t.Fatalf("%s on %s: %v", c.Script.Name(), n.Addr, c.Err)
+		}
+		return c.Reply
+	}
+	countDown := func(id, round string) *driver.Call {
+		return script.LatchCountDown.Call(keys, script.LatchCountDownArgs{Wake: wake, Size: size, TTL: ttl, ID: id, Round: round, Quorum: true})
+	}
+	a, b, c := nodes[0], nodes[1], nodes[2]
+	for _, n := range nodes { // R1 on every node, open
+		on(n, script.LatchReset.Call(keys, script.LatchResetArgs{Wake: wake, Size: size, TTL: ttl, ID: r1, Quorum: true}))
+		on(n, script.LatchSync.Call(keys, script.LatchSyncArgs{Wake: wake, Size: size, TTL: ttl, Life: ttl, Round: r1, Open: true}))
+	}
+	for _, n := range []*redistest.Node{a, c} { // the Reset to R2 reaches A and C
+		on(n, script.LatchReset.Call(keys, script.LatchResetArgs{Wake: wake, Size: size, TTL: ttl, ID: r2, Quorum: true}))
+	}
+	if r := on(b, countDown("X", r1)); fmt.Sprint(r) != "[1 0 0 0]" { // X on B alone: found open
+		t.Fatalf("X naming R1 on B = %v; want [1 0 0 0]", r)
+	}
+	on(b, script.LatchSync.Call(keys, script.LatchSyncArgs{Wake: wake, Size: size, TTL: ttl, Life: ttl, Round: r2}))
+	// Every node holds R2: C may restart empty.
+	if err := c.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	// X again through the quorum, as CountDown sends it: naming the round
+	// its handle last saw, and after a stale reply the round a majority
+	// holds.
+	q := quorum()
+	round := r1
+	for i := 0; ; i++ {
+		call := countDown("X", round)
+		q.Exec(ctx, call)
+		if call.Err != nil {
+			t.Fatalf("X naming %s through the quorum: %v", round, call.Err)
+		}
+		if call.Reply.Status() != script.LatchStale {
+			break
+		}
+		if i == 2 {
+			t.Fatalf("X refused as stale %d times", i+1)
+		}
+		st := script.LatchState.Call(keys, script.LatchStateArgs{Size: size, Quorum: true})
+		q.Exec(ctx, st)
+		if st.Err != nil {
+			t.Fatal(st.Err)
+		}
+		round = script.LatchViewOf(st.Reply, st.Data).Round
+	}
+	if round != r2 {
+		t.Errorf("X made through the quorum naming round %s; want it refused until it names R2 %s", round, r2)
+	}
+	l := newLatch(t, q, name, size)
+	for range size - 1 {
+		if err := l.CountDown(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := count(t, l); n != 0 {
+		t.Fatalf("Count after X and three count-downs = %d; want 0 (counts left on the nodes: %s)", n, left(t, name, nodes))
+	}
+	actx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := newLatch(t, quorum(), name, size).Await(actx); err != nil {
+		t.Fatalf("Await after every count-down returned: %v", err)
 	}
 }

@@ -16,11 +16,14 @@
 -- stays at zero. The count-down that reaches zero publishes 'open'. The
 -- latch lives at least ttl ms from now.
 -- On a quorum the call counts only in its round: a node whose latch is of
--- a later round refuses it, unless it has seen the call already (then it
--- answers as to a repeat: the call was made before that round began); one
--- of an earlier round (it missed a Reset) or without the latch first
--- starts the call's round, whose size the caller has read from a
--- majority.
+-- a later round refuses it, whether it has seen the call or not (the
+-- caller then reads the round from a majority and sends the call again,
+-- naming it); one of an earlier round (it missed a Reset) or without the
+-- latch first starts the call's round, whose size the caller has read
+-- from a majority. A call seen in an earlier round only (C or O) counts
+-- in the call's round as a new one: every status-1 reply on a quorum
+-- means that the call is counted, or found the latch open, in the round
+-- it names, so that a majority of such replies records it there.
 -- Returns {1, count left, 1 if this call id counted (in this run or an
 -- earlier one) else 0, 1 if it opened the latch else 0}, {-2, size}
 -- when the latch exists with another size, or {-1} on a quorum when the
@@ -39,13 +42,17 @@ if not n then
   end
   c = size
 else
-  if quorum and not seen then
+  if quorum then
     local r = redis.call('HGET', latch, 'r') or ''
     if earlier(round, r) then
       return {-1}
     elseif earlier(r, round) then
       start_round(latch, size, round, ttl, now, true)
       n = size
+      seen = redis.call('HGET', latch, id)
+    end
+    if seen and string.match(seen, '[CO]$') then
+      seen = nil
     end
   end
   if tonumber(n) ~= size then

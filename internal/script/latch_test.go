@@ -144,25 +144,58 @@ func TestLatchQuorumRounds(t *testing.T) {
 		check("reset to round 2", reset(round2), "[1 2]")
 		check("the reset sent again", reset(round2), "[1 2]")
 		check("state after the reset", state(), `1 2 1 "`+round2+`\n"`)
-		check("X1 again, in round 2", countDown("X1", round2, 2), "[1 2 1 0]")
-		check("X1 again, naming the first round", countDown("X1", "", 2), "[1 2 1 0]")
+		// A call seen in an earlier round is refused when it names that
+		// round, whether the node has seen it or not: a status-1 reply
+		// means counted in the round the call names.
+		check("X1 again, naming the first round", countDown("X1", "", 2), "[-1]")
 		check("a count-down of the first round", countDown("X2", "", 2), "[-1]")
 		check("a reset of round 1", reset(round1), "[-1]")
 		check("a sync of round 1", sync(key, round1, 2, true), "[-1]")
 		check("state after the refused calls", state(), `1 2 1 "`+round2+`\n"`)
-		check("X2 in round 2", countDown("X2", round2, 2), "[1 1 1 0]")
-		check("state", state(), `1 1 1 "`+round2+`\nX2"`)
+		// Named in round 2 (its caller read the round), X1 counts there,
+		// once.
+		check("X1 again, in round 2", countDown("X1", round2, 2), "[1 1 1 0]")
+		check("X1 once more, in round 2", countDown("X1", round2, 2), "[1 1 1 0]")
+		check("state", state(), `1 1 1 "`+round2+`\nX1"`)
 		// The node missed the reset to round 3: a count-down of round 3
-		// starts it, with its size; X2 stays as a call of round 2.
+		// starts it, with its size; X1 stays as a call of round 2 until
+		// it names round 3.
 		check("X3 in round 3", countDown("X3", round3, 3), "[1 2 1 0]")
-		check("X2 in round 3", countDown("X2", round3, 3), "[1 2 1 0]")
-		if v := rdb.HGet(ctx, key, "X2").Val(); !strings.HasSuffix(v, " C") {
-			t.Errorf("X2 after the node started round 3 = %q; want it marked as a counted call of an earlier round (C)", v)
+		if v := rdb.HGet(ctx, key, "X1").Val(); !strings.HasSuffix(v, " C") {
+			t.Errorf("X1 after the node started round 3 = %q; want it marked as a counted call of an earlier round (C)", v)
 		}
+		check("X1 in round 3", countDown("X1", round3, 3), "[1 1 1 0]")
+		if v := rdb.HGet(ctx, key, "X1").Val(); !strings.HasSuffix(v, " c") {
+			t.Errorf("X1 once counted in round 3 = %q; want it marked as counted in the node's round (c)", v)
+		}
+		// A node of an earlier round that has seen the call (counted, and
+		// then found open) starts the call's round and counts the call
+		// there.
+		behind := key + "-behind"
+		for _, step := range []struct{ id, want string }{{"Y1", "[1 0 1 1]"}, {"Y2", "[1 0 0 0]"}} {
+			c := exec(script.LatchCountDown.Call([]string{behind},
+				script.LatchCountDownArgs{Wake: wake, Size: 1, TTL: 60000, ID: step.id, Round: round2, Quorum: true}))
+			check(step.id+" in round 2 on the node behind", fmt.Sprint(c.Reply), step.want)
+		}
+		for _, step := range []struct{ id, want string }{{"Y2", "[1 1 1 0]"}, {"Y1", "[1 0 1 1]"}} {
+			c := exec(script.LatchCountDown.Call([]string{behind},
+				script.LatchCountDownArgs{Wake: wake, Size: 2, TTL: 60000, ID: step.id, Round: round3, Quorum: true}))
+			check(step.id+" in round 3 on the node behind", fmt.Sprint(c.Reply), step.want)
+		}
+		for range 2 {
+			mctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			msg, err := ps.ReceiveMessage(mctx)
+			cancel()
+			if err != nil || msg.Payload != "open" {
+				t.Fatalf("message on the wake channel = (%v, %v); want open, from each opening of the node behind", msg, err)
+			}
+		}
+		rdb.Del(ctx, behind)
 		check("a count-down of round 3 with another size", countDown("X4", round3, 2), "[-2 3]")
 		check("a sync of round 3 with another size", sync(key, round3, 2, true), "[-2 3]")
 		c := exec(script.LatchState.Call([]string{key}, script.LatchStateArgs{Size: 3, Quorum: true}))
-		check("state of round 3", fmt.Sprintf("%v %q", c.Reply[:2], c.Data), `[1 2] "`+round3+`\nX3"`)
+		round, ids, _ := strings.Cut(string(c.Data), "\n")
+		check("state of round 3", fmt.Sprintf("%v %s %v", c.Reply[:2], round, sorted(strings.Fields(ids))), "[1 1] "+round3+" [X1 X3]")
 		// The opening of round 3, recorded by a sync: it publishes once.
 		check("sync of the opening", sync(key, round3, 3, true), "[1]")
 		check("the sync sent again", sync(key, round3, 3, true), "[1]")
