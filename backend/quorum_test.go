@@ -16,6 +16,7 @@ import (
 	"github.com/redisync/redisync/backend/backendtest"
 	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/internal/background"
+	"github.com/redisync/redisync/internal/deploytest"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/internal/script"
 	"github.com/redisync/redisync/locker"
@@ -532,5 +533,70 @@ func TestQuorumWaitsOutAStrayHold(t *testing.T) {
 		t.Errorf("node 1 got %d acquisitions in %v; want between 1 and %d (a wait for the stray record's TTL, bounded by the poll interval)", n, wait, most)
 	} else {
 		t.Logf("node 1 got %d acquisitions in %v", n, wait)
+	}
+}
+
+// TestQuorumCheckWithNodesDown: Check passes on a quorum while a majority of
+// its nodes pass the probe, as a quorum then grants holds, and CheckNodes
+// names the nodes that failed; when no majority passes, both fail with a
+// QuorumError naming each node that failed. Before,
+// one node down of three failed it, and a service that runs Check at
+// start-up could not start on a quorum healthy enough to serve it.
+func TestQuorumCheckWithNodesDown(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		killed []int
+		pass   bool
+	}{
+		{"every node up", nil, true},
+		{"one node down", []int{2}, true},
+		{"two nodes down", []int{1, 2}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			nodes := redistest.StartNodes(t, 3)
+			addrs := make([]string, len(nodes))
+			for i, n := range nodes {
+				addrs[i] = n.Addr
+			}
+			b := deploytest.QuorumOf(t, addrs)
+			for _, i := range tc.killed {
+				if err := nodes[i].Kill(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			failed, err := backend.CheckNodes(ctx, b)
+			if cerr := backend.Check(ctx, b); (cerr == nil) != (err == nil) {
+				t.Errorf("Check: %v, CheckNodes: %v; want both to pass or both to fail", cerr, err)
+			}
+			if len(failed) != len(tc.killed) {
+				t.Fatalf("CheckNodes with nodes %v of 3 down reports %d failed: %v", tc.killed, len(failed), failed)
+			}
+			for j, i := range tc.killed {
+				if failed[j].Addr != nodes[i].Addr || !errors.Is(failed[j], locker.ErrUnavailable) {
+					t.Errorf("failed node %d: %v; want node %d (%s), matching locker.ErrUnavailable", j, failed[j], i, nodes[i].Addr)
+				}
+			}
+			if tc.pass {
+				if err != nil {
+					t.Fatalf("Check with nodes %v of 3 down: %v; want it to pass", tc.killed, err)
+				}
+				t.Logf("passed; failed nodes: %v", failed)
+				return
+			}
+			var qe *backend.QuorumError
+			if !errors.As(err, &qe) || !errors.Is(err, locker.ErrUnavailable) {
+				t.Fatalf("Check with nodes %v of 3 down: %v; want a QuorumError matching locker.ErrUnavailable", tc.killed, err)
+			}
+			if len(qe.Errs) != len(tc.killed) || qe.Granted != 3-len(tc.killed) || qe.Required != 2 {
+				t.Errorf("QuorumError %+v; want %d nodes failed, %d passed, 2 needed", qe, len(tc.killed), 3-len(tc.killed))
+			}
+			for _, i := range tc.killed {
+				if !strings.Contains(err.Error(), nodes[i].Addr) {
+					t.Errorf("Check's error %q does not name node %d (%s), which is down", err, i, nodes[i].Addr)
+				}
+			}
+		})
 	}
 }
