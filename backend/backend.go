@@ -28,17 +28,36 @@ type Backend = driver.Backend
 // reached or does not answer, and locker.ErrMisconfigured, with the cause
 // and the fix in its message, when a server refuses the library: a Redis
 // Cluster node behind a single-node client, failed authentication, an ACL
-// user without a permission the library needs. A quorum passes only when
-// every node does; the error names each node that failed. Nothing is
+// user without a permission the library needs. A quorum passes when a
+// majority of its nodes does, as it then grants holds; CheckNodes also
+// returns the nodes that failed. When no majority passes, the error is a
+// *QuorumError carrying a NodeError for each node that failed. Nothing is
 // written.
 func Check(ctx context.Context, b Backend) error {
+	_, err := CheckNodes(ctx, b)
+	return err
+}
+
+// CheckNodes is Check that also returns the nodes of a quorum (NewQuorum)
+// that failed the probe, one *NodeError each, naming the node's address and
+// wrapping its failure (which matches locker.ErrUnavailable or
+// locker.ErrMisconfigured as Check's error would), in the order of the
+// nodes: for the caller to log when b passed all the same, for a quorum
+// with a node fewer to spare than it was built with. failed is empty when
+// every node passed, and for a Backend that is not a quorum, which passes
+// only when its deployment does. When b fails, err is Check's error (for a
+// quorum, a *QuorumError that carries the same node errors).
+func CheckNodes(ctx context.Context, b Backend) (failed []*NodeError, err error) {
 	if err := driver.Validate(b); err != nil {
-		return err
+		return nil, err
 	}
-	if p, ok := b.(driver.Prober); ok {
-		return p.Probe(ctx)
+	switch p := b.(type) {
+	case *quorum:
+		return p.probe(ctx)
+	case driver.Prober:
+		return nil, p.Probe(ctx)
 	}
-	return nil
+	return nil, nil
 }
 
 // IsTransient reports whether err is a failure that retrying may cure: a

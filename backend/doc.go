@@ -73,11 +73,12 @@
 //
 // The primitives return such an error at once. [Check] probes a deployment
 // once, at start-up: it finds these, and an unreachable server (an error
-// matching locker.ErrUnavailable), before any lock is taken. A quorum step that
-// failed nodes kept from a majority returns a [*QuorumError] with one
-// [*NodeError] per failed node; an acquisition without enough replica
-// acknowledgements returns a [*ReplicaError]. [IsTransient] tells the
-// failures worth retrying from the others.
+// matching locker.ErrUnavailable), before any lock is taken; a quorum passes
+// it while a majority of its nodes do, and [CheckNodes] names the nodes that
+// did not. A quorum step that failed nodes kept from a majority returns a
+// [*QuorumError] with one [*NodeError] per failed node; an acquisition
+// without enough replica acknowledgements returns a [*ReplicaError].
+// [IsTransient] tells the failures worth retrying from the others.
 //
 // # Spans
 //

@@ -79,3 +79,28 @@ func ExampleNewQuorum() {
 	// Output:
 	// 3 of 3 nodes failed, 2 needed
 }
+
+// A quorum with a node down still serves the primitives: Check passes while
+// a majority of the nodes pass, and CheckNodes names the nodes that did not,
+// for the service's log. (This example is compiled, not run: it needs real
+// servers.)
+func ExampleCheckNodes() {
+	var clients []redis.UniversalClient
+	for _, addr := range []string{"10.0.0.1:6379", "10.0.0.2:6379", "10.0.0.3:6379"} {
+		clients = append(clients, redis.NewClient(&redis.Options{Addr: addr}))
+	}
+	q, err := backend.NewQuorum(clients)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer q.Close()
+	failed, err := backend.CheckNodes(context.Background(), q)
+	if err != nil { // no majority: a *backend.QuorumError naming each node
+		fmt.Println(err)
+		return
+	}
+	for _, n := range failed {
+		fmt.Printf("redisync: quorum node %s unusable: %v\n", n.Addr, n.Err)
+	}
+}

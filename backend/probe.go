@@ -95,10 +95,20 @@ func (c *client) addr() string {
 	return "?"
 }
 
-// Probe probes every node of q at once; it fails when any node does, with a
-// NodeError per node that failed.
+// Probe probes every node of q at once. It passes when a majority of the
+// nodes pass, as a step then succeeds, and fails otherwise with a
+// *QuorumError carrying a NodeError per node that failed (see Check and
+// CheckNodes).
 func (q *quorum) Probe(ctx context.Context) error {
-	errs := make([]error, len(q.nodes))
+	_, err := q.probe(ctx)
+	return err
+}
+
+// probe probes every node of q at once, and returns a NodeError per node
+// that failed, in the nodes' order, with a *QuorumError carrying them when
+// no majority passed.
+func (q *quorum) probe(ctx context.Context) (failed []*NodeError, err error) {
+	errs := make([]*NodeError, len(q.nodes))
 	var wg sync.WaitGroup
 	for i, n := range q.nodes {
 		wg.Go(func() {
@@ -108,5 +118,15 @@ func (q *quorum) Probe(ctx context.Context) error {
 		})
 	}
 	wg.Wait()
-	return errors.Join(errs...)
+	var all []error
+	for _, e := range errs {
+		if e != nil {
+			failed = append(failed, e)
+			all = append(all, e)
+		}
+	}
+	if passed := len(q.nodes) - len(failed); passed < q.majority {
+		return failed, &QuorumError{Script: probeScript.Name(), Nodes: len(q.nodes), Required: q.majority, Granted: passed, Errs: all}
+	}
+	return failed, nil
 }

@@ -44,7 +44,11 @@ import (
 // steps in their order. An attempt refused by a split vote (some nodes
 // granted it, or had not answered when the others decided it, and fewer
 // than a majority hold for another caller) is tried again after a few
-// random milliseconds, since no release will wake it.
+// random milliseconds, since no release will wake it; but when a majority
+// needed a node that refused (the others are down), only once in a row:
+// a refusal that outlives the other caller's undo is a hold that nothing
+// undoes before it expires (an acquisition that reached that node alone),
+// and the next attempts wait for its remaining TTL.
 //
 //   - an acquisition succeeds when a majority grants it; its fencing token
 //     is the largest the granting nodes that decided it issued (a node that
@@ -164,6 +168,7 @@ type quorum struct {
 	done      chan struct{}
 	wg        sync.WaitGroup // node calls, which may outlive the Exec that waited for them
 	workers   *workers       // run the node calls of a step (see fanout)
+	splits    splits         // the keys whose last attempt a split vote with nodes down refused
 }
 
 var (
@@ -780,6 +785,7 @@ func (q *quorum) acquire(ctx context.Context, call *driver.Call, per []*driver.C
 	all := len(ok)
 	ok = agreeing(call, per, ok)
 	if len(ok) >= q.majority {
+		q.forgetSplit(call)
 		token := int64(0)
 		for _, n := range ok {
 			token = max(token, per[n].Reply.At(1))
@@ -824,6 +830,7 @@ func (q *quorum) acquire(ctx context.Context, call *driver.Call, per []*driver.C
 		}
 	}
 	if len(per)-down < q.majority || unknown > 0 && len(ok)+unknown >= q.majority {
+		q.forgetSplit(call)
 		q.fail(call, len(ok), errs)
 		return false
 	}
@@ -834,20 +841,34 @@ func (q *quorum) acquire(ctx context.Context, call *driver.Call, per []*driver.C
 			wait = w
 		}
 	}
-	if (len(ok) > 0 || unknown > 0) && len(contended) < q.majority || all > len(ok) {
-		// A split vote: some nodes granted this attempt, which is undone,
-		// and the others hold for another caller who has no majority
-		// either, and may have been split the same way. No release
-		// follows an undo to wake the waiters: try again soon, after a
-		// random few milliseconds so that the callers split apart do not
-		// meet again. (A caller that a majority holds for is waited for:
-		// its release wakes this one.) Nodes that granted, but not the
-		// same (see driver.Script.ByAgreement), are a split vote too,
-		// and so are nodes whose answer is unknown (a live node slower
-		// than the grace of a step that the others decided, a lost
-		// reply): they may have granted it, and their grant is undone
-		// when it comes in.
+	split := (len(ok) > 0 || unknown > 0) && len(contended) < q.majority || all > len(ok)
+	// A split vote: some nodes granted this attempt, which is undone, and
+	// the others hold for another caller who has no majority either, and
+	// may have been split the same way. No release follows an undo to
+	// wake the waiters: try again soon, after a random few milliseconds
+	// so that the callers split apart do not meet again. (A caller that a
+	// majority holds for is waited for: its release wakes this one.) Nodes
+	// that granted, but not the same (see driver.Script.ByAgreement), are
+	// a split vote too, and so are nodes whose answer is unknown (a live
+	// node slower than the grace of a step that the others decided, a
+	// lost reply): they may have granted it, and their grant is undone
+	// when it comes in.
+	//
+	// When those nodes cannot make a majority without a node that
+	// refused (the others are down), the attempt is tried again soon once:
+	// the refusing node's holder may be a caller split the same way, whose
+	// undo has freed the node by then. If the next attempt on the key is
+	// refused so again, the refusal outlived that undo: it is a hold that
+	// no majority has and nothing undoes (an acquisition that reached
+	// that node alone, whose caller is gone), and a retry every few
+	// milliseconds would only be granted and undone by the others until
+	// it expires: the caller follows the refusing node's remaining TTL.
+	possible := all+unknown >= q.majority
+	if split && (possible || q.firstSplit(call)) {
 		wait = 1 + rand.Int64N(splitRetry)
+	}
+	if !split || possible {
+		q.forgetSplit(call)
 	}
 	call.Reply, call.Err = driver.Reply{driver.StatusContended, wait}, nil
 	return false
@@ -856,6 +877,65 @@ func (q *quorum) acquire(ctx context.Context, call *driver.Call, per []*driver.C
 // splitRetry bounds, in ms, the random delay after which an attempt that a
 // split vote refused is tried again.
 const splitRetry = 5
+
+// splitMemory is how long a quorum remembers that an attempt on a key was
+// refused by a split vote that only a refusing node could have outvoted
+// (see acquire): longer than a waiter goes without trying again.
+const splitMemory = time.Minute
+
+// A splits records, by lock key, when an attempt of the process was last
+// refused by a split vote that no majority could have granted without a
+// node that refused it (see quorum.acquire). An entry ends with the next
+// other outcome of an acquisition on its key; those that no later attempt
+// ended (their waiter gave up) are dropped once they are older than
+// splitMemory, when the record grows.
+type splits struct {
+	n     atomic.Int32 // entries in at, read without mu: most acquisitions find none
+	mu    sync.Mutex
+	at    map[string]time.Time
+	prune int // len(at) at which the old entries are dropped next
+}
+
+// firstSplit records that the attempt call was refused by a split vote that
+// needed a refusing node, and reports whether the attempt before it on the
+// same key was not refused so (within splitMemory).
+func (q *quorum) firstSplit(call *driver.Call) bool {
+	if len(call.Keys) == 0 {
+		return true
+	}
+	s := &q.splits
+	now := time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.at == nil {
+		s.at = make(map[string]time.Time)
+	}
+	last, seen := s.at[call.Keys[0]]
+	if !seen && len(s.at) >= s.prune {
+		for k, t := range s.at {
+			if now.Sub(t) > splitMemory {
+				delete(s.at, k)
+			}
+		}
+		s.prune = max(64, 2*len(s.at))
+	}
+	s.at[call.Keys[0]] = now
+	s.n.Store(int32(len(s.at)))
+	return !seen || now.Sub(last) > splitMemory
+}
+
+// forgetSplit ends the record of firstSplit for the key of call, whose
+// attempt had another outcome.
+func (q *quorum) forgetSplit(call *driver.Call) {
+	s := &q.splits
+	if s.n.Load() == 0 || len(call.Keys) == 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.at, call.Keys[0])
+	s.n.Store(int32(len(s.at)))
+}
 
 // raiseFence sets a fence counter to a token if it is lower. Its arguments
 // are the token and margin, the ms the counter lives after the server's

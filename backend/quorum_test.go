@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,9 +16,11 @@ import (
 	"github.com/redisync/redisync/backend/backendtest"
 	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/internal/background"
+	"github.com/redisync/redisync/internal/deploytest"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/internal/script"
 	"github.com/redisync/redisync/locker"
+	"github.com/redisync/redisync/mutex"
 )
 
 // quorumHarness makes quorum backends over new clients to the same nodes.
@@ -440,6 +443,159 @@ return {1, redis.call('INCR', KEYS[1]), redis.call('GET', KEYS[2])}`, undo).
 			}
 			if got := r.Reply.Status() == driver.StatusOK; got != tc.granted {
 				t.Errorf("renewal = %v %q; want it to succeed: %v (a majority agrees)", r.Reply, r.Data, tc.granted)
+			}
+		})
+	}
+}
+
+// acquireCounter counts the mutex acquisitions a client sends (EVALSHA of
+// script.MutexAcquire), alone or in a pipeline.
+type acquireCounter struct{ n atomic.Int64 }
+
+func (c *acquireCounter) count(cmds ...redis.Cmder) {
+	for _, cmd := range cmds {
+		if a := cmd.Args(); len(a) > 1 && strings.EqualFold(fmt.Sprint(a[0]), "evalsha") && fmt.Sprint(a[1]) == script.MutexAcquire.Hash() {
+			c.n.Add(1)
+		}
+	}
+}
+
+func (c *acquireCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (c *acquireCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		c.count(cmd)
+		return next(ctx, cmd)
+	}
+}
+
+func (c *acquireCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		c.count(cmds...)
+		return next(ctx, cmds)
+	}
+}
+
+// TestQuorumWaitsOutAStrayHold: a waiting Lock on a quorum of three whose
+// node 2 is stopped, and whose node 0 keeps a record of a hold whose owner
+// is gone (the shape of an acquisition that reached node 0 alone), follows
+// the record's remaining TTL (bounded by its poll interval), not the few
+// milliseconds of a split vote: node 1 alone grants each attempt, no
+// majority can grant any before the record expires, and nothing undoes it
+// sooner. Before, every attempt was retried within 5ms as a possible split
+// vote, for the record's whole TTL: 85 to 136 attempts a second.
+func TestQuorumWaitsOutAStrayHold(t *testing.T) {
+	nodes := redistest.StartNodes(t, 3)
+	var counter acquireCounter
+	var clients []redis.UniversalClient
+	for i, n := range nodes {
+		// The stopped node's dial and handshake read are bounded as the
+		// node timeout is (see stoppedQuorum in down_test.go).
+		c := redis.NewClient(&redis.Options{Addr: n.Addr, DialTimeout: 200 * time.Millisecond, ReadTimeout: 200 * time.Millisecond})
+		t.Cleanup(func() { _ = c.Close() })
+		if i == 1 {
+			c.AddHook(&counter)
+		}
+		clients = append(clients, c)
+	}
+	b, err := backend.NewQuorum(clients, backend.WithNodeTimeout(200*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	ctx := context.Background()
+	keys := []string{"redisync:{stray}:lock", "redisync:{stray}:fence"}
+	stray := backend.New(nodes[0].Client(t))
+	r, err := script.MutexAcquire.Run(ctx, stray, keys, script.MutexAcquireArgs{Owner: "gone", TTL: 20000, FenceMargin: 60000, Attempt: 1, Block: 1})
+	if err != nil || r.Status() != driver.StatusOK {
+		t.Fatalf("stray record on node 0: %v %v", r, err)
+	}
+	if err := nodes[2].Pause(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = nodes[2].Resume() })
+
+	mu, err := mutex.New(b, "stray")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const wait = 1500 * time.Millisecond
+	lctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	if err := mu.Lock(lctx); !errors.Is(err, locker.ErrNotAcquired) {
+		t.Fatalf("Lock while node 0 holds a stray record and node 2 is stopped: %v; want ErrNotAcquired when ctx ends", err)
+	}
+	// With the mutex's poll interval (100ms doubling to 1s, the upper
+	// half of each step drawn at random), about 8 attempts fit in 1.5s;
+	// a retry every few milliseconds makes more than a hundred.
+	const most = 20
+	if n := counter.n.Load(); n == 0 || n > most {
+		t.Errorf("node 1 got %d acquisitions in %v; want between 1 and %d (a wait for the stray record's TTL, bounded by the poll interval)", n, wait, most)
+	} else {
+		t.Logf("node 1 got %d acquisitions in %v", n, wait)
+	}
+}
+
+// TestQuorumCheckWithNodesDown: Check passes on a quorum while a majority of
+// its nodes pass the probe, as a quorum then grants holds, and CheckNodes
+// names the nodes that failed; when no majority passes, both fail with a
+// QuorumError naming each node that failed. Before,
+// one node down of three failed it, and a service that runs Check at
+// start-up could not start on a quorum healthy enough to serve it.
+func TestQuorumCheckWithNodesDown(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		killed []int
+		pass   bool
+	}{
+		{"every node up", nil, true},
+		{"one node down", []int{2}, true},
+		{"two nodes down", []int{1, 2}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			nodes := redistest.StartNodes(t, 3)
+			addrs := make([]string, len(nodes))
+			for i, n := range nodes {
+				addrs[i] = n.Addr
+			}
+			b := deploytest.QuorumOf(t, addrs)
+			for _, i := range tc.killed {
+				if err := nodes[i].Kill(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			failed, err := backend.CheckNodes(ctx, b)
+			if cerr := backend.Check(ctx, b); (cerr == nil) != (err == nil) {
+				t.Errorf("Check: %v, CheckNodes: %v; want both to pass or both to fail", cerr, err)
+			}
+			if len(failed) != len(tc.killed) {
+				t.Fatalf("CheckNodes with nodes %v of 3 down reports %d failed: %v", tc.killed, len(failed), failed)
+			}
+			for j, i := range tc.killed {
+				if failed[j].Addr != nodes[i].Addr || !errors.Is(failed[j], locker.ErrUnavailable) {
+					t.Errorf("failed node %d: %v; want node %d (%s), matching locker.ErrUnavailable", j, failed[j], i, nodes[i].Addr)
+				}
+			}
+			if tc.pass {
+				if err != nil {
+					t.Fatalf("Check with nodes %v of 3 down: %v; want it to pass", tc.killed, err)
+				}
+				t.Logf("passed; failed nodes: %v", failed)
+				return
+			}
+			var qe *backend.QuorumError
+			if !errors.As(err, &qe) || !errors.Is(err, locker.ErrUnavailable) {
+				t.Fatalf("Check with nodes %v of 3 down: %v; want a QuorumError matching locker.ErrUnavailable", tc.killed, err)
+			}
+			if len(qe.Errs) != len(tc.killed) || qe.Granted != 3-len(tc.killed) || qe.Required != 2 {
+				t.Errorf("QuorumError %+v; want %d nodes failed, %d passed, 2 needed", qe, len(tc.killed), 3-len(tc.killed))
+			}
+			for _, i := range tc.killed {
+				if !strings.Contains(err.Error(), nodes[i].Addr) {
+					t.Errorf("Check's error %q does not name node %d (%s), which is down", err, i, nodes[i].Addr)
+				}
 			}
 		})
 	}

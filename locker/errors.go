@@ -38,6 +38,7 @@ var ErrMisconfigured = errors.New("locker: deployment misconfigured")
 // RLock, Acquire, Await) that gave up because every attempt failed with a
 // transient error (Redis unreachable, failing over, not answering) for the
 // backend's outage limit (see backend.WithOutageLimit), and by the error of
-// backend.Check for a server it cannot reach. The error also matches
+// backend.Check for a server it cannot reach (on a quorum, for nodes it
+// cannot reach that leave no majority). The error also matches
 // ErrNotAcquired, for an acquisition, and wraps the last transport error.
 var ErrUnavailable = errors.New("locker: Redis unavailable")

@@ -88,7 +88,8 @@ type Prober interface {
 	// Probe checks, once, that every server of the Backend can be reached,
 	// accepts the client's credentials and runs the library's scripts on
 	// keys and channels under its prefix, and that the client is the right
-	// kind for the server. It writes nothing.
+	// kind for the server. It writes nothing. A Backend that needs only a
+	// majority of its servers (a quorum) passes when a majority does.
 	Probe(ctx context.Context) error
 }
 
