@@ -278,8 +278,9 @@ func (c *client) pipeline(ctx context.Context, calls []*driver.Call) {
 		cmds[i] = c.scriptCmd(ctx, call.Script, call.Keys, call.Args, false)
 	}
 	start := time.Now()
+	var perr error // the pipeline's own error: see piped
 	if _, err := c.bounded(ctx, func(ctx context.Context) (any, error) {
-		_, _ = c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		_, perr = c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for _, cmd := range cmds {
 				_ = p.Process(ctx, cmd)
 			}
@@ -297,7 +298,7 @@ func (c *client) pipeline(ctx context.Context, calls []*driver.Call) {
 	}
 	var first error
 	for i, call := range calls {
-		v, err := cmds[i].Result()
+		v, err := piped(cmds[i], perr)
 		if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
 			c.run(ctx, call)
 			continue
@@ -308,6 +309,21 @@ func (c *client) pipeline(ctx context.Context, calls []*driver.Call) {
 		}
 	}
 	telemetry.EndClient(span, first)
+}
+
+// piped returns the result of cmd, sent in a pipeline whose own error
+// (Pipelined's) is perr. go-redis sets each command's error when the
+// pipeline could not get a connection or lost it, but not when the server
+// refused the connection's handshake with an error reply (WRONGPASS,
+// NOAUTH): the commands were never sent, and each keeps a nil error and a
+// nil value, which no reply leaves (a nil reply is redis.Nil). Such a
+// command gets perr, the refusal.
+func piped(cmd *redis.Cmd, perr error) (any, error) {
+	v, err := cmd.Result()
+	if err == nil && v == nil && perr != nil {
+		return nil, perr
+	}
+	return v, err
 }
 
 // runAcked sends one call and a WAIT for the replica acknowledgements in one
@@ -322,19 +338,21 @@ func (c *client) runAcked(ctx context.Context, call *driver.Call) {
 		c.finish(call, nil, err)
 		return
 	}
-	var eval, wait *redis.Cmd
-	send := func(ctx context.Context, load bool) (any, error) {
-		_, _ = node.Pipelined(ctx, func(p redis.Pipeliner) error {
+	var (
+		eval, wait *redis.Cmd
+		perr       error // the pipeline's own error: see piped
+	)
+	send := func(ctx context.Context, load bool) {
+		_, perr = node.Pipelined(ctx, func(p redis.Pipeliner) error {
 			eval = c.scriptCmd(ctx, call.Script, call.Keys, call.Args, load)
 			_ = p.Process(ctx, eval)
 			wait = p.Do(ctx, "wait", c.acks, c.ackTimeout.Milliseconds())
 			return nil
 		})
-		return nil, nil
 	}
 	_, err = c.bounded(ctx, func(ctx context.Context) (any, error) {
 		send(ctx, false)
-		if err := eval.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+		if _, err := piped(eval, perr); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
 			send(ctx, true)
 		}
 		return nil, nil
@@ -343,7 +361,7 @@ func (c *client) runAcked(ctx context.Context, call *driver.Call) {
 		c.finish(call, nil, err)
 		return
 	}
-	v, err := eval.Result()
+	v, err := piped(eval, perr)
 	c.finish(call, v, err)
 	if call.Err != nil || call.Reply.Status() != driver.StatusOK {
 		return
