@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -99,6 +100,11 @@ type client struct {
 	acks       int           // replica acknowledgements required (0: none)
 	ackTimeout time.Duration // WAIT timeout
 
+	// clusterNode is set by the first call that met MOVED, ASK or
+	// CROSSSLOT on a *redis.Client (or by a Probe that found a Cluster
+	// node): every later call fails with it at once (see Exec).
+	clusterNode atomic.Pointer[ConfigError]
+
 	closeOnce sync.Once
 	done      chan struct{}
 }
@@ -126,6 +132,18 @@ func (c *client) closed() bool {
 	}
 }
 
+// Exec runs calls: one alone, several in one pipeline (one per node on
+// Cluster), each acquisition or renewal in a pipeline of its own with its
+// WAIT when WithReplicaAcks asks for replica acknowledgements. Each call
+// gets its reply or its own error: see the package doc's Errors.
+//
+// A *redis.Client connected to a Redis Cluster node runs the calls on the
+// names of the node's own slots and gets MOVED (or ASK) for the others.
+// From the first call that gets one, every call fails at once with the
+// same *ConfigError, whatever its name, but the releases, which still end
+// the holds taken before. That costs the calls that work one atomic load
+// (see the package doc's Errors for why the Backend does not ask the
+// server at its first call).
 func (c *client) Exec(ctx context.Context, calls ...*driver.Call) {
 	var err error
 	switch {
@@ -139,6 +157,9 @@ func (c *client) Exec(ctx context.Context, calls ...*driver.Call) {
 			call.Reply, call.Err = nil, err
 		}
 		return
+	}
+	if cfg := c.clusterNode.Load(); cfg != nil {
+		calls = c.refuse(calls, cfg)
 	}
 	if c.acks > 0 {
 		plain := calls[:0:0]
@@ -158,6 +179,22 @@ func (c *client) Exec(ctx context.Context, calls ...*driver.Call) {
 	default:
 		c.pipeline(ctx, calls)
 	}
+}
+
+// refuse fails every call but the releases with cfg, the Cluster node
+// behind a single-node client, and returns the releases, which give back
+// what the holds taken before cfg was known took (on the node's own slots;
+// the others answer MOVED), rather than leave it for the holds' TTL.
+func (c *client) refuse(calls []*driver.Call, cfg *ConfigError) []*driver.Call {
+	var rest []*driver.Call
+	for _, call := range calls {
+		if call.Script.Kind() == driver.Release {
+			rest = append(rest, call)
+			continue
+		}
+		call.Reply, call.Data, call.Err = nil, nil, fmt.Errorf("backend: script %s: %w", call.Script.Name(), cfg)
+	}
+	return rest
 }
 
 // The commands' names, boxed once.
@@ -411,6 +448,10 @@ func (c *client) finish(call *driver.Call, v any, err error) {
 	if err != nil {
 		if cfg := misconfigured(err, c.pub == "spublish", c.prefix); cfg != nil {
 			err = cfg
+			var ce *ConfigError
+			if c.pub == "publish" && driver.ClusterNode(cfg) && errors.As(cfg, &ce) {
+				c.clusterNode.CompareAndSwap(nil, ce)
+			}
 		}
 		if IsTransient(err) {
 			// A failover or a broken link: the pub/sub connections may be
