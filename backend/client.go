@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -99,6 +100,11 @@ type client struct {
 	acks       int           // replica acknowledgements required (0: none)
 	ackTimeout time.Duration // WAIT timeout
 
+	// clusterNode is set by the first call that met MOVED, ASK or
+	// CROSSSLOT on a *redis.Client (or by a Probe that found a Cluster
+	// node): every later call fails with it at once (see Exec).
+	clusterNode atomic.Pointer[ConfigError]
+
 	closeOnce sync.Once
 	done      chan struct{}
 }
@@ -126,6 +132,18 @@ func (c *client) closed() bool {
 	}
 }
 
+// Exec runs calls: one alone, several in one pipeline (one per node on
+// Cluster), each acquisition or renewal in a pipeline of its own with its
+// WAIT when WithReplicaAcks asks for replica acknowledgements. Each call
+// gets its reply or its own error: see the package doc's Errors.
+//
+// A *redis.Client connected to a Redis Cluster node runs the calls on the
+// names of the node's own slots and gets MOVED (or ASK) for the others.
+// From the first call that gets one, every call fails at once with the
+// same *ConfigError, whatever its name, but the releases, which still end
+// the holds taken before. That costs the calls that work one atomic load
+// (see the package doc's Errors for why the Backend does not ask the
+// server at its first call).
 func (c *client) Exec(ctx context.Context, calls ...*driver.Call) {
 	var err error
 	switch {
@@ -139,6 +157,9 @@ func (c *client) Exec(ctx context.Context, calls ...*driver.Call) {
 			call.Reply, call.Err = nil, err
 		}
 		return
+	}
+	if cfg := c.clusterNode.Load(); cfg != nil {
+		calls = c.refuse(calls, cfg)
 	}
 	if c.acks > 0 {
 		plain := calls[:0:0]
@@ -158,6 +179,22 @@ func (c *client) Exec(ctx context.Context, calls ...*driver.Call) {
 	default:
 		c.pipeline(ctx, calls)
 	}
+}
+
+// refuse fails every call but the releases with cfg, the Cluster node
+// behind a single-node client, and returns the releases, which give back
+// what the holds taken before cfg was known took (on the node's own slots;
+// the others answer MOVED), rather than leave it for the holds' TTL.
+func (c *client) refuse(calls []*driver.Call, cfg *ConfigError) []*driver.Call {
+	var rest []*driver.Call
+	for _, call := range calls {
+		if call.Script.Kind() == driver.Release {
+			rest = append(rest, call)
+			continue
+		}
+		call.Reply, call.Data, call.Err = nil, nil, fmt.Errorf("backend: script %s: %w", call.Script.Name(), cfg)
+	}
+	return rest
 }
 
 // The commands' names, boxed once.
@@ -278,8 +315,9 @@ func (c *client) pipeline(ctx context.Context, calls []*driver.Call) {
 		cmds[i] = c.scriptCmd(ctx, call.Script, call.Keys, call.Args, false)
 	}
 	start := time.Now()
+	var perr error // the pipeline's own error: see piped
 	if _, err := c.bounded(ctx, func(ctx context.Context) (any, error) {
-		_, _ = c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		_, perr = c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for _, cmd := range cmds {
 				_ = p.Process(ctx, cmd)
 			}
@@ -297,7 +335,7 @@ func (c *client) pipeline(ctx context.Context, calls []*driver.Call) {
 	}
 	var first error
 	for i, call := range calls {
-		v, err := cmds[i].Result()
+		v, err := piped(cmds[i], perr)
 		if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
 			c.run(ctx, call)
 			continue
@@ -308,6 +346,21 @@ func (c *client) pipeline(ctx context.Context, calls []*driver.Call) {
 		}
 	}
 	telemetry.EndClient(span, first)
+}
+
+// piped returns the result of cmd, sent in a pipeline whose own error
+// (Pipelined's) is perr. go-redis sets each command's error when the
+// pipeline could not get a connection or lost it, but not when the server
+// refused the connection's handshake with an error reply (WRONGPASS,
+// NOAUTH): the commands were never sent, and each keeps a nil error and a
+// nil value, which no reply leaves (a nil reply is redis.Nil). Such a
+// command gets perr, the refusal.
+func piped(cmd *redis.Cmd, perr error) (any, error) {
+	v, err := cmd.Result()
+	if err == nil && v == nil && perr != nil {
+		return nil, perr
+	}
+	return v, err
 }
 
 // runAcked sends one call and a WAIT for the replica acknowledgements in one
@@ -322,19 +375,21 @@ func (c *client) runAcked(ctx context.Context, call *driver.Call) {
 		c.finish(call, nil, err)
 		return
 	}
-	var eval, wait *redis.Cmd
-	send := func(ctx context.Context, load bool) (any, error) {
-		_, _ = node.Pipelined(ctx, func(p redis.Pipeliner) error {
+	var (
+		eval, wait *redis.Cmd
+		perr       error // the pipeline's own error: see piped
+	)
+	send := func(ctx context.Context, load bool) {
+		_, perr = node.Pipelined(ctx, func(p redis.Pipeliner) error {
 			eval = c.scriptCmd(ctx, call.Script, call.Keys, call.Args, load)
 			_ = p.Process(ctx, eval)
 			wait = p.Do(ctx, "wait", c.acks, c.ackTimeout.Milliseconds())
 			return nil
 		})
-		return nil, nil
 	}
 	_, err = c.bounded(ctx, func(ctx context.Context) (any, error) {
 		send(ctx, false)
-		if err := eval.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+		if _, err := piped(eval, perr); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
 			send(ctx, true)
 		}
 		return nil, nil
@@ -343,7 +398,7 @@ func (c *client) runAcked(ctx context.Context, call *driver.Call) {
 		c.finish(call, nil, err)
 		return
 	}
-	v, err := eval.Result()
+	v, err := piped(eval, perr)
 	c.finish(call, v, err)
 	if call.Err != nil || call.Reply.Status() != driver.StatusOK {
 		return
@@ -393,6 +448,10 @@ func (c *client) finish(call *driver.Call, v any, err error) {
 	if err != nil {
 		if cfg := misconfigured(err, c.pub == "spublish", c.prefix); cfg != nil {
 			err = cfg
+			var ce *ConfigError
+			if c.pub == "publish" && driver.ClusterNode(cfg) && errors.As(cfg, &ce) {
+				c.clusterNode.CompareAndSwap(nil, ce)
+			}
 		}
 		if IsTransient(err) {
 			// A failover or a broken link: the pub/sub connections may be

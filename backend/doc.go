@@ -71,14 +71,24 @@
 //   - a script the server cannot run (an old server, a proxy that refuses
 //     EVAL).
 //
-// The primitives return such an error at once. [Check] probes a deployment
-// once, at start-up: it finds these, and an unreachable server (an error
-// matching locker.ErrUnavailable), before any lock is taken; a quorum passes
-// it while a majority of its nodes do, and [CheckNodes] names the nodes that
-// did not. A quorum step that failed nodes kept from a majority returns a
-// [*QuorumError] with one [*NodeError] per failed node; an acquisition
-// without enough replica acknowledgements returns a [*ReplicaError].
-// [IsTransient] tells the failures worth retrying from the others.
+// The primitives return such an error at once. A Cluster node behind a
+// single-node client would serve the names of its own slots and refuse the
+// others: from the first MOVED, ASK or CROSSSLOT it answers, every call of
+// the Backend fails with the same error, whatever its name, and no hold is
+// taken any more (a release still ends a hold taken before, rather than
+// leave it to its TTL). The Backend does not ask the server at its first
+// call whether it is a Cluster node, which would cost each Backend a round
+// trip more and the INFO permission, which the library does not otherwise
+// need; [Check] asks it.
+//
+// [Check] probes a deployment once, at start-up: it finds these, and an
+// unreachable server (an error matching locker.ErrUnavailable), before any
+// lock is taken; a quorum passes it while a majority of its nodes do, and
+// [CheckNodes] names the nodes that did not. A quorum step that failed nodes
+// kept from a majority returns a [*QuorumError] with one [*NodeError] per
+// failed node; an acquisition without enough replica acknowledgements
+// returns a [*ReplicaError]. [IsTransient] tells the failures worth retrying
+// from the others.
 //
 // # Spans
 //

@@ -31,7 +31,8 @@ var (
 // Probe checks the server of c: a PING (reachable, credentials accepted),
 // INFO cluster for a single-node client (not a Cluster node; skipped when
 // the user may not run INFO, which the library does not need), and the
-// probe script.
+// probe script. A Cluster node found by INFO fails every later call of c
+// too, as the first MOVED would (see Exec).
 func (c *client) Probe(ctx context.Context) error {
 	if err := c.usable(); err != nil {
 		return err
@@ -43,7 +44,9 @@ func (c *client) Probe(ctx context.Context) error {
 	if rdb, ok := c.rdb.(*redis.Client); ok {
 		info, err := c.bounded(ctx, func(ctx context.Context) (any, error) { return rdb.Info(ctx, "cluster").Result() })
 		if s, _ := info.(string); err == nil && strings.Contains(s, "cluster_enabled:1") {
-			return fmt.Errorf("backend: %w", &ConfigError{Problem: "this server is a Redis Cluster node", Fix: fixCluster, Err: errors.New("INFO cluster: cluster_enabled:1")})
+			cfg := &ConfigError{Problem: "this server is a Redis Cluster node", Fix: fixCluster, Err: errors.New("INFO cluster: cluster_enabled:1")}
+			c.clusterNode.CompareAndSwap(nil, cfg)
+			return fmt.Errorf("backend: %w", cfg)
 		}
 	}
 	call := &driver.Call{Script: probeScript, Keys: []string{c.prefix + ":{probe}:check"}}

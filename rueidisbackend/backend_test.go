@@ -210,7 +210,8 @@ func TestRedisErrors(t *testing.T) {
 			t.Errorf("IsTransient(%v) = false; want true", err)
 		}
 	}
-	for _, text := range []string{"BOOM the script failed", "LIMIT 2", "MOVED 1 127.0.0.1:1", "WRONGTYPE wrong kind", "NOPERM no"} {
+	// MOVED last: from it on, the Backend fails every call with it.
+	for _, text := range []string{"BOOM the script failed", "LIMIT 2", "WRONGTYPE wrong kind", "NOPERM no", "MOVED 1 127.0.0.1:1"} {
 		err := reply(text)
 		if backend.IsTransient(err) {
 			t.Errorf("IsTransient(%v) = true; want false", err)
@@ -339,5 +340,71 @@ func TestCheck(t *testing.T) {
 	var cfg *backend.ConfigError
 	if !errors.Is(err, locker.ErrMisconfigured) || !errors.As(err, &cfg) || !strings.Contains(err.Error(), "~redisync:*") {
 		t.Errorf("Check as a user without the prefix = %v; want a ConfigError naming the key pattern to grant", err)
+	}
+}
+
+// TestClusterNodeBehindSingleClient: a Cluster node behind a client forced
+// to a single node (ForceSingleClient) serves the names of its own slots
+// and answers MOVED for the others. Once one call met MOVED, every later
+// call of the Backend fails at once with the same ConfigError, which names
+// the fix, the names of the node's own slots included; a hold taken before
+// the first MOVED is still released. Before, the names of the node's own
+// slots kept locking.
+func TestClusterNodeBehindSingleClient(t *testing.T) {
+	c := redistest.SharedCluster(t)
+	ctx := ctxFor(t, 30*time.Second)
+	// The node of the first name's slot; here are names whose slots it
+	// serves, away one whose slot it does not.
+	var (
+		node *redistest.Node
+		here []string
+		away string
+	)
+	for _, name := range []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l"} {
+		m, err := c.MasterFor(ctx, "{"+name+"}")
+		switch {
+		case err != nil:
+			t.Fatal(err)
+		case node == nil || m.Addr == node.Addr:
+			node = m
+			here = append(here, name)
+		case away == "":
+			away = name
+		}
+	}
+	if len(here) < 2 || away == "" {
+		t.Fatalf("names %q on the node of the first, %q elsewhere; want 2 and 1", here, away)
+	}
+	rc := newClientWith(t, rueidis.ClientOption{InitAddress: []string{node.Addr}, ForceSingleClient: true})
+	b := rueidisbackend.New(rc)
+	defer b.Close()
+	tryLock := func(name string) (*mutex.Mutex, bool, error) {
+		mu, err := mutex.New(b, name, mutex.WithTTL(time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ok, err := mu.TryLock(ctx)
+		return mu, ok, err
+	}
+	// Before any MOVED, nothing tells the node apart from a single node.
+	before, ok, err := tryLock(here[0])
+	if !ok {
+		t.Fatalf("TryLock %q before any MOVED: %v, %v; want held", here[0], ok, err)
+	}
+	for _, name := range []string{away, here[1], away} {
+		_, ok, err := tryLock(name)
+		switch {
+		case ok:
+			t.Errorf("TryLock %q on a Cluster node behind a single client: held; want an error matching locker.ErrMisconfigured", name)
+		case !errors.Is(err, locker.ErrMisconfigured) || !strings.Contains(err.Error(), "Cluster node") || !strings.Contains(err.Error(), "ForceSingleClient"):
+			t.Errorf("TryLock %q on a Cluster node behind a single client: %v; want an error matching locker.ErrMisconfigured that names the fix", name, err)
+		}
+	}
+	if err := before.Unlock(ctx); err != nil {
+		t.Errorf("Unlock %q, held before the first MOVED: %v", here[0], err)
+	}
+	key := "redisync:{" + here[0] + "}:lock"
+	if n, err := rc.Do(ctx, rc.B().Exists().Key(key).Build()).AsInt64(); err != nil || n != 0 {
+		t.Errorf("%s after Unlock: EXISTS = %d, %v; want 0", key, n, err)
 	}
 }

@@ -61,7 +61,11 @@
 //     locker.ErrMisconfigured, whose message names the cause and the fix:
 //     MOVED, ASK or CROSSSLOT on a client forced to a single node of a
 //     Cluster, WRONGPASS or NOAUTH, NOPERM, WRONGTYPE, DENIED, a script the
-//     server cannot run. The primitives return it at once;
+//     server cannot run. The primitives return it at once. From the first
+//     MOVED, ASK or CROSSSLOT on such a client, every call of the Backend
+//     fails with it, whatever its name (but a release, which still ends a
+//     hold taken before): the node would serve the names of its own slots
+//     only;
 //   - a failure of the connection keeps rueidis's error (a net.Error such
 //     as a refused connection or an i/o timeout, io.EOF), which
 //     backend.IsTransient accepts as it is; a Cluster slot without a node

@@ -29,7 +29,8 @@ return {1}`, nil)
 // prefix. It writes nothing. A refusal of the server is a
 // *backend.ConfigError matching locker.ErrMisconfigured; a server that
 // cannot be reached or does not answer in time gives an error matching
-// locker.ErrUnavailable.
+// locker.ErrUnavailable. A Cluster node found by INFO fails every later
+// call of b too, as the first MOVED would (see Exec).
 func (b *client) Probe(ctx context.Context) error {
 	if err := b.usable(); err != nil {
 		return err
@@ -49,7 +50,9 @@ func (b *client) Probe(ctx context.Context) error {
 	if !b.cluster {
 		info, err := b.c.Do(ctx, b.c.B().Info().Section("cluster").Build()).ToString()
 		if err == nil && strings.Contains(info, "cluster_enabled:1") {
-			return fmt.Errorf("rueidisbackend: %w", &backend.ConfigError{Problem: "this server is a Redis Cluster node", Fix: fixCluster, Err: errors.New("INFO cluster: cluster_enabled:1")})
+			cfg := &backend.ConfigError{Problem: "this server is a Redis Cluster node", Fix: fixCluster, Err: errors.New("INFO cluster: cluster_enabled:1")}
+			b.clusterNode.CompareAndSwap(nil, cfg)
+			return fmt.Errorf("rueidisbackend: %w", cfg)
 		}
 	}
 	call := &driver.Call{Script: probeScript, Keys: []string{b.prefix + ":{probe}:check"}}

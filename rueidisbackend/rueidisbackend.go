@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -71,6 +72,12 @@ type client struct {
 	tel     *telemetry.T
 	srv     telemetry.Server
 	hub     *hub
+
+	// clusterNode is set by the first call that met MOVED, ASK or
+	// CROSSSLOT on a client that is not a Cluster client (or by a Probe
+	// that found a Cluster node): every later call but the releases fails
+	// with it at once (see Exec).
+	clusterNode atomic.Pointer[driver.ConfigError]
 
 	closeOnce sync.Once
 	done      chan struct{}
@@ -161,6 +168,16 @@ func oneSlot(keys []string) bool {
 // construction error matching locker.ErrInvalid, or locker.ErrClosed after
 // Close. Nothing is retried here: the primitives retry what
 // backend.IsTransient accepts.
+//
+// A client forced to one node of a Redis Cluster (ForceSingleClient) runs
+// the calls on the names of the node's own slots and gets MOVED (or ASK)
+// for the others. From the first call that gets one, every call fails at
+// once with the same *backend.ConfigError, whatever its name, but the
+// releases, which still end the holds taken before; no hold is taken any
+// more. That costs the calls that work one atomic load, where asking the
+// server at the first call whether it is a Cluster node would cost each
+// Backend a round trip more and the INFO permission, which the library
+// does not otherwise need (backend.Check asks it).
 func (b *client) Exec(ctx context.Context, calls ...*driver.Call) {
 	if len(calls) == 0 {
 		return
@@ -174,6 +191,11 @@ func (b *client) Exec(ctx context.Context, calls ...*driver.Call) {
 			b.fail(call, err)
 		}
 		return
+	}
+	if cfg := b.clusterNode.Load(); cfg != nil {
+		if calls = b.refuse(calls, cfg); len(calls) == 0 {
+			return
+		}
 	}
 	ctx, span := b.tel.ClientSpan(ctx, b.srv, "EVALSHA", batchName(calls), len(calls))
 	sent := make([]*driver.Call, 0, len(calls))
@@ -217,6 +239,23 @@ func (b *client) Exec(ctx context.Context, calls ...*driver.Call) {
 		}
 	}
 	telemetry.EndClient(span, first)
+}
+
+// refuse fails every call but the releases with cfg, the Cluster node
+// behind a client that is not a Cluster client, and returns the releases,
+// which give back what the holds taken before cfg was known took (on the
+// node's own slots; the others answer MOVED), rather than leave it for the
+// holds' TTL.
+func (b *client) refuse(calls []*driver.Call, cfg *driver.ConfigError) []*driver.Call {
+	var rest []*driver.Call
+	for _, call := range calls {
+		if call.Script.Kind() == driver.Release {
+			rest = append(rest, call)
+			continue
+		}
+		b.fail(call, cfg)
+	}
+	return rest
 }
 
 // do sends cmds and returns their results in order.
@@ -271,7 +310,12 @@ func (b *client) finish(ctx context.Context, call *driver.Call, r rueidis.RedisR
 		// the context's error, which is not transient.
 		b.fail(call, fmt.Errorf("%w: %w", ctx.Err(), err))
 	default:
-		b.fail(call, classify(err, b.cluster, b.prefix))
+		err = classify(err, b.cluster, b.prefix)
+		var cfg *driver.ConfigError
+		if !b.cluster && driver.ClusterNode(err) && errors.As(err, &cfg) {
+			b.clusterNode.CompareAndSwap(nil, cfg)
+		}
+		b.fail(call, err)
 	}
 }
 

@@ -99,7 +99,7 @@ func Misconfigured(err error, c Client) error {
 	code, rest := ReplyCode(msg)
 	cfg := func(problem, fix string) error { return &ConfigError{Problem: problem, Fix: fix, Err: err} }
 	switch {
-	case !c.Cluster && (code == "MOVED" || code == "ASK" || code == "CROSSSLOT"):
+	case !c.Cluster && clusterCode(code):
 		return cfg("this server is a Redis Cluster node", c.ClusterFix)
 	case code == "WRONGPASS" || code == "ERR" && (strings.HasPrefix(rest, "invalid password") || strings.HasPrefix(rest, "invalid username-password pair")):
 		return cfg("authentication failed: the username or password is wrong",
@@ -129,6 +129,23 @@ func Misconfigured(err error, c Client) error {
 	}
 	return nil
 }
+
+// ClusterNode reports whether err is an error reply by which a Redis
+// Cluster node sends a client to another node, or refuses keys of several
+// slots: MOVED, ASK, CROSSSLOT. On a client that is not a Cluster client,
+// Misconfigured makes it a ConfigError; such a node serves the names of its
+// own slots and refuses the others, so a Backend that meets it once fails
+// every later call with the same ConfigError (see package backend).
+func ClusterNode(err error) bool {
+	msg, ok := AsReply(err)
+	if !ok {
+		return false
+	}
+	code, _ := ReplyCode(msg)
+	return clusterCode(code)
+}
+
+func clusterCode(code string) bool { return code == "MOVED" || code == "ASK" || code == "CROSSSLOT" }
 
 // ValidPrefix reports whether p can be a Backend's key prefix: 1 to 64
 // bytes without '{', '}' or whitespace (the braces are reserved for the

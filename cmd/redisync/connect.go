@@ -66,7 +66,8 @@ func splitList(s string) []string {
 }
 
 // open connects as the flags say and checks that every node answers
-// within the timeout.
+// within the timeout, and that none given as a single node (--url,
+// --quorum) is a Redis Cluster node, which fails with exitAuth.
 func (c *conn) open(ctx context.Context) (*session, error) {
 	if c.timeout <= 0 {
 		return nil, fail(exitUsage, "--timeout %v: must be more than 0", c.timeout)
@@ -134,15 +135,26 @@ func (c *conn) open(ctx context.Context) (*session, error) {
 	pctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	errs := make([]error, len(s.clients))
+	clustered := make([]bool, len(s.clients))
 	var wg sync.WaitGroup
 	for i, cl := range s.clients {
-		wg.Go(func() { errs[i] = cl.Ping(pctx).Err() })
+		wg.Go(func() {
+			if errs[i] = cl.Ping(pctx).Err(); errs[i] == nil && c.cluster == "" {
+				clustered[i] = clusterNode(pctx, cl)
+			}
+		})
 	}
 	wg.Wait()
 	for i, err := range errs {
 		if err != nil {
 			s.closeClients()
 			return nil, c.connectError(s.addrs[i], err)
+		}
+	}
+	for i, yes := range clustered {
+		if yes {
+			s.closeClients()
+			return nil, fail(exitAuth, "%s is a Redis Cluster node (INFO cluster: cluster_enabled:1), which serves the names of its own slots only; give the nodes' addresses with --cluster", s.addrs[i])
 		}
 	}
 	if len(s.clients) > 1 {
@@ -160,6 +172,18 @@ func (c *conn) open(ctx context.Context) (*session, error) {
 		}
 	}
 	return s, nil
+}
+
+// clusterNode reports whether the server of cl, a client that is not a
+// Cluster client, says that it is a Redis Cluster node. Such a node would
+// serve the names of its own slots and refuse the others (MOVED), and the
+// Backend learns it only from a name of another slot; one command more at
+// start-up makes redisync refuse every name. A server that refuses INFO
+// (an ACL user without it, which redisync does not otherwise need) is
+// taken not to be one.
+func clusterNode(ctx context.Context, cl redis.UniversalClient) bool {
+	info, err := cl.Info(ctx, "cluster").Result()
+	return err == nil && strings.Contains(info, "cluster_enabled:1")
 }
 
 // setTimeouts bounds each connection and round trip of the client of o

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -199,27 +200,35 @@ func TestTimeout(t *testing.T) {
 
 // TestMisconfigured: a Cluster node given as --url, and an ACL user that
 // may not run scripts, fail at once with exitAuth and say what to change;
-// neither hangs until a timeout.
+// neither hangs until a timeout. The Cluster node fails so for every name,
+// those of its own slots included, which it would serve.
 func TestMisconfigured(t *testing.T) {
 	t.Run("ClusterNodeAsURL", func(t *testing.T) {
 		c := redistest.StartCluster(t)
 		url := "redis://" + c.Nodes[0].Addr + "/0"
-		// Names whose slots several nodes serve: one of them is elsewhere.
-		for _, name := range []string{"a", "b", "c", "d", "e", "f"} {
+		// A name whose slot the node serves, and one whose slot another
+		// node serves.
+		var here, away string
+		for _, name := range []string{"a", "b", "c", "d", "e", "f", "g", "h"} {
 			m, err := c.MasterFor(context.Background(), "{"+name+"}")
 			if err != nil {
 				t.Fatal(err)
 			}
 			if m.Addr == c.Nodes[0].Addr {
-				continue
+				here = cmp.Or(here, name)
+			} else {
+				away = cmp.Or(away, name)
 			}
+		}
+		if here == "" || away == "" {
+			t.Fatalf("names on the node: %q, elsewhere: %q; want one of each", here, away)
+		}
+		for _, name := range []string{here, away} {
 			r := runCLI(t, url, "run", name, "--", "true")
 			if r.code != exitAuth || !strings.Contains(r.stderr, "Cluster node") || !strings.Contains(r.stderr, "--cluster") {
 				t.Errorf("run %s on a Cluster node as --url: exit %d, stderr %q; want exit %d, what it is and --cluster", name, r.code, r.stderr, exitAuth)
 			}
-			return
 		}
-		t.Fatal("no name whose slot another node serves")
 	})
 	t.Run("NoScriptPermission", func(t *testing.T) {
 		n := redistest.StartNode(t)
