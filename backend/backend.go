@@ -14,8 +14,15 @@ import (
 // A Backend runs the scripts of the primitives and carries their wake-up
 // messages: New and NewQuorum build one, and every primitive's constructor
 // takes one. Share one Backend among all the primitives of a process, and
-// Close it when they are done; Close reports every hold taken through it as
-// lost and leaves the clients it was built on open.
+// Close it when they are done: Close is a graceful shutdown, after which no
+// other process waits for this one. It sends away every waiter of the
+// Backend's primitives (their calls return an error matching
+// locker.ErrClosed) and takes them out of the lines they were in on the
+// servers, releases every hold taken through the Backend, waking whoever
+// waits for it, and reports each hold lost to its holder (its Done closes,
+// its Err matches locker.ErrLost and locker.ErrClosed); all that within
+// driver.CloseTimeout (5s), or the bound that Shutdown takes. It leaves
+// the clients it was built on open: close them after the Backend.
 //
 // Its methods are for the primitives and for implementations over other
 // clients: package driver documents them.
@@ -58,6 +65,19 @@ func CheckNodes(ctx context.Context, b Backend) (failed []*NodeError, err error)
 		return nil, p.Probe(ctx)
 	}
 	return nil, nil
+}
+
+// Shutdown closes b as its Close does, within ctx's bound instead of
+// driver.CloseTimeout: a caller whose shutdown has less time, or more,
+// says so here. It returns ctx's error when ctx ended before b's waiters
+// had left their lines; the holds whose release could not go out last
+// until their TTL. A Backend without a Shutdown method of its own is
+// closed with Close.
+func Shutdown(ctx context.Context, b Backend) error {
+	if s, ok := b.(interface{ Shutdown(context.Context) error }); ok {
+		return s.Shutdown(ctx)
+	}
+	return b.Close()
 }
 
 // IsTransient reports whether err is a failure that retrying may cure: a

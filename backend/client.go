@@ -42,8 +42,8 @@ import (
 // connecting).
 func New(c redis.UniversalClient, opts ...Option) Backend {
 	cfg := newConfig(opts)
-	b := &client{rdb: c, prefix: cfg.prefix, done: make(chan struct{}), err: cfg.err, acks: cfg.acks, ackTimeout: cfg.ackTimeout, outage: cfg.outage}
-	b.workers = newWorkers(b.done)
+	b := &client{rdb: c, prefix: cfg.prefix, closing: driver.NewClosing(), err: cfg.err, acks: cfg.acks, ackTimeout: cfg.ackTimeout, outage: cfg.outage}
+	b.workers = newWorkers(b.closing.Stopped())
 	b.local = driver.NewLocal(cfg.tracing...)
 	b.tel = local.Of(b).Telemetry()
 	var router wake.Router
@@ -105,8 +105,7 @@ type client struct {
 	// node): every later call fails with it at once (see Exec).
 	clusterNode atomic.Pointer[ConfigError]
 
-	closeOnce sync.Once
-	done      chan struct{}
+	closing *driver.Closing
 }
 
 var (
@@ -121,11 +120,11 @@ func (c *client) Err() error { return c.err }
 // OutageLimit returns the limit of WithOutageLimit.
 func (c *client) OutageLimit() time.Duration { return c.outage }
 func (c *client) Prefix() string             { return c.prefix }
-func (c *client) Done() <-chan struct{}      { return c.done }
+func (c *client) Done() <-chan struct{}      { return c.closing.Done() }
 func (c *client) Local() *driver.Local       { return c.local }
 func (c *client) closed() bool {
 	select {
-	case <-c.done:
+	case <-c.closing.Done():
 		return true
 	default:
 		return false
@@ -149,7 +148,7 @@ func (c *client) Exec(ctx context.Context, calls ...*driver.Call) {
 	switch {
 	case c.err != nil:
 		err = c.err
-	case c.closed():
+	case c.closing.Shut():
 		err = locker.ErrClosed
 	}
 	if err != nil {
@@ -498,14 +497,18 @@ func subscription(c *client, subscribe func() (*wake.Sub, error)) (driver.Subscr
 	return s, nil
 }
 
-func (c *client) Close() error {
-	c.closeOnce.Do(func() {
-		close(c.done)
-		if c.hub != nil {
-			_ = c.hub.Close()
-		}
-	})
-	return nil
+func (c *client) Close() error { return c.closing.Close(c.local, c.stop) }
+
+// Shutdown is Close within ctx's bound instead of driver.CloseTimeout.
+func (c *client) Shutdown(ctx context.Context) error {
+	return c.closing.Shutdown(ctx, c.local, c.stop)
+}
+
+// stop closes what the Backend owns, once its calls fail.
+func (c *client) stop() {
+	if c.hub != nil {
+		_ = c.hub.Close()
+	}
 }
 
 // Listening reports whether channel is subscribed already, so that

@@ -104,9 +104,9 @@ func NewQuorum(clients []redis.UniversalClient, opts ...Option) (Backend, error)
 		timeout:  cfg.nodeTimeout,
 		prefix:   cfg.prefix,
 		outage:   cfg.outage,
-		done:     make(chan struct{}),
+		closing:  driver.NewClosing(),
 	}
-	q.workers = newWorkers(q.done)
+	q.workers = newWorkers(q.closing.Stopped())
 	q.local = driver.NewLocal(cfg.tracing...)
 	q.tel = local.Of(q).Telemetry()
 	seen := make(map[string]int) // server -> node
@@ -164,11 +164,10 @@ type quorum struct {
 	tel      *telemetry.T
 	local    *driver.Local
 
-	closeOnce sync.Once
-	done      chan struct{}
-	wg        sync.WaitGroup // node calls, which may outlive the Exec that waited for them
-	workers   *workers       // run the node calls of a step (see fanout)
-	splits    splits         // the keys whose last attempt a split vote with nodes down refused
+	closing *driver.Closing
+	wg      sync.WaitGroup // node calls, which may outlive the Exec that waited for them
+	workers *workers       // run the node calls of a step (see fanout)
+	splits  splits         // the keys whose last attempt a split vote with nodes down refused
 }
 
 var (
@@ -178,24 +177,28 @@ var (
 )
 
 func (q *quorum) Prefix() string                 { return q.prefix }
-func (q *quorum) Done() <-chan struct{}          { return q.done }
+func (q *quorum) Done() <-chan struct{}          { return q.closing.Done() }
 func (q *quorum) Local() *driver.Local           { return q.local }
 func (q *quorum) addr(n int) string              { return q.nodes[n].rdb.(*redis.Client).Options().Addr }
 func (q *quorum) nodeErr(n int, err error) error { return &NodeError{Addr: q.addr(n), Err: err} }
 
-func (q *quorum) Close() error {
-	q.closeOnce.Do(func() {
-		close(q.done)
-		// The node calls in flight end within the node timeout, and the
-		// follow-ups of the steps that did not wait for them are sent
-		// once (a release or an undo left unsent would leave a hold on
-		// the node until its TTL); the resends stop at once.
-		q.wg.Wait()
-		for _, n := range q.nodes {
-			_ = n.Close()
-		}
-	})
-	return nil
+func (q *quorum) Close() error { return q.closing.Close(q.local, q.stop) }
+
+// Shutdown is Close within ctx's bound instead of driver.CloseTimeout.
+func (q *quorum) Shutdown(ctx context.Context) error {
+	return q.closing.Shutdown(ctx, q.local, q.stop)
+}
+
+// stop closes the node clients once the quorum's calls fail.
+func (q *quorum) stop() {
+	// The node calls in flight end within the node timeout, and the
+	// follow-ups of the steps that did not wait for them are sent once (a
+	// release or an undo left unsent would leave a hold on the node until
+	// its TTL); the resends stop at once.
+	q.wg.Wait()
+	for _, n := range q.nodes {
+		_ = n.Close()
+	}
 }
 
 // Listening reports whether a majority of the nodes listen on channel
@@ -565,10 +568,9 @@ func countdown(n int, f func()) func() {
 
 func (q *quorum) Exec(ctx context.Context, calls ...*driver.Call) {
 	var err error
-	select {
-	case <-q.done:
+	if q.closing.Shut() {
 		err = locker.ErrClosed
-	default:
+	} else {
 		err = ctx.Err()
 	}
 	if err != nil {
@@ -696,7 +698,7 @@ func (q *quorum) resend(n int, calls []*driver.Call) {
 			t := time.NewTimer(d)
 			select {
 			case <-t.C:
-			case <-q.done:
+			case <-q.closing.Stopped():
 				t.Stop()
 				return
 			}
@@ -1148,7 +1150,7 @@ func (q *quorum) Notify(ctx context.Context, channel string, f func()) (driver.S
 // the nodes' errors when none did, or locker.ErrClosed after Close.
 func (q *quorum) subscribe(ctx context.Context, qs *quorumSub, sub func(*client) (driver.Subscription, error)) (driver.Subscription, error) {
 	select {
-	case <-q.done:
+	case <-q.closing.Done():
 		return nil, locker.ErrClosed
 	default:
 	}

@@ -195,6 +195,15 @@ func (l *Lock) lock(ctx context.Context, method string, try bool) (ok bool, err 
 			return false, l.errorf(method, locker.ErrClosed)
 		}
 	}
+	// Close waits for the call's give-up; a call that finds it begun sends
+	// nothing.
+	defer local.Of(l.b).Begin()()
+	select {
+	case <-l.b.Done():
+		<-l.gate
+		return false, l.errorf(method, locker.ErrClosed)
+	default:
+	}
 	var h *hold
 	if l.atomic {
 		h, err = l.lockAtomic(ctx, op, try)
@@ -300,6 +309,10 @@ func (l *Lock) lockAtomic(ctx context.Context, op *telemetry.Op, try bool) (*hol
 			next.parts = append(next.parts, ls)
 			next.tokens[i] = ls.Token()
 		}
+		// At the backend's Close, one release ends every hold.
+		next.leases[0].ReleaseAtClose(func() *driver.Call {
+			return script.MultiRelease.Call(l.keys, l.args(owner, 0, 0, false))
+		})
 		h = next
 		return true, 0, nil
 	}
@@ -402,6 +415,7 @@ func (l *Lock) Unlock(ctx context.Context) (err error) {
 		return l.errorf("Unlock", fmt.Errorf("%w: unlock of an unlocked multi-lock", locker.ErrNotHeld))
 	}
 	defer func() { <-l.gate }()
+	defer local.Of(l.b).Begin()()
 	if !l.atomic {
 		var errs []error
 		for i := len(l.handles) - 1; i >= 0; i-- {

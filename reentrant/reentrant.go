@@ -212,6 +212,10 @@ func (first) What() string { return "acquire" }
 func (m *Mutex) record(s *scope, e *entry, l *lease.Lease, pass engine.Pass, n int64) {
 	h := &hold{l: l, pass: pass, grant: n}
 	l.OnLoss(pass)
+	// At the backend's Close the hold ends whatever the scope's count.
+	l.ReleaseAtClose(func() *driver.Call {
+		return script.ReentrantRelease.Call(m.keys, script.ReentrantReleaseArgs{Owner: s.owner, Wake: m.wake, Grant: n})
+	})
 	s.set(e, m.h.Backend(), h, 1)
 	m.use(h)
 }

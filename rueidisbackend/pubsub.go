@@ -66,7 +66,7 @@ func (b *client) Notify(ctx context.Context, name string, f func()) (driver.Subs
 // subscription returns what subscribe makes on b's channels, unless b is
 // unusable or ctx has ended.
 func (b *client) subscription(ctx context.Context, subscribe func() (*driver.Sub, error)) (driver.Subscription, error) {
-	if err := b.usable(); err != nil {
+	if err := b.listenable(); err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -82,7 +82,7 @@ func (b *client) subscription(ctx context.Context, subscribe func() (*driver.Sub
 // Listening reports whether the wake channel name is subscribed and
 // confirmed now, so that Subscribe would return at once.
 func (b *client) Listening(name string) bool {
-	return b.hub != nil && b.usable() == nil && b.hub.chans.Listening(name)
+	return b.hub != nil && b.listenable() == nil && b.hub.chans.Listening(name)
 }
 
 // Route returns "": rueidis finds the node of each channel itself.

@@ -8,7 +8,6 @@ import (
 	"net"
 	"reflect"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -38,7 +37,7 @@ import (
 // subscriptions then share the connection of each node with the scripts.
 func New(c rueidis.Client, opts ...Option) driver.Backend {
 	cfg := newConfig(opts)
-	b := &client{c: c, prefix: cfg.prefix, outage: cfg.outage, err: cfg.err, done: make(chan struct{})}
+	b := &client{c: c, prefix: cfg.prefix, outage: cfg.outage, err: cfg.err, closing: driver.NewClosing()}
 	b.local = driver.NewLocal(cfg.tracing...)
 	b.tel = local.Of(b).Telemetry()
 	if c == nil {
@@ -79,8 +78,7 @@ type client struct {
 	// with it at once (see Exec).
 	clusterNode atomic.Pointer[driver.ConfigError]
 
-	closeOnce sync.Once
-	done      chan struct{}
+	closing *driver.Closing
 }
 
 var (
@@ -102,35 +100,54 @@ func (b *client) OutageLimit() time.Duration { return b.outage }
 // Prefix returns the namespace that starts every key and channel.
 func (b *client) Prefix() string { return b.prefix }
 
-// Done returns a channel that Close closes.
-func (b *client) Done() <-chan struct{} { return b.done }
+// Done returns a channel that Close closes first.
+func (b *client) Done() <-chan struct{} { return b.closing.Done() }
 
 // Local returns the Backend's Local, the same on every call.
 func (b *client) Local() *driver.Local { return b.local }
 
-// Close closes Done, which ends every hold taken through the Backend
-// (reported lost), unsubscribes every wake channel (waiting at most a second
-// for the server) and returns once the Backend's goroutines have. Calls and
-// Subscribes then fail with locker.ErrClosed. It leaves the rueidis client
-// open. Close is idempotent and always returns nil.
-func (b *client) Close() error {
-	b.closeOnce.Do(func() {
-		close(b.done)
-		if b.hub != nil {
-			b.hub.close()
-		}
-	})
-	return nil
+// Close shuts the Backend down gracefully (see driver.Backend's Close and
+// driver.Closing): it closes Done, lets the waiters leave their lines and
+// releases every hold taken through the Backend, reported lost, within
+// driver.CloseTimeout; then calls fail with locker.ErrClosed, and it
+// unsubscribes every wake channel (waiting at most a second for the server)
+// and returns once the Backend's goroutines have. Subscribes fail from
+// Done on. It leaves the rueidis client open. Close is idempotent; it
+// returns an error only when the bound passed before the waiters had left
+// their lines.
+func (b *client) Close() error { return b.closing.Close(b.local, b.stop) }
+
+// Shutdown is Close within ctx's bound instead of driver.CloseTimeout.
+func (b *client) Shutdown(ctx context.Context) error {
+	return b.closing.Shutdown(ctx, b.local, b.stop)
+}
+
+func (b *client) stop() {
+	if b.hub != nil {
+		b.hub.close()
+	}
 }
 
 // usable returns why calls cannot go out now: the construction error, or
-// locker.ErrClosed after Close.
+// locker.ErrClosed once Close's graceful part is over.
 func (b *client) usable() error {
 	if b.err != nil {
 		return b.err
 	}
+	if b.closing.Shut() {
+		return locker.ErrClosed
+	}
+	return nil
+}
+
+// listenable returns why subscriptions cannot be made now: the
+// construction error, or locker.ErrClosed from Close's start.
+func (b *client) listenable() error {
+	if err := b.usable(); err != nil {
+		return err
+	}
 	select {
-	case <-b.done:
+	case <-b.closing.Done():
 		return locker.ErrClosed
 	default:
 		return nil

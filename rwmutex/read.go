@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/internal/engine"
 	"github.com/redisync/redisync/internal/lease"
 	"github.com/redisync/redisync/internal/telemetry"
@@ -209,6 +210,15 @@ func (m *RWMutex) rattempt(ctx context.Context, owner string, n int, wait bool, 
 	}
 	wctx, stop := context.WithCancel(context.Background())
 	h := &readHold{Lease: l, m: m, owner: owner, attempt: n, readers: 1, drained: make(chan struct{}), stop: stop}
+	// At the backend's Close the hold ends whatever its readers (see
+	// RUnlock for the attempts named).
+	l.ReleaseAtClose(func() *driver.Call {
+		attempts := make([]int, n)
+		for i := range attempts {
+			attempts[i] = i + 1
+		}
+		return m.runlockCall(owner, len(unsure) > 0, attempts...)
+	})
 	m.mu.Lock()
 	m.r = h
 	m.mu.Unlock()

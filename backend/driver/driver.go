@@ -38,9 +38,16 @@ type Backend interface {
 	// Done returns a channel that is closed by Close.
 	Done() <-chan struct{}
 
-	// Close stops the Backend's background work and releases its
-	// connections. Holds taken through it are reported lost. Close is
-	// idempotent and does not close the underlying client.
+	// Close shuts the Backend down gracefully, in this order: it closes
+	// Done, which sends the primitives' waiters away; it runs its Local's
+	// Shutdown, during which its calls still go out, so that the waiters
+	// leave the lines they were in and every hold taken through the
+	// Backend is released and reported lost (within CloseTimeout); then
+	// its calls fail with locker.ErrClosed, and it stops its background
+	// work and releases its connections. Closing (NewClosing) keeps this
+	// order for an implementation. Close is idempotent and does not close
+	// the underlying client. It returns an error only when the bound
+	// passed before the waiters had left their lines.
 	Close() error
 
 	// Local returns what the primitives keep in this process for the

@@ -1,6 +1,8 @@
 package driver
 
 import (
+	"context"
+
 	"github.com/redisync/redisync/internal/holdopt"
 	"github.com/redisync/redisync/internal/local"
 	"github.com/redisync/redisync/internal/telemetry"
@@ -50,3 +52,22 @@ func init() {
 // unusable is the Local of a Backend that returns nil or a zero Local:
 // the primitives still work (Check reports the Backend as unusable first).
 var unusable = newLocal(telemetry.Default())
+
+// Shutdown is the graceful part of a Backend's Close: the Backend's Close
+// calls it once, after it closed Done and before its calls fail with
+// locker.ErrClosed and its connections close. Done sends every waiter of
+// the primitives away; Shutdown waits until those waiters have left the
+// lines and queues they were in on the servers (their give-up sends what
+// takes them out), and the releases in progress have gone out, then it
+// releases every hold taken through the Backend (one release per hold, all
+// in one Exec) and reports each lost to its holder with locker.ErrClosed.
+// It returns when all that is done, or when ctx ends, with ctx.Err() if the
+// operations in progress had not ended by then: a hold whose release could
+// not go out lasts until its TTL. A hold granted after Shutdown is lost at
+// once, and lasts until its TTL on the server.
+func (l *Local) Shutdown(ctx context.Context) error {
+	if l == nil || l.state == nil {
+		return nil
+	}
+	return l.state.Shutdown(ctx)
+}

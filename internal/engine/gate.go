@@ -237,6 +237,7 @@ func (g *Gate) lock(ctx context.Context, w *waiter, pass Pass) (err error) {
 	h := g.h
 	ctx, op := h.StartAt(ctx, "Lock", start)
 	defer func() { op.EndAcquire(err) }()
+	defer h.local.Begin()()
 	var tn *lease.Tenure
 	switch {
 	case w == nil && pass == (Pass{}):
@@ -251,6 +252,10 @@ func (g *Gate) lock(ctx context.Context, w *waiter, pass Pass) (err error) {
 	default:
 		op.Waited(time.Since(start))
 		pass, tn, err = g.entered(op, w)
+	}
+	if err == nil && tn == nil && closed(h.b) {
+		g.Leave(pass)
+		err = locker.ErrClosed
 	}
 	if err == nil && tn == nil {
 		var l *lease.Lease

@@ -140,7 +140,23 @@ func (h *Handle) Acquire(ctx context.Context, method string, run func(context.Co
 	if ctx.Err() != nil {
 		return h.fail(method, NotAcquired(ctx, nil))
 	}
+	defer h.local.Begin()()
+	if closed(h.b) {
+		return h.fail(method, locker.ErrClosed)
+	}
 	return h.fail(method, run(ctx, op))
+}
+
+// closed reports whether b's Close began. An operation that found it open
+// after local.State.Begin is waited for by Close (its give-up, its
+// release); one that found it closed must send nothing.
+func closed(b backend.Backend) bool {
+	select {
+	case <-b.Done():
+		return true
+	default:
+		return false
+	}
 }
 
 // Try is Acquire for a call that makes one attempt and reports whether it
@@ -151,6 +167,10 @@ func (h *Handle) Try(ctx context.Context, method string, run func(context.Contex
 	defer func() { op.EndTry(ok, err) }()
 	if ctx.Err() != nil {
 		return false, h.fail(method, NotAcquired(ctx, nil))
+	}
+	defer h.local.Begin()()
+	if closed(h.b) {
+		return false, h.fail(method, locker.ErrClosed)
 	}
 	ok, err = run(ctx, op)
 	return ok, h.fail(method, err)
@@ -164,6 +184,7 @@ func (h *Handle) Try(ctx context.Context, method string, run func(context.Contex
 func (h *Handle) Release(ctx context.Context, method string, run func(context.Context, *telemetry.Op) error) (err error) {
 	ctx, op := h.Start(ctx, method)
 	defer func() { op.EndRelease(err) }()
+	defer h.local.Begin()()
 	return h.fail(method, run(ctx, op))
 }
 

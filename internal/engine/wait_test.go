@@ -92,7 +92,10 @@ func (f *fake) Done() <-chan struct{} {
 }
 
 func (f *fake) Close() error {
-	f.closeOnce.Do(func() { close(f.done) })
+	f.closeOnce.Do(func() {
+		close(f.done)
+		_ = f.local.Shutdown(context.Background())
+	})
 	return nil
 }
 

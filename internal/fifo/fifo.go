@@ -263,6 +263,8 @@ func (q *Queue) attempt(ctx context.Context, owner, waiter string, k int64, n in
 	case err != nil:
 		return nil, reply{}, script.Limit(err, q.limit)
 	case l != nil:
+		// At the backend's Close every permit of the hold comes back.
+		l.ReleaseAtClose(func() *driver.Call { return q.releaseCall(owner, waiter, 0) })
 		return &Hold{Lease: l, waiter: waiter}, reply{}, nil
 	case r.Status() == driver.StatusOK:
 		return nil, reply{pos: placeLate}, nil

@@ -20,8 +20,9 @@ import (
 // {"release", owner}.
 type fake struct {
 	local     *driver.Local
-	done      chan struct{}
+	done      chan struct{} // closed as Close begins
 	closeOnce sync.Once
+	shut      bool // Close's graceful part is over: calls fail
 
 	mu       sync.Mutex
 	answers  map[string]answer // by "op owner", then by "op"; OK when absent
@@ -99,12 +100,7 @@ func (f *fake) Exec(ctx context.Context, calls ...*driver.Call) {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	closed := false
-	select {
-	case <-f.done:
-		closed = true
-	default:
-	}
+	closed := f.shut
 	for i, c := range calls {
 		switch {
 		case closed:
@@ -141,7 +137,13 @@ func (f *fake) Done() <-chan struct{} {
 }
 
 func (f *fake) Close() error {
-	f.closeOnce.Do(func() { close(f.done) })
+	f.closeOnce.Do(func() {
+		close(f.done)
+		_ = f.local.Shutdown(context.Background())
+		f.mu.Lock()
+		f.shut = true
+		f.mu.Unlock()
+	})
 	return nil
 }
 

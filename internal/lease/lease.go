@@ -137,6 +137,9 @@ type Lease struct {
 	// checking is such a renewal in flight.
 	suspect, checking bool
 	wd                *watchdog
+	// closing builds the call that releases the hold at its backend's
+	// shutdown (see ReleaseAtClose); nil: Spec.Release's.
+	closing func() *driver.Call
 }
 
 // Start registers a hold that was acquired by a request sent at sent, and
@@ -205,6 +208,33 @@ func Grant(ctx context.Context, spec *Spec, call *driver.Call, owner string, sen
 func (l *Lease) Reserved(last int64) { l.last = max(l.token, last) }
 
 // Owner returns the owner token of the hold: a secret, never to be logged.
+// ReleaseAtClose sets how the hold is released when its backend shuts down
+// (see driver.Local.Shutdown): f returns the call that ends everything the
+// hold keeps on the server and wakes whoever waits for it, as the holder's
+// own release would. A hold of a Spec with a Release needs none: its
+// release gives none of its block back then. A hold with neither is only
+// reported lost at the shutdown, and lasts until its TTL on the server.
+func (l *Lease) ReleaseAtClose(f func() *driver.Call) {
+	l.mu.Lock()
+	l.closing = f
+	l.mu.Unlock()
+}
+
+// closeCall returns the call that releases the hold at its backend's
+// shutdown, or nil.
+func (l *Lease) closeCall() *driver.Call {
+	l.mu.Lock()
+	f := l.closing
+	l.mu.Unlock()
+	switch {
+	case f != nil:
+		return f()
+	case l.spec.Release != nil:
+		return l.spec.Release.ReleaseCall(l.owner, l.last, l.last)
+	}
+	return nil
+}
+
 func (l *Lease) Owner() string { return l.owner }
 
 // Token returns the fencing token.

@@ -372,8 +372,9 @@ func TestExtendDuringRelease(t *testing.T) {
 	}
 }
 
-// TestBackendClose: Close of the Backend ends every hold as lost, with
-// locker.ErrClosed, and a hold registered after it at once.
+// TestBackendClose: Close of the Backend releases every hold through the
+// Backend and ends each as lost, with locker.ErrClosed, and a hold
+// registered after it at once.
 func TestBackendClose(t *testing.T) {
 	f := newFake(t)
 	// No renewal is due before the test's bound: only Close ends the holds.
@@ -383,12 +384,49 @@ func TestBackendClose(t *testing.T) {
 		holds = append(holds, start(t, spec, owner(i), int64(i+1), time.Now()))
 	}
 	_ = f.Close()
+	for i := range 3 {
+		if n := f.answered("release", owner(i)); n != 1 {
+			t.Errorf("hold %d: %d releases answered when Close returned; want 1", i, n)
+		}
+	}
 	holds = append(holds, start(t, spec, "late", 9, time.Now()))
 	for i, l := range holds {
 		closed(t, "Done of a hold after Close", l.Done())
 		if err := l.Err(); !errors.Is(err, locker.ErrLost) || !errors.Is(err, locker.ErrClosed) {
 			t.Errorf("hold %d: Err = %v; want locker.ErrLost and locker.ErrClosed", i, err)
 		}
+	}
+	if n := f.count("release", "late"); n != 0 {
+		t.Errorf("%d releases of the hold taken after Close; want none (its calls fail)", n)
+	}
+}
+
+// TestHoldDuringShutdown: a hold registered while Close releases the others
+// (its grant came back as Close began) is ended at once, as lost with
+// locker.ErrClosed, before Close returns: nobody would renew or release it.
+// Before, a hold registered while the watchdog's goroutine was ending the
+// others joined a watchdog that was leaving, and its Done never closed.
+func TestHoldDuringShutdown(t *testing.T) {
+	f := newFake(t)
+	spec := f.spec(5*time.Minute, true)
+	first := start(t, spec, "a", 1, time.Now())
+	block := make(chan struct{})
+	f.answer("release", "a", answer{status: driver.StatusOK, block: block})
+	closing := make(chan struct{})
+	go func() {
+		defer close(closing)
+		_ = f.Close()
+	}()
+	eventually(t, "the release of Close sent", func() bool { return f.count("release", "a") == 1 })
+	late := start(t, spec, "b", 2, time.Now())
+	if !isClosed(late.Done()) || !errors.Is(late.Err(), locker.ErrClosed) {
+		t.Errorf("a hold registered during Close: Done closed %v, Err %v; want closed at once, locker.ErrClosed", isClosed(late.Done()), late.Err())
+	}
+	close(block)
+	<-closing
+	closed(t, "Done of the hold released by Close", first.Done())
+	if err := first.Err(); !errors.Is(err, locker.ErrClosed) {
+		t.Errorf("the hold released by Close: Err = %v; want locker.ErrClosed", err)
 	}
 }
 

@@ -25,8 +25,8 @@ var Idle = time.Second
 // first use; a wrapper of a backend shares the watchdog of the backend it
 // wraps, and each hold is renewed through the backend it was taken
 // through. Its goroutine runs while it has holds, and exits when the
-// backend closes or when it has been without holds for Idle (a new hold
-// starts it again). It is not woken when a hold ends: it notices at its
+// backend shuts down (see shutdown) or when it has been without holds for
+// Idle (a new hold starts it again). It is not woken when a hold ends: it notices at its
 // next scheduled look (the time the earliest of its holds was due), so it
 // may outlive its last hold by up to TTL/3 plus Idle.
 type watchdog struct {
@@ -37,6 +37,8 @@ type watchdog struct {
 	cancel  context.CancelFunc
 	holds   map[*Lease]struct{}
 	running bool
+	exited  chan struct{} // closed when the running goroutine returns
+	shut    bool          // the backend shut down: a new hold is lost at once
 	kick    chan struct{}
 	// wakeAt is when run looks at the holds next; idleSince is when the
 	// watchdog found itself without holds (zero while it has some).
@@ -51,22 +53,33 @@ type watchdogKey struct{}
 
 // watchdogOf returns the watchdog of b, made on first use.
 func watchdogOf(b backend.Backend) *watchdog {
-	return local.Of(b).Value(watchdogKey{}, func() any {
-		return &watchdog{b: b, holds: make(map[*Lease]struct{}), kick: make(chan struct{}, 1)}
+	s := local.Of(b)
+	return s.Value(watchdogKey{}, func() any {
+		wd := &watchdog{b: b, holds: make(map[*Lease]struct{}), kick: make(chan struct{}, 1)}
+		s.OnShutdown(wd.shutdown)
+		return wd
 	}).(*watchdog)
 }
 
-// register adds l to the watchdog of b, starting it if needed.
+// register adds l to the watchdog of b, starting it if needed. A hold
+// registered once b has shut down (see shutdown) is lost at once, with
+// locker.ErrClosed: nobody would renew it or release it.
 func register(b backend.Backend, l *Lease) *watchdog {
 	wd := watchdogOf(b)
 	wd.mu.Lock()
+	if wd.shut {
+		wd.mu.Unlock()
+		l.lose(locker.ErrClosed)
+		return wd
+	}
 	wd.holds[l] = struct{}{}
 	start := !wd.running
 	if start {
 		wd.running = true
 		wd.idleSince = time.Time{}
 		wd.ctx, wd.cancel = context.WithCancel(context.Background())
-		go wd.run(wd.ctx)
+		wd.exited = make(chan struct{})
+		go wd.run(wd.ctx, wd.exited)
 	}
 	// A running watchdog looks again at wakeAt; it needs waking only if
 	// the new hold is due before that. A new one scans first anyway.
@@ -95,9 +108,14 @@ func (wd *watchdog) poke() {
 	}
 }
 
-func (wd *watchdog) run(ctx context.Context) {
+func (wd *watchdog) run(ctx context.Context, exited chan struct{}) {
+	defer close(exited)
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
+	// The backend's Done wakes the watchdog once, to look at its holds as
+	// Close begins; shutdown ends them once the operations in progress
+	// are over.
+	closing := false
 	for {
 		next, batch, more := wd.scan()
 		if !more {
@@ -111,12 +129,15 @@ func (wd *watchdog) run(ctx context.Context) {
 			go wd.renew(ctx, batch)
 		}
 		timer.Reset(time.Until(next))
+		var done <-chan struct{}
+		if !closing {
+			done = wd.b.Done()
+		}
 		select {
 		case <-timer.C:
 		case <-wd.kick:
-		case <-wd.b.Done():
-			wd.closed()
-			return
+		case <-done:
+			closing = true
 		}
 	}
 }
@@ -129,6 +150,12 @@ func (wd *watchdog) scan() (next time.Time, batch []*Lease, more bool) {
 	wd.mu.Lock()
 	defer wd.mu.Unlock()
 	now := time.Now()
+	if wd.shut {
+		// shutdown took the holds and waits for this goroutine.
+		wd.running = false
+		wd.cancel()
+		return time.Time{}, nil, false
+	}
 	if len(wd.holds) == 0 {
 		if wd.idleSince.IsZero() {
 			wd.idleSince = now
@@ -393,21 +420,55 @@ func CheckKey(b backend.Backend, key string) {
 	watchdogOf(b).check(key)
 }
 
-// closed ends every hold after the backend closed.
-func (wd *watchdog) closed() {
+// shutdown releases every hold of the watchdog and ends each as lost,
+// with locker.ErrClosed, when its backend shuts down (local.State's
+// Shutdown: after the backend's Done closed and the operations in progress
+// ended, before its calls fail). The releases go out in one Exec per
+// backend, bounded by ctx, or by releaseAtClose once ctx has ended. A hold
+// registered later is lost at once (see register). It returns once the
+// watchdog's goroutine and its renewals in flight have.
+func (wd *watchdog) shutdown(ctx context.Context) {
 	wd.mu.Lock()
-	wd.cancel()
+	wd.shut = true
 	holds := make([]*Lease, 0, len(wd.holds))
 	for l := range wd.holds {
 		holds = append(holds, l)
 	}
 	clear(wd.holds)
+	exited := wd.exited
+	if !wd.running {
+		exited = nil
+	}
 	wd.mu.Unlock()
+	if ctx.Err() != nil {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), releaseAtClose)
+		defer cancel()
+	}
+	var (
+		calls    []*driver.Call
+		released []*Lease
+	)
+	for _, l := range holds {
+		l.Stop() // no renewal in flight, none to come
+		if c := l.closeCall(); c != nil && !l.over() {
+			calls = append(calls, c)
+			released = append(released, l)
+		}
+	}
+	if len(calls) > 0 {
+		execPerBackend(ctx, released, calls)
+	}
 	for _, l := range holds {
 		l.lose(locker.ErrClosed)
 	}
+	if exited != nil {
+		wd.poke()
+		<-exited
+	}
 	wd.wg.Wait()
-	wd.mu.Lock()
-	wd.running = false
-	wd.mu.Unlock()
 }
+
+// releaseAtClose bounds the releases of a backend's shutdown whose own
+// bound ended while it waited for the operations in progress.
+const releaseAtClose = 250 * time.Millisecond

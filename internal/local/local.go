@@ -12,6 +12,7 @@
 package local
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -29,6 +30,16 @@ type State struct {
 
 	mu     sync.Mutex
 	values map[any]any
+
+	// The Backend's operations in progress and its shutdown (see Begin
+	// and Shutdown).
+	inflight atomic.Int64
+	draining atomic.Bool
+	drained  chan struct{} // closed once inflight is 0 while draining
+	drain    sync.Once
+	ops      sync.Mutex // hooks, down
+	hooks    []func(context.Context)
+	down     bool
 }
 
 // ids numbers the States of the process, for their cohorts.
@@ -38,8 +49,9 @@ var ids atomic.Uint64
 // described by holder ("<host>/<pid>").
 func New(tel *telemetry.T, holder string) *State {
 	s := &State{
-		tel:    tel,
-		cohort: fmt.Sprintf("%s#%d", holder, ids.Add(1)),
+		tel:     tel,
+		cohort:  fmt.Sprintf("%s#%d", holder, ids.Add(1)),
+		drained: make(chan struct{}),
 	}
 	// Numbers start at the clock, in microseconds: a process that restarts
 	// with the same cohort (the same host name and pid, as a container
@@ -97,3 +109,62 @@ func SetOf(f func(b any) *State) { of = f }
 
 // Of returns the State of Backend b.
 func Of(b any) *State { return of(b) }
+
+// Begin records the start of an operation that may leave something on the
+// server for its Backend's Close to wait for: an acquisition that waits in
+// a line (its give-up leaves it), a release. The operation calls end when
+// it is over. An operation that begins after the Backend's Done closed
+// must see Done closed after Begin and send nothing: its Close may not
+// wait for it.
+func (s *State) Begin() (end func()) {
+	s.inflight.Add(1)
+	return s.end
+}
+
+func (s *State) end() {
+	if s.inflight.Add(-1) == 0 && s.draining.Load() {
+		s.drain.Do(func() { close(s.drained) })
+	}
+}
+
+// OnShutdown registers f to run during Shutdown, after the operations in
+// progress ended, with Shutdown's context; hooks run in the order they were
+// registered. After Shutdown, f runs at once, with a context that is done.
+// The watchdog registers the release of its holds.
+func (s *State) OnShutdown(f func(context.Context)) {
+	s.ops.Lock()
+	if !s.down {
+		s.hooks = append(s.hooks, f)
+		s.ops.Unlock()
+		return
+	}
+	s.ops.Unlock()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	f(ctx)
+}
+
+// Shutdown is the graceful part of a Backend's Close, run after its Done
+// closed and before its calls fail: it waits until the operations in
+// progress (Begin) are over, or ctx ends, then runs the hooks (OnShutdown).
+// It returns ctx.Err() when ctx ended before the operations did.
+func (s *State) Shutdown(ctx context.Context) error {
+	s.draining.Store(true)
+	if s.inflight.Load() == 0 {
+		s.drain.Do(func() { close(s.drained) })
+	}
+	var err error
+	select {
+	case <-s.drained:
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	s.ops.Lock()
+	hooks := s.hooks
+	s.hooks, s.down = nil, true
+	s.ops.Unlock()
+	for _, f := range hooks {
+		f(ctx)
+	}
+	return err
+}
