@@ -117,7 +117,9 @@ func (g *Gate) stale() time.Duration { return holdopt.LineStale(g.h.backoff) }
 // process-wide gate and, when a holder of the process handed its hold on,
 // the Tenure it passed (op then records the call as acquired locally). On
 // failure nothing is taken, and the error matches locker.ErrClosed, or
-// locker.ErrNotAcquired and ctx.Err().
+// locker.ErrNotAcquired and ctx.Err(); when the turn came as the wait
+// ended, the process's place in line is withdrawn if it was left to this
+// turn (see giveUp).
 func (g *Gate) Enter(ctx context.Context, op *telemetry.Op) (Pass, *lease.Tenure, error) {
 	start := time.Now()
 	pass, w := join(g.queueKey(), &g.j, g.x.Line)
@@ -127,6 +129,7 @@ func (g *Gate) Enter(ctx context.Context, op *telemetry.Op) (Pass, *lease.Tenure
 	_, err := w.wait(ctx, g.queueKey(), g.h.b.Done())
 	op.Waited(time.Since(start))
 	if err != nil {
+		g.withdraw(ctx, w.owes)
 		if errors.Is(err, locker.ErrClosed) {
 			return Pass{}, nil, err
 		}
@@ -248,6 +251,7 @@ func (g *Gate) lock(ctx context.Context, w *waiter, pass Pass) (err error) {
 		err = locker.ErrClosed
 	case w.got == gaveUp{}:
 		op.Waited(time.Since(start))
+		g.withdraw(ctx, w.owes)
 		err = NotAcquired(ctx, nil)
 	default:
 		op.Waited(time.Since(start))
@@ -276,8 +280,14 @@ func (g *Gate) lock(ctx context.Context, w *waiter, pass Pass) (err error) {
 // the lock. It returns the granted Lease and the number of the attempt
 // that took it. When it fails, it cleans up after it and gives the turn
 // back (see giveUp). On success the turn is the caller's to keep or give back.
+// It takes over the process's place in the lock's line that an earlier
+// call left to the turn (see giveUp).
 func (g *Gate) Contend(ctx context.Context, h *Handle, op *telemetry.Op, pass Pass, owner string, c Calls) (*lease.Lease, int64, error) {
 	call := h.local.Call()
+	// The call takes the process's place in line over: its attempts name
+	// it, its grant ends it, and its give-up withdraws it or leaves it to
+	// the next turn.
+	g.queues.paid(g.x.Key, call)
 	var (
 		unsure   []int64
 		attempts int64
@@ -351,7 +361,9 @@ func (g *Gate) TryLock(ctx context.Context) (bool, error) {
 // the lock's line, and records it in op. After an attempt whose outcome is
 // unknown it records the call's departure and ends whatever the attempt
 // may have taken (see giveUp); unless the attempt succeeded, it gives the
-// turn back. It
+// turn back (withdrawing the process's place in line when it was left to
+// this turn and nobody of the process takes the turn now: a Try's attempt
+// does not take it over). It
 // returns the granted Lease and the attempt's number, or a nil Lease with a
 // nil error when the lock is taken.
 func (g *Gate) Try(ctx context.Context, h *Handle, op *telemetry.Op, pass Pass, owner string, c Calls) (*lease.Lease, int64, error) {
@@ -363,9 +375,12 @@ func (g *Gate) Try(ctx context.Context, h *Handle, op *telemetry.Op, pass Pass, 
 		g.giveUp(lease.AfterFailure(ctx, err), c, owner, pass, true, call, []int64{n})
 		return nil, 0, err
 	case l == nil:
-		g.Leave(pass)
+		g.leaveFor(ctx, pass)
 		return nil, 0, nil
 	}
+	// The grant ended the process's place in line, if it had one (see
+	// lock_grant in internal/script/lock_lib.lua).
+	g.queues.paid(g.x.Key, call)
 	return l, n, nil
 }
 
@@ -376,12 +391,38 @@ func (g *Gate) TryEnter() (Pass, bool) {
 }
 
 // Leave gives the turn back: the pass of the process-wide gate, and the
-// handle's slot.
-func (g *Gate) Leave(pass Pass) {
-	pass.Release()
+// handle's slot. When the process's place in the lock's line was left to
+// the turn (see giveUp) and nobody of the process takes the turn now, it
+// withdraws the place before it returns.
+func (g *Gate) Leave(pass Pass) { g.leaveFor(context.Background(), pass) }
+
+// leaveFor is Leave for a call whose context is ctx.
+func (g *Gate) leaveFor(ctx context.Context, pass Pass) { g.withdraw(ctx, g.leave(pass)) }
+
+// leave gives the turn back as Leave does, and returns the call whose
+// place in line the caller must withdraw, or 0 (see Pass.release).
+func (g *Gate) leave(pass Pass) (owed int64) {
+	owed = pass.release()
 	if g.j.h != nil {
 		g.seat().Leave(g.queues, g.x.Key)
 	}
+	return owed
+}
+
+// withdraw takes the process out of the lock's line for call, a call that
+// gave up on the lock and left its place to a turn that was given back
+// without contending (see giveUp); nothing for a call of 0. The leave
+// leaves alone the place of a later call of the process.
+func (g *Gate) withdraw(ctx context.Context, call int64) {
+	if call != 0 {
+		lease.Persist(ctx, g.h.b, g.stale(), g.leaveCall(call))
+	}
+}
+
+// leaveCall returns the leave of the lock's line for call (see
+// Exclusive.Leave).
+func (g *Gate) leaveCall(call int64) *driver.Call {
+	return g.x.Leave.Call([]string{g.x.Key}, script.LeaveArgs{Cohort: g.h.local.Cohort(), Wake: g.Wake(), Call: call, Stale: holdopt.Millis(g.stale())})
 }
 
 // Idle reports whether nobody of the process holds or waits for the lock.
@@ -398,8 +439,14 @@ func (g *Gate) Idle() bool { return g.queues.Idle(g.x.Key) }
 // The call leaves the line, with the lock's leave script (Exclusive.Leave)
 // run on its main key for the process's cohort and the prefix of the
 // line's wake channels, so that releases wake the next process instead:
-// when nobody else of the process waits, and whenever an attempt's outcome
-// is unknown. The leave records the call's departure, which refuses its
+// when nobody else of the process holds or awaits the turn, and whenever an
+// attempt's outcome is unknown. Otherwise the place is left to the turn
+// (queue.owed): the next holder of the turn takes it over when it
+// contends, and withdraws it when it gives the turn back without
+// contending (its wait ended as the turn came, or a Try found the lock
+// taken) and nobody of the process takes the turn after it; so a place
+// that no call of the process waits for never outlives the call that gave
+// it up by more than a round trip. The leave records the call's departure, which refuses its
 // attempts that arrive later still; after an attempt whose outcome is
 // unknown it goes first, in the same send as the give-back, so that the
 // attempt, should it reach Redis after the give-back, finds the departure
@@ -410,15 +457,18 @@ func (g *Gate) Idle() bool { return g.queues.Idle(g.x.Key) }
 // after transient errors (see lease.Cleanup), whatever ctx says; the leave
 // leaves alone the place of a later call of the process.
 func (g *Gate) giveUp(ctx context.Context, c Calls, owner string, pass Pass, sent bool, call int64, unsure []int64) {
-	g.Leave(pass)
+	owed := g.leave(pass)
 	ac := c.AbandonCall(owner, unsure)
-	if !sent || len(unsure) == 0 && !g.Idle() {
+	if !sent || len(unsure) == 0 && owed == 0 && g.queues.keep(g.x.Key, call) {
 		if ac != nil {
 			lease.Cleanup(ctx, g.h.b, ac)
 		}
+		g.withdraw(ctx, owed)
 		return
 	}
-	leave := g.x.Leave.Call([]string{g.x.Key}, script.LeaveArgs{Cohort: g.h.local.Cohort(), Wake: g.Wake(), Call: call, Stale: holdopt.Millis(g.stale())})
+	// This leave, of a later call than any owed, withdraws the place too.
+	g.queues.paid(g.x.Key, call)
+	leave := g.leaveCall(call)
 	if len(unsure) > 0 && ac != nil {
 		lease.Cleanup(ctx, g.h.b, leave, ac)
 		return

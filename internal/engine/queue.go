@@ -46,6 +46,13 @@ type queue struct {
 	// watchers, the waiters in queue that may be handed a hold, wait.
 	watch    *watch
 	watchers int
+	// owed is the call of the process that gave up on the lock while
+	// another goroutine held or awaited the turn, and left the process's
+	// place in the lock's line to it (see Gate.giveUp); 0: none. The next
+	// holder of the turn takes the place over by contending (paid), or,
+	// when it gives the turn back without contending and nobody of the
+	// process takes it, withdraws the place (release).
+	owed int64
 }
 
 // A joiner is what the queue knows of the waiters of one handle (or of a
@@ -66,6 +73,9 @@ type waiter struct {
 	got   baton
 	q     *queue        // where it waits
 	start time.Duration // when it joined, after epoch (see began)
+	// owes is the call whose place in line the waiter must withdraw (see
+	// queue.owed) after it gave up as the turn came to it (see quit).
+	owes int64
 }
 
 // epoch is the origin of waiter.start: a Duration takes a third of a
@@ -218,19 +228,54 @@ func newPass(k key, g *queue) Pass { return Pass{&pass{k: k, g: g}} }
 // Release gives the queue back to the next goroutine. Only the first call
 // does anything, so that a hold may give its pass back early, when it is
 // lost, and again at Unlock; after a HandOff it does nothing.
-func (p Pass) Release() {
+func (p Pass) Release() { p.release() }
+
+// release is Release, and returns the call whose place in the lock's line
+// the caller must withdraw (see queue.owed), or 0: when the queue owed one
+// and nobody of the process is left to take the turn.
+func (p Pass) release() (owed int64) {
 	if p.p == nil {
-		return
+		return 0
 	}
 	p.p.k.s.mu.Lock()
 	defer p.p.k.s.mu.Unlock()
 	if p.p.used {
-		return
+		return 0
 	}
 	p.p.used = true
-	p.p.g.busy = false
-	p.p.g.dispatch()
-	unref(p.p.k, p.p.g)
+	g := p.p.g
+	g.busy = false
+	g.dispatch()
+	if !g.busy && len(g.queue) == 0 {
+		owed, g.owed = g.owed, 0
+	}
+	unref(p.p.k, g)
+	return owed
+}
+
+// keep leaves the process's place in the line of the lock name, which
+// call gave up on, to the goroutine of the process that holds or awaits
+// its turn, if any, and reports whether there is one (see Gate.giveUp).
+func (s *queues) keep(name string, call int64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g := s.m[name]
+	if g == nil || !g.busy && len(g.queue) == 0 {
+		return false
+	}
+	g.owed = max(g.owed, call)
+	return true
+}
+
+// paid records that call, which holds the turn of the queue of name or
+// has just given it back, took over or withdrew the process's place in the
+// lock's line: the place that an earlier call left owed is settled.
+func (s *queues) paid(name string, call int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if g := s.m[name]; g != nil && g.owed <= call {
+		g.owed = 0
+	}
 }
 
 // enterQueue takes the queue of name in s, waiting until it is free, ctx is done
@@ -417,7 +462,9 @@ func (me *waiter) wait(ctx context.Context, k key, closed <-chan struct{}) (bato
 
 // quit takes me out of the line of the queue of k after its wait failed
 // with err, which it returns. When the queue, or a baton, was given to me
-// meanwhile, it passes it on to the next waiter, or gives it back.
+// meanwhile, it passes it on to the next waiter, or gives it back; in that
+// case me.owes is the call whose place in line me must withdraw, if any
+// (see Pass.release).
 func (me *waiter) quit(k key, err error) error {
 	g := me.q
 	k.s.mu.Lock()
@@ -440,7 +487,7 @@ func (me *waiter) quit(k key, err error) error {
 	if b != nil {
 		b.Drop()
 	}
-	p.Release()
+	me.owes = p.release()
 	if me.j.h != nil {
 		seat{me.j.h}.Leave(k.s, k.name)
 	}
