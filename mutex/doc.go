@@ -23,13 +23,24 @@
 // hold passes to the waiter without a round trip: the lock stays taken on
 // the server, the waiter's Lock returns, and the waiter has its own fencing
 // token, Done and Err. Each acquisition through Redis reserves a block of
-// tokens (its own and one per hand-off), so a token handed on locally is
-// still greater than every token issued before it and smaller than every
-// later one; the release gives back the part of the block its holders did
-// not use, and a hold hands on at most one token per microsecond since its
-// grant, so that the name's fence counter keeps to the server's clock
-// however the bounds are set. A hold passes on locally at most 64 times and not once 20ms have
-// passed since its grant came back from Redis ([WithLocalHandoff]); then Unlock
+// tokens (its own and one per hand-off), and every grant of the name, of any
+// kind, that the server makes while the block is reserved draws above it.
+// So a hold passes only to a goroutine whose Lock began before the
+// acquisition that took the hold was sent: no grant of the name can have
+// returned before that Lock began whose token the block is not above (a
+// goroutine that began waiting later could have begun after another kind
+// of lock of the name, say a fair lock in another process, was granted a
+// token above the block). The hold passes on to the goroutines that waited
+// when it was sent for, in arrival order, and Unlock releases it through
+// Redis when the next waiter came later: that waiter takes it through
+// Redis. A token handed on locally is thus greater than every token of the
+// name whose grant returned before its Lock began, and smaller than every
+// token of a Lock that began after it returned. The release gives back the
+// part of the block its holders did not use, and a hold hands on at most
+// one token per microsecond since its grant, so that the name's fence
+// counter keeps to the server's clock however the bounds are set. A hold
+// passes on locally at most 64 times and not once 20ms have passed since
+// its grant came back from Redis ([WithLocalHandoff]); then Unlock
 // releases it through Redis, and the waiters of other processes get their
 // turn. [WithLocalHandoff](0, 0) turns hand-off off, for arrival order across
 // processes (package fair gives strict order). A hold that is lost ends the

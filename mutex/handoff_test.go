@@ -239,27 +239,46 @@ func losable(t *testing.T, name string) (p process, raw *redis.Client, a, b *mut
 
 // TestHandoffThenLoss: a hold handed on is the new holder's: its token is
 // the next one, and when the hold is lost on the server, the new holder's
-// Done closes with ErrLost while the previous holder's Err stays nil.
+// Done closes with ErrLost while the previous holder's Err stays nil. A
+// hold is handed on only to a goroutine that waited before it was sent for
+// (see lease.Tenure.Serves): a and b wait while a third handle holds the
+// lock, whose Unlock releases it through Redis; a takes it, and hands it
+// on to b.
 func TestHandoffThenLoss(t *testing.T) {
 	p, raw, a, b := losable(t, "lost")
 	ctx := context.Background()
-	if err := a.Lock(ctx); err != nil {
+	c, err := mutex.New(p.b, "lost", mutex.WithTTL(300*time.Millisecond), mutex.WithLocalHandoff(4, 250*time.Millisecond))
+	if err != nil {
 		t.Fatal(err)
 	}
-	got := make(chan error, 1)
-	go func() { got <- b.Lock(ctx) }()
-	time.Sleep(50 * time.Millisecond) // b waits at the process's gate
+	if err := c.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	gotA, gotB := make(chan error, 1), make(chan error, 1)
+	go func() { gotA <- a.Lock(ctx) }()
+	time.Sleep(50 * time.Millisecond) // a waits at the process's gate
+	go func() { gotB <- b.Lock(ctx) }()
+	time.Sleep(50 * time.Millisecond) // and b after it
+	if err := c.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-gotA; err != nil {
+		t.Fatal(err)
+	}
+	if a.Token() == c.Token()+1 {
+		t.Errorf("a's token %d is the next of c's %d: c's hold was handed on to a goroutine that began waiting after it was sent for", a.Token(), c.Token())
+	}
 	if err := a.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-got; err != nil {
+	if err := <-gotB; err != nil {
 		t.Fatal(err)
 	}
 	if b.Token() != a.Token()+1 {
 		t.Fatalf("b's token %d after a's %d; want the next one (a local hand-off)", b.Token(), a.Token())
 	}
-	if g := p.grants.n.Load(); g != 1 {
-		t.Errorf("%d acquisitions through Redis; want 1", g)
+	if g := p.grants.n.Load(); g != 2 {
+		t.Errorf("%d acquisitions through Redis; want 2 (c's and a's)", g)
 	}
 	select {
 	case <-a.Done():

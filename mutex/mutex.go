@@ -32,9 +32,10 @@ const primitive = "mutex"
 // documentation).
 //
 // When a goroutine of the process waits in that queue as the holder
-// unlocks, the hold passes to it without a round trip (local hand-off): the
-// process keeps the lock on the server and the waiter's Lock returns with
-// the next fencing token of a block the acquisition reserved. A hold passes
+// unlocks, and waited already when the hold was sent for, the hold passes
+// to it without a round trip (local hand-off): the process keeps the lock
+// on the server and the waiter's Lock returns with the next fencing token
+// of a block the acquisition reserved. A hold passes
 // on locally a bounded number of times, for a bounded time (see
 // WithLocalHandoff), then Unlock releases it through Redis so that other
 // processes get their turn. Hand-off needs the watchdog, and passes only
@@ -192,8 +193,9 @@ func (m *Mutex) releaseUsed(owner string, used, last int64) *driver.Call {
 }
 
 // Unlock unlocks m and wakes a waiter. When a goroutine of this process
-// waits for the lock and the hold's hand-off bounds allow (see
-// WithLocalHandoff), Unlock passes the hold to it without a round trip;
+// waits for the lock, since before the hold was sent for, and the hold's
+// hand-off bounds allow (see WithLocalHandoff and the package doc), Unlock
+// passes the hold to it without a round trip;
 // otherwise it releases the hold through Redis and stops the watchdog
 // before it returns. It returns an error matching locker.ErrNotHeld when m is not
 // locked (no Redis call is made then), and one matching locker.ErrLost when

@@ -13,7 +13,8 @@ import (
 type Option interface{ apply(*holdopt.Config) }
 
 // WithLocalHandoff bounds the local hand-off of the write hold: when a
-// writer of this process waits as the write hold is unlocked, the hold
+// writer of this process waits as the write hold is unlocked, and waited
+// already when the hold was sent for (see package mutex for why), the hold
 // passes to it without a round trip, at most turns times and not once
 // within has passed since it was taken through Redis; then Unlock releases
 // it through Redis, which lets the waiting readers in first. The default is

@@ -202,8 +202,9 @@ func (m *RWMutex) runlockCall(owner string, depart bool, attempts ...int) *drive
 	return script.RWMutexRUnlock.Call(m.keys, script.RWRUnlockArgs{Owner: owner, WWake: m.wake, Refuse: m.ttlMs, Depart: depart, Attempts: numbers(attempts)})
 }
 
-// Unlock unlocks m for writing. When a writer of this process waits and the
-// hold's hand-off bounds allow (see WithLocalHandoff), Unlock passes the
+// Unlock unlocks m for writing. When a writer of this process waits, since
+// before the hold was sent for, and the hold's hand-off bounds allow (see
+// WithLocalHandoff), Unlock passes the
 // write hold to it without a round trip. Otherwise it releases the hold
 // through Redis: it wakes the readers that were waiting, all at once, and
 // lets them in before the next writer; with no reader waiting it wakes a

@@ -227,7 +227,8 @@ func (g *Gate) gaveUp(w *waiter) {
 // gaveUp is what a waiter of Lock holds once ctx ended its wait.
 type gaveUp struct{}
 
-func (gaveUp) Drop() {}
+func (gaveUp) Drop()                 {}
+func (gaveUp) Serves(time.Time) bool { return false }
 
 // lock is Lock once the turn came, or the wait for it ended, or ctx was
 // done before it began, in the call's span: w is the waiter that waited,

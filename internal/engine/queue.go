@@ -101,6 +101,9 @@ type baton interface {
 	// was passed to gave up waiting before it could take it, and nobody
 	// else takes it.
 	Drop()
+	// Serves reports whether the baton may be passed to a waiter that
+	// joined the queue at joined (see lease.Tenure.Serves).
+	Serves(joined time.Time) bool
 }
 
 // A queues holds the gates of one backend (see internal/local); its lock
@@ -395,7 +398,8 @@ func (g *queue) left(w *waiter) {
 // locker.ErrClosed.
 type closedBaton struct{}
 
-func (closedBaton) Drop() {}
+func (closedBaton) Drop()                 {}
+func (closedBaton) Serves(time.Time) bool { return false }
 
 // awaitClose waits, while goroutines wait in line at the queues of s, for
 // s's backend to close, and then sends every waiter away (closedBaton), so
@@ -562,10 +566,13 @@ func (h seat) Leave(s *queues, name string) {
 }
 
 // HandOff passes b, with the queue p and the seatState h, to the first waiter of
-// class whose seatState is free (or is h): that waiter's enterQueue returns b. It
-// reports whether a waiter took it; if not, nothing changed and the caller
-// still holds p and h. After a HandOff, p.Release does nothing and h must
-// not be left again. A nil class hands nothing off.
+// class whose seatState is free (or is h), when b serves it (baton.Serves:
+// it joined before b's hold was sent for): that waiter's enterQueue returns
+// b. It reports whether a waiter took it; if not, nothing changed and the
+// caller still holds p and h. After a HandOff, p.Release does nothing and h
+// must not be left again. A nil class hands nothing off. The waiters after
+// one that b does not serve joined later still: b serves none of them, and
+// the hold goes back through Redis.
 func (h seat) HandOff(p Pass, class any, b baton) bool {
 	if class == nil || p.p == nil {
 		return false
@@ -578,6 +585,9 @@ func (h seat) HandOff(p Pass, class any, b baton) bool {
 	for i, w := range p.p.g.queue {
 		if wh := w.j.h; w.j.class != class || wh != nil && wh.taken && wh != h.h {
 			continue
+		}
+		if !b.Serves(w.began()) {
+			return false
 		}
 		p.p.used = true
 		if h.h != nil {

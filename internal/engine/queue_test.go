@@ -117,10 +117,17 @@ func TestHandle(t *testing.T) {
 	}
 }
 
-// countingBaton is a baton that counts its drops.
-type countingBaton struct{ drops atomic.Int32 }
+// countingBaton is a baton that counts its drops. It serves the waiters
+// that joined before sent, or every waiter when sent is zero.
+type countingBaton struct {
+	drops atomic.Int32
+	sent  time.Time
+}
 
 func (b *countingBaton) Drop() { b.drops.Add(1) }
+func (b *countingBaton) Serves(joined time.Time) bool {
+	return b.sent.IsZero() || joined.Before(b.sent)
+}
 
 // waitFor enters h as a waiter of class in a goroutine and returns what
 // enterQueue returned, once it returns; queued reports when it waits.
@@ -338,4 +345,48 @@ func TestHandOffDroppedWhenNobodyTakesIt(t *testing.T) {
 		a.Leave(owner, "k")
 		empty(t, owner)
 	}
+}
+
+// TestHandOffServesEarlierWaiters: a baton passes only to a waiter it
+// serves (one that joined before its hold was sent for), and not past it
+// to a later one: the first waiter of the class that joined after the
+// baton's hold was sent ends the hand-off, and the queue stays the
+// holder's.
+func TestHandOffServesEarlierWaiters(t *testing.T) {
+	owner := newQueues(nil)
+	a, b, c := newSeat(), newSeat(), newSeat()
+	p, ok := a.TryEnter(owner, "k")
+	if !ok {
+		t.Fatal("tryEnterQueue on a free queue failed")
+	}
+	early := enterAsync(context.Background(), b, owner, "x")
+	waitQueued(t, owner, 1)
+	bt := &countingBaton{sent: time.Now()}
+	late := enterAsync(context.Background(), c, owner, "x")
+	waitQueued(t, owner, 2)
+	if !a.HandOff(p, "x", bt) {
+		t.Fatal("HandOff found no taker; want the waiter that joined before the hold was sent for")
+	}
+	got := <-early
+	if got.err != nil || got.b != baton(bt) {
+		t.Fatalf("the early waiter got (%v, %v); want the baton", got.b, got.err)
+	}
+	if b.HandOff(got.p, "x", bt) {
+		t.Fatal("HandOff passed the baton to a waiter that joined after its hold was sent for")
+	}
+	// The queue is still the early waiter's: it gives it back, and the
+	// late waiter gets it free, without a baton.
+	got.p.Release()
+	b.Leave(owner, "k")
+	l := <-late
+	if l.err != nil || l.b != nil {
+		t.Fatalf("the late waiter got (%v, %v); want a free queue", l.b, l.err)
+	}
+	l.p.Release()
+	c.Leave(owner, "k")
+	a.Leave(owner, "k")
+	if bt.drops.Load() != 0 {
+		t.Errorf("the baton was dropped %d times; want 0", bt.drops.Load())
+	}
+	empty(t, owner)
 }

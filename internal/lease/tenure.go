@@ -56,6 +56,18 @@ func (t *Tenure) HasNext() bool { return t.token < t.l.last }
 // of the block (the caller checks HasNext). It does not end t.
 func (t *Tenure) Next() *Tenure { return newTenure(t.l, t.token+1) }
 
+// Serves reports whether the next token of t's block may go to a call that
+// began at began: only when it began before the Lease's acquisition was
+// sent. Every grant of the name that the server made after the block was
+// reserved, of any kind, drew a token above the block (the fence counter
+// stood at its end); a call that began after such a grant returned must get
+// a token above it, which the block cannot give. A call that began before
+// the acquisition was sent began before any such grant was made, so no
+// grant of the name returned before it began that the block's tokens are
+// not above: those that the server made before the block are below it.
+// began is on the monotonic clock, as the Lease's time of sending.
+func (t *Tenure) Serves(began time.Time) bool { return began.Before(t.l.acquired) }
+
 // Passable reports whether t's holder may hand the Lease on: the block has
 // a token left, the Lease's grant came back less than within ago (from its
 // reply, not its request, so that the time the request queued for a

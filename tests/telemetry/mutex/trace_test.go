@@ -26,18 +26,29 @@ func TestLocker(t *testing.T) {
 
 // TestSpansOfHandoff: a local hand-off records its own outcomes, on the
 // Unlock that passed the hold and on the Lock that received it, and the
-// received token.
+// received token. A hold is handed on to a goroutine that waited when it
+// was sent for: a and b wait while first holds, whose release goes through
+// Redis; a takes the lock and hands it on to b.
 func TestSpansOfHandoff(t *testing.T) {
 	tr := teltest.NewTraced(t)
 	ctx := context.Background()
+	first, _ := mutex.New(tr.B, "handed", mutex.WithLocalHandoff(16, time.Second))
 	a, _ := mutex.New(tr.B, "handed", mutex.WithLocalHandoff(16, time.Second))
 	b, _ := mutex.New(tr.B, "handed", mutex.WithLocalHandoff(16, time.Second))
-	if err := a.Lock(ctx); err != nil {
+	if err := first.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	got := make(chan error, 1)
+	gotA, got := make(chan error, 1), make(chan error, 1)
+	go func() { gotA <- a.Lock(ctx) }()
+	time.Sleep(20 * time.Millisecond) // a waits in the process
 	go func() { got <- b.Lock(ctx) }()
-	time.Sleep(20 * time.Millisecond) // b waits in the process
+	time.Sleep(20 * time.Millisecond) // and b after it
+	if err := first.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-gotA; err != nil {
+		t.Fatal(err)
+	}
 	if err := a.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -54,14 +65,14 @@ func TestSpansOfHandoff(t *testing.T) {
 		}
 		return out
 	}
-	if got, want := outcomes("mutex.Unlock"), []string{"handed_off", "released"}; !slices.Equal(got, want) {
+	if got, want := outcomes("mutex.Unlock"), []string{"released", "handed_off", "released"}; !slices.Equal(got, want) {
 		t.Errorf("mutex.Unlock outcomes %v; want %v", got, want)
 	}
 	locks := tr.Spans("mutex.Lock")
-	if got, want := outcomes("mutex.Lock"), []string{"acquired", "acquired_local"}; !slices.Equal(got, want) {
+	if got, want := outcomes("mutex.Lock"), []string{"acquired", "acquired", "acquired_local"}; !slices.Equal(got, want) {
 		t.Fatalf("mutex.Lock outcomes %v; want %v", got, want)
 	}
-	if tok := teltest.Attrs(locks[1])["redisync.fencing_token"].AsInt64(); tok != b.Token() || tok != a.Token()+1 {
+	if tok := teltest.Attrs(locks[2])["redisync.fencing_token"].AsInt64(); tok != b.Token() || tok != a.Token()+1 {
 		t.Errorf("received token %d; want %d, the next after %d", tok, b.Token(), a.Token())
 	}
 }

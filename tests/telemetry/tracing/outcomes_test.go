@@ -93,14 +93,25 @@ func TestOutcomes(t *testing.T) {
 	}
 
 	// The hand-off first, well within its limit of time however slow the
-	// machine.
+	// machine. A hold is handed on to a goroutine that waited when it was
+	// sent for: a and c wait while first holds, and first's release goes
+	// through Redis.
 	opts := []mutex.Option{mutex.WithTTL(time.Minute), mutex.WithLocalHandoff(16, 30*time.Second)}
+	first := newMutex(b1, "outcomes", opts...)
 	a := newMutex(b1, "outcomes", opts...)
 	c := newMutex(b1, "outcomes", opts...)
-	check("Lock", "mutex.Lock", "acquired", false, a.Lock(ctx))
-	got := make(chan error, 1)
+	if err := first.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	gotA, got := make(chan error, 1), make(chan error, 1)
+	go func() { gotA <- a.Lock(ctx) }()
+	time.Sleep(100 * time.Millisecond) // a waits in the process
 	go func() { got <- c.Lock(ctx) }()
-	time.Sleep(100 * time.Millisecond) // c waits in the process
+	time.Sleep(100 * time.Millisecond) // and c after it
+	if err := first.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	check("Lock", "mutex.Lock", "acquired", false, <-gotA)
 	check("Unlock with a waiter in the process", "mutex.Unlock", "handed_off", false, a.Unlock(ctx))
 	check("Lock handed on", "mutex.Lock", "acquired_local", false, <-got)
 
