@@ -14,8 +14,9 @@
 // Backends, subscriptions are counted by reference, a Listener says so once
 // it listens, a Notifier calls its function for them, every Backend has a
 // Local of its own (and a lock taken through
-// a Backend whose type is not comparable works), and Close stops
-// everything.
+// a Backend whose type is not comparable works), Close shuts down in its
+// order (Done first, then its Local's Shutdown while calls still go out,
+// then calls fail), and Close stops everything.
 package backendtest
 
 import (
@@ -29,6 +30,7 @@ import (
 
 	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/backend/driver"
+	"github.com/redisync/redisync/internal/local"
 	"github.com/redisync/redisync/locker"
 	"github.com/redisync/redisync/mutex"
 )
@@ -104,6 +106,7 @@ func RunConformanceTests(t *testing.T, newHarness HarnessMaker) {
 		{"Notify", testNotify},
 		{"Local", testLocal},
 		{"LockThroughAnyType", testAnyType},
+		{"CloseOrder", testCloseOrder},
 		{"Close", testClose},
 	}
 	for _, tc := range tests {
@@ -310,6 +313,35 @@ func testRefCount(t *testing.T, mk func(*testing.T) backend.Backend) {
 	}
 	if !await(s2, 10*time.Second) {
 		t.Fatal("closing one Subscription stopped the other")
+	}
+}
+
+// testCloseOrder: Close closes Done, then runs the Local's Shutdown, during
+// which calls still go out (the primitives' waiters leave their lines and
+// the holds are released then), and only then fails calls.
+func testCloseOrder(t *testing.T, mk func(*testing.T) backend.Backend) {
+	b := mk(t)
+	s := space(b, t)
+	ran := false
+	local.Of(b).OnShutdown(func(ctx context.Context) {
+		ran = true
+		select {
+		case <-b.Done():
+		default:
+			t.Error("Done() is open during Close's Shutdown; want it closed first")
+		}
+		if _, err := driver.Run(ctx, b, echo, []string{s + "k"}, 1, ""); err != nil {
+			t.Errorf("Run during Close's Shutdown: error = %v; want nil: calls go out until it returns", err)
+		}
+	})
+	if err := b.Close(); err != nil {
+		t.Fatalf("Close() = %v; want nil", err)
+	}
+	if !ran {
+		t.Fatal("Close did not run the Local's Shutdown (driver.Local.Shutdown; see driver.Closing)")
+	}
+	if _, err := driver.Run(context.Background(), b, echo, []string{s + "k"}, 1, ""); !errors.Is(err, locker.ErrClosed) {
+		t.Errorf("Run after Close: error = %v; want locker.ErrClosed", err)
 	}
 }
 
