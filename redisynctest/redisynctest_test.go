@@ -217,8 +217,10 @@ func TestCleanupStopsEverything(t *testing.T) {
 	})
 	// The waiter's attempt may be in flight when the cleanup closes its
 	// Backend and then its client: it fails with the client's error then.
-	if err := <-waited; !errors.Is(err, locker.ErrClosed) && !errors.Is(err, redis.ErrClosed) {
-		t.Errorf("waiter's Lock after cleanup = %v; want locker.ErrClosed or redis.ErrClosed", err)
+	// When the holder's Backend is closed first, its Close releases the
+	// hold, and the waiter may get the lock before its own Backend closes.
+	if err := <-waited; err != nil && !errors.Is(err, locker.ErrClosed) && !errors.Is(err, redis.ErrClosed) {
+		t.Errorf("waiter's Lock after cleanup = %v; want nil, locker.ErrClosed or redis.ErrClosed", err)
 	}
 	select {
 	case <-held.Done():

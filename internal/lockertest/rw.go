@@ -643,18 +643,20 @@ func testCrashedReader(t *testing.T, s *RWSetup) {
 	n := name(t)
 	ctx := ctxFor(t, time.Minute)
 	const ttl = time.Second
-	rb := s.NewBackend(t)
+	rb := &Killable{Backend: s.NewBackend(t)}
 	reader := s.lock(t, rb, n, Options{TTL: ttl, Watchdog: true})
 	writer := s.lock(t, s.backend(t), n, Options{TTL: 10 * time.Second, Watchdog: true, Backoff: locker.ConstantBackoff(20 * time.Millisecond)})
 	if err := reader.RLock(ctx); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(ttl / 2) // let the watchdog renew once or twice
-	// The reader's process dies: its backend closes without RUnlock, and
-	// nothing is released. Until the validity deadline of its last renewal
+	// The reader's process dies: cut off from Redis, its backend closes
+	// without RUnlock, and nothing is released (a Close that reaches Redis
+	// would release it). Until the validity deadline of its last renewal
 	// (which the server's expiry follows), no writer may get in.
 	valid := reader.Until()
 	crashed := time.Now()
+	rb.Kill()
 	if err := rb.Close(); err != nil {
 		t.Fatal(err)
 	}
