@@ -79,9 +79,21 @@ type fault struct {
 
 // inject applies faults from fs until stop is closed, spacing them out, and
 // records them in hist. It draws the faults in a random order without
-// replacement, so that every kind comes up before any comes twice.
-func inject(t *testing.T, rng *rand.Rand, hist *History, fs []fault, stop <-chan struct{}) {
+// replacement, so that every kind comes up before any comes twice. With
+// settle > 0, each fault is followed by a phase without faults that lasts
+// until a hold completes after the heal, or settle passed: a schedule of
+// node faults then leaves the nodes up long enough for holds to complete
+// however slow the machine (an unloaded run completes holds within the
+// spacing anyway).
+func inject(t *testing.T, rng *rand.Rand, hist *History, fs []fault, settle time.Duration, stop <-chan struct{}) {
 	var bag []fault
+	var quiet, bounded int
+	var longest time.Duration
+	if settle > 0 {
+		defer func() {
+			t.Logf("%d phases without faults after a fault, the longest %v, %d ended by their bound of %v", quiet, longest.Round(time.Millisecond), bounded, settle)
+		}()
+	}
 	for {
 		select {
 		case <-stop:
@@ -98,7 +110,31 @@ func inject(t *testing.T, rng *rand.Rand, hist *History, fs []fault, stop <-chan
 		target, heal := f.apply(rng)
 		heal()
 		hist.AddFault(Fault{Kind: f.kind, Target: target, Start: start, End: hist.Now()})
+		if settle > 0 {
+			began := time.Now()
+			if !awaitHold(hist, hist.Len(), settle, stop) {
+				bounded++
+			}
+			quiet++
+			longest = max(longest, time.Since(began))
+		}
 	}
+}
+
+// awaitHold waits until hist holds more than n holds, d passed or stop is
+// closed, and reports whether the wait ended otherwise than by d.
+func awaitHold(hist *History, n int, d time.Duration, stop <-chan struct{}) bool {
+	end := time.After(d)
+	for hist.Len() <= n {
+		select {
+		case <-stop:
+			return true
+		case <-end:
+			return false
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return true
 }
 
 // stretch bounds how long a scenario whose verdict needs a minimum of
@@ -250,9 +286,10 @@ func quantiles(ds []time.Duration) string {
 // mean something.
 const minHolds = 1
 
-// run drives w while inject applies fs, for the configured duration, or
-// longer, within the bound of runUntil, until minHolds holds completed.
-func run(t *testing.T, w *Workload, fs []fault) {
+// run drives w while inject applies fs (settle as inject takes it), for the
+// configured duration, or longer, within the bound of runUntil, until
+// minHolds holds completed.
+func run(t *testing.T, w *Workload, fs []fault, settle time.Duration) {
 	t.Helper()
 	rng := seed(t)
 	stop := make(chan struct{})
@@ -262,7 +299,7 @@ func run(t *testing.T, w *Workload, fs []fault) {
 	go func() { done <- w.Run(stop) }()
 	var inj sync.WaitGroup
 	inj.Add(1)
-	go func() { defer inj.Done(); inject(t, rng, w.History, fs, stop) }()
+	go func() { defer inj.Done(); inject(t, rng, w.History, fs, settle, stop) }()
 	w.Ran = runUntil(t, *duration, func() bool { return w.History.Len() >= minHolds },
 		func() string { return fmt.Sprintf("%d holds", w.History.Len()) })
 	close(stop)
@@ -393,7 +430,7 @@ func singleNode(t *testing.T, label string, model porcupine.Model, capacity int,
 			}
 		}},
 	}
-	run(t, w, fs)
+	run(t, w, fs, 0)
 	r := check(t, label+"/single", w, model, capacity)
 	if r.conflicts != 0 {
 		t.Errorf("%d holds overlapped", r.conflicts)

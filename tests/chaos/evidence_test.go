@@ -23,3 +23,18 @@ func TestRunUntil(t *testing.T) {
 		t.Errorf("a run never with its evidence ran %v; want about %v", ran, stretch*d)
 	}
 }
+
+// TestAwaitHold: the phase after a fault ends at the next hold, or at its
+// bound.
+func TestAwaitHold(t *testing.T) {
+	hist := NewHistory()
+	time.AfterFunc(30*time.Millisecond, func() { hist.Add(Hold{}) })
+	began := time.Now()
+	if !awaitHold(hist, 0, time.Minute, nil) || time.Since(began) > 30*time.Second {
+		t.Errorf("the wait did not end at the hold")
+	}
+	began = time.Now()
+	if awaitHold(hist, 1, 50*time.Millisecond, nil) || time.Since(began) < 50*time.Millisecond {
+		t.Errorf("the wait did not end at its bound")
+	}
+}
