@@ -103,6 +103,13 @@ func (h *History) AddFault(f Fault) {
 	h.mu.Unlock()
 }
 
+// Len returns the number of holds recorded so far.
+func (h *History) Len() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.holds)
+}
+
 // Holds returns a copy of the holds, ordered by acquisition.
 func (h *History) Holds() []Hold {
 	h.mu.Lock()

@@ -550,13 +550,14 @@ func (w watched) Release(ctx context.Context) error {
 	return err
 }
 
-// drive runs w for d, then stops it and waits for its holders.
-func drive(t *testing.T, w *Workload, d time.Duration) {
+// drive runs w for d, or longer until enough, within the bound of runUntil,
+// then stops it and waits for its holders.
+func drive(t *testing.T, w *Workload, d time.Duration, enough func() bool, evidence func() string) {
 	t.Helper()
 	stop := make(chan struct{})
 	done := make(chan error, 1)
 	go func() { done <- w.Run(stop) }()
-	time.Sleep(d)
+	w.Ran = runUntil(t, d, enough, evidence)
 	close(stop)
 	awaitHolders(t, done, time.Now())
 }
@@ -603,7 +604,11 @@ func (top replyTopology) run(t *testing.T, p replyPrimitive, rules *replyRules, 
 		return counted{watched{h, g % replyClients, b, name, lines, &wake, order}, stats}, nil
 	})
 	stopCov := cov.Start()
-	drive(t, w, repliesDuration())
+	// The verdict needs minCoverage coverage events: on a loaded machine
+	// the run goes on until it has them.
+	coverage := func() int { checks, _, _ := cov.Counts(); return checks }
+	drive(t, w, repliesDuration(), func() bool { return coverage() >= minCoverage },
+		func() string { return fmt.Sprintf("%d coverage events, %d holds", coverage(), w.History.Len()) })
 	stopCov()
 	rules.stop()
 	// Every late request has landed; the cleanups that failed are sent
@@ -663,7 +668,8 @@ func (top replyTopology) run(t *testing.T, p replyPrimitive, rules *replyRules, 
 		return
 	}
 	if checks < minCoverage {
-		t.Errorf("the coverage check saw %d events; want at least %d for a meaningful verdict", checks, minCoverage)
+		t.Errorf("the coverage check saw %d events in %v (the run's bound when short of evidence: %d times its duration); want at least %d for a meaningful verdict",
+			checks, w.Ran.Round(time.Millisecond), stretch, minCoverage)
 	}
 	if checked == 0 {
 		t.Errorf("the line check read the server after none of the %d acquisition calls: it did not run", calls)

@@ -69,7 +69,7 @@ func TestMutexSentinel(t *testing.T) {
 		}},
 		pauseFault(w, stop),
 	}
-	run(t, w, fs)
+	run(t, w, fs, 0)
 	if r := check(t, "mutex/sentinel", w, FencedMutex, 1); r.conflicts != 0 {
 		t.Errorf("%d holds overlapped", r.conflicts)
 	}
@@ -101,7 +101,7 @@ func TestMutexCluster(t *testing.T) {
 		}},
 		pauseFault(w, stop),
 	}
-	run(t, w, fs)
+	run(t, w, fs, 0)
 	if r := check(t, "mutex/cluster", w, FencedMutex, 1); r.conflicts != 0 {
 		t.Errorf("%d holds overlapped", r.conflicts)
 	}
@@ -131,8 +131,9 @@ func TestSemaphoreQuorum(t *testing.T) {
 // quorumScenario runs 4 clients x 2 goroutines of the primitive mk makes on
 // a quorum of 3 nodes, each behind a proxy, under node restarts (kept out
 // for longer than the TTL, as the Redlock description asks: the node comes
-// back empty), frozen nodes, a slow node and paused holders, and checks
-// the history against model and capacity.
+// back empty), frozen nodes, a slow node and paused holders, each fault
+// followed by a phase without one until a hold completed, and checks the
+// history against model and capacity.
 func quorumScenario(t *testing.T, label string, model porcupine.Model, capacity int, mk func(b backend.Backend, name string, g int) (Holder, error)) {
 	nodes := redistest.StartNodes(t, 3)
 	proxies := make([]*faults.Proxy, len(nodes))
@@ -190,7 +191,11 @@ func quorumScenario(t *testing.T, label string, model porcupine.Model, capacity 
 		}},
 		pauseFault(w, stop),
 	}
-	run(t, w, fs)
+	// After each fault, no fault until a hold completed (bounded by two
+	// Lock timeouts): restarts, frozen and slow nodes drawn back to back
+	// on a loaded machine could otherwise keep a majority from granting
+	// for the whole run.
+	run(t, w, fs, 2*w.LockTimeout)
 	if r := check(t, label+"/quorum", w, model, capacity); r.conflicts != 0 {
 		t.Errorf("%d holds overlapped", r.conflicts)
 	}

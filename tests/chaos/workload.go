@@ -75,6 +75,8 @@ type Workload struct {
 	Resource *Resource // the fenced resource (Strict)
 	Shadow   *Resource // optional: sees the same writes without checking them, the negative control
 	History  *History
+	// Ran is how long the scenario drove the holders, set by its run.
+	Ran time.Duration
 
 	pause   atomic.Bool
 	holding atomic.Int64 // 1 + the goroutine holding an exclusive hold, 0 for none
