@@ -56,6 +56,10 @@ type Lines struct {
 	checked    int                   // of them, those after which the server was read
 	idle       int                   // of them, those after which no call of the name was in flight
 	unread     int                   // checks that no node answered
+	numbered   int                   // calls whose number in their cohort was known (see BeginCall)
+	decided    int                   // of them, those the check after their sends settled could decide
+	gaveUp     int                   // of the numbered calls, those that returned an error
+	gaveUpDone int                   // of them, those decided
 	violations []*lineViolation      // one per live entry found, at the first check that found it
 	found      map[lineEntry]bool    // the entries found so far
 	rechecks   int                   // second reads under way
@@ -111,13 +115,43 @@ func NewLines(nodes []redis.UniversalClient) *Lines {
 // it was (such as "Lock") and its outcome, which the violations found then
 // name. Begin waits while a check of the name reads the server.
 func (c *Lines) Begin(b backend.Backend, name string) (end func(op string, outcome any)) {
+	endCall := c.BeginCall(b, name)
+	return func(op string, outcome any) { endCall(op, outcome, 0) }
+}
+
+// BeginCall is Begin for a caller that also knows the number that the
+// call's attempts named its place in the lock's line with (the argument
+// "call" of the acquisition scripts; 0 when unknown): the call is then
+// checked on its own once it returned, granted or not, whatever the other
+// calls of its process do (see callCheck).
+func (c *Lines) BeginCall(b backend.Backend, name string) (end func(op string, outcome any, call int64)) {
 	sc := c.scope(b.Prefix(), name)
 	cohort := local.Of(b).Cohort()
 	sc.mu.Lock()
 	sc.all++
 	sc.per[cohort]++
 	sc.mu.Unlock()
-	return func(op string, outcome any) { c.end(sc, cohort, op, outcome) }
+	return func(op string, outcome any, call int64) {
+		checked := c.end(sc, cohort, op, outcome)
+		if call > 0 {
+			err, _ := outcome.(error)
+			c.mu.Lock()
+			c.numbered++
+			if err != nil {
+				c.gaveUp++
+			}
+			c.rechecks++
+			c.mu.Unlock()
+			go func() {
+				c.callCheck(sc, cohort, op, outcome, call, err != nil, checked)
+				c.mu.Lock()
+				if c.rechecks--; c.rechecks == 0 {
+					c.settled.Broadcast()
+				}
+				c.mu.Unlock()
+			}()
+		}
+	}
 }
 
 func (c *Lines) scope(prefix, name string) *lineScope {
@@ -133,8 +167,8 @@ func (c *Lines) scope(prefix, name string) *lineScope {
 }
 
 // end records the end of a call of cohort and checks what the calls still
-// in flight allow.
-func (c *Lines) end(sc *lineScope, cohort, op string, outcome any) {
+// in flight allow. It reports whether it read the server.
+func (c *Lines) end(sc *lineScope, cohort, op string, outcome any) (checked bool) {
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
 	sc.all--
@@ -148,7 +182,7 @@ func (c *Lines) end(sc *lineScope, cohort, op string, outcome any) {
 		c.mu.Lock()
 		c.calls++
 		c.mu.Unlock()
-		return
+		return false
 	}
 	who := cohort
 	if idle {
@@ -182,13 +216,14 @@ func (c *Lines) end(sc *lineScope, cohort, op string, outcome any) {
 	c.calls++
 	if !read {
 		c.unread++
-		return
+		return false
 	}
 	c.checked++
 	if idle {
 		c.idle++
 	}
 	c.record(found, fmt.Sprintf("after %s of %s on %q returned %s (%s%s)", op, cohort, sc.name, describe(outcome), scope, reread))
+	return true
 }
 
 // waitPersisted waits, for at most a few seconds, until no cleanup or
@@ -560,4 +595,133 @@ func fate(f lineFinding, cur string, now int64) (lineFate, string) {
 	default:
 		return fateWithdrawn, fmt.Sprintf("%v later it was %q, before it would have expired", later, cur)
 	}
+}
+
+// callCheck checks acquisition call number call of cohort, which
+// returned outcome (gaveUp: an error), once the sends left in the
+// background have settled: the name's lock hashes must then hold no live
+// place of the cohort that names the call. A grant turned the call's place
+// into a departure, a give-up left the line or left the place to the
+// process's next holder of the turn.
+//
+// A live place that names it while another call of the cohort is in
+// flight may be left to that call (the next holder of the process's turn
+// takes it over when it contends, and withdraws it when it gives the turn
+// back without contending): it is read again a few times, and when it
+// still cannot be told the call counts as not checked. One that names it
+// while no call of the cohort is in flight, after a second wait for the
+// sends in the background, is left behind. Once no live place names the
+// call, the place is read once more after the latest a late delivery lands
+// (1s in the suites): a live place that names the call again was taken by
+// one of its attempts after the call had departed.
+//
+// A call checked here counts as checked, once, whether or not end read the
+// server after it too (checked).
+func (c *Lines) callCheck(sc *lineScope, cohort, op string, outcome any, call int64, gaveUp, checked bool) {
+	number := strconv.FormatInt(call, 10)
+	// look reads the cohort's places under the scope's mutex, so that no
+	// call of the name starts during the read, and returns those that name
+	// call, whether some node answered, and whether no call of the cohort
+	// was in flight.
+	look := func() (mine []lineFinding, read, idle bool) {
+		sc.mu.Lock()
+		defer sc.mu.Unlock()
+		found, read := c.read(sc.prefix, sc.name, cohort)
+		for _, f := range found {
+			if f.names(number) {
+				mine = append(mine, f)
+			}
+		}
+		return mine, read, sc.per[cohort] == 0
+	}
+	when := func(what string) string {
+		return fmt.Sprintf("after %s of %s on %q returned %s (its call %d; %s)", op, cohort, sc.name, describe(outcome), call, what)
+	}
+	// count counts the call as checked, or a check that no node answered.
+	count := func(read bool) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if !read {
+			c.unread++
+			return
+		}
+		c.decided++
+		if gaveUp {
+			c.gaveUpDone++
+		}
+		if !checked {
+			c.checked++
+		}
+	}
+	describeAll := func(fs []lineFinding) string {
+		var out []string
+		for _, f := range fs {
+			out = append(out, f.describe(len(c.nodes)))
+		}
+		return strings.Join(out, ", ")
+	}
+
+	waitPersisted()
+	for try := 0; ; try++ {
+		mine, read, idle := look()
+		if !read {
+			count(false)
+			return
+		}
+		if len(mine) == 0 {
+			break
+		}
+		if idle {
+			first, start := mine, time.Now()
+			waitPersisted()
+			if mine, read, idle = look(); !read {
+				count(false)
+				return
+			}
+			if len(mine) > 0 && idle {
+				count(true)
+				c.mu.Lock()
+				c.record(mine, when(fmt.Sprintf("its sends settled, no call of its process in flight; read again %v later, once no send was left in the background; the first read found %s",
+					time.Since(start).Round(time.Millisecond), describeAll(first))))
+				c.mu.Unlock()
+				return
+			}
+			if len(mine) == 0 {
+				break
+			}
+		}
+		if try == 5 {
+			return // left to another call of the process: not checked
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	count(true)
+	start := time.Now()
+	time.Sleep(1100 * time.Millisecond)
+	mine, read, _ := look()
+	if read && len(mine) > 0 {
+		c.mu.Lock()
+		c.record(mine, when(fmt.Sprintf("once its sends settled no live place named it; read again %v later, a live place named it again: an attempt of the call joined the line after the call had departed",
+			time.Since(start).Round(time.Millisecond))))
+		c.mu.Unlock()
+	}
+}
+
+// names reports whether f is a place in a lock's line that the call
+// numbered number wrote ("<arrival> <until ms> <call>").
+func (f lineFinding) names(number string) bool {
+	fs := strings.Fields(f.value)
+	return f.kind == "h" && len(fs) >= 3 && fs[2] == number
+}
+
+// Numbered returns the acquisition calls whose number was known (see
+// BeginCall), those of them that the check after their sends settled could
+// decide (the others had a place left to another call of their process),
+// and the same two counts for the calls among them that gave up. It waits
+// for the checks under way.
+func (c *Lines) Numbered() (numbered, decided, gaveUp, gaveUpDecided int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.settle()
+	return c.numbered, c.decided, c.gaveUp, c.gaveUpDone
 }

@@ -531,14 +531,14 @@ func (w watched) Acquire(ctx context.Context) error {
 	if w.order != nil {
 		ctx, inLine = w.order.Begin(ctx, w.proc)
 	}
-	end := w.lines.Begin(w.b, w.name)
+	end := w.lines.BeginCall(w.b, w.name)
 	err := w.Holder.Acquire(ctx)
 	at := time.Now()
 	w.wake.End(call, at, err == nil)
 	if inLine != nil {
 		w.order.End(inLine, at, err == nil, w.Token())
 	}
-	end(w.op(), err)
+	end(w.op(), err, call.Line())
 	return err
 }
 
@@ -639,9 +639,10 @@ func (top replyTopology) run(t *testing.T, p replyPrimitive, rules *replyRules, 
 		t.Logf("error: %s", e)
 	}
 	calls, checked, idle, leftBehind, unread := lines.Counts()
+	numbered, settled, gaveUp, gaveUpSettled := lines.Numbered()
 	untouched, withdrawn, expired, _ := lines.Fates()
-	t.Logf("%s: calls checked for line hygiene: %d, entries left behind: %d (%d acquisition calls, %d checks with the name idle, %d unreadable; %d found by the check after the run; read again later: %d untouched, %d withdrawn late, %d expired)",
-		label, checked, leftBehind, calls, idle, unread, len(left), untouched, withdrawn, expired)
+	t.Logf("%s: calls checked for line hygiene: %d, entries left behind: %d (%d acquisition calls, %d checks with the name idle, %d unreadable; once their sends settled, %d of the %d calls whose place in line was known checked, %d of the %d that gave up; %d found by the check after the run; read again later: %d untouched, %d withdrawn late, %d expired)",
+		label, checked, leftBehind, calls, idle, unread, settled, numbered, gaveUpSettled, gaveUp, len(left), untouched, withdrawn, expired)
 	ws := wake.Stats()
 	t.Logf("%s: wake-up latency (waiters poll every %v after their first poll): %v", label, replyPoll(2), ws)
 	if order != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/internal/deploytest"
 	"github.com/redisync/redisync/internal/lease"
+	"github.com/redisync/redisync/internal/script"
 )
 
 // Wakeups measures how soon a release lets in a process that waits: from
@@ -70,6 +72,11 @@ type LockCall struct {
 	first atomic.Int64 // when its first attempt was answered, in Unix ns; 0 before
 
 	handoffs int64 // hand-offs received by its process when it started
+
+	// line is the number in its cohort (the script argument "call") that
+	// its attempts carried, which names its place in a lock's line; 0 when
+	// no attempt of a first hold in line was seen.
+	line atomic.Int64
 
 	end     time.Time // set by Wakeups.End
 	granted bool
@@ -212,6 +219,7 @@ func (h AttemptHook) DialHook(next redis.DialHook) redis.DialHook { return next 
 // ProcessHook marks the attempt of one command.
 func (h AttemptHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.number(ctx, cmd)
 		err := next(ctx, cmd)
 		if err == nil {
 			h.mark(ctx, cmd)
@@ -223,6 +231,9 @@ func (h AttemptHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 // ProcessPipelineHook marks the attempts of a pipeline.
 func (h AttemptHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, cmd := range cmds {
+			h.number(ctx, cmd)
+		}
 		err := next(ctx, cmds)
 		for _, cmd := range cmds {
 			if cmd.Err() == nil {
@@ -232,6 +243,41 @@ func (h AttemptHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 		return err
 	}
 }
+
+// number records, before cmd is sent, the call number that an attempt of
+// the LockCall that ctx carries names its place in line with: the argument
+// "call" of an acquisition script of Scripts that has a cohort (a re-entry
+// has none), whatever becomes of the attempt.
+func (h AttemptHook) number(ctx context.Context, cmd redis.Cmder) {
+	c, ok := ctx.Value(lockCallKey{}).(*LockCall)
+	if !ok {
+		return
+	}
+	s := deploytest.ScriptOf(cmd, h.Scripts...)
+	if s == nil || len(cmd.Args()) < 3 {
+		return
+	}
+	// EVALSHA sha numkeys KEYS... ARGV...; ARGV[1] is the publish command.
+	args := cmd.Args()
+	keys, _ := args[2].(int)
+	argv := func(name string) string {
+		i := script.ArgIndex(s, name)
+		if j := 3 + keys + i - 1; i > 0 && j < len(args) {
+			return fmt.Sprint(args[j])
+		}
+		return ""
+	}
+	if argv("cohort") == "" {
+		return
+	}
+	if n, err := strconv.ParseInt(argv("call"), 10, 64); err == nil && n > 0 {
+		c.line.Store(n)
+	}
+}
+
+// Line returns the call number that c's attempts named their place in
+// line with, or 0 (see AttemptHook).
+func (c *LockCall) Line() int64 { return c.line.Load() }
 
 func (h AttemptHook) mark(ctx context.Context, cmd redis.Cmder) {
 	c, ok := ctx.Value(lockCallKey{}).(*LockCall)
