@@ -35,6 +35,21 @@
 // entry, in O(log N), and changes nothing else in the line. A waiter whose
 // context ends leaves the line at once. A live waiter that was dropped while
 // it could not reach Redis gets its old place back with its next heartbeat.
+// A failed heartbeat does not delay the next one: a waiter sends one every
+// third of the queue timeout while it waits, whatever its backoff.
+//
+// Order is by arrival, with two exceptions, both about a caller whose turn
+// the server could not give it. A waiter whose heartbeats stopped reaching
+// Redis for the queue timeout (its process paused, or starved of CPU for
+// that long; Redis out of reach) is out of the line until its next
+// heartbeat: callers behind it may be served meanwhile, and it is served
+// before the rest once it is back. A caller whose grant's reply was lost,
+// and whose retries did not reach Redis before that hold expired, had its
+// turn on the server: it waits again as a new arrival. Lost replies, calls
+// sent again and requests delivered late change nothing else: a join sent
+// again keeps its place, an attempt sent again gets the hold it was
+// granted, and a late heartbeat or attempt of a caller that moved on takes
+// no place.
 //
 // Wake-ups are pub/sub messages and can be lost: the first in line also tries
 // again after the backoff's poll interval (1s at most by default), and every

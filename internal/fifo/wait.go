@@ -49,9 +49,11 @@ const (
 // is woken, when the reply's hint says a deadline passes (a holder that
 // stopped renewing, a waiter that stopped beating), or, at the head of the
 // line, after the backoff's poll interval, in case a message was lost. Every
-// third of the queue timeout it heartbeats its place; the heartbeat's reply
-// also says whether its permits fit, which covers lost messages for the
-// waiters behind the head.
+// third of the queue timeout it heartbeats its place, whether the heartbeat
+// before succeeded or not (the backoff paces the retries of failed steps, and
+// may be longer than the queue timeout); the heartbeat's reply also says
+// whether its permits fit, which covers lost messages for the waiters behind
+// the head.
 func (w *waiter) wait(ctx context.Context) (*Hold, error) {
 	if ctx.Err() != nil {
 		return nil, engine.NotAcquired(ctx, nil)
@@ -180,13 +182,17 @@ func (w *waiter) wait(ctx context.Context) (*Hold, error) {
 			next = stepAttempt
 			continue
 		case stepBeat:
+			// The next heartbeat is due a third of the queue timeout after
+			// this one is sent, whatever becomes of it: a failed one is
+			// also sent again after the backoff, but that retry may come
+			// later than the place lapses, or be replaced by an attempt.
+			beat.Reset(q.timeout / 3)
 			_, fit, e := q.join(ctx, q.s.Beat, w.id, w.k, w.ticket, 0)
 			if e != nil {
 				err = e
 				break
 			}
 			lastErr, errs = nil, 0
-			beat.Reset(q.timeout / 3)
 			if fit || again || retryOf == stepBeat {
 				// Its turn, or a heartbeat sent between attempts, or one
 				// retried after an error that took the place of the next

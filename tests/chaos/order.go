@@ -40,11 +40,22 @@ import (
 // line before it still waits, Order reads the queue on every node at once,
 // for the report.
 //
+// The fair lock's other exception to arrival order (see package fair) is a
+// waiter whose place lapsed: none of its heartbeats ran for the queue
+// timeout. Order still counts such a pair as an inversion, and says so in
+// its summary (see Inversion.Lapsed): under reply faults alone a place
+// lapses only when its waiter does not send its heartbeats in time, either
+// because its process stalled for most of the queue timeout (a loaded
+// machine) or because its heartbeat schedule is wrong (as when a failed
+// heartbeat delayed the next one by the backoff), and the check cannot tell
+// the two apart.
+//
 // Its methods are safe for concurrent use.
 type Order struct {
 	nodes    []redis.UniversalClient // without hooks: they read the queue as it is
 	majority int
 	keys     keyspace.FIFO
+	timeout  time.Duration // the waiters' queue timeout
 	t0       time.Time
 
 	mu    sync.Mutex
@@ -52,9 +63,10 @@ type Order struct {
 }
 
 // NewOrder returns an Order for the fair lock called name under prefix,
-// which reads the queue through nodes: one client per node, without faults.
-func NewOrder(nodes []redis.UniversalClient, prefix, name string) *Order {
-	return &Order{nodes: nodes, majority: len(nodes)/2 + 1, keys: keyspace.New(prefix, name).Fair(), t0: time.Now()}
+// whose waiters' queue timeout is timeout, which reads the queue through
+// nodes: one client per node, without faults.
+func NewOrder(nodes []redis.UniversalClient, prefix, name string, timeout time.Duration) *Order {
+	return &Order{nodes: nodes, majority: len(nodes)/2 + 1, keys: keyspace.New(prefix, name).Fair(), timeout: timeout, t0: time.Now()}
 }
 
 // An OrderCall is one Lock call of the fair lock, as Order sees it.
@@ -64,18 +76,24 @@ type OrderCall struct {
 	start time.Time
 
 	// Set under Order.mu.
-	waiter  string    // its waiter id, from its first script call
-	owner   string    // the owner token of the hold it asks for
-	placed  time.Time // when its Enqueue came back with status OK; zero before
-	ticket  int64     // the ticket that Enqueue returned
-	end     time.Time // when Lock returned; zero before
-	granted bool
-	token   int64
-	grants  map[any]map[int]time.Time // by attempt, the nodes whose grant of it ran, and when
-	undone  map[any]bool              // the attempts whose undo ran on a node
-	events  []orderEvent
-	queue   []nodeQueue // read right after its grant, when a call in line before it still waited
+	waiter   string    // its waiter id, from its first script call
+	owner    string    // the owner token of the hold it asks for
+	placed   time.Time // when its Enqueue came back with status OK; zero before
+	ticket   int64     // the ticket that Enqueue returned
+	end      time.Time // when Lock returned; zero before
+	granted  bool
+	token    int64
+	grants   map[any]map[int]time.Time // by attempt, the nodes whose grant of it ran, and when
+	granting map[int]time.Time         // by node, when the first grant of it that ran there was sent
+	beats    map[int][]runSpan         // by node, the runs of its Enqueue and heartbeats
+	undone   map[any]bool              // the attempts whose undo ran on a node
+	events   []orderEvent
+	queue    []nodeQueue // read right after its grant, when a call in line before it still waited
 }
+
+// A runSpan is when a command was sent and when its reply came back: it ran
+// on the server in between.
+type runSpan struct{ sent, back time.Time }
 
 type orderEvent struct {
 	at   time.Time
@@ -120,10 +138,17 @@ func (a *OrderCall) inLineBefore(b *OrderCall) bool {
 		(a.end.IsZero() || a.end.After(b.start))
 }
 
-// granted records that node n ran, at at, a grant of attempt of c.
-func (o *Order) granted(c *OrderCall, attempt any, n int, at time.Time) {
+// granted records that node n ran, at at, a grant of attempt of c sent at
+// sent.
+func (o *Order) granted(c *OrderCall, attempt any, n int, sent, at time.Time) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if c.granting == nil {
+		c.granting = make(map[int]time.Time)
+	}
+	if first, ok := c.granting[n]; !ok || sent.Before(first) {
+		c.granting[n] = sent
+	}
 	if c.grants == nil {
 		c.grants = make(map[any]map[int]time.Time)
 	}
@@ -133,6 +158,50 @@ func (o *Order) granted(c *OrderCall, attempt any, n int, at time.Time) {
 	if _, ok := c.grants[attempt][n]; !ok {
 		c.grants[attempt][n] = at
 	}
+}
+
+// beat records that node n ran an Enqueue or a heartbeat of c, sent at
+// sent, whose reply came back at at.
+func (o *Order) beat(c *OrderCall, n int, sent, at time.Time) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if c.beats == nil {
+		c.beats = make(map[int][]runSpan)
+	}
+	c.beats[n] = append(c.beats[n], runSpan{sent, at})
+}
+
+// lapsed returns how long, at the least, no Enqueue or heartbeat of a had
+// run on the nodes where b's grant ran, when it ran: 0 unless that is more
+// than the queue timeout on every one of them (a's place had lapsed there,
+// and the grant's own script dropped it). Order.mu is held.
+func (o *Order) lapsed(a, b *OrderCall) time.Duration {
+	var least time.Duration
+	for n, granting := range b.granting {
+		var last time.Time
+		for _, sp := range a.beats[n] {
+			if sp.sent.After(granting) {
+				continue // it ran after the grant was sent
+			}
+			if !sp.back.Before(granting) {
+				return 0 // it may have run after the grant
+			}
+			if sp.back.After(last) {
+				last = sp.back
+			}
+		}
+		if last.IsZero() {
+			return 0
+		}
+		gap := granting.Sub(last)
+		if gap <= o.timeout+time.Millisecond {
+			return 0
+		}
+		if least == 0 || gap < least {
+			least = gap
+		}
+	}
+	return least
 }
 
 // undone records that a node ran the undo of attempt of c.
@@ -172,6 +241,7 @@ type OrderStats struct {
 	Placed     int         // Lock calls whose place in line was confirmed: the calls that waited in line
 	Pairs      int         // pairs of granted calls, the first in line before the second began
 	Inversions []Inversion // of those pairs, the ones granted in the wrong order
+	Lapsed     int         // of those inversions, the ones whose earlier call's place had lapsed
 	GaveUp     int         // calls in line that gave up after a call that began after them was granted
 	// TurnsMissed counts the pairs not checked because the earlier call's
 	// grant had run on the server before the later one was granted: its
@@ -181,8 +251,13 @@ type OrderStats struct {
 
 // An Inversion is a pair of Lock calls of which Earlier was in line before
 // Later began, and Later was granted while Earlier still waited; Earlier was
-// granted afterwards.
-type Inversion struct{ Earlier, Later *OrderCall }
+// granted afterwards. Lapsed, when not 0, is how long at least no Enqueue
+// or heartbeat of Earlier had run on the nodes that granted Later, more
+// than the queue timeout: Earlier's place had lapsed there.
+type Inversion struct {
+	Earlier, Later *OrderCall
+	Lapsed         time.Duration
+}
 
 // Check finds the inversions among the calls that returned.
 func (o *Order) Check() OrderStats {
@@ -214,7 +289,11 @@ func (o *Order) Check() OrderStats {
 				}
 			case overtaken:
 				s.Pairs++
-				s.Inversions = append(s.Inversions, Inversion{a, b})
+				inv := Inversion{a, b, o.lapsed(a, b)}
+				if inv.Lapsed > 0 {
+					s.Lapsed++
+				}
+				s.Inversions = append(s.Inversions, inv)
 			default:
 				s.Pairs++
 			}
@@ -229,8 +308,13 @@ func (o *Order) Summary(inv Inversion) string {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	a, b := inv.Earlier, inv.Later
-	return fmt.Sprintf("Lock #%d of process %d was in line (its Enqueue came back OK at %s with ticket %d) when Lock #%d of process %d began at %s; #%d was granted at %s (token %d), #%d only at %s (token %d)",
-		a.id, a.proc, o.at(a.placed), a.ticket, b.id, b.proc, o.at(b.start), b.id, o.at(b.end), b.token, a.id, o.at(a.end), a.token)
+	lapse := ""
+	if inv.Lapsed > 0 {
+		lapse = fmt.Sprintf("; #%d's place had lapsed: none of its heartbeats had run for %v (queue timeout %v) when #%d's grant ran: they were late (a stalled process) or not sent",
+			a.id, inv.Lapsed.Round(time.Millisecond), o.timeout, b.id)
+	}
+	return fmt.Sprintf("Lock #%d of process %d was in line (its Enqueue came back OK at %s with ticket %d) when Lock #%d of process %d began at %s; #%d was granted at %s (token %d), #%d only at %s (token %d)%s",
+		a.id, a.proc, o.at(a.placed), a.ticket, b.id, b.proc, o.at(b.start), b.id, o.at(b.end), b.token, a.id, o.at(a.end), a.token, lapse)
 }
 
 // Details describes the calls of inv: every script call of theirs as their
@@ -490,7 +574,11 @@ func (h orderHook) record(c *OrderCall, sent time.Time, cmd redis.Cmder, err err
 	}
 	if h.ran {
 		if r, ok := reply.([]any); ok && len(r) > 0 && r[0] == int64(1) && deploytest.ScriptOf(cmd, script.Fair.Acquire.Script) != nil {
-			h.o.granted(c, argv(script.ArgIndex(script.Fair.Acquire.Script, "attempt")), h.n, at)
+			h.o.granted(c, argv(script.ArgIndex(script.Fair.Acquire.Script, "attempt")), h.n, sent, at)
+		}
+		if err == nil && deploytest.ScriptOf(cmd, script.Fair.Enqueue.Script) != nil {
+			// Enqueue and Beat run the same source.
+			h.o.beat(c, h.n, sent, at)
 		}
 		if err == nil && deploytest.ScriptOf(cmd, script.Fair.Undo.Script) != nil {
 			h.o.undone(c, argv(script.ArgIndex(script.Fair.Undo.Script, "attempt")))

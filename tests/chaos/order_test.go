@@ -9,7 +9,7 @@ import (
 // TestOrderSelfCheck shows that Order counts the pairs it should and finds
 // an inversion among them, on calls made up without a server.
 func TestOrderSelfCheck(t *testing.T) {
-	o := NewOrder(nil, "redisync", "x")
+	o := NewOrder(nil, "redisync", "x", time.Second)
 	ms := func(n int) time.Time { return o.t0.Add(time.Duration(n) * time.Millisecond) }
 	call := func(proc, start, placed, end int, granted bool) *OrderCall {
 		c := &OrderCall{id: len(o.calls) + 1, proc: proc, start: ms(start), end: ms(end), granted: granted}
@@ -38,5 +38,25 @@ func TestOrderSelfCheck(t *testing.T) {
 	}
 	if r := o.Summary(s.Inversions[0]); !strings.Contains(r, "Lock #1 of process 0 was in line") {
 		t.Errorf("report does not name the calls: %s", r)
+	}
+	if s.Lapsed != 0 || s.Inversions[0].Lapsed != 0 {
+		t.Errorf("%d inversions after a lapse (%v); want 0: no heartbeat of a was recorded", s.Lapsed, s.Inversions[0].Lapsed)
+	}
+
+	// a's Enqueue ran on node 0 between 8ms and 10ms, b's grant was sent
+	// at 1020ms: more than the queue timeout (1s) later, a's place had
+	// lapsed. With a heartbeat back at 500ms, it had not.
+	a.beats = map[int][]runSpan{0: {{ms(8), ms(10)}}}
+	b.granting = map[int]time.Time{0: ms(1020)}
+	if got := o.lapsed(a, b); got != 1010*time.Millisecond {
+		t.Errorf("lapsed = %v; want 1.01s", got)
+	}
+	a.beats[0] = append(a.beats[0], runSpan{ms(490), ms(500)})
+	if got := o.lapsed(a, b); got != 0 {
+		t.Errorf("lapsed = %v after a heartbeat 520ms before the grant; want 0", got)
+	}
+	a.beats[0] = []runSpan{{ms(8), ms(10)}, {ms(1015), ms(1030)}}
+	if got := o.lapsed(a, b); got != 0 {
+		t.Errorf("lapsed = %v with a heartbeat in flight when the grant was sent; want 0", got)
 	}
 }

@@ -47,6 +47,10 @@ var replyTTL = max(ttl, lockertest.QuorumMinTTL)
 // drives two goroutines.
 const replyClients = 4
 
+// replyQueueTimeout is the queue timeout of the fair lock's waiters in the
+// reply scenarios.
+const replyQueueTimeout = time.Second
+
 // replyPoll is the backoff of the waiters of the reply scenarios: after
 // their first poll, a waiter that is not woken tries again only every 5s, so
 // that a wake-up that goes astray shows as a long wait (see Wakeups). (A
@@ -116,7 +120,7 @@ func replyPrimitives() []replyPrimitive {
 			return mutexHolder{m}, nil
 		}},
 		{"fair", FencedMutex, 1, func(b backend.Backend, name string, g int) (Holder, error) {
-			m, err := fair.New(b, name, fair.WithTTL(replyTTL), fair.WithQueueTimeout(time.Second), fair.WithBackoff(replyPoll))
+			m, err := fair.New(b, name, fair.WithTTL(replyTTL), fair.WithQueueTimeout(replyQueueTimeout), fair.WithBackoff(replyPoll))
 			if err != nil {
 				return nil, err
 			}
@@ -583,7 +587,7 @@ func (top replyTopology) run(t *testing.T, p replyPrimitive, rules *replyRules, 
 	if p.name == "fair" {
 		// The fair lock serves its waiters in order of arrival: check
 		// it. The backends use the default prefix.
-		order = NewOrder(raw, backend.DefaultPrefix, name)
+		order = NewOrder(raw, backend.DefaultPrefix, name, replyQueueTimeout)
 	}
 	bs := top.backends(t, rules, order)
 	cov := lockertest.NewCoverage(raw)
@@ -708,7 +712,7 @@ func (top replyTopology) run(t *testing.T, p replyPrimitive, rules *replyRules, 
 func checkOrder(t *testing.T, label string, o *Order) {
 	t.Helper()
 	s := o.Check()
-	t.Logf("fair: %d grants, %d pairs in line checked, %d FIFO inversions (%d pairs passed over: the earlier call's grant ran on the server first, its caller never learned of it in time)", s.Grants, s.Pairs, len(s.Inversions), s.TurnsMissed)
+	t.Logf("fair: %d grants, %d pairs in line checked, %d FIFO inversions, %d of them after the earlier call's place lapsed (%d pairs passed over: the earlier call's grant ran on the server first, its caller never learned of it in time)", s.Grants, s.Pairs, len(s.Inversions), s.Lapsed, s.TurnsMissed)
 	t.Logf("%s: %d Lock calls waited in line; %d of them gave up after a call that began after their place was confirmed had been granted (not inversions: they were not granted)",
 		label, s.Placed, s.GaveUp)
 	for i, inv := range s.Inversions {
