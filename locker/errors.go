@@ -22,7 +22,8 @@ var ErrLost = errors.New("locker: hold lost")
 // the bad value.
 var ErrInvalid = errors.New("locker: invalid argument")
 
-// ErrClosed is returned by every operation on a backend after its Close.
+// ErrClosed is returned by every operation on a backend after its Close
+// began, and matched, with ErrLost, by the Err of a hold that Close ended.
 var ErrClosed = errors.New("locker: backend closed")
 
 // ErrMisconfigured is matched by every error that no retry can cure because

@@ -106,9 +106,9 @@ func (s *Server) Backend(opts ...backend.Option) backend.Backend {
 	return b
 }
 
-// Close closes the Backends and clients that s returned, which reports
-// every hold taken through them as lost and stops their background work,
-// then stops the server. It is safe to call more than once.
+// Close closes the Backends and clients that s returned, which releases
+// every hold taken through them, reports it lost and stops their background
+// work, then stops the server. It is safe to call more than once.
 func (s *Server) Close() {
 	s.mu.Lock()
 	if s.closed {

@@ -31,10 +31,11 @@
 // That bookkeeping is driver.Channels', as for any Backend: this package
 // writes only its driver.Carrier, the goroutines that hold rueidis's Receive.
 //
-// Close stops the Backend: it unsubscribes its channels, ends its goroutines
-// and reports every hold taken through it as lost. It does not close the
-// client, which stays owned by the caller and should be closed after the
-// Backend.
+// Close shuts the Backend down gracefully, as every Backend does (see
+// driver.Backend's Close): its waiters leave the lines they stood in, every
+// hold taken through it is released and reported lost, then it unsubscribes
+// its channels and ends its goroutines. It does not close the client, which
+// stays owned by the caller and should be closed after the Backend.
 //
 // # Errors
 //
