@@ -11,6 +11,7 @@ import (
 	"github.com/redisync/redisync/fair"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/locker"
+	"github.com/redisync/redisync/multi"
 	"github.com/redisync/redisync/mutex"
 	"github.com/redisync/redisync/reentrant"
 	"github.com/redisync/redisync/rwmutex"
@@ -121,6 +122,36 @@ func TestCloseLeavesLines(t *testing.T) {
 	}
 }
 
+// holdKinds are the holds of TestCloseReleasesHolds: every kind of lock,
+// each held by A as b makes it and waited for by B as b makes it; and the
+// read side of an RW lock, which a writer waits for, and a multi-lock.
+func holdKinds() []struct {
+	name string
+	a, b func(b backend.Backend, name string) (locker.Locker, error)
+} {
+	type kind = struct {
+		name string
+		a, b func(b backend.Backend, name string) (locker.Locker, error)
+	}
+	var ks []kind
+	for _, k := range closeKinds {
+		ks = append(ks, kind{k.name, k.make, k.make})
+	}
+	writer := closeKinds[1].make
+	reader := func(b backend.Backend, name string) (locker.Locker, error) {
+		m, err := rwmutex.New(b, name, rwmutex.WithTTL(lineTTL), rwmutex.WithBackoff(lineBackoff))
+		if err != nil {
+			return nil, err
+		}
+		return m.RLocker(), nil
+	}
+	both := func(b backend.Backend, name string) (locker.Locker, error) {
+		return multi.New(b, []multi.Member{multi.Mutex(name + ":1"), multi.Mutex(name + ":2")},
+			multi.WithTTL(lineTTL), multi.WithBackoff(lineBackoff))
+	}
+	return append(ks, kind{"rwmutex-read", reader, writer}, kind{"multi", both, both})
+}
+
 // TestCloseReleasesHolds: process A holds one name of each kind, process B
 // waits for each; A's Backend is closed. B must get each name woken by the
 // release that Close made, within lineWokenIn, not after the hold's TTL;
@@ -137,16 +168,16 @@ func TestCloseReleasesHolds(t *testing.T) {
 		got  chan error
 	}
 	var holds []held
-	for _, k := range closeKinds {
+	for _, k := range holdKinds() {
 		name := newName(t) + "-" + k.name
-		a, err := k.make(ab, name)
+		a, err := k.a(ab, name)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if err := a.Lock(ctx); err != nil {
 			t.Fatalf("%s: A: Lock() = %v", k.name, err)
 		}
-		h := held{name: k.name, a: a, b: newProcess(t, node.Addr, name, k.make), got: make(chan error, 1)}
+		h := held{name: k.name, a: a, b: newProcess(t, node.Addr, name, k.b), got: make(chan error, 1)}
 		go func() { h.got <- h.b.Lock(ctx) }()
 		holds = append(holds, h)
 	}
