@@ -189,15 +189,18 @@ type holding struct {
 // the stack of a goroutine that waits stays at its first two kilobytes,
 // where the rest of Lock would double it.
 func (g *Gate) Lock(ctx context.Context) error {
+	// The backend's Close waits for the call, in line too: a waiter it
+	// sends away may have a place in the lock's line to withdraw.
+	end := g.h.local.Begin()
 	if ctx.Err() != nil {
-		return g.lock(ctx, nil, Pass{})
+		return g.lock(ctx, nil, Pass{}, end)
 	}
 	// The queues' lock is taken here, where a wait for it costs the least
 	// stack (see joinLocked).
 	g.queues.mu.Lock()
 	pass, w := g.joinLocked()
 	if w == nil {
-		return g.lock(ctx, nil, pass)
+		return g.lock(ctx, nil, pass, end)
 	}
 	// The backend's Close sends the waiter away (see awaitClose). The
 	// cases come in this order so that the select keeps no copy of w.ch.
@@ -206,7 +209,7 @@ func (g *Gate) Lock(ctx context.Context) error {
 		g.gaveUp(w)
 	case <-w.ch:
 	}
-	return g.lock(ctx, w, Pass{})
+	return g.lock(ctx, w, Pass{}, end)
 }
 
 // joinLocked is joinLocked for Lock, with the queues' lock held: it
@@ -232,8 +235,11 @@ func (gaveUp) Serves(time.Time) bool { return false }
 
 // lock is Lock once the turn came, or the wait for it ended, or ctx was
 // done before it began, in the call's span: w is the waiter that waited,
-// or nil with pass, the free queue's, or with none when ctx was done.
-func (g *Gate) lock(ctx context.Context, w *waiter, pass Pass) (err error) {
+// or nil with pass, the free queue's, or with none when ctx was done. It
+// calls end, the end of the call for the backend's Close (see
+// local.State.Begin), when it returns.
+func (g *Gate) lock(ctx context.Context, w *waiter, pass Pass, end func()) (err error) {
+	defer end()
 	start := time.Now()
 	if w != nil {
 		start = w.began()
@@ -241,7 +247,6 @@ func (g *Gate) lock(ctx context.Context, w *waiter, pass Pass) (err error) {
 	h := g.h
 	ctx, op := h.StartAt(ctx, "Lock", start)
 	defer func() { op.EndAcquire(err) }()
-	defer h.local.Begin()()
 	var tn *lease.Tenure
 	switch {
 	case w == nil && pass == (Pass{}):
@@ -249,6 +254,7 @@ func (g *Gate) lock(ctx context.Context, w *waiter, pass Pass) (err error) {
 	case w == nil:
 	case w.got == closedBaton{}:
 		op.Waited(time.Since(start))
+		g.withdraw(ctx, w.owes)
 		err = locker.ErrClosed
 	case w.got == gaveUp{}:
 		op.Waited(time.Since(start))
@@ -460,7 +466,9 @@ func (g *Gate) Idle() bool { return g.queues.Idle(g.x.Key) }
 func (g *Gate) giveUp(ctx context.Context, c Calls, owner string, pass Pass, sent bool, call int64, unsure []int64) {
 	owed := g.leave(pass)
 	ac := c.AbandonCall(owner, unsure)
-	if !sent || len(unsure) == 0 && owed == 0 && g.queues.keep(g.x.Key, call) {
+	// A place is left to the goroutine of the process that holds or awaits
+	// the turn, but not once the backend closes: it sends them all away.
+	if !sent || len(unsure) == 0 && owed == 0 && !closed(g.h.b) && g.queues.keep(g.x.Key, call) {
 		if ac != nil {
 			lease.Cleanup(ctx, g.h.b, ac)
 		}

@@ -132,7 +132,7 @@ func TestLeftPlaceWithdrawn(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			cancel()
 			d.g.gaveUp(w)
-			return d.g.lock(ctx, w, Pass{})
+			return d.g.lock(ctx, w, Pass{}, d.h.Local().Begin())
 		}},
 		{"try that found the lock taken", false, func(t *testing.T, d *lineGate, w *waiter) error {
 			<-w.ch
@@ -220,5 +220,65 @@ func TestLeftPlaceWithdrawn(t *testing.T) {
 				t.Error("the turn is still taken after D gave it back")
 			}
 		})
+	}
+}
+
+// TestCloseWithdrawsLeftPlace: a Lock that gave up left the process's place
+// in the lock's line to D, a goroutine of the process that awaits the turn,
+// and the backend closes as the turn comes to D: D finds the backend
+// closing and withdraws the place before Close returns (Close waits for
+// it), rather than contend. Left live, the place would stay first in line
+// until it expired (11s here), where a release would wake the closed
+// process in vain.
+func TestCloseWithdrawsLeftPlace(t *testing.T) {
+	node := redistest.StartNode(t)
+	rdb := node.Client(t)
+	b := backend.New(rdb)
+	t.Cleanup(func() { _ = b.Close() })
+	name := strings.ReplaceAll(t.Name(), "/", "-")
+	bg, dg := newLineGate(t, b, name, true), newLineGate(t, b, name, true)
+	ctx := context.Background()
+	if err := rdb.HSet(ctx, bg.keys.Lock, "o", "other", "f", "1", "a", "1", "c", "elsewhere").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.PExpire(ctx, bg.keys.Lock, 30*time.Second).Err(); err != nil {
+		t.Fatal(err)
+	}
+	// B waits in line until its context ends, with D behind it.
+	bctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	bDone := make(chan error, 1)
+	go func() { bDone <- bg.g.Lock(bctx) }()
+	deadline := time.Now().Add(time.Second)
+	for _, live := bg.place(t, rdb); !live; _, live = bg.place(t, rdb) {
+		if time.Now().After(deadline) {
+			t.Fatal("B's attempts put the process in line: no place after 1s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	end := dg.h.Local().Begin() // as Gate.Lock begins
+	dg.g.queues.mu.Lock()
+	p, w := dg.g.joinLocked()
+	if w == nil {
+		p.Release()
+		t.Fatal("D took the turn that B holds")
+	}
+	if err := <-bDone; !errors.Is(err, locker.ErrNotAcquired) {
+		t.Fatalf("B's Lock returned %v; want an error matching locker.ErrNotAcquired", err)
+	}
+	if v, live := bg.place(t, rdb); !live {
+		t.Fatalf("B's give-up, with D awaiting the turn, withdrew the process's place (%q); want it left to D", v)
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- b.Close() }()
+	<-w.ch // the turn, given up by B
+	if err := dg.g.lock(ctx, w, Pass{}, end); !errors.Is(err, locker.ErrClosed) {
+		t.Errorf("D's Lock returned %v; want an error matching locker.ErrClosed", err)
+	}
+	if err := <-closed; err != nil {
+		t.Fatalf("Close() = %v", err)
+	}
+	if v, live := bg.place(t, rdb); live {
+		t.Errorf("the process's place in line %q is live after Close sent D away; want it withdrawn", v)
 	}
 }

@@ -432,6 +432,11 @@ func (s *queues) sendAway() {
 	s.closed, s.closing = true, false
 	for name, g := range s.m {
 		ws := g.queue
+		if n := len(ws); n > 0 && !g.busy && g.owed != 0 {
+			// Nobody of the process will take the turn: the last waiter
+			// sent away withdraws the place left to it (see queue.owed).
+			ws[n-1].owes, g.owed = g.owed, 0
+		}
 		for _, w := range ws {
 			g.unwatch(w)
 			w.give(closedBaton{})
