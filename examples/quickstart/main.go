@@ -78,7 +78,10 @@ func run() error {
 		crashes := p == processes
 		pctx, cancel := context.WithCancel(ctx)
 		defer cancel()
-		die := func() { cancel(); _ = b.Close() }
+		// A crash: the process is cut off from Redis (its client closes)
+		// and its backend stops; nothing is unlocked. (A Close with the
+		// client open is a graceful shutdown: it would release the hold.)
+		die := func() { cancel(); _ = rdb.Close(); _ = b.Close() }
 		for g := 1; g <= goroutines; g++ {
 			who := fmt.Sprintf("proc-%d/g%d", p, g)
 			mu, err := mutex.New(b, lockName, mutex.WithTTL(ttl))
@@ -140,7 +143,7 @@ func worker(ctx context.Context, who string, mu *mutex.Mutex, rdb *redis.Client,
 			if crasher && i == 3 {
 				tl.add(who, fmt.Sprintf("crashes while holding the lock (token %s); the others wait out its TTL", tl.token(tok)))
 				crashed = true
-				die() // the process dies: its backend closes, so renewals stop and nothing is unlocked
+				die() // the process dies: renewals stop and nothing is unlocked
 				return nil
 			}
 			time.Sleep(time.Millisecond) // the work

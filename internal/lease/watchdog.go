@@ -420,8 +420,8 @@ func CheckKey(b backend.Backend, key string) {
 	watchdogOf(b).check(key)
 }
 
-// shutdown releases every hold of the watchdog and ends each as lost,
-// with locker.ErrClosed, when its backend shuts down (local.State's
+// shutdown ends every hold of the watchdog as lost, with locker.ErrClosed,
+// and then releases it, when its backend shuts down (local.State's
 // Shutdown: after the backend's Done closed and the operations in progress
 // ended, before its calls fail). The releases go out in one Exec per
 // backend, bounded by ctx, or by releaseAtClose once ctx has ended. A hold
@@ -456,11 +456,12 @@ func (wd *watchdog) shutdown(ctx context.Context) {
 			released = append(released, l)
 		}
 	}
-	if len(calls) > 0 {
-		execPerBackend(ctx, released, calls)
-	}
+	// The holders hear of the end before the releases let anyone else in.
 	for _, l := range holds {
 		l.lose(locker.ErrClosed)
+	}
+	if len(calls) > 0 {
+		execPerBackend(ctx, released, calls)
 	}
 	if exited != nil {
 		wd.poke()
