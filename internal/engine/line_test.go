@@ -106,6 +106,32 @@ func (lg *lineGate) place(t *testing.T, rdb *redis.Client) (string, bool) {
 	return v, arrival > 0 && until >= now.UnixMilli()
 }
 
+// holdElsewhere makes the lock whose main key is key held by another
+// process for 30s.
+func holdElsewhere(t *testing.T, rdb *redis.Client, key string) {
+	t.Helper()
+	ctx := context.Background()
+	if err := rdb.HSet(ctx, key, "o", "other", "f", "1", "a", "1", "c", "elsewhere").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.PExpire(ctx, key, 30*time.Second).Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// awaitPlace waits until the attempts of lg's process have put it in the
+// lock's line, for up to a second.
+func (lg *lineGate) awaitPlace(t *testing.T, rdb *redis.Client) {
+	t.Helper()
+	deadline := time.Now().Add(time.Second)
+	for _, live := lg.place(t, rdb); !live; _, live = lg.place(t, rdb) {
+		if time.Now().After(deadline) {
+			t.Fatal("B's attempts put the process in line: no place after 1s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // TestLeftPlaceWithdrawn: a Lock that gives up while another goroutine of
 // its process holds or awaits the turn leaves the process's place in the
 // lock's line to it; when that goroutine gives the turn back without
@@ -156,14 +182,8 @@ func TestLeftPlaceWithdrawn(t *testing.T) {
 			name := strings.ReplaceAll(t.Name(), "/", "-")
 			bg, dg := newLineGate(t, b, name, tc.exclusive), newLineGate(t, b, name, tc.exclusive)
 
-			// Another process holds the lock for 30s.
 			ctx := context.Background()
-			if err := rdb.HSet(ctx, bg.keys.Lock, "o", "other", "f", "1", "a", "1", "c", "elsewhere").Err(); err != nil {
-				t.Fatal(err)
-			}
-			if err := rdb.PExpire(ctx, bg.keys.Lock, 30*time.Second).Err(); err != nil {
-				t.Fatal(err)
-			}
+			holdElsewhere(t, rdb, bg.keys.Lock)
 
 			// B takes the turn and waits in line until its context ends.
 			bctx, cancel := context.WithTimeout(ctx, time.Second)
@@ -186,13 +206,7 @@ func TestLeftPlaceWithdrawn(t *testing.T) {
 				_, _, err := bg.g.Contend(bctx, &bg.h, op, pass, "B", bg.c)
 				bDone <- err
 			}()
-			deadline := time.Now().Add(time.Second)
-			for _, live := bg.place(t, rdb); !live; _, live = bg.place(t, rdb) {
-				if time.Now().After(deadline) {
-					t.Fatal("B's attempts put the process in line: no place after 1s")
-				}
-				time.Sleep(5 * time.Millisecond)
-			}
+			bg.awaitPlace(t, rdb)
 
 			// D waits for the turn behind B.
 			dg.g.queues.mu.Lock()
@@ -238,24 +252,13 @@ func TestCloseWithdrawsLeftPlace(t *testing.T) {
 	name := strings.ReplaceAll(t.Name(), "/", "-")
 	bg, dg := newLineGate(t, b, name, true), newLineGate(t, b, name, true)
 	ctx := context.Background()
-	if err := rdb.HSet(ctx, bg.keys.Lock, "o", "other", "f", "1", "a", "1", "c", "elsewhere").Err(); err != nil {
-		t.Fatal(err)
-	}
-	if err := rdb.PExpire(ctx, bg.keys.Lock, 30*time.Second).Err(); err != nil {
-		t.Fatal(err)
-	}
+	holdElsewhere(t, rdb, bg.keys.Lock)
 	// B waits in line until its context ends, with D behind it.
 	bctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	bDone := make(chan error, 1)
 	go func() { bDone <- bg.g.Lock(bctx) }()
-	deadline := time.Now().Add(time.Second)
-	for _, live := bg.place(t, rdb); !live; _, live = bg.place(t, rdb) {
-		if time.Now().After(deadline) {
-			t.Fatal("B's attempts put the process in line: no place after 1s")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	bg.awaitPlace(t, rdb)
 	end := dg.h.Local().Begin() // as Gate.Lock begins
 	dg.g.queues.mu.Lock()
 	p, w := dg.g.joinLocked()
