@@ -210,6 +210,9 @@ func TestQuorumFenceKeyByName(t *testing.T) {
 				if err == nil || !strings.Contains(err.Error(), `names no "fence" key`) {
 					t.Fatalf("Run = (%v, %v); want an error saying the script names no fence key", r, err)
 				}
+				// A node that answered after the majority is undone in
+				// the background: wait for it before reading the nodes.
+				background.Wait()
 				for i, n := range nodes {
 					if v, err := n.Do(ctx, "EXISTS", keys[1]); err != nil || fmt.Sprint(v) != "0" {
 						t.Errorf("node %d: lock left after the refused grant (EXISTS = %v, %v); want it undone", i, v, err)
