@@ -17,6 +17,7 @@ import (
 	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/internal/background"
 	"github.com/redisync/redisync/internal/deploytest"
+	"github.com/redisync/redisync/internal/lockertest"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/internal/script"
 	"github.com/redisync/redisync/locker"
@@ -319,14 +320,11 @@ func TestQuorumDecidesWithoutTheLastNode(t *testing.T) {
 	// owner reports who holds keys on node n.
 	owner := func(n int, keys []string) string {
 		t.Helper()
-		v, err := nodes[n].Do(ctx, "HGET", keys[0], "o")
-		if errors.Is(err, redis.Nil) {
-			return ""
-		}
+		h, err := lockertest.LockFields(ctx, nodes[n].Client(t), keys[0])
 		if err != nil {
 			t.Fatal(err)
 		}
-		return fmt.Sprint(v)
+		return h["o"]
 	}
 	eventually := func(what string, ok func() bool) {
 		t.Helper()

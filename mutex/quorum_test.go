@@ -8,6 +8,7 @@ import (
 
 	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/internal/deploytest"
+	"github.com/redisync/redisync/internal/lockertest"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/locker"
 	"github.com/redisync/redisync/mutex"
@@ -52,8 +53,8 @@ func TestQuorumMajorityDown(t *testing.T) {
 	// The lock hash may keep the departure of the Lock that gave up (see
 	// internal/script/lock_lib.lua), but no hold.
 	for i, n := range nodes {
-		if v, err := n.Do(context.Background(), "HEXISTS", "redisync:{majority}:lock", "o"); err != nil || v.(int64) != 0 {
-			t.Errorf("node %d still holds the lock after the failed attempts (HEXISTS o = %v, %v)", i, v, err)
+		if h, err := lockertest.LockFields(context.Background(), n.Client(t), "redisync:{majority}:lock"); err != nil || h["o"] != "" {
+			t.Errorf("node %d still holds the lock after the failed attempts (%v, %v)", i, h, err)
 		}
 	}
 	// The quorum counts the nodes as down until the calls it sent them
@@ -91,8 +92,8 @@ func TestQuorumRestartedEmptyNode(t *testing.T) {
 			t.Logf("attempt %d: %v", i, err)
 		}
 	}
-	if v, err := nodes[2].Do(ctx, "HGET", "redisync:{restart}:lock", "o"); err == nil && v != nil {
-		t.Errorf("the restarted node keeps a grant from a failed attempt")
+	if h, err := lockertest.LockFields(ctx, nodes[2].Client(t), "redisync:{restart}:lock"); err != nil || h["o"] != "" {
+		t.Errorf("the restarted node keeps a grant from a failed attempt (%v, %v)", h, err)
 	}
 	select {
 	case <-a.Done():

@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/internal/keyspace"
+	"github.com/redisync/redisync/internal/script"
 )
 
 const statusUsage = `Shows every primitive named NAME (mutex, fair lock, readers/writer lock, reentrant lock,
@@ -218,6 +219,25 @@ func (r *reader) hgetall(key string) map[string]string {
 	return m
 }
 
+// lockFields reads the lock hash of a mutex at key; a hold that the
+// acquisition's fast path stored as a string is read as the hash's fields
+// it stands for (see script.HoldFields).
+func (r *reader) lockFields(key string) map[string]string {
+	v, err := r.cl.Get(r.ctx, key).Result()
+	if err == nil {
+		if m, ok := script.HoldFields(v); ok {
+			return m
+		}
+		r.keep(fmt.Errorf("%s holds %q, not a mutex's hold", key, v))
+		return nil
+	}
+	if strings.HasPrefix(err.Error(), "WRONGTYPE") {
+		return r.hgetall(key)
+	}
+	r.keep(err)
+	return nil
+}
+
 func (r *reader) pttl(key string) int64 {
 	d, err := r.cl.PTTL(r.ctx, key).Result()
 	r.keep(err)
@@ -258,7 +278,7 @@ func readNode(ctx context.Context, cl redis.UniversalClient, ks keyspace.Space) 
 	r.now = t.UnixMilli()
 
 	if mu := ks.Mutex(); r.exists(mu.Lock) {
-		h := r.hgetall(mu.Lock)
+		h := r.lockFields(mu.Lock)
 		holder, _, _ := strings.Cut(h["c"], "#") // the cohort: "<host>/<pid>#<backend>"
 		ms := &mutexStatus{}
 		if h["o"] != "" {

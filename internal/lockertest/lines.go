@@ -364,6 +364,10 @@ func describe(outcome any) string {
 const lineValue = `
 local function value(kind, key, what, aux)
   if kind == 'h' then
+    -- A mutex's hold without a line may be a string (lock_lib.lua).
+    if redis.call('TYPE', key).ok ~= 'hash' then
+      return false
+    end
     return redis.call('HGET', key, what)
   end
   local score = redis.call('ZSCORE', key, what)
@@ -410,7 +414,10 @@ local function found(kind, key, what, aux)
   end
 end
 for i = 1, 3 do
-  local flat = redis.call('HGETALL', KEYS[i])
+  local flat = {}
+  if redis.call('TYPE', KEYS[i]).ok == 'hash' then
+    flat = redis.call('HGETALL', KEYS[i])
+  end
   for j = 1, #flat, 2 do
     local field = flat[j]
     if string.sub(field, 1, 2) == 'q:' and (cohort == '' or field == 'q:' .. cohort) then

@@ -81,7 +81,7 @@ func (r *forceRig) forceCall(c *driver.Call) *driver.Call {
 		switch {
 		case s == script.Semaphore.Force.Script || r.rdb.Exists(r.ctx, k).Val() == 0:
 		case s == script.MutexForce.Script || s == script.RWMutexForce.Script || s == script.ReentrantForce.Script:
-			if f := r.rdb.HGet(r.ctx, k, "f").Val(); f != "" {
+			if f := lockFields(r.t, r.rdb, k)["f"]; f != "" {
 				r.t.Errorf("%s left the hold of token %s in %s", s.Name(), f, k)
 			}
 		default:

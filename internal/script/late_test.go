@@ -103,7 +103,7 @@ func TestLateAttemptOfGrantedCall(t *testing.T) {
 					if r := run(l.acquire(keys, "W", "p-X", 7, 1)); r.Status() != driver.StatusContended {
 						t.Fatalf("W's first attempt, delivered after W's release (lock taken: %v) = %v; want it refused", taken, r)
 					}
-					h := rdb.HGetAll(ctx, keys[0]).Val()
+					h := lockFields(t, rdb, keys[0])
 					if taken && h["o"] != "O" && h["O"] == "" { // the reentrant lock's hold is a field named after its owner
 						t.Fatalf("the lock's holder after W's late attempt: %v; want O", h)
 					}

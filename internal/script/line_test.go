@@ -153,7 +153,7 @@ func (l *channelLog) published() []string {
 func departedOnly(t *testing.T, rdb *redis.Client, key string, stale int64) {
 	t.Helper()
 	ctx := context.Background()
-	h := rdb.HGetAll(ctx, key).Val()
+	h := lockFields(t, rdb, key)
 	for k, v := range h {
 		var arrival, until, call int64
 		switch {
@@ -234,7 +234,7 @@ func TestMutexLineLapses(t *testing.T) {
 		deadline := time.Now().Add(10 * time.Second)
 		for {
 			time.Sleep(50 * time.Millisecond)
-			h := rdb.HGet(f.ctx, f.keys[0], "q:Y").Val()
+			h := lockFields(t, rdb, f.keys[0])["q:Y"]
 			var arrival, until int64
 			fmt.Sscanf(h, "%d %d", &arrival, &until)
 			now, err := rdb.Time(f.ctx).Result()
@@ -248,17 +248,17 @@ func TestMutexLineLapses(t *testing.T) {
 		if got := f.release("A", 0); !slices.Equal(got, []string{"Z"}) {
 			t.Fatalf("release published on %q; want Z's channel (Y's place lapsed)", got)
 		}
-		if rdb.HExists(f.ctx, f.keys[0], "q:Y").Val() {
+		if (lockFields(t, rdb, f.keys[0])["q:Y"] != "") {
 			t.Fatal("a lapsed place is still in the hash")
 		}
 		// A grant that an undo gives back leaves Z's place alone.
 		f.acquire("U", "U", false, 0)
 		n := f.attempt
 		f.undo("U", "U", n)
-		if !rdb.HExists(f.ctx, f.keys[0], "q:Z").Val() {
-			t.Fatalf("the undo dropped the line: %v", rdb.HGetAll(f.ctx, f.keys[0]).Val())
+		if !(lockFields(t, rdb, f.keys[0])["q:Z"] != "") {
+			t.Fatalf("the undo dropped the line: %v", lockFields(t, rdb, f.keys[0]))
 		}
-		if o := rdb.HGet(f.ctx, f.keys[0], "o").Val(); o != "" {
+		if o := lockFields(t, rdb, f.keys[0])["o"]; o != "" {
 			t.Fatalf("the undo left holder %q", o)
 		}
 		if ttl := rdb.PTTL(f.ctx, f.keys[0]).Val(); ttl < 30*time.Second {
@@ -449,7 +449,7 @@ func TestLineCalls(t *testing.T) {
 		place := func(cohort string) (arrival, call int64) {
 			t.Helper()
 			var until int64
-			v := rdb.HGet(f.ctx, f.keys[0], "q:"+cohort).Val()
+			v := lockFields(t, rdb, f.keys[0])["q:"+cohort]
 			if v == "" {
 				return -1, -1
 			}
@@ -563,12 +563,12 @@ func TestUndoneGrantKeepsCallWaiting(t *testing.T) {
 				t.Fatalf("a late copy of W's attempt %d after the undo of attempt %d: %d; want it refused", n, granted, s)
 			}
 		}
-		if o := rdb.HGet(f.ctx, f.keys[0], "o").Val(); o != "" {
+		if o := lockFields(t, rdb, f.keys[0])["o"]; o != "" {
 			t.Fatalf("a late copy of W's attempt took the lock for %q", o)
 		}
 		if s := f.acquire("W", "X", true, 3000); s != driver.StatusOK {
 			t.Fatalf("W's next attempt after the undo of its grant: %d; want the free lock: the call still waits (%v)",
-				s, rdb.HGetAll(f.ctx, f.keys[0]).Val())
+				s, lockFields(t, rdb, f.keys[0]))
 		}
 		// Granted again and released, the call has left: a late copy of
 		// any of its attempts is refused.
@@ -655,7 +655,7 @@ func TestQuorumUndoneMinorityGrants(t *testing.T) {
 		if s := acquire(q, "X", "X", 1); s != driver.StatusOK {
 			var on []string
 			for i, c := range clients {
-				on = append(on, fmt.Sprintf("node %d: %v", i, c.HGetAll(ctx, keys[0]).Val()))
+				on = append(on, fmt.Sprintf("node %d: %v", i, lockFields(t, c, keys[0])))
 			}
 			t.Fatalf("X on the lock free on every node: %d; want it granted (%s)", s, strings.Join(on, "; "))
 		}

@@ -2,6 +2,7 @@ package script
 
 import (
 	_ "embed"
+	"strings"
 
 	"github.com/redisync/redisync/backend/driver"
 )
@@ -82,3 +83,22 @@ var (
 	// --force.
 	MutexForce = define[ForceArgs]("mutex.force", driver.Release, mutexForceSrc, nil, nil)
 )
+
+// HoldFields returns the fields of the lock hash (o, f, a, c: see
+// lock_lib.lua) that a mutex's hold stored as a string stands for: the
+// acquisition's fast path stores "<owner> <token> <cohort>", granted to
+// attempt 1, where nobody contends the lock. ok is false when v is not such
+// a string.
+func HoldFields(v string) (fields map[string]string, ok bool) {
+	owner, rest, ok1 := strings.Cut(v, " ")
+	token, cohort, ok2 := strings.Cut(rest, " ")
+	if !ok1 || !ok2 || owner == "" || token == "" {
+		return nil, false
+	}
+	for _, c := range token {
+		if c < '0' || c > '9' {
+			return nil, false
+		}
+	}
+	return map[string]string{"o": owner, "f": token, "a": "1", "c": cohort}, true
+}

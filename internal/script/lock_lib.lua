@@ -34,6 +34,14 @@
 -- The key expires with the hold. Without a hold it lives as long as its
 -- last line entry, departure or yield marker.
 --
+-- A mutex's hold that nobody contended is not a hash: the acquisition's
+-- fast path stores it as a string, "<owner> <token> <cohort>", granted to
+-- its call's first attempt (a = 1), and the release's fast path deletes
+-- it. So the key exists exactly while the lock is held or anything of its
+-- line stands, and an acquisition that finds no key takes the lock without
+-- reading further. Every other script turns the string into the hash
+-- first (lock_hash) and works on the hash only.
+--
 -- A release wakes the first cohort in line only, on its own channel (the
 -- wake channel followed by ':' and the cohort), so that one process
 -- contends for a freed lock rather than every process that waits; the
@@ -59,6 +67,24 @@ end
 
 local function lock_num(v)
   return string.format('%.0f', v)
+end
+
+-- lock_hash turns a hold stored as a string by the mutex's fast path into
+-- the lock hash, with the same owner, token, cohort and expiry, granted to
+-- attempt 1. A hash, or no key, is left as it is.
+local function lock_hash(lock)
+  local v = redis.pcall('GET', lock)
+  if type(v) ~= 'string' then
+    return
+  end
+  local owner, token, cohort = string.match(v, '^(%S+) (%d+) (.*)$')
+  if not owner then
+    return -- not a hold of the library's: the hash's commands refuse it
+  end
+  local ttl = redis.call('PTTL', lock)
+  redis.call('DEL', lock)
+  redis.call('HSET', lock, 'o', owner, 'f', token, 'a', '1', 'c', cohort)
+  redis.call('PEXPIRE', lock, math.max(ttl, 1))
 end
 
 -- lock_entry returns the entry of cohort in the line of lock: its arrival

@@ -24,6 +24,7 @@
 local n = #KEYS / 2
 for i = 1, n do
   local lock = KEYS[2 * i - 1]
+  lock_hash(lock)
   if lock_stale(lock, cohort, call, attempt) then
     return {0, 1, i}
   end

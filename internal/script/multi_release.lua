@@ -16,6 +16,7 @@
 --@use lock_lib
 for i = 1, #KEYS / 2 do
   local lock = KEYS[2 * i - 1]
+  lock_hash(lock)
   if redis.call('HGET', lock, 'o') == owner and (release or tonumber(redis.call('HGET', lock, 'a')) == attempt) then
     if release then
       lock_release(lock, publish, wakes[i], 0)

@@ -13,6 +13,7 @@ end
 --@use lock_lib
 for i = 1, #KEYS / 2 do
   local lock = KEYS[2 * i - 1]
+  lock_hash(lock)
   if lock_departs(lock, cohort, attempt) then
     lock_depart(lock, cohort, call, stale, redis.call('HEXISTS', lock, 'f') == 1, attempt)
   end

@@ -1,6 +1,6 @@
 -- mutex_acquire.lua: take an exclusive hold (see lock_lib.lua for the lock
 -- hash).
--- KEYS[1] lock hash, KEYS[2] fence counter
+-- KEYS[1] lock (a string or a hash), KEYS[2] fence counter
 -- Arguments: MutexAcquireArgs (lock.go). fence_margin is how long the counter
 -- outlives the moment the clock passes it (see below); block is how many
 -- fencing tokens to reserve for the hold: the first is its own, the others
@@ -57,17 +57,28 @@ local function draw()
   end
   return token
 end
--- The fast path: a free lock, with nobody in line and no yield marker,
--- taken by a call's first attempt (a later one records the call's
--- departure: see lock_departs in lock_lib.lua).
-local state = redis.call('HMGET', lock, 'o', 'y', 'qn')
-if not state[1] and not state[2] and not state[3] and attempt == 1 then
+-- The fast path: no key, so the lock is free, nobody is in line and no
+-- yield marker stands; a call's first attempt takes it as a string (a
+-- later attempt records the call's departure: see lock_departs in
+-- lock_lib.lua, and the hash in its header). The same attempt run again
+-- finds its own string and gets it back as below. redis.pcall, for GET
+-- fails on a hash.
+local hold = redis.pcall('GET', lock)
+if attempt == 1 and not hold then
   local token = draw()
-  redis.call('HSET', lock, 'o', owner, 'f', string.format('%.0f', token), 'a', attempt, 'c', cohort)
-  redis.call('PEXPIRE', lock, ttl)
+  redis.call('SET', lock, owner .. ' ' .. string.format('%.0f', token) .. ' ' .. cohort, 'PX', ttl)
   return {1, token, token + block - 1}
 end
+if attempt == 1 and type(hold) == 'string' and string.sub(hold, 1, #owner + 1) == owner .. ' ' then
+  if redis.call('PTTL', lock) < ttl then
+    redis.call('PEXPIRE', lock, ttl)
+  end
+  local f = tonumber(string.match(hold, '^%S+ (%d+)'))
+  return {1, f, f + block - 1}
+end
 --@use lock_lib
+lock_hash(lock)
+local state = redis.call('HMGET', lock, 'o', 'y', 'qn')
 local holder = state[1]
 if holder == owner then
   if (tonumber(redis.call('HGET', lock, 'a')) or 0) <= attempt then

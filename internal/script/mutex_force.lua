@@ -14,11 +14,12 @@
 -- the same.
 -- Returns {1, fencing token of the hold, holder description (host/pid)}
 -- when it ended a hold, {-1} when nothing was held.
+--@use lock_lib
+lock_hash(KEYS[1])
 local state = redis.call('HMGET', KEYS[1], 'o', 'f', 'c')
 if not state[1] then
   return {-1}
 end
---@use lock_lib
 local token = tonumber(state[2]) or 0
 local holder = string.match(state[3] or '', '^([^#]*)') or ''
 lock_release(KEYS[1], publish, wake, 0)

@@ -16,6 +16,7 @@
 -- Returns {1}.
 --@use lock_lib
 local lock = KEYS[1]
+lock_hash(lock)
 -- Every hold has its fencing token in field f: the mutex's, the rwmutex's
 -- write hold and the reentrant lock's.
 local held = redis.call('HEXISTS', lock, 'f') == 1

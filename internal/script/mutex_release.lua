@@ -1,6 +1,6 @@
 -- mutex_release.lua: end an exclusive hold and wake the first cohort in
 -- line (see lock_lib.lua); with nobody in line, nobody is woken.
--- KEYS[1] lock hash, KEYS[2] fence counter
+-- KEYS[1] lock (a string or a hash), KEYS[2] fence counter
 -- Arguments: MutexReleaseArgs (lock.go): the owner token, the wake channel,
 -- yield ms (0: none), used, the last token the hold's holders used (0:
 -- unknown), and last, the last token of the block its grant reserved.
@@ -14,14 +14,27 @@
 -- another owner is left alone): run twice, the second run finds the work
 -- done and reports it done.
 -- Returns {1}.
+--@use give_back_lib
+-- The fast path: a hold stored as a string, which nobody contended (see
+-- lock_lib.lua). redis.pcall, for GET fails on a hash.
+local hold = redis.pcall('GET', KEYS[1])
+if type(hold) == 'string' then
+  if string.sub(hold, 1, #owner + 1) == owner .. ' ' then
+    give_back(KEYS[2], used, last)
+    redis.call('DEL', KEYS[1])
+  end
+  return {1}
+end
+if not hold then
+  return {1}
+end
 local state = redis.call('HMGET', KEYS[1], 'o', 'qn')
 if state[1] ~= owner then
   return {1}
 end
---@use give_back_lib
 give_back(KEYS[2], used, last)
 if not state[2] then
-  -- The fast path: nobody in line (and so no yield marker to leave).
+  -- Nobody in line (and so no yield marker to leave).
   redis.call('DEL', KEYS[1])
   return {1}
 end

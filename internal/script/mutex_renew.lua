@@ -1,9 +1,17 @@
 -- mutex_renew.lua: make an exclusive hold last at least ttl from now.
--- KEYS[1] lock hash
+-- KEYS[1] lock (a string or a hash)
 -- Arguments: RenewArgs (lock.go): the owner token and the ttl in ms.
 -- Returns {1, ms left} when held, {-1} when nothing was held, {-2} when
 -- another owner holds the lock.
-local holder = redis.call('HGET', KEYS[1], 'o')
+-- A hold is a string "<owner> <token> <cohort>" or a hash (see
+-- lock_lib.lua); the rwmutex's read holds and the reentrant lock's have
+-- scripts of their own.
+local holder = redis.pcall('GET', KEYS[1])
+if type(holder) == 'string' then
+  holder = string.match(holder, '^(%S+)')
+elseif holder then
+  holder = redis.call('HGET', KEYS[1], 'o')
+end
 if not holder then
   return {-1}
 end

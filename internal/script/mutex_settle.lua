@@ -15,5 +15,6 @@ if not waits or cohort == '' or call == 0 then
   return {1}
 end
 --@use lock_lib
+lock_hash(lock)
 lock_depart(lock, cohort, call, stale, redis.call('HEXISTS', lock, 'f') == 1, attempt)
 return {1}

@@ -11,6 +11,7 @@
 -- Arguments: MutexAcquireArgs (lock.go), of which it reads owner and attempt.
 -- Returns {1}: nothing that attempt granted remains.
 --@use lock_lib
+lock_hash(KEYS[1])
 if redis.call('HGET', KEYS[1], 'o') == owner and tonumber(redis.call('HGET', KEYS[1], 'a')) == attempt then
   lock_vacate(KEYS[1])
 end

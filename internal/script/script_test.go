@@ -11,6 +11,7 @@ import (
 
 	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/backend/driver"
+	"github.com/redisync/redisync/internal/lockertest"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/internal/script"
 	"github.com/redisync/redisync/redisynctest"
@@ -86,7 +87,7 @@ func TestMutexScripts(t *testing.T) {
 		before := time.Now().UnixMicro()
 		r := acquire("A")
 		tok := r.At(1)
-		if c := rdb.HGet(ctx, keys[0], "c").Val(); c != "host/1#1" {
+		if c := lockFields(t, rdb, keys[0])["c"]; c != "host/1#1" {
 			t.Errorf("holder's cohort = %q; want host/1#1", c)
 		}
 		if r.Status() != driver.StatusOK || tok < before-int64(time.Minute/time.Microsecond) {
@@ -106,7 +107,7 @@ func TestMutexScripts(t *testing.T) {
 		if r := undo("A", 1); r.Status() != driver.StatusOK {
 			t.Errorf("late undo of an earlier attempt = %v; want [1] (nothing of that attempt remains)", r)
 		}
-		if o := rdb.HGet(ctx, keys[0], "o").Val(); o != "A" {
+		if o := lockFields(t, rdb, keys[0])["o"]; o != "A" {
 			t.Fatalf("holder after a late undo = %q; want A", o)
 		}
 		if r := undo("A", attempt); r.Status() != driver.StatusOK {
@@ -120,7 +121,7 @@ func TestMutexScripts(t *testing.T) {
 		if r := run(script.MutexAcquire.Call(keys, script.MutexAcquireArgs{Owner: "A", TTL: 10000, FenceMargin: fenceMargin, Attempt: 1, Block: 1})); r.Status() != driver.StatusOK || r.At(1) != tok {
 			t.Errorf("late acquire of an earlier attempt = %v; want [1 %d]", r, tok)
 		}
-		if a := rdb.HGet(ctx, keys[0], "a").Val(); a != fmt.Sprint(attempt) {
+		if a := lockFields(t, rdb, keys[0])["a"]; a != fmt.Sprint(attempt) {
 			t.Errorf("attempt recorded after a late earlier one = %s; want %d", a, attempt)
 		}
 		if r := acquire("B"); r.Status() != driver.StatusContended || r.At(1) <= 0 || r.At(1) > 10000 {
@@ -135,7 +136,7 @@ func TestMutexScripts(t *testing.T) {
 		if r := renew("A", 5000); r.Status() != driver.StatusOK || r.At(1) <= 5000 {
 			t.Errorf("renew to a shorter TTL = %v; want [1 ms-left > 5000] (never shortened)", r)
 		}
-		if r := release("B"); r.Status() != driver.StatusOK || rdb.HGet(ctx, keys[0], "o").Val() != "A" {
+		if r := release("B"); r.Status() != driver.StatusOK || lockFields(t, rdb, keys[0])["o"] != "A" {
 			t.Errorf("release by another owner = %v; want [1], A's hold left alone", r)
 		}
 		if r := release("A"); r.Status() != driver.StatusOK {
@@ -251,4 +252,16 @@ func TestGiveBack(t *testing.T) {
 			})
 		}
 	})
+}
+
+// lockFields returns the fields of the lock hash at key (see
+// lockertest.LockFields): a mutex's hold is the same whether the fast path
+// stored it as a string or it is a hash.
+func lockFields(t testing.TB, rdb redis.Cmdable, key string) map[string]string {
+	t.Helper()
+	m, err := lockertest.LockFields(context.Background(), rdb, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }

@@ -56,7 +56,7 @@ func TestMutexYield(t *testing.T) {
 				if _, err := script.MutexRelease.Run(ctx, b, keys, script.MutexReleaseArgs{Owner: "A", Wake: "wake", Yield: tc.yield}); err != nil {
 					t.Fatal(err)
 				}
-				marker := rdb.HGet(ctx, keys[0], "y").Val()
+				marker := lockFields(t, rdb, keys[0])["y"]
 				if got := marker != ""; got != tc.wantsMarker {
 					t.Fatalf("yield marker %q after the release; want one: %v", marker, tc.wantsMarker)
 				}
@@ -73,8 +73,8 @@ func TestMutexYield(t *testing.T) {
 				if r := acquire("B", "Y", true); r.Status() != driver.StatusOK {
 					t.Fatalf("the waiting cohort during the yield got %v; want the lock", r)
 				}
-				if rdb.HGet(ctx, keys[0], "y").Val() != "" || rdb.HGet(ctx, keys[0], "o").Val() != "B" {
-					t.Fatalf("after the other cohort's grant the hash is %v", rdb.HGetAll(ctx, keys[0]).Val())
+				if lockFields(t, rdb, keys[0])["y"] != "" || lockFields(t, rdb, keys[0])["o"] != "B" {
+					t.Fatalf("after the other cohort's grant the hash is %v", lockFields(t, rdb, keys[0]))
 				}
 				if ttl := rdb.PTTL(ctx, keys[0]).Val(); ttl < 5*time.Second {
 					t.Errorf("the grant over a marker expires in %v; want the TTL", ttl)

@@ -16,6 +16,7 @@ import (
 	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/internal/deploytest"
+	"github.com/redisync/redisync/internal/lockertest"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/internal/script"
 	"github.com/redisync/redisync/locker"
@@ -284,9 +285,9 @@ func checkWoken(t *testing.T, ctx context.Context, addr, key string, a locker.Lo
 // lineOf returns the line fields of the lock hash key (the places "q:...",
 // the last arrival "qn" and a release's yield marker "y"), sorted.
 func lineOf(ctx context.Context, c *redis.Client, key string) string {
-	h, err := c.HGetAll(ctx, key).Result()
+	h, err := lockertest.LockFields(ctx, c, key)
 	if err != nil {
-		return fmt.Sprintf("HGETALL %s: %v", key, err)
+		return fmt.Sprintf("%s: %v", key, err)
 	}
 	var fields []string
 	for _, f := range slices.Sorted(maps.Keys(h)) {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/backend/driver"
+	"github.com/redisync/redisync/internal/lockertest"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/locker"
 	"github.com/redisync/redisync/reentrant"
@@ -236,9 +237,9 @@ func storm(ctx context.Context, procs []func() locker.Locker, s *stormStats) {
 // waiter holds (an arrival other than 0: a departure is not in line),
 // sorted, or "".
 func livePlaces(ctx context.Context, c *redis.Client, key string) string {
-	h, err := c.HGetAll(ctx, key).Result()
+	h, err := lockertest.LockFields(ctx, c, key)
 	if err != nil {
-		return fmt.Sprintf("HGETALL %s: %v", key, err)
+		return fmt.Sprintf("%s: %v", key, err)
 	}
 	var places []string
 	for f, v := range h {

@@ -14,6 +14,7 @@ import (
 	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/internal/deploytest"
+	"github.com/redisync/redisync/internal/lockertest"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/internal/script"
 	"github.com/redisync/redisync/locker"
@@ -60,10 +61,11 @@ func (l *lateLog) checkBefore(t *testing.T, locked time.Time) {
 // behind c, with an owner and an expiry.
 func checkHeld(t *testing.T, ctx context.Context, c *redis.Client, where, key string) {
 	t.Helper()
-	owner, err := c.HGet(ctx, key, "o").Result()
-	if err != nil && err != redis.Nil {
-		t.Fatalf("HGET %s o on %s: %v", key, where, err)
+	h, err := lockertest.LockFields(ctx, c, key)
+	if err != nil {
+		t.Fatalf("the hold %s on %s: %v", key, where, err)
 	}
+	owner := h["o"]
 	pttl, err := c.PTTL(ctx, key).Result()
 	if err != nil {
 		t.Fatalf("PTTL %s on %s: %v", key, where, err)
