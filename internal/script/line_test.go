@@ -248,7 +248,7 @@ func TestMutexLineLapses(t *testing.T) {
 		if got := f.release("A", 0); !slices.Equal(got, []string{"Z"}) {
 			t.Fatalf("release published on %q; want Z's channel (Y's place lapsed)", got)
 		}
-		if (lockFields(t, rdb, f.keys[0])["q:Y"] != "") {
+		if lockFields(t, rdb, f.keys[0])["q:Y"] != "" {
 			t.Fatal("a lapsed place is still in the hash")
 		}
 		// A grant that an undo gives back leaves Z's place alone.
