@@ -149,10 +149,10 @@ func (calls) What() string { return "acquire" }
 
 // AcquireCall returns attempt n of owner (see
 // internal/script/mutex_acquire.lua).
-func (c calls) AcquireCall(owner string, call, n int64, wait bool, sent time.Time) (*driver.Call, int64) {
+func (c calls) AcquireCall(owner string, call, n int64, wait, queued bool, sent time.Time) (*driver.Call, int64) {
 	m := c.m
 	a := script.MutexAcquireArgs{
-		Owner: owner, TTL: holdopt.Millis(m.ttl), FenceMargin: holdopt.Millis(holdopt.FenceMargin), Attempt: n, Block: int64(m.block),
+		Owner: owner, TTL: holdopt.Millis(m.ttl), FenceMargin: holdopt.Millis(holdopt.FenceMargin), Attempt: n, Block: holdopt.Reserve(m.block, queued),
 		Cohort: m.h.Local().Cohort(), Waits: wait, Stale: int64(m.stale), Call: call,
 	}
 	if m.quorum {

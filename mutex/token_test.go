@@ -2,6 +2,9 @@ package mutex_test
 
 import (
 	"context"
+	"fmt"
+	"slices"
+	"strings"
 	"strconv"
 	"sync"
 	"testing"
@@ -9,6 +12,7 @@ import (
 
 	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/internal/deploytest"
+	"github.com/redisync/redisync/internal/engine"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/internal/script"
 	"github.com/redisync/redisync/mutex"
@@ -181,5 +185,81 @@ func TestQuorumTokenAgreed(t *testing.T) {
 		if got["acquire"] != 5 || got["release"] != 5 || (i < 2 && got["other"] != 0) || got["other"] > 1 {
 			t.Errorf("node %d ran %v for 5 pairs after the write-back; want 5 acquisitions, 5 releases and no write-back (node 2: at most one)", i, got)
 		}
+	}
+}
+
+// TestBlockOnlyForWaiters: an acquisition reserves fencing tokens for
+// local hand-off only when another goroutine of the process waits for the
+// lock as it is sent: a lone hold leaves the fence counter at its own
+// token (its release has nothing to give back), while a hold taken with a
+// goroutine waiting behind it reserves the block and hands the hold on
+// with the next token.
+func TestBlockOnlyForWaiters(t *testing.T) {
+	rdb := redistest.SharedNode(t).Client(t)
+	ctx := context.Background()
+	b := backend.New(rdb)
+	defer b.Close()
+	name := "block-" + strconv.FormatInt(time.Now().UnixNano(), 10)
+	fence := "redisync:{" + name + "}:fence"
+	counter := func() int64 {
+		t.Helper()
+		v, err := rdb.Get(ctx, fence).Int64()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	a, err := mutex.New(b, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if c := counter(); c != a.Token() {
+		t.Fatalf("fence counter %d after a lone Lock of token %d; want the token, no block reserved", c, a.Token())
+	}
+
+	// Goroutines that queue behind a's hold: the first to take the lock
+	// through Redis after a's Unlock finds the other waiting.
+	const waiters = 3
+	tokens := make(chan int64, waiters)
+	var wg sync.WaitGroup
+	for range waiters {
+		m, err := mutex.New(b, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Go(func() {
+			if err := m.Lock(ctx); err != nil {
+				t.Error(err)
+				return
+			}
+			tokens <- m.Token()
+			if err := m.Unlock(ctx); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(engine.Queues(b), fmt.Sprintf("waiting=%d ", waiters)); {
+		if time.Now().After(deadline) {
+			t.Fatal("the goroutines never queued behind the hold")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if err := a.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	close(tokens)
+	var got []int64
+	for tok := range tokens {
+		got = append(got, tok)
+	}
+	slices.Sort(got)
+	// The first of them took the lock through Redis with the others
+	// waiting: it reserved a block and handed the hold on, token by token.
+	if len(got) != waiters || got[1] != got[0]+1 || got[2] != got[1]+1 {
+		t.Fatalf("tokens of the waiters %v; want three in a row, the hold handed on within a block", got)
 	}
 }

@@ -188,7 +188,7 @@ type first struct {
 	s *scope
 }
 
-func (f first) AcquireCall(_ string, call, _ int64, wait bool, _ time.Time) (*driver.Call, int64) {
+func (f first) AcquireCall(_ string, call, _ int64, wait, _ bool, _ time.Time) (*driver.Call, int64) {
 	n := f.s.attempt()
 	args := f.m.acquireArgs(f.s.owner, 1, 0, n)
 	args.Cohort, args.Stale, args.Call, args.Waits = f.m.cohort, f.m.stale, call, wait

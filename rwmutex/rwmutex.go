@@ -139,11 +139,11 @@ type writer struct{ m *RWMutex }
 // internal/script/rwmutex_lock.lua). A grant that comes back too late is
 // given back keeping the place among the waiting writers (see
 // lease.Grant).
-func (w writer) AcquireCall(owner string, call, n int64, wait bool, _ time.Time) (*driver.Call, int64) {
+func (w writer) AcquireCall(owner string, call, n int64, wait, queued bool, _ time.Time) (*driver.Call, int64) {
 	m := w.m
 	return script.RWMutexLock.Call(m.keys, script.RWLockArgs{
 		Owner: owner, WWake: m.wake, RWake: m.rwake, TTL: m.ttlMs, FenceMargin: holdopt.Millis(holdopt.FenceMargin),
-		Waits: wait, Attempt: n, Block: int64(m.block), Cohort: m.cohort, Stale: m.staleMs, Call: call,
+		Waits: wait, Attempt: n, Block: holdopt.Reserve(int32(m.block), queued), Cohort: m.cohort, Stale: m.staleMs, Call: call,
 	}), n
 }
 

@@ -43,8 +43,12 @@ type Calls interface {
 	// (local.State.Call), and the attempt's number as the call names it (n,
 	// or a number of the Calls' own); wait says that the call waits for
 	// the lock (Lock, not TryLock), which puts the process in the lock's
-	// line.
-	AcquireCall(owner string, call, n int64, wait bool, sent time.Time) (c *driver.Call, attempt int64)
+	// line; queued that another goroutine of the process waited for the
+	// lock in its local queue as the attempt was built, so that the hold
+	// may be handed on to it: only then is a block of fencing tokens worth
+	// reserving (see lease.Tenure.Serves: a goroutine that begins to wait
+	// after the attempt was sent is never handed the hold).
+	AcquireCall(owner string, call, n int64, wait, queued bool, sent time.Time) (c *driver.Call, attempt int64)
 	// AbandonCall returns the call that ends what the attempts of owner
 	// numbered unsure may have taken (their replies were lost or cut
 	// short; unsure may be empty) after its acquisition call failed, or
@@ -307,7 +311,7 @@ func (g *Gate) Contend(ctx context.Context, h *Handle, op *telemetry.Op, pass Pa
 			retry time.Duration
 			err   error
 		)
-		l, n, retry, err = g.attempt(ctx, c, owner, call, attempts, true)
+		l, n, retry, err = g.attempt(ctx, c, owner, call, attempts, true, pass.Queued())
 		if err != nil {
 			unsure = append(unsure, n)
 		}
@@ -322,9 +326,9 @@ func (g *Gate) Contend(ctx context.Context, h *Handle, op *telemetry.Op, pass Pa
 
 // attempt sends attempt n of owner, built by c, for acquisition call call,
 // as Grant answers it, and returns the attempt's number as c named it.
-func (g *Gate) attempt(ctx context.Context, c Calls, owner string, call, n int64, wait bool) (*lease.Lease, int64, time.Duration, error) {
+func (g *Gate) attempt(ctx context.Context, c Calls, owner string, call, n int64, wait, queued bool) (*lease.Lease, int64, time.Duration, error) {
 	sent := time.Now()
-	ac, named := c.AcquireCall(owner, call, n, wait, sent)
+	ac, named := c.AcquireCall(owner, call, n, wait, queued, sent)
 	l, _, retry, err := lease.Grant(ctx, c.Spec(), ac, owner, sent, c.What())
 	return l, named, retry, err
 }
@@ -375,7 +379,7 @@ func (g *Gate) TryLock(ctx context.Context) (bool, error) {
 // nil error when the lock is taken.
 func (g *Gate) Try(ctx context.Context, h *Handle, op *telemetry.Op, pass Pass, owner string, c Calls) (*lease.Lease, int64, error) {
 	call := h.local.Call()
-	l, n, _, err := g.attempt(ctx, c, owner, call, 1, false)
+	l, n, _, err := g.attempt(ctx, c, owner, call, 1, false, pass.Queued())
 	op.Attempt(err == nil && l == nil)
 	switch {
 	case err != nil:

@@ -38,7 +38,7 @@ type testCalls struct {
 	stale int64
 }
 
-func (c testCalls) AcquireCall(owner string, call, n int64, wait bool, _ time.Time) (*driver.Call, int64) {
+func (c testCalls) AcquireCall(owner string, call, n int64, wait, _ bool, _ time.Time) (*driver.Call, int64) {
 	return script.MutexAcquire.Call(c.keys.Keys(), script.MutexAcquireArgs{
 		Owner: owner, TTL: holdopt.Millis(c.cfg.TTL), FenceMargin: holdopt.Millis(holdopt.FenceMargin), Attempt: n, Block: 1,
 		Cohort: c.h.Local().Cohort(), Waits: wait, Stale: c.stale, Call: call,

@@ -256,6 +256,18 @@ func (p Pass) release() (owed int64) {
 	return owed
 }
 
+// Queued reports whether a goroutine of the process waits in the queue of
+// p's lock, behind the holder of p: a hold taken now may be handed on to
+// it (see Calls.AcquireCall). The zero Pass has no queue.
+func (p Pass) Queued() bool {
+	if p.p == nil {
+		return false
+	}
+	p.p.k.s.mu.Lock()
+	defer p.p.k.s.mu.Unlock()
+	return len(p.p.g.queue) > 0
+}
+
 // keep leaves the process's place in the line of the lock name, which
 // call gave up on, to the goroutine of the process that holds or awaits
 // its turn, if any, and reports whether there is one (see Gate.giveUp).

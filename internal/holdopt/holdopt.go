@@ -136,6 +136,19 @@ type Handoff struct {
 // and one per hand-off.
 func (h Handoff) Block() int { return h.Turns + 1 }
 
+// Reserve returns how many fencing tokens an acquisition of a handle whose
+// block is block reserves: all of them when a goroutine of the process
+// waited to be handed the hold as the attempt was built (queued), else
+// only the hold's own, for nobody else can be handed it (see
+// lease.Tenure.Serves). An uncontended hold so reserves nothing that its
+// release must give back.
+func Reserve(block int32, queued bool) int64 {
+	if queued {
+		return int64(block)
+	}
+	return 1
+}
+
 // handoffClass is what two handles of a name must share for a hold to pass
 // between them: they differ only in their options, and a hold renewed for
 // one TTL must not pass to a handle that expects another.

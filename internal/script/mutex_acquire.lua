@@ -60,15 +60,18 @@ end
 -- The fast path: no key, so the lock is free, nobody is in line and no
 -- yield marker stands; a call's first attempt takes it as a string (a
 -- later attempt records the call's departure: see lock_departs in
--- lock_lib.lua, and the hash in its header). The same attempt run again
--- finds its own string and gets it back as below. redis.pcall, for GET
--- fails on a hash.
-local hold = redis.pcall('GET', lock)
-if attempt == 1 and not hold then
+-- lock_lib.lua, and the hash in its header). The token is drawn first, so
+-- that SET NX both finds the key absent and takes it: an attempt that
+-- finds the lock taken has moved the counter on by the tokens it drew,
+-- which only skips them. The same attempt run again finds its own string
+-- and gets it back as below. redis.pcall, for GET fails on a hash.
+if attempt == 1 then
   local token = draw()
-  redis.call('SET', lock, owner .. ' ' .. string.format('%.0f', token) .. ' ' .. cohort, 'PX', ttl)
-  return {1, token, token + block - 1}
+  if redis.call('SET', lock, owner .. ' ' .. string.format('%.0f', token) .. ' ' .. cohort, 'NX', 'PX', ttl) then
+    return {1, token, token + block - 1}
+  end
 end
+local hold = redis.pcall('GET', lock)
 if attempt == 1 and type(hold) == 'string' and string.sub(hold, 1, #owner + 1) == owner .. ' ' then
   if redis.call('PTTL', lock) < ttl then
     redis.call('PEXPIRE', lock, ttl)
