@@ -260,15 +260,16 @@ func stProbes(rec *recorder) ([]stProbe, error) {
 		return rec.take(want...)
 	}
 	// mutex returns the calls of a Lock+Unlock pair of redisync's mutex on
-	// name: those of mutex.New's defaults (a hand-off block of 9, waiting
-	// Lock), for a new owner and the cohort's next call.
+	// name: those of mutex.New's defaults for a Lock that no other
+	// goroutine of its process waits behind (no hand-off block: its own
+	// token only), for a new owner and the cohort's next call.
 	var call int64
 	mutex := func(name string) []*driver.Call {
 		call++
 		keys := []string{"redisync:{" + name + "}:lock", "redisync:{" + name + "}:" + driver.FenceKey}
 		owner := rand.Text()
 		return []*driver.Call{
-			script.MutexAcquire.Call(keys, script.MutexAcquireArgs{Owner: owner, TTL: stTTL, FenceMargin: stTTL, Attempt: 1, Block: 9, Cohort: "host/1#1", Waits: true, Stale: 3000, Clock: 0, Call: call}),
+			script.MutexAcquire.Call(keys, script.MutexAcquireArgs{Owner: owner, TTL: stTTL, FenceMargin: stTTL, Attempt: 1, Block: 1, Cohort: "host/1#1", Waits: true, Stale: 3000, Clock: 0, Call: call}),
 			script.MutexRelease.Call(keys, script.MutexReleaseArgs{Owner: owner, Wake: "redisync:{" + name + "}:wake", Yield: 2, Used: 0, Last: 0}),
 		}
 	}
@@ -320,7 +321,7 @@ func stProbes(rec *recorder) ([]stProbe, error) {
 			},
 		},
 		{
-			impl: Impl{Key: "redisync-acquire", Label: "redisync mutex: acquire (free lock)", Setup: "script.MutexAcquire (mutex.acquire) on a free lock, as mutex.New's defaults call it (TTL 10s, a hand-off block of 9, a waiting Lock), then a DEL of the lock hash (a helper, left out: the release's fast path leaves the same, the fence counter kept)"},
+			impl: Impl{Key: "redisync-acquire", Label: "redisync mutex: acquire (free lock)", Setup: "script.MutexAcquire (mutex.acquire) on a free lock, as mutex.New's defaults call it (TTL 10s, a waiting Lock that no goroutine of its process waits behind: no hand-off block), then a DEL of the lock (a helper, left out: the release's fast path leaves the same, the fence counter kept)"},
 			unit: func(name string) ([]request, error) {
 				c := mutex(name)
 				reqs, err := exec(c[:1], wantStatus1)

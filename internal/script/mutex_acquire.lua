@@ -42,7 +42,10 @@ local lock = KEYS[1]
 -- memory for long. One call when the counter is behind the clock, as it is
 -- but for tokens drawn within one microsecond or a clock that went back.
 -- (One function, its helpers written out: each function a script defines
--- is made at every run, before the fast path.)
+-- is made at every run, before the fast path. The counter is sent as a Lua
+-- number, which Redis, Valkey and the embedded Redis write as an integer
+-- when it is whole, as it is below 2^53: a string.format costs as much as
+-- a command.)
 local function draw()
   local now = clock
   if now <= 0 then
@@ -50,10 +53,10 @@ local function draw()
     now = t[1] * 1000000 + t[2]
   end
   local token, last = now, now + block - 1
-  local old = tonumber(redis.call('SET', KEYS[2], string.format('%.0f', last), 'PX', math.ceil((last - now) / 1000) + fence_margin, 'GET')) or 0
+  local old = tonumber(redis.call('SET', KEYS[2], last, 'PX', math.ceil((last - now) / 1000) + fence_margin, 'GET')) or 0
   if old >= now then
     token, last = old + 1, old + block
-    redis.call('SET', KEYS[2], string.format('%.0f', last), 'PX', math.ceil((last - now) / 1000) + fence_margin)
+    redis.call('SET', KEYS[2], last, 'PX', math.ceil((last - now) / 1000) + fence_margin)
   end
   return token
 end
