@@ -161,6 +161,19 @@ func (c calls) AcquireCall(owner string, call, n int64, wait, queued bool, sent 
 	return script.MutexAcquire.Call(m.keys[:], a), n
 }
 
+// ReserveCall returns the call that reserves new fencing tokens for the
+// hold of owner, handed on handed times already: one for each hand-off
+// that m's bound still allows, after giving back the rest of the block
+// that ends at last, whose tokens were used up to used (see
+// engine.Reserver); nil when no hand-off is left.
+func (c calls) ReserveCall(owner string, handed, used, last int64) *driver.Call {
+	n := int64(c.m.block) - 1 - handed
+	if n <= 0 {
+		return nil
+	}
+	return script.MutexReserve.Call(c.m.keys[:], script.MutexReserveArgs{Owner: owner, Used: used, Last: last, Block: n, FenceMargin: holdopt.Millis(holdopt.FenceMargin)})
+}
+
 // RenewCall returns the call that makes the hold of owner last at least
 // ttl (see lease.RenewCalls).
 func (c calls) RenewCall(owner string, ttl time.Duration) *driver.Call {

@@ -263,3 +263,57 @@ func TestBlockOnlyForWaiters(t *testing.T) {
 		t.Fatalf("tokens of the waiters %v; want three in a row, the hold handed on within a block", got)
 	}
 }
+
+// TestLateWaiterHandedOn: a goroutine that begins to wait after the hold
+// was sent for cannot take a token of the hold's block (see
+// lease.Tenure.Serves); the holder's Unlock reserves a new block above
+// every token issued, in one round trip, and hands the hold on with it:
+// the server's hold stays the same, with the same owner, and the waiter's
+// token is above the holder's and the fence counter's when it began.
+func TestLateWaiterHandedOn(t *testing.T) {
+	rdb := redistest.SharedNode(t).Client(t)
+	ctx := context.Background()
+	b := backend.New(rdb)
+	defer b.Close()
+	name := "late-" + strconv.FormatInt(time.Now().UnixNano(), 10)
+	lock, fence := "redisync:{"+name+"}:lock", "redisync:{"+name+"}:fence"
+	// A bound on the hand-off's time that a slow machine does not reach.
+	a, err := mutex.New(b, name, mutex.WithLocalHandoff(64, 10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := mutex.New(b, name, mutex.WithLocalHandoff(64, 10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	held := rdb.Get(ctx, lock).Val()
+	// Another kind of the name draws a token after a's grant: the waiter,
+	// which begins after it, must get a token above it.
+	if err := rdb.Set(ctx, fence, a.Token()+1000, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	locked := make(chan error, 1)
+	go func() { locked <- w.Lock(ctx) }()
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(engine.Queues(b), "waiting=1 "); {
+		if time.Now().After(deadline) {
+			t.Fatal("the waiter never queued behind the hold")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if err := a.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-locked; err != nil {
+		t.Fatal(err)
+	}
+	defer w.Unlock(ctx)
+	if now := rdb.Get(ctx, lock).Val(); now != held {
+		t.Fatalf("the server's hold after the hand-off is %q; want a's hold %q, handed on without a release", now, held)
+	}
+	if w.Token() <= a.Token()+1000 {
+		t.Fatalf("the waiter's token %d; want one above %d, drawn after a's grant", w.Token(), a.Token()+1000)
+	}
+}

@@ -514,13 +514,50 @@ func (g *Gate) Unlock(ctx context.Context, what string) error {
 		// A hold is handed on only while the process would hear of its
 		// end from outside: its waiters listen on its wake channel (see
 		// watch).
-		if g.j.class != nil && g.listening() && g.passOn(t, pass) {
-			op.Outcome(telemetry.HandedOff)
-			return nil
+		if g.j.class != nil && g.listening() {
+			if g.passOn(t, pass) {
+				op.Outcome(telemetry.HandedOff)
+				return nil
+			}
+			if r := g.reserveFor(ctx, t, pass); r != nil {
+				if g.seat().HandOff(pass, g.j.class, r) {
+					t.End()
+					r.End()
+					op.Outcome(telemetry.HandedOff)
+					return nil
+				}
+				defer g.Leave(pass)
+				err := r.Release(ctx)
+				t.End()
+				return err
+			}
 		}
 		defer g.Leave(pass)
 		return t.Release(ctx)
 	})
+}
+
+// A Reserver is a Calls whose holds can take a new block of fencing tokens
+// while they are held (see lease.Tenure.Reserve): ReserveCall returns the
+// call that reserves a block for the hold of owner, which was handed on
+// handed times already and whose holders used the tokens up to used of
+// the block that ends at last, or nil when it may be handed on no more.
+type Reserver interface {
+	ReserveCall(owner string, handed, used, last int64) *driver.Call
+}
+
+// reserveFor reserves a new block of tokens for t's Lease (see
+// lease.Tenure.Reserve) when the first waiter of the Gate's class in the
+// queue of pass began to wait after t's block was sent for, so that t's
+// block cannot serve it, and returns the baton to hand on, or nil. On a
+// quorum it reserves nothing: each node would reserve a block of its own,
+// and no majority would vouch for any one of them.
+func (g *Gate) reserveFor(ctx context.Context, t *lease.Tenure, pass Pass) *lease.Tenure {
+	rs, ok := g.calls.(Reserver)
+	if _, quorum := g.h.b.(driver.Quorum); !ok || quorum || !g.seat().Late(pass, g.j.class, t) {
+		return nil
+	}
+	return t.Reserve(ctx, g.within, rs.ReserveCall)
 }
 
 // passOn hands t's Lease to the first waiter of the Gate's class in the

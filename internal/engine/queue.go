@@ -617,6 +617,27 @@ func (h seat) HandOff(p Pass, class any, b baton) bool {
 	return false
 }
 
+// Late reports whether the first waiter of class in the queue of p, other
+// than one that waits for its seatState's Unlock, is one that b does not
+// serve (see HandOff): it began to wait after b's block was sent for.
+func (h seat) Late(p Pass, class any, b baton) bool {
+	if class == nil || p.p == nil {
+		return false
+	}
+	p.p.k.s.mu.Lock()
+	defer p.p.k.s.mu.Unlock()
+	if p.p.used || !p.p.g.watched() {
+		return false
+	}
+	for _, w := range p.p.g.queue {
+		if wh := w.j.h; w.j.class != class || wh != nil && wh.taken && wh != h.h {
+			continue
+		}
+		return !b.Serves(w.began())
+	}
+	return false
+}
+
 // A watch listens on the process's wake channel of a lock (its line) while
 // goroutines of the process wait in the lock's queue to be handed a hold:
 // a force unlock (see internal/script/mutex_force.lua) publishes there that

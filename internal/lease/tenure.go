@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/redisync/redisync/backend/driver"
 )
 
 // A Tenure is one holder's turn on a Lease. A hold that is not passed on
@@ -22,6 +24,8 @@ import (
 type Tenure struct {
 	l     *Lease
 	token int64
+	blk   *block // the block t's token comes from
+	n     int64  // the hand-offs of the Lease before t: 0 for its first Tenure
 
 	mu     sync.Mutex
 	ended  bool  // by End: Err and Until no longer follow the Lease
@@ -36,11 +40,23 @@ type endHook Tenure
 
 func (h *endHook) Release() { (*Tenure)(h).close() }
 
-// First returns the first Tenure of l.
-func First(l *Lease) *Tenure { return newTenure(l, l.token) }
+// A block is a range of fencing tokens reserved on the server for the
+// tenures of a Lease: by its grant (Lease.Reserved), or by a reservation
+// while it is held (Tenure.Reserve). Every grant of the name that the
+// server made after the block was reserved drew a token above it.
+type block struct {
+	first, last int64
+	sent        time.Time // when the request that reserved it was sent (monotonic)
+	back        time.Time // when its reply came back
+}
 
-func newTenure(l *Lease, token int64) *Tenure {
-	t := &Tenure{l: l, token: token}
+// First returns the first Tenure of l.
+func First(l *Lease) *Tenure {
+	return newTenure(l, l.token, &block{first: l.token, last: l.last, sent: l.acquired, back: l.granted}, 0)
+}
+
+func newTenure(l *Lease, token int64, blk *block, n int64) *Tenure {
+	t := &Tenure{l: l, token: token, blk: blk, n: n}
 	l.onEnded((*endHook)(t))
 	return t
 }
@@ -50,15 +66,15 @@ func (t *Tenure) Lease() *Lease { return t.l }
 
 // HasNext reports whether the block of tokens has one left for a next
 // Tenure.
-func (t *Tenure) HasNext() bool { return t.token < t.l.last }
+func (t *Tenure) HasNext() bool { return t.token < t.blk.last }
 
 // Next returns the Tenure that follows t on its Lease, with the next token
 // of the block (the caller checks HasNext). It does not end t.
-func (t *Tenure) Next() *Tenure { return newTenure(t.l, t.token+1) }
+func (t *Tenure) Next() *Tenure { return newTenure(t.l, t.token+1, t.blk, t.n+1) }
 
 // Serves reports whether the next token of t's block may go to a call that
-// began at began: only when it began before the Lease's acquisition was
-// sent. Every grant of the name that the server made after the block was
+// began at began: only when it began before the request that reserved the
+// block (the Lease's acquisition, or a Reserve) was sent. Every grant of the name that the server made after the block was
 // reserved, of any kind, drew a token above the block (the fence counter
 // stood at its end); a call that began after such a grant returned must get
 // a token above it, which the block cannot give. A call that began before
@@ -66,7 +82,7 @@ func (t *Tenure) Next() *Tenure { return newTenure(t.l, t.token+1) }
 // grant of the name returned before it began that the block's tokens are
 // not above: those that the server made before the block are below it.
 // began is on the monotonic clock, as the Lease's time of sending.
-func (t *Tenure) Serves(began time.Time) bool { return began.Before(t.l.acquired) }
+func (t *Tenure) Serves(began time.Time) bool { return began.Before(t.blk.sent) }
 
 // Passable reports whether t's holder may hand the Lease on: the block has
 // a token left, the Lease's grant came back less than within ago (from its
@@ -84,13 +100,55 @@ func (t *Tenure) Serves(began time.Time) bool { return began.Before(t.l.acquired
 // however fast and often the hold passes on, and a copy of it that a
 // failover left behind cannot issue a token below one already issued, as
 // long as the servers' clocks agree.
+//
+// A block reserved by Reserve counts from its own reply for that; the
+// bounds on time and turns count from the Lease's grant.
 func (t *Tenure) Passable(within time.Duration) bool {
-	elapsed := time.Since(t.l.granted)
-	if !t.HasNext() || elapsed >= within || t.token+1-t.l.token > elapsed.Microseconds() || !t.l.verified() {
+	return t.HasNext() && t.token+1-t.blk.first <= time.Since(t.blk.back).Microseconds() && t.keeps(within)
+}
+
+// keeps reports whether t's Lease may stay in the process for another
+// holder: its grant came back less than within ago, it is valid for at
+// least half its TTL more, and no verification is pending (see Passable).
+func (t *Tenure) keeps(within time.Duration) bool {
+	if time.Since(t.l.granted) >= within || !t.l.verified() {
 		return false
 	}
 	until := t.l.Until()
 	return !until.IsZero() && time.Until(until) >= t.l.spec.TTL/2
+}
+
+// Reserve is how t's holder hands the Lease on to a goroutine that Serves
+// refuses (it began to wait after t's block was sent for), when the Lease
+// may stay in the process (see Passable): it reserves new tokens with the
+// call that reserve builds for the hold of owner after handed hand-offs,
+// whose holders used the tokens of the block that ends at last up to used
+// (script.MutexReserve: the handle's bound on the hand-offs less handed,
+// after giving back the rest of the block; nil when none is left), one
+// round trip, and
+// returns a baton for the hand-off (see Receive): a Tenure of the new
+// block, whose Next has its first token, and which serves every goroutine
+// that began before the call was sent. Its own token, the one before the
+// block, is no token of anyone's: no grant drew it, and a release through
+// it gives the whole block back. Reserve returns nil when t may not pass
+// the Lease on, or the reservation failed. The caller hands the baton on,
+// or releases the Lease through it (Release); either way t and the baton
+// then end (End).
+func (t *Tenure) Reserve(ctx context.Context, within time.Duration, reserve func(owner string, handed, used, last int64) *driver.Call) *Tenure {
+	if !t.keeps(within) {
+		return nil
+	}
+	sent := time.Now()
+	call := reserve(t.l.owner, t.n, t.token, t.blk.last)
+	if call == nil {
+		return nil
+	}
+	t.l.spec.Backend.Exec(ctx, call)
+	r, err := call.Result()
+	if err != nil || r.Status() != driver.StatusOK || r.At(1) <= t.token || r.At(2) < r.At(1) {
+		return nil
+	}
+	return newTenure(t.l, r.At(1)-1, &block{first: r.At(1), last: r.At(2), sent: sent, back: time.Now()}, t.n)
 }
 
 // Receive returns the Tenure that follows prev, the baton of a hand-off
@@ -135,7 +193,7 @@ func (t *Tenure) close() {
 // used: the release gives back the rest of the block. It returns the
 // Lease's loss if it was lost, else the release's error.
 func (t *Tenure) Release(ctx context.Context) error {
-	err := t.l.Release(ctx, t.l.spec.Release.ReleaseCall(t.l.owner, t.token, t.l.last))
+	err := t.l.Release(ctx, t.l.spec.Release.ReleaseCall(t.l.owner, t.token, t.blk.last))
 	t.End()
 	return err
 }

@@ -65,6 +65,7 @@ type source struct {
 var parts = map[string]*string{
 	"lock_lib":      &lockLibSrc,
 	"give_back_lib": &giveBackLibSrc,
+	"draw_lib":      &drawLibSrc,
 	"fifo_lib":      &fifoLib,
 	"fence_lib":     &fenceLib,
 	"latch_lib":     &latchLib,

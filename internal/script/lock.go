@@ -22,6 +22,8 @@ var (
 	mutexForceSrc string
 	//go:embed mutex_settle.lua
 	mutexSettleSrc string
+	//go:embed mutex_reserve.lua
+	mutexReserveSrc string
 )
 
 // MutexAcquireArgs is the arguments of an acquisition of a mutex's lock hash
@@ -47,6 +49,16 @@ type MutexReleaseArgs struct {
 	Yield int64  `lua:"yield,stable"` // ms the releasing cohort is refused when another waited; 0: never
 	Used  int64  `lua:"used"`         // the last token the hold's holders used; 0: unknown
 	Last  int64  `lua:"last"`         // the last token of the block the grant reserved
+}
+
+// MutexReserveArgs is the arguments of the reservation of a new block of
+// fencing tokens for a mutex's hold (mutex_reserve.lua).
+type MutexReserveArgs struct {
+	Owner       string `lua:"owner"`
+	Used        int64  `lua:"used"`                // the last token the hold's holders used
+	Last        int64  `lua:"last"`                // the last token of the hold's current block
+	Block       int64  `lua:"block"`               // tokens to reserve, 1 or more
+	FenceMargin int64  `lua:"fence_margin,stable"` // ms the fence counter outlives the clock passing it
 }
 
 // RenewArgs is the arguments of a renewal of an exclusive hold
@@ -79,6 +91,11 @@ var (
 	MutexAcquire = defineBlock("mutex.acquire", mutexAcquireSrc, MutexUndo).settledBy(MutexSettle).keys("lock", driver.FenceKey)
 	MutexRenew   = define[RenewArgs]("mutex.renew", driver.Renew, mutexRenewSrc, nil, nil)
 	MutexLeave   = define[LeaveArgs]("mutex.leave", driver.Release, mutexLeaveSrc, nil, nil)
+	// MutexReserve reserves a new block of fencing tokens for a hold, as
+	// a renewal does not: a Renew script, so that a backend that waits for
+	// replica acknowledgements waits for them (not for a quorum, whose
+	// nodes would each reserve a block of their own).
+	MutexReserve = define[MutexReserveArgs]("mutex.reserve", driver.Renew, mutexReserveSrc, nil, nil)
 	// MutexForce ends whatever hold the lock has, for redisync unlock
 	// --force.
 	MutexForce = define[ForceArgs]("mutex.force", driver.Release, mutexForceSrc, nil, nil)

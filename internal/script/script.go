@@ -32,6 +32,8 @@ var (
 	lockLibSrc string
 	//go:embed give_back_lib.lua
 	giveBackLibSrc string
+	//go:embed draw_lib.lua
+	drawLibSrc string
 )
 
 // NotHeld returns the error for a negative status of a release or renew
