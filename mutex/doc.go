@@ -134,7 +134,9 @@
 //
 // For a Mutex named "orders:42" on a backend with the default prefix:
 //
-//	redisync:{orders:42}:lock          hash: the hold {o: owner token, f: fencing token, a: attempt, c: cohort
+//	redisync:{orders:42}:lock          string "<owner token> <fencing token> <cohort>" while a hold that nobody
+//	                                   contended stands (granted to its call's first attempt); otherwise a
+//	                                   hash: the hold {o: owner token, f: fencing token, a: attempt, c: cohort
 //	                                   "<host>/<pid>#<backend>"}, the line {q:<cohort>: "<arrival> <until ms> <call>"
 //	                                   (a grant's departure adds " <attempt>"), qn: last arrival}, and a release's
 //	                                   yield marker {y: "<until ms> <cohort>"};
@@ -145,13 +147,25 @@
 //	                                   publishes on the channel of the first process in line, and a release
 //	                                   with nobody in line publishes nothing
 //
-// All share the hash tag of the name, so they live in one Cluster slot. The
+// All share the hash tag of the name, so they live in one Cluster slot. An
+// uncontended Lock and Unlock write only the string and the fence counter:
+// SET NX of the string after the token is drawn, and a compare and DEL. The
+// first process that waits turns the string into the hash, keeping its
+// owner, token, cohort and expiry, and every other script works on the
+// hash; the key is deleted once nothing of the hold or its line stands, so
+// no key means a free lock with an empty line. The string is written by
+// this layout only: a process of a release before it, which reads the key
+// as a hash, fails on it with a WRONGTYPE error rather than take the lock,
+// so upgrade every process that uses a name together. The
 // attempt field names the acquisition attempt (of the owner's Lock call) that
 // last granted the hold: the undo of an attempt, however late it arrives,
 // acts only while that attempt's grant stands. The f field is the token of
 // the acquisition through Redis; the holders of the same process it was
 // handed to carry the next tokens of its block, which the fence counter
-// already counts. A cohort is "<host>/<pid>#<backend id>". A place in line
+// already counts. A block is reserved only when a goroutine of the process
+// waits as the acquisition is sent; a goroutine that begins to wait later
+// is handed the hold with a block that the holder's Unlock reserves then,
+// one round trip that keeps the hold (see WithLocalHandoff). A cohort is "<host>/<pid>#<backend id>". A place in line
 // names the cohort's Lock call that holds it (calls are numbered in the
 // process, from its clock); an arrival of 0 is a departure: the call it
 // names gave up or was granted, and until it ends (the place's stale time

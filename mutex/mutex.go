@@ -35,7 +35,9 @@ const primitive = "mutex"
 // unlocks, and waited already when the hold was sent for, the hold passes
 // to it without a round trip (local hand-off): the process keeps the lock
 // on the server and the waiter's Lock returns with the next fencing token
-// of a block the acquisition reserved. A hold passes
+// of a block the acquisition reserved. A goroutine that began to wait
+// later is handed the hold too, once Unlock has reserved a new block for it
+// in one round trip, above every token issued of the name. A hold passes
 // on locally a bounded number of times, for a bounded time (see
 // WithLocalHandoff), then Unlock releases it through Redis so that other
 // processes get their turn. Hand-off needs the watchdog, and passes only
@@ -206,9 +208,10 @@ func (m *Mutex) releaseUsed(owner string, used, last int64) *driver.Call {
 }
 
 // Unlock unlocks m and wakes a waiter. When a goroutine of this process
-// waits for the lock, since before the hold was sent for, and the hold's
-// hand-off bounds allow (see WithLocalHandoff and the package doc), Unlock
-// passes the hold to it without a round trip;
+// waits for the lock, and the hold's hand-off bounds allow (see
+// WithLocalHandoff and the package doc), Unlock passes the hold to it:
+// without a round trip when it waited since before the hold was sent for,
+// else with the one that reserves its fencing token;
 // otherwise it releases the hold through Redis and stops the watchdog
 // before it returns. It returns an error matching locker.ErrNotHeld when m is not
 // locked (no Redis call is made then), and one matching locker.ErrLost when

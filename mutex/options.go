@@ -14,8 +14,10 @@ type Option interface{ apply(*holdopt.Config) }
 
 // WithLocalHandoff bounds local hand-off (see the package doc): a hold taken
 // through Redis passes to the goroutines of this process that waited for it
-// when it was sent for, without a round trip, at most turns times and not
-// once within has passed since it was taken. The default is 64 turns within 20ms (within the TTL,
+// when it was sent for, without a round trip, and to those that began to
+// wait later with one round trip that keeps the hold (it reserves their
+// fencing tokens), at most turns times and not once within has passed since
+// it was taken. The default is 64 turns within 20ms (within the TTL,
 // when that is shorter); WithLocalHandoff(0, 0) turns hand-off off, and so
 // does WithWatchdog(false). See "Common options" in package [locker] for the
 // limits.
