@@ -45,7 +45,7 @@ if attempt == 1 then
   end
 end
 local hold = redis.pcall('GET', lock)
-if attempt == 1 and type(hold) == 'string' and string.sub(hold, 1, #owner + 1) == owner .. ' ' then
+if attempt == 1 and type(hold) == 'string' and string.find(hold, owner, 1, true) == 1 and string.byte(hold, #owner + 1) == 32 then
   if redis.call('PTTL', lock) < ttl then
     redis.call('PEXPIRE', lock, ttl)
   end
