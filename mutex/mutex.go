@@ -173,7 +173,11 @@ func (c calls) ReserveCall(owner string, handed, used, last int64) *driver.Call 
 	if n <= 0 {
 		return nil
 	}
-	return script.MutexReserve.Call(c.m.keys[:], script.MutexReserveArgs{Owner: owner, Used: used, Last: last, Block: n, FenceMargin: holdopt.Millis(holdopt.FenceMargin)})
+	a := script.MutexReserveArgs{Owner: owner, Used: used, Last: last, Block: n, FenceMargin: holdopt.Millis(holdopt.FenceMargin)}
+	if c.m.quorum {
+		a.Clock = time.Now().UnixMicro()
+	}
+	return script.MutexReserve.Call(c.m.keys[:], a)
 }
 
 // RenewCall returns the call that makes the hold of owner last at least

@@ -10,9 +10,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/redisync/redisync/backend"
+	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/internal/deploytest"
 	"github.com/redisync/redisync/internal/engine"
+	"github.com/redisync/redisync/internal/keyspace"
+	"github.com/redisync/redisync/internal/local"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/internal/script"
 	"github.com/redisync/redisync/mutex"
@@ -241,12 +246,7 @@ func TestBlockOnlyForWaiters(t *testing.T) {
 			}
 		})
 	}
-	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(engine.Queues(b), fmt.Sprintf("waiting=%d ", waiters)); {
-		if time.Now().After(deadline) {
-			t.Fatal("the goroutines never queued behind the hold")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitQueued(t, b, name, waiters)
 	if err := a.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -269,12 +269,37 @@ func TestBlockOnlyForWaiters(t *testing.T) {
 // lease.Tenure.Serves); the holder's Unlock reserves a new block above
 // every token issued, in one round trip, and hands the hold on with it:
 // the server's hold stays the same, with the same owner, and the waiter's
-// token is above the holder's and the fence counter's when it began.
+// token is above the holder's and the fence counter's when it began. On a
+// quorum the block's token is the largest of a majority, raised there.
 func TestLateWaiterHandedOn(t *testing.T) {
-	rdb := redistest.SharedNode(t).Client(t)
+	for _, n := range []int{1, 3} {
+		t.Run(fmt.Sprintf("nodes=%d", n), func(t *testing.T) {
+			var (
+				nodes []*redistest.Node
+				b     backend.Backend
+			)
+			if n == 1 {
+				nodes = []*redistest.Node{redistest.SharedNode(t)}
+				b = backend.New(nodes[0].Client(t))
+			} else {
+				nodes = redistest.StartNodes(t, n)
+				var clients []redis.UniversalClient
+				for _, node := range nodes {
+					clients = append(clients, node.Client(t))
+				}
+				var err error
+				if b, err = backend.NewQuorum(clients); err != nil {
+					t.Fatal(err)
+				}
+			}
+			defer b.Close()
+			lateWaiter(t, b, nodes)
+		})
+	}
+}
+
+func lateWaiter(t *testing.T, b backend.Backend, nodes []*redistest.Node) {
 	ctx := context.Background()
-	b := backend.New(rdb)
-	defer b.Close()
 	name := "late-" + strconv.FormatInt(time.Now().UnixNano(), 10)
 	lock, fence := "redisync:{"+name+"}:lock", "redisync:{"+name+"}:fence"
 	// A bound on the hand-off's time that a slow machine does not reach.
@@ -289,20 +314,20 @@ func TestLateWaiterHandedOn(t *testing.T) {
 	if err := a.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	held := rdb.Get(ctx, lock).Val()
+	held := make([]string, len(nodes))
+	for i, node := range nodes {
+		held[i] = node.Client(t).Get(ctx, lock).Val()
+	}
 	// Another kind of the name draws a token after a's grant: the waiter,
 	// which begins after it, must get a token above it.
-	if err := rdb.Set(ctx, fence, a.Token()+1000, 0).Err(); err != nil {
-		t.Fatal(err)
+	for _, node := range nodes {
+		if err := node.Client(t).Set(ctx, fence, a.Token()+1000, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
 	}
 	locked := make(chan error, 1)
 	go func() { locked <- w.Lock(ctx) }()
-	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(engine.Queues(b), "waiting=1 "); {
-		if time.Now().After(deadline) {
-			t.Fatal("the waiter never queued behind the hold")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitQueued(t, b, name, 1)
 	if err := a.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -310,10 +335,26 @@ func TestLateWaiterHandedOn(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Unlock(ctx)
-	if now := rdb.Get(ctx, lock).Val(); now != held {
-		t.Fatalf("the server's hold after the hand-off is %q; want a's hold %q, handed on without a release", now, held)
+	for i, node := range nodes {
+		if now := node.Client(t).Get(ctx, lock).Val(); now != held[i] {
+			t.Fatalf("node %d: the server's hold after the hand-off is %q; want a's hold %q, handed on without a release", i, now, held[i])
+		}
 	}
 	if w.Token() <= a.Token()+1000 {
 		t.Fatalf("the waiter's token %d; want one above %d, drawn after a's grant", w.Token(), a.Token()+1000)
+	}
+}
+
+// waitQueued waits until n goroutines of b's process wait in the local
+// queue of the mutex name and the process listens on its wake channel of
+// the name: a hold is handed on only then (see package engine).
+func waitQueued(t *testing.T, b backend.Backend, name string, n int) {
+	t.Helper()
+	_, line := keyspace.New(b.Prefix(), name).MutexLine(local.Of(b).Cohort())
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(engine.Queues(b), fmt.Sprintf("waiting=%d ", n)) || !b.(driver.Listener).Listening(line); {
+		if time.Now().After(deadline) {
+			t.Fatalf("the goroutines never queued behind the hold: %s", engine.Queues(b))
+		}
+		time.Sleep(time.Millisecond)
 	}
 }

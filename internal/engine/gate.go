@@ -549,12 +549,10 @@ type Reserver interface {
 // reserveFor reserves a new block of tokens for t's Lease (see
 // lease.Tenure.Reserve) when the first waiter of the Gate's class in the
 // queue of pass began to wait after t's block was sent for, so that t's
-// block cannot serve it, and returns the baton to hand on, or nil. On a
-// quorum it reserves nothing: each node would reserve a block of its own,
-// and no majority would vouch for any one of them.
+// block cannot serve it, and returns the baton to hand on, or nil.
 func (g *Gate) reserveFor(ctx context.Context, t *lease.Tenure, pass Pass) *lease.Tenure {
 	rs, ok := g.calls.(Reserver)
-	if _, quorum := g.h.b.(driver.Quorum); !ok || quorum || !g.seat().Late(pass, g.j.class, t) {
+	if !ok || !g.seat().Late(pass, g.j.class, t) {
 		return nil
 	}
 	return t.Reserve(ctx, g.within, rs.ReserveCall)

@@ -59,6 +59,7 @@ type MutexReserveArgs struct {
 	Last        int64  `lua:"last"`                // the last token of the hold's current block
 	Block       int64  `lua:"block"`               // tokens to reserve, 1 or more
 	FenceMargin int64  `lua:"fence_margin,stable"` // ms the fence counter outlives the clock passing it
+	Clock       int64  `lua:"clock"`               // the caller's clock in µs on a quorum, 0 elsewhere
 }
 
 // RenewArgs is the arguments of a renewal of an exclusive hold
@@ -91,11 +92,13 @@ var (
 	MutexAcquire = defineBlock("mutex.acquire", mutexAcquireSrc, MutexUndo).settledBy(MutexSettle).keys("lock", driver.FenceKey)
 	MutexRenew   = define[RenewArgs]("mutex.renew", driver.Renew, mutexRenewSrc, nil, nil)
 	MutexLeave   = define[LeaveArgs]("mutex.leave", driver.Release, mutexLeaveSrc, nil, nil)
-	// MutexReserve reserves a new block of fencing tokens for a hold, as
-	// a renewal does not: a Renew script, so that a backend that waits for
-	// replica acknowledgements waits for them (not for a quorum, whose
-	// nodes would each reserve a block of their own).
-	MutexReserve = define[MutexReserveArgs]("mutex.reserve", driver.Renew, mutexReserveSrc, nil, nil)
+	// MutexReserve reserves a new block of fencing tokens for a hold. It
+	// is an Acquire script of a block, as an acquisition is, so that a
+	// quorum takes the largest token of a majority and raises their fence
+	// counters to the block's end, and a backend that waits for replica
+	// acknowledgements waits for them; its undo changes nothing, for a
+	// block reserved on a minority is only skipped.
+	MutexReserve = defineBlock("mutex.reserve", mutexReserveSrc, define[MutexReserveArgs]("mutex.reserve_undo", driver.Release, "return {1}", nil, nil)).keys("lock", driver.FenceKey)
 	// MutexForce ends whatever hold the lock has, for redisync unlock
 	// --force.
 	MutexForce = define[ForceArgs]("mutex.force", driver.Release, mutexForceSrc, nil, nil)

@@ -10,7 +10,8 @@
 -- the rest of that block is given back first, as a release gives it back,
 -- see give_back_lib.lua, so that the counter does not run ahead of the
 -- clock by the tokens that no holder used), block (how many tokens to
--- reserve) and fence_margin (see draw_lib.lua).
+-- reserve), fence_margin and clock (see draw_lib.lua: on a quorum, the
+-- caller's clock).
 -- Run twice, the second run reserves another block above the first: the
 -- caller uses the one whose reply it got, and the other is only skipped.
 -- Returns {1, first token, last token} while owner holds the lock, {-1}
@@ -26,7 +27,6 @@ if hold ~= owner then
 end
 --@use give_back_lib
 give_back(KEYS[2], used, last)
-local clock = 0 -- the server's clock: a quorum reserves no block
 --@use draw_lib
 local first, last = draw()
 return {1, first, last}
