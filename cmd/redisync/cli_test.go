@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/redisync/redisync/backend"
+	"github.com/redisync/redisync/internal/engine"
 	"github.com/redisync/redisync/internal/holdopt"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/mutex"
@@ -751,6 +752,9 @@ func TestStatusReservedTokens(t *testing.T) {
 	url := nodeURL(t)
 	b := backend.New(redistest.SharedNode(t).Client(t))
 	defer b.Close()
+	// Another process's Backend, whose hold the first process waits for.
+	other := backend.New(redistest.SharedNode(t).Client(t))
+	defer other.Close()
 	ctx := context.Background()
 	type lock interface {
 		Lock(context.Context) error
@@ -759,21 +763,15 @@ func TestStatusReservedTokens(t *testing.T) {
 	}
 	cases := []struct {
 		kind string
-		new  func(name string) (lock, error)
+		new  func(b backend.Backend, name string) (lock, error)
 	}{
-		{"mutex", func(name string) (lock, error) { return mutex.New(b, name) }},
-		{"write hold", func(name string) (lock, error) { return rwmutex.New(b, name) }},
+		{"mutex", func(b backend.Backend, name string) (lock, error) { return mutex.New(b, name) }},
+		{"write hold", func(b backend.Backend, name string) (lock, error) { return rwmutex.New(b, name) }},
 	}
-	for _, tc := range cases {
-		name := uniq(t)
-		l, err := tc.new(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := l.Lock(ctx); err != nil {
-			t.Fatal(err)
-		}
-		tok := l.Token()
+	// reserved returns the last token reserved on the server for the
+	// hold of name, read by status --json.
+	reserved := func(kind, name string) int64 {
+		t.Helper()
 		r := runCLI(t, url, "status", "--json", name)
 		var st struct {
 			Nodes []struct {
@@ -781,13 +779,67 @@ func TestStatusReservedTokens(t *testing.T) {
 			}
 		}
 		if err := json.Unmarshal([]byte(r.stdout), &st); err != nil || len(st.Nodes) != 1 || st.Nodes[0].LastToken == nil {
-			t.Fatalf("%s: status --json (%v):\n%s%s", tc.kind, err, r.stdout, r.stderr)
+			t.Fatalf("%s: status --json (%v):\n%s%s", kind, err, r.stdout, r.stderr)
 		}
-		last := *st.Nodes[0].LastToken
-		if last <= tok {
-			t.Fatalf("%s: last token %d while the hold has token %d: no block reserved, nothing to check", tc.kind, last, tok)
+		return *st.Nodes[0].LastToken
+	}
+	for _, tc := range cases {
+		// A hold reserves a block for local hand-off when another
+		// goroutine of its process waits as it is sent for: l waits for
+		// the other process's hold with behind waiting behind it, and
+		// behind gives up once l holds the lock. An attempt of l sent
+		// before behind queued may still be granted after the other
+		// process's release, without a block: then again, on a new name.
+		var (
+			name      string
+			l         lock
+			tok, last int64
+		)
+		for try := 0; ; try++ {
+			name = uniq(t)
+			o, err := tc.new(other, name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := o.Lock(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if l, err = tc.new(b, name); err != nil {
+				t.Fatal(err)
+			}
+			behind, err := tc.new(b, name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			locked := make(chan error, 1)
+			go func() { locked <- l.Lock(ctx) }()
+			waitFor(t, func() bool { return strings.Contains(engine.Queues(b), "refs=1 ") })
+			bctx, cancel := context.WithCancel(ctx)
+			gaveUp := make(chan error, 1)
+			go func() { gaveUp <- behind.Lock(bctx) }()
+			waitFor(t, func() bool { return strings.Contains(engine.Queues(b), "waiting=1 ") })
+			if err := o.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := <-locked; err != nil {
+				t.Fatal(err)
+			}
+			cancel()
+			if err := <-gaveUp; err == nil {
+				t.Fatalf("%s: the goroutine behind got the lock; want it to give up", tc.kind)
+			}
+			tok = l.Token()
+			if last = reserved(tc.kind, name); last > tok {
+				break
+			}
+			if try == 20 {
+				t.Fatalf("%s: last token %d while the hold has token %d, 20 times: no block reserved, nothing to check", tc.kind, last, tok)
+			}
+			if err := l.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
 		}
-		r = runCLI(t, url, "status", name)
+		r := runCLI(t, url, "status", name)
 		want := regexp.MustCompile(fmt.Sprintf(`(?m)^last token reserved: %d \(.*hand the hold on locally.*\)$`, last))
 		held := regexp.MustCompile(fmt.Sprintf(`token +%d\b`, tok))
 		if !want.MatchString(r.stdout) || !held.MatchString(r.stdout) {
@@ -842,6 +894,16 @@ func TestRunEnvironmentDocumented(t *testing.T) {
 			if !strings.Contains(help, v) || !strings.Contains(doc, v) {
 				t.Errorf("the command of redisync %q gets %s, which its help or the package doc does not name:\n%s", cmd, v, help)
 			}
+		}
+	}
+}
+
+// waitFor waits until ok holds, for at most 10s.
+func waitFor(t *testing.T, ok func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !ok(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("waited 10s in vain")
 		}
 	}
 }
