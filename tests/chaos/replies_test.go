@@ -154,6 +154,10 @@ func replyPrimitives() []replyPrimitive {
 func replyScripts() []*driver.Script {
 	ss := []*driver.Script{
 		script.MutexAcquire.Script, script.MutexRelease.Script, script.MutexRenew.Script, script.MutexUndo.Script,
+		// A reservation of a block for a late waiter (see
+		// lease.Tenure.Reserve): an Acquire script, delivered late as an
+		// acquisition is.
+		script.MutexReserve.Script,
 		script.RWMutexLock.Script, script.RWMutexLockUndo.Script, script.RWMutexUnlock.Script, script.RWMutexRenew.Script,
 		script.RWMutexRLock.Script, script.RWMutexRLockUndo.Script, script.RWMutexRUnlock.Script, script.RWMutexRRenew.Script,
 		script.ReentrantAcquire.Script, script.ReentrantUndo.Script, script.ReentrantRelease.Script, script.ReentrantRenew.Script,
@@ -278,11 +282,12 @@ func (r *replyRules) lateRule(cmds []redis.Cmder) (time.Duration, bool) {
 }
 
 // acquisitionScripts returns the scripts of replyScripts that take a hold
-// or a place in line: an AttemptHook counts their calls as attempts.
+// or a place in line: an AttemptHook counts their calls as attempts. A
+// reservation of a block takes neither: it adds to a hold its process has.
 func acquisitionScripts() []*driver.Script {
 	var out []*driver.Script
 	for _, s := range replyScripts() {
-		if s.Kind() == driver.Acquire {
+		if s.Kind() == driver.Acquire && s != script.MutexReserve.Script {
 			out = append(out, s)
 		}
 	}
