@@ -358,3 +358,46 @@ func waitQueued(t *testing.T, b backend.Backend, name string, n int) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// TestLateWaiterAfterExternalEnd: when the hold was ended from outside
+// (here a DEL of its key) before the holder's Unlock, the reservation for a
+// late waiter finds it gone and hands nothing on: the waiter takes the lock
+// through Redis, as a hold of its own.
+func TestLateWaiterAfterExternalEnd(t *testing.T) {
+	rdb := redistest.SharedNode(t).Client(t)
+	ctx := context.Background()
+	b := backend.New(rdb)
+	defer b.Close()
+	name := "ended-" + strconv.FormatInt(time.Now().UnixNano(), 10)
+	lock := "redisync:{" + name + "}:lock"
+	a, err := mutex.New(b, name, mutex.WithLocalHandoff(64, 10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := mutex.New(b, name, mutex.WithLocalHandoff(64, 10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	held := rdb.Get(ctx, lock).Val()
+	locked := make(chan error, 1)
+	go func() { locked <- w.Lock(ctx) }()
+	waitQueued(t, b, name, 1)
+	if err := rdb.Del(ctx, lock).Err(); err != nil {
+		t.Fatal(err)
+	}
+	_ = a.Unlock(ctx) // nil, or ErrLost if the watchdog saw the DEL first
+	if err := <-locked; err != nil {
+		t.Fatal(err)
+	}
+	defer w.Unlock(ctx)
+	now := rdb.Get(ctx, lock).Val()
+	if now == "" || now == held {
+		t.Fatalf("the server's hold after the waiter's Lock is %q; want a hold of its own (a's was %q and is gone)", now, held)
+	}
+	if w.Token() <= a.Token() {
+		t.Fatalf("the waiter's token %d; want one above a's %d", w.Token(), a.Token())
+	}
+}
