@@ -7,6 +7,9 @@ import (
 	"time"
 
 	"github.com/redisync/redisync/backend"
+	"github.com/redisync/redisync/backend/driver"
+	"github.com/redisync/redisync/internal/keyspace"
+	"github.com/redisync/redisync/internal/local"
 	"github.com/redisync/redisync/mutex"
 	"github.com/redisync/redisync/tests/telemetry/teltest"
 )
@@ -26,9 +29,10 @@ func TestLocker(t *testing.T) {
 
 // TestSpansOfHandoff: a local hand-off records its own outcomes, on the
 // Unlock that passed the hold and on the Lock that received it, and the
-// received token. A hold is handed on to a goroutine that waited when it
-// was sent for: a and b wait while first holds, whose release goes through
-// Redis; a takes the lock and hands it on to b.
+// received token. a and b wait while first holds: first's Unlock reserves
+// a block of tokens for them (they began to wait after its hold was sent
+// for) and hands the hold on to a, which hands it on to b with the next
+// token.
 func TestSpansOfHandoff(t *testing.T) {
 	tr := teltest.NewTraced(t)
 	ctx := context.Background()
@@ -43,6 +47,14 @@ func TestSpansOfHandoff(t *testing.T) {
 	time.Sleep(20 * time.Millisecond) // a waits in the process
 	go func() { got <- b.Lock(ctx) }()
 	time.Sleep(20 * time.Millisecond) // and b after it
+	// The hold is handed on only while the process listens on its wake
+	// channel of the name (see package engine).
+	_, line := keyspace.New(tr.B.Prefix(), "handed").MutexLine(local.Of(tr.B).Cohort())
+	for deadline := time.Now().Add(10 * time.Second); !tr.B.(driver.Listener).Listening(line); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the process never listened on its wake channel of the name")
+		}
+	}
 	if err := first.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -65,11 +77,11 @@ func TestSpansOfHandoff(t *testing.T) {
 		}
 		return out
 	}
-	if got, want := outcomes("mutex.Unlock"), []string{"released", "handed_off", "released"}; !slices.Equal(got, want) {
+	if got, want := outcomes("mutex.Unlock"), []string{"handed_off", "handed_off", "released"}; !slices.Equal(got, want) {
 		t.Errorf("mutex.Unlock outcomes %v; want %v", got, want)
 	}
 	locks := tr.Spans("mutex.Lock")
-	if got, want := outcomes("mutex.Lock"), []string{"acquired", "acquired", "acquired_local"}; !slices.Equal(got, want) {
+	if got, want := outcomes("mutex.Lock"), []string{"acquired", "acquired_local", "acquired_local"}; !slices.Equal(got, want) {
 		t.Fatalf("mutex.Lock outcomes %v; want %v", got, want)
 	}
 	if tok := teltest.Attrs(locks[2])["redisync.fencing_token"].AsInt64(); tok != b.Token() || tok != a.Token()+1 {

@@ -93,11 +93,10 @@ func TestOutcomes(t *testing.T) {
 	}
 
 	// The hand-off first, well within its limit of time however slow the
-	// machine. A hold is handed on to a goroutine that waited when it was
-	// sent for: a and c wait while first holds, and first's release goes
-	// through Redis.
+	// machine: a and c wait while first, of another process, holds; a
+	// takes the lock through Redis and hands it on to c.
 	opts := []mutex.Option{mutex.WithTTL(time.Minute), mutex.WithLocalHandoff(16, 30*time.Second)}
-	first := newMutex(b1, "outcomes", opts...)
+	first := newMutex(b2, "outcomes", opts...)
 	a := newMutex(b1, "outcomes", opts...)
 	c := newMutex(b1, "outcomes", opts...)
 	if err := first.Lock(ctx); err != nil {
