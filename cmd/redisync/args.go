@@ -3,7 +3,10 @@ package main
 import (
 	"bytes"
 	"flag"
+	"fmt"
 	"io"
+	"reflect"
+	"strconv"
 	"strings"
 )
 
@@ -42,7 +45,9 @@ func parseArgs(fs *flag.FlagSet, args []string, command bool, stdout, stderr io.
 	return before, nil, parseFlags(fs, flags, stdout, stderr)
 }
 
-// parseFlags parses flags, which are only flags and their values.
+// parseFlags parses flags, which are only flags and their values. Its
+// messages name flags as the usage does, with two dashes (the flag package
+// accepts one or two).
 func parseFlags(fs *flag.FlagSet, flags []string, stdout, stderr io.Writer) error {
 	var out bytes.Buffer
 	fs.SetOutput(&out)
@@ -53,10 +58,35 @@ func parseFlags(fs *flag.FlagSet, flags []string, stdout, stderr io.Writer) erro
 		_, _ = out.WriteTo(stdout)
 		return err
 	case err != nil:
-		_, _ = out.WriteTo(stderr)
-		return &exitError{code: exitUsage, msg: err.Error(), printed: true}
+		_, _ = io.WriteString(stderr, doubleDash.Replace(out.String()))
+		return &exitError{code: exitUsage, msg: doubleDash.Replace(err.Error()), printed: true}
 	}
 	return nil
+}
+
+// doubleDash rewrites the flag package's errors, which name a flag with
+// one dash ("flag provided but not defined: -x"), to the two of the usage.
+var doubleDash = strings.NewReplacer(": -", ": --", "for flag -", "for flag --")
+
+// printFlags prints the flags of fs as flag.PrintDefaults does, but with
+// two dashes, as the usage and the README write them.
+func printFlags(fs *flag.FlagSet) {
+	w := fs.Output()
+	fs.VisitAll(func(f *flag.Flag) {
+		name, usage := flag.UnquoteUsage(f)
+		line := "  --" + f.Name
+		if name != "" {
+			line += " " + name
+		}
+		fmt.Fprintf(w, "%s\n    \t%s", line, strings.ReplaceAll(usage, "\n", "\n    \t"))
+		if d := f.DefValue; d != "" && d != "0" && d != "false" && d != "0s" {
+			if v := reflect.ValueOf(f.Value); v.Kind() == reflect.Pointer && v.Elem().Kind() == reflect.String {
+				d = strconv.Quote(d) // a string flag's, as flag.PrintDefaults quotes it
+			}
+			fmt.Fprintf(w, " (default %s)", d)
+		}
+		fmt.Fprint(w, "\n")
+	})
 }
 
 func isBool(f *flag.Flag) bool {

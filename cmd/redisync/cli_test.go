@@ -135,6 +135,27 @@ func TestHelp(t *testing.T) {
 	}
 }
 
+// TestFlagsWithTwoDashes: the help of every command and the errors about
+// flags write a flag as the usage lines and the README do, "--url", never
+// "-url" (the flag package accepts both).
+func TestFlagsWithTwoDashes(t *testing.T) {
+	oneDash := regexp.MustCompile(`(?m)(^|[\s(])-[a-z]`)
+	for _, cmd := range [][]string{{"run"}, {"sem", "run"}, {"status"}, {"unlock"}} {
+		r := runCLI(t, "redis://127.0.0.1:1/0", append(cmd, "--help")...)
+		out := r.stdout + r.stderr
+		if !strings.Contains(out, "\n  --url URL\n") {
+			t.Errorf("redisync %v --help lists no flag as \"  --url URL\":\n%s", cmd, out)
+		}
+		if m := oneDash.FindString(out); m != "" {
+			t.Errorf("redisync %v --help writes a flag with one dash (%q):\n%s", cmd, m, out)
+		}
+		r = runCLI(t, "redis://127.0.0.1:1/0", append(cmd, "--no-such-flag", "x")...)
+		if out := r.stdout + r.stderr; r.code != exitUsage || !strings.Contains(out, "not defined: --no-such-flag") || oneDash.MatchString(out) {
+			t.Errorf("redisync %v --no-such-flag: exit %d, output:\n%s\nwant exit %d and the flag named with two dashes", cmd, r.code, out, exitUsage)
+		}
+	}
+}
+
 // waitHeld polls status until name is held (or not held).
 func waitHeld(t *testing.T, url, name string, held bool) {
 	t.Helper()

@@ -35,7 +35,7 @@ func (n nameCmd) main(args []string, stdout, stderr io.Writer) error {
 	n.flags(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: %s\n\n%s", n.synopsis, n.usage)
-		fs.PrintDefaults()
+		printFlags(fs)
 	}
 	before, after, err := parseArgs(fs, args, false, stdout, stderr)
 	if errors.Is(err, flag.ErrHelp) {

@@ -110,7 +110,7 @@ func runCmd(args []string, name string, stdout, stderr io.Writer) error {
 			"after --grace.\n"+
 			"Exit status: the command's, or 2 bad usage, 69 Redis unreachable, 75 not acquired, 76 hold lost,\n"+
 			"78 Redis refused the configuration (authentication, ACL permissions, a Cluster node as --url).\n\nFlags:\n")
-		fs.PrintDefaults()
+		printFlags(fs)
 	}
 	before, command, err := parseArgs(fs, args, true, stdout, stderr)
 	if errors.Is(err, flag.ErrHelp) {
