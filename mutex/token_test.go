@@ -2,6 +2,7 @@ package mutex_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -17,9 +18,11 @@ import (
 	"github.com/redisync/redisync/internal/deploytest"
 	"github.com/redisync/redisync/internal/engine"
 	"github.com/redisync/redisync/internal/keyspace"
+	"github.com/redisync/redisync/internal/lease"
 	"github.com/redisync/redisync/internal/local"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/internal/script"
+	"github.com/redisync/redisync/locker"
 	"github.com/redisync/redisync/mutex"
 )
 
@@ -399,5 +402,30 @@ func TestLateWaiterAfterExternalEnd(t *testing.T) {
 	}
 	if w.Token() <= a.Token() {
 		t.Fatalf("the waiter's token %d; want one above a's %d", w.Token(), a.Token())
+	}
+}
+
+// TestFixedLeaseEndsWithItsTTL: a hold that nothing renews (no watchdog)
+// ends when its TTL runs out, and its loss says so, not that a renewal
+// came too late.
+func TestFixedLeaseEndsWithItsTTL(t *testing.T) {
+	b := backend.New(redistest.SharedNode(t).Client(t))
+	defer b.Close()
+	ctx := context.Background()
+	m, err := mutex.New(b, "fixed-"+strconv.FormatInt(time.Now().UnixNano(), 10), mutex.WithTTL(100*time.Millisecond), mutex.WithWatchdog(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-m.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("Done of a 100ms fixed lease still open after 10s")
+	}
+	err = m.Err()
+	if !errors.Is(err, locker.ErrLost) || !errors.Is(err, lease.ErrExpired) || !strings.Contains(err.Error(), "TTL ran out") || strings.Contains(err.Error(), "renewed before") {
+		t.Fatalf("Err of a fixed lease past its TTL = %v; want ErrLost saying that its TTL ran out", err)
 	}
 }

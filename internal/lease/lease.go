@@ -675,8 +675,9 @@ func (l *Lease) OnLoss(r Releaser) {
 	r.Release()
 }
 
-// expire ends the hold if its deadline has passed: as lost, or as released
-// when its release is under way.
+// expire ends the hold if its deadline has passed: as lost (ErrNotRenewed,
+// or ErrExpired for a hold that nothing renews), or as released when its
+// release is under way.
 func (l *Lease) expire() {
 	l.mu.Lock()
 	if l.ended || time.Now().Before(l.deadline) {
@@ -685,9 +686,12 @@ func (l *Lease) expire() {
 	}
 	stopping := l.stopping
 	l.mu.Unlock()
-	if stopping {
+	switch {
+	case stopping:
 		l.end(nil)
-	} else {
+	case !l.spec.Watchdog:
+		l.end(ErrExpired)
+	default:
 		l.end(ErrNotRenewed)
 	}
 }
@@ -738,6 +742,11 @@ func (l *Lease) onEnded(r Releaser) {
 // a hold's validity deadline passed before a renewal (or its release) got
 // through: Redis was out of reach, too slow, or this process was stalled.
 var ErrNotRenewed = errors.New("not renewed before its validity deadline")
+
+// ErrExpired is the cause of a loss (wrapped with locker.ErrLost) of a hold
+// that nothing renews (a fixed lease: the watchdog is off) when its TTL, or
+// the TTL of its last Extend, ran out before its release.
+var ErrExpired = errors.New("its TTL ran out (no watchdog renews it; Extend prolongs it)")
 
 // An Event is a moment at which a hold must be covered on the server: right
 // after it was granted ("grant"), renewed ("renew"), extended ("extend"),
