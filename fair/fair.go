@@ -51,6 +51,8 @@ var (
 // matching locker.ErrInvalid for a nil or unusable Backend, a bad name (empty,
 // longer than 512 bytes, or containing '{', '}' or control characters) or a
 // bad option.
+// A Backend whose Close began is unusable: the error then matches
+// locker.ErrClosed too.
 func New(b backend.Backend, name string, opts ...Option) (*Mutex, error) {
 	h, cfg, err := engine.Open(primitive, b, name, opts, Option.apply)
 	if err != nil {

@@ -86,6 +86,8 @@ type CountDown struct {
 // MaxCount, or a bad option. A quorum Backend (backend.NewQuorum) is
 // recognised by its driver.Quorum methods: a Backend that wraps one must
 // have them too (see the package documentation's Quorum).
+// A Backend whose Close began is unusable: the error then matches
+// locker.ErrClosed too.
 func New(b backend.Backend, name string, count int, opts ...Option) (*CountDown, error) {
 	ks, err := keyspace.Open(primitive, b, name)
 	if err != nil {

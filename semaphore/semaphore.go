@@ -201,6 +201,8 @@ var _ locker.Lease = (*Weighted)(nil)
 // handle with another n fails with an error matching locker.ErrInvalid that
 // names both limits, and changes nothing. Once nothing is held or awaited the
 // record goes, and the name may be used with another limit.
+// A Backend whose Close began is unusable: the error then matches
+// locker.ErrClosed too.
 func NewWeighted(b backend.Backend, name string, n int64, opts ...Option) (*Weighted, error) {
 	h, cfg, err := engine.Open(primitive, b, name, opts, Option.apply)
 	if err != nil {

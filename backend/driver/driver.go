@@ -211,10 +211,11 @@ func decode(name string, v any, buf []int64) (Reply, []byte, error) {
 }
 
 // Validate reports whether b is usable, without I/O: it returns an error
-// matching locker.ErrInvalid for a nil Backend or one without a Local, and
-// the construction error of a Validator (New's Backend for a nil client or
-// a bad option). Primitive constructors call it, so that bad input surfaces
-// there.
+// matching locker.ErrInvalid for a nil Backend or one without a Local, the
+// construction error of a Validator (New's Backend for a nil client or a
+// bad option), and for a Backend whose Close began an error matching both
+// locker.ErrClosed and locker.ErrInvalid. Primitive constructors call it,
+// so that bad input surfaces there.
 func Validate(b Backend) error {
 	if b == nil {
 		return fmt.Errorf("backend: nil Backend: %w", locker.ErrInvalid)
@@ -226,6 +227,11 @@ func Validate(b Backend) error {
 	}
 	if l := b.Local(); l == nil || l.state == nil {
 		return fmt.Errorf("backend: %T: Local returned no Local (make one with NewLocal): %w", b, locker.ErrInvalid)
+	}
+	select {
+	case <-b.Done():
+		return fmt.Errorf("%w: nothing can be built on it (%w)", locker.ErrClosed, locker.ErrInvalid)
+	default:
 	}
 	return nil
 }

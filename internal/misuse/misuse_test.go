@@ -69,11 +69,12 @@ func contains(s string) func(error) bool {
 }
 
 var (
-	invalid = isAll(locker.ErrInvalid)
-	notHeld = isAll(locker.ErrNotHeld)
-	closedE = isAll(locker.ErrClosed)
-	cancelE = isAll(locker.ErrNotAcquired, context.Canceled)
-	ctxOnly = isAll(context.Canceled)
+	invalid   = isAll(locker.ErrInvalid)
+	notHeld   = isAll(locker.ErrNotHeld)
+	closedE   = isAll(locker.ErrClosed)
+	newClosed = isAll(locker.ErrClosed, locker.ErrInvalid)
+	cancelE   = isAll(locker.ErrNotAcquired, context.Canceled)
+	ctxOnly   = isAll(context.Canceled)
 )
 
 type misuse struct {
@@ -266,12 +267,27 @@ var cases = []misuse{
 	}, isAll(locker.ErrNotAcquired, context.DeadlineExceeded)},
 
 	// Closed backends and foreign keys.
-	{"mutex: lock on a closed backend", func(e env) error { m, _ := mutex.New(e.closed, e.name); return m.Lock(e.ctx) }, closedE},
-	{"semaphore: acquire on a closed backend", func(e env) error {
-		s, _ := semaphore.NewWeighted(e.closed, e.name, 2)
-		return s.Acquire(e.ctx, 1)
+	// A constructor refuses a closed backend: nothing built on it could
+	// work, and New's doc promises an error for an unusable Backend.
+	{"mutex: new on a closed backend", func(e env) error { _, err := mutex.New(e.closed, e.name); return err }, newClosed},
+	{"rwmutex: new on a closed backend", func(e env) error { _, err := rwmutex.New(e.closed, e.name); return err }, newClosed},
+	{"reentrant: new on a closed backend", func(e env) error { _, err := reentrant.New(e.closed, e.name); return err }, newClosed},
+	{"fair: new on a closed backend", func(e env) error { _, err := fair.New(e.closed, e.name); return err }, newClosed},
+	{"semaphore: new on a closed backend", func(e env) error { _, err := semaphore.NewWeighted(e.closed, e.name, 2); return err }, newClosed},
+	{"latch: new on a closed backend", func(e env) error { _, err := latch.New(e.closed, e.name, 2); return err }, newClosed},
+	{"multi: new on a closed backend", func(e env) error {
+		_, err := multi.New(e.closed, []multi.Member{multi.Mutex(e.name)})
+		return err
+	}, newClosed},
+	{"fence: set on a closed backend", func(e env) error { return fence.Set(e.ctx, e.closed, e.name, 1, []byte("v")) }, newClosed},
+	// A handle made before the Close refuses its calls.
+	{"mutex: lock after its backend's close", func(e env) error {
+		b := backend.New(e.raw)
+		m, err := mutex.New(b, e.name)
+		e.must(err)
+		e.must(b.Close())
+		return m.Lock(e.ctx)
 	}, closedE},
-	{"latch: count down on a closed backend", func(e env) error { l, _ := latch.New(e.closed, e.name, 2); return l.CountDown(e.ctx) }, closedE},
 	{"mutex: a key of the wrong type", func(e env) error {
 		e.must(e.raw.Set(e.ctx, "redisync:{"+e.name+"}:lock", "x", time.Minute).Err())
 		defer e.raw.Del(e.ctx, "redisync:{"+e.name+"}:lock")
