@@ -74,11 +74,12 @@ func (t *Tenure) Next() *Tenure { return newTenure(t.l, t.token+1, t.blk, t.n+1)
 
 // Serves reports whether the next token of t's block may go to a call that
 // began at began: only when it began before the request that reserved the
-// block (the Lease's acquisition, or a Reserve) was sent. Every grant of the name that the server made after the block was
-// reserved, of any kind, drew a token above the block (the fence counter
-// stood at its end); a call that began after such a grant returned must get
-// a token above it, which the block cannot give. A call that began before
-// the acquisition was sent began before any such grant was made, so no
+// block (the Lease's acquisition, or a Reserve) was sent. Every grant of
+// the name that the server made after the block was reserved, of any kind,
+// drew a token above the block (the fence counter stood at its end); a
+// call that began after such a grant returned must get a token above it,
+// which the block cannot give. A call that began before the block's
+// request was sent began before any such grant was made, so no
 // grant of the name returned before it began that the block's tokens are
 // not above: those that the server made before the block are below it.
 // began is on the monotonic clock, as the Lease's time of sending.
