@@ -305,18 +305,7 @@ func lateWaiter(t *testing.T, b backend.Backend, nodes []*redistest.Node) {
 	ctx := context.Background()
 	name := "late-" + strconv.FormatInt(time.Now().UnixNano(), 10)
 	lock, fence := "redisync:{"+name+"}:lock", "redisync:{"+name+"}:fence"
-	// A bound on the hand-off's time that a slow machine does not reach.
-	a, err := mutex.New(b, name, mutex.WithLocalHandoff(64, 10*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := mutex.New(b, name, mutex.WithLocalHandoff(64, 10*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Lock(ctx); err != nil {
-		t.Fatal(err)
-	}
+	a, w := heldPair(t, b, name)
 	held := make([]string, len(nodes))
 	for i, node := range nodes {
 		held[i] = node.Client(t).Get(ctx, lock).Val()
@@ -328,9 +317,7 @@ func lateWaiter(t *testing.T, b backend.Backend, nodes []*redistest.Node) {
 			t.Fatal(err)
 		}
 	}
-	locked := make(chan error, 1)
-	go func() { locked <- w.Lock(ctx) }()
-	waitQueued(t, b, name, 1)
+	locked := lockBehind(t, b, name, w)
 	if err := a.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -373,21 +360,9 @@ func TestLateWaiterAfterExternalEnd(t *testing.T) {
 	defer b.Close()
 	name := "ended-" + strconv.FormatInt(time.Now().UnixNano(), 10)
 	lock := "redisync:{" + name + "}:lock"
-	a, err := mutex.New(b, name, mutex.WithLocalHandoff(64, 10*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := mutex.New(b, name, mutex.WithLocalHandoff(64, 10*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Lock(ctx); err != nil {
-		t.Fatal(err)
-	}
+	a, w := heldPair(t, b, name)
 	held := rdb.Get(ctx, lock).Val()
-	locked := make(chan error, 1)
-	go func() { locked <- w.Lock(ctx) }()
-	waitQueued(t, b, name, 1)
+	locked := lockBehind(t, b, name, w)
 	if err := rdb.Del(ctx, lock).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -428,4 +403,32 @@ func TestFixedLeaseEndsWithItsTTL(t *testing.T) {
 	if !errors.Is(err, locker.ErrLost) || !errors.Is(err, lease.ErrExpired) || !strings.Contains(err.Error(), "TTL ran out") || strings.Contains(err.Error(), "renewed before") {
 		t.Fatalf("Err of a fixed lease past its TTL = %v; want ErrLost saying that its TTL ran out", err)
 	}
+}
+
+// heldPair returns two handles of the mutex name on b, the first locked,
+// with a bound on the hand-off's time that a slow machine does not reach.
+func heldPair(t *testing.T, b backend.Backend, name string) (a, w *mutex.Mutex) {
+	t.Helper()
+	a, err := mutex.New(b, name, mutex.WithLocalHandoff(64, 10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w, err = mutex.New(b, name, mutex.WithLocalHandoff(64, 10*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Lock(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return a, w
+}
+
+// lockBehind starts w's Lock and returns once it waits in the process's
+// queue of name, with the process listening (see waitQueued); the channel
+// gets Lock's result.
+func lockBehind(t *testing.T, b backend.Backend, name string, w *mutex.Mutex) <-chan error {
+	t.Helper()
+	locked := make(chan error, 1)
+	go func() { locked <- w.Lock(context.Background()) }()
+	waitQueued(t, b, name, 1)
+	return locked
 }

@@ -119,6 +119,26 @@ func holdElsewhere(t *testing.T, rdb *redis.Client, key string) {
 	}
 }
 
+// joinBehind makes lg wait for the turn that bg holds while bg's Lock
+// waits in the lock's line, and returns lg's waiter once that Lock gave up
+// (its result comes on bDone) and left the process's place in line to lg.
+func (lg *lineGate) joinBehind(t *testing.T, rdb *redis.Client, bg *lineGate, bDone <-chan error) *waiter {
+	t.Helper()
+	lg.g.queues.mu.Lock()
+	p, w := lg.g.joinLocked()
+	if w == nil {
+		p.Release()
+		t.Fatal("D took the turn that B holds")
+	}
+	if err := <-bDone; !errors.Is(err, locker.ErrNotAcquired) {
+		t.Fatalf("B's Lock returned %v; want an error matching locker.ErrNotAcquired", err)
+	}
+	if v, live := bg.place(t, rdb); !live {
+		t.Fatalf("B's give-up, with D awaiting the turn, withdrew the process's place (%q); want it left to D", v)
+	}
+	return w
+}
+
 // awaitPlace waits until the attempts of lg's process have put it in the
 // lock's line, for up to a second.
 func (lg *lineGate) awaitPlace(t *testing.T, rdb *redis.Client) {
@@ -209,18 +229,7 @@ func TestLeftPlaceWithdrawn(t *testing.T) {
 			bg.awaitPlace(t, rdb)
 
 			// D waits for the turn behind B.
-			dg.g.queues.mu.Lock()
-			p, w := dg.g.joinLocked()
-			if w == nil {
-				p.Release()
-				t.Fatal("D took the turn that B holds")
-			}
-			if err := <-bDone; !errors.Is(err, locker.ErrNotAcquired) {
-				t.Fatalf("B's Lock returned %v; want an error matching locker.ErrNotAcquired", err)
-			}
-			if v, live := bg.place(t, rdb); !live {
-				t.Fatalf("B's give-up, with D awaiting the turn, withdrew the process's place (%q); want it left to D", v)
-			}
+			w := dg.joinBehind(t, rdb, bg, bDone)
 
 			err := tc.give(t, dg, w)
 			if !errors.Is(err, locker.ErrNotAcquired) && err != nil {
@@ -260,18 +269,7 @@ func TestCloseWithdrawsLeftPlace(t *testing.T) {
 	go func() { bDone <- bg.g.Lock(bctx) }()
 	bg.awaitPlace(t, rdb)
 	end := dg.h.Local().Begin() // as Gate.Lock begins
-	dg.g.queues.mu.Lock()
-	p, w := dg.g.joinLocked()
-	if w == nil {
-		p.Release()
-		t.Fatal("D took the turn that B holds")
-	}
-	if err := <-bDone; !errors.Is(err, locker.ErrNotAcquired) {
-		t.Fatalf("B's Lock returned %v; want an error matching locker.ErrNotAcquired", err)
-	}
-	if v, live := bg.place(t, rdb); !live {
-		t.Fatalf("B's give-up, with D awaiting the turn, withdrew the process's place (%q); want it left to D", v)
-	}
+	w := dg.joinBehind(t, rdb, bg, bDone)
 	closed := make(chan error, 1)
 	go func() { closed <- b.Close() }()
 	<-w.ch // the turn, given up by B

@@ -596,25 +596,33 @@ func (h seat) HandOff(p Pass, class any, b baton) bool {
 	}
 	p.p.k.s.mu.Lock()
 	defer p.p.k.s.mu.Unlock()
-	if p.p.used || !p.p.g.watched() {
+	i := h.next(p, class)
+	if i < 0 || !b.Serves(p.p.g.queue[i].began()) {
 		return false
 	}
-	for i, w := range p.p.g.queue {
-		if wh := w.j.h; w.j.class != class || wh != nil && wh.taken && wh != h.h {
-			continue
-		}
-		if !b.Serves(w.began()) {
-			return false
-		}
-		p.p.used = true
-		if h.h != nil {
-			h.h.taken = false
-		}
-		p.p.g.pop(i).give(b)
-		unref(p.p.k, p.p.g)
-		return true
+	p.p.used = true
+	if h.h != nil {
+		h.h.taken = false
 	}
-	return false
+	p.p.g.pop(i).give(b)
+	unref(p.p.k, p.p.g)
+	return true
+}
+
+// next returns the index in the queue of p of the waiter that a HandOff
+// of class would take: the first of class whose seatState is free (or is
+// h); -1 when there is none, or p was used or its queue's watch does not
+// listen. The queues' lock must be held.
+func (h seat) next(p Pass, class any) int {
+	if p.p.used || !p.p.g.watched() {
+		return -1
+	}
+	for i, w := range p.p.g.queue {
+		if wh := w.j.h; w.j.class == class && (wh == nil || !wh.taken || wh == h.h) {
+			return i
+		}
+	}
+	return -1
 }
 
 // Late reports whether the first waiter of class in the queue of p, other
@@ -626,16 +634,8 @@ func (h seat) Late(p Pass, class any, b baton) bool {
 	}
 	p.p.k.s.mu.Lock()
 	defer p.p.k.s.mu.Unlock()
-	if p.p.used || !p.p.g.watched() {
-		return false
-	}
-	for _, w := range p.p.g.queue {
-		if wh := w.j.h; w.j.class != class || wh != nil && wh.taken && wh != h.h {
-			continue
-		}
-		return !b.Serves(w.began())
-	}
-	return false
+	i := h.next(p, class)
+	return i >= 0 && !b.Serves(p.p.g.queue[i].began())
 }
 
 // A watch listens on the process's wake channel of a lock (its line) while

@@ -66,6 +66,7 @@ var parts = map[string]*string{
 	"lock_lib":      &lockLibSrc,
 	"give_back_lib": &giveBackLibSrc,
 	"draw_lib":      &drawLibSrc,
+	"holder_lib":    &holderLibSrc,
 	"fifo_lib":      &fifoLib,
 	"fence_lib":     &fenceLib,
 	"latch_lib":     &latchLib,

@@ -6,12 +6,8 @@
 -- A hold is a string "<owner> <token> <cohort>" or a hash (see
 -- lock_lib.lua); the rwmutex's read holds and the reentrant lock's have
 -- scripts of their own.
-local holder = redis.pcall('GET', KEYS[1])
-if type(holder) == 'string' then
-  holder = string.match(holder, '^(%S+)')
-elseif holder then
-  holder = redis.call('HGET', KEYS[1], 'o')
-end
+--@use holder_lib
+local holder = lock_holder(KEYS[1])
 if not holder then
   return {-1}
 end

@@ -16,13 +16,8 @@
 -- caller uses the one whose reply it got, and the other is only skipped.
 -- Returns {1, first token, last token} while owner holds the lock, {-1}
 -- otherwise.
-local hold = redis.pcall('GET', KEYS[1])
-if type(hold) == 'string' then
-  hold = string.match(hold, '^(%S+)')
-elseif hold then
-  hold = redis.call('HGET', KEYS[1], 'o')
-end
-if hold ~= owner then
+--@use holder_lib
+if lock_holder(KEYS[1]) ~= owner then
   return {-1}
 end
 --@use give_back_lib

@@ -34,6 +34,8 @@ var (
 	giveBackLibSrc string
 	//go:embed draw_lib.lua
 	drawLibSrc string
+	//go:embed holder_lib.lua
+	holderLibSrc string
 )
 
 // NotHeld returns the error for a negative status of a release or renew
