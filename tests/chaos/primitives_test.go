@@ -27,6 +27,7 @@ func (h lockHolder) Release(ctx context.Context) error { return h.l.Unlock(ctx) 
 func (h lockHolder) Token() int64                      { return h.l.Token() }
 func (h lockHolder) Done() <-chan struct{}             { return h.l.Done() }
 func (h lockHolder) Mode() (Mode, int)                 { return h.mode, 1 }
+func (h lockHolder) Until() time.Time                  { return h.l.Until() }
 
 // rwHolder drives m as a writer for one goroutine in four, and as a reader
 // for the others.
@@ -94,6 +95,7 @@ func (h scopedHolder) Release(ctx context.Context) error {
 
 func (h scopedHolder) Token() int64          { return h.m.Token() }
 func (h scopedHolder) Done() <-chan struct{} { return h.m.Done() }
+func (h scopedHolder) Until() time.Time      { return h.m.Until() }
 
 // semHolder drives k permits of a semaphore.
 type semHolder struct {
@@ -106,6 +108,7 @@ func (h semHolder) Release(ctx context.Context) error { return h.s.Release(ctx, 
 func (h semHolder) Token() int64                      { return h.s.Token() }
 func (h semHolder) Done() <-chan struct{}             { return h.s.Done() }
 func (h semHolder) Mode() (Mode, int)                 { return Weighted, int(h.k) }
+func (h semHolder) Until() time.Time                  { return h.s.Until() }
 
 func TestFairSingleNode(t *testing.T) {
 	singleNode(t, "fair", FencedMutex, 1, func(b backend.Backend, g int) (Holder, error) {

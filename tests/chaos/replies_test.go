@@ -441,6 +441,7 @@ type holdStats struct {
 	lockFailed, lockAfterLost, lockTimedOut, lockOther atomic.Int64
 	lockLost                                           atomic.Int64 // a re-entry found the hold gone
 	unlockLost, unlockOther                            atomic.Int64
+	unlockExpired                                      atomic.Int64 // see counted.Release
 
 	mu       sync.Mutex
 	examples []string
@@ -489,13 +490,22 @@ func (c counted) Acquire(ctx context.Context) error {
 	return err
 }
 
+// Release releases the hold and counts how it failed. An Unlock whose
+// release got no reply it could trust before the hold's validity ran out
+// (a copy delivered late, past the hold's TTL, then its reply lost: the
+// model delays releases by up to 1s against a 1s TTL) returns the lost
+// reply's error, as Unlock's doc says: the hold ended on the server by its
+// expiry. That is counted apart, not as a failure.
 func (c counted) Release(ctx context.Context) error {
+	until := untilOf(c.Holder)
 	err := c.Holder.Release(ctx)
 	switch {
 	case err == nil:
 	case errors.Is(err, locker.ErrLost):
 		c.stats.unlockLost.Add(1)
 		c.stats.example("Unlock", err)
+	case deploytest.IsLostReply(err) && !until.IsZero() && time.Now().After(until):
+		c.stats.unlockExpired.Add(1)
 	default:
 		c.stats.unlockOther.Add(1)
 		c.stats.example("Unlock", err)
@@ -549,6 +559,19 @@ func (w watched) Acquire(ctx context.Context) error {
 	}
 	end(w.op(), err, call.Line())
 	return err
+}
+
+// Until returns the validity deadline of the watched Holder's hold, or the
+// zero Time when the Holder does not say (see untilOf).
+func (w watched) Until() time.Time { return untilOf(w.Holder) }
+
+// untilOf returns the validity deadline of h's current hold, or the zero
+// Time when h has no Until method.
+func untilOf(h Holder) time.Time {
+	if u, ok := h.(interface{ Until() time.Time }); ok {
+		return u.Until()
+	}
+	return time.Time{}
 }
 
 func (w watched) Release(ctx context.Context) error {
@@ -640,10 +663,10 @@ func (top replyTopology) run(t *testing.T, p replyPrimitive, rules *replyRules, 
 	seen, lost, twice, late := rules.counts()
 	stale := r.rejected + r.stale
 	unexpected := int64(r.lost) + stats.unlockLost.Load() + stats.lockLost.Load()
-	t.Logf("%s: %d holds, %d coverage events checked (%d unreadable), %d commands seen, %d run twice, %d replies lost, %d late deliveries (%d undos/give-backs, %d acquisitions), %d conflicts, %d stale writes, %d coverage violations, %d unexpected losses (%d Done before Unlock, %d Unlock ErrLost, %d re-entries lost); %d Lock calls failed (%d after a lost reply, %d timed out, %d other), %d other Unlock errors",
+	t.Logf("%s: %d holds, %d coverage events checked (%d unreadable), %d commands seen, %d run twice, %d replies lost, %d late deliveries (%d undos/give-backs, %d acquisitions), %d conflicts, %d stale writes, %d coverage violations, %d unexpected losses (%d Done before Unlock, %d Unlock ErrLost, %d re-entries lost); %d Lock calls failed (%d after a lost reply, %d timed out, %d other), %d Unlock errors of a lost reply after the hold's validity ran out, %d other Unlock errors",
 		label, r.holds, checks, unknown, seen, twice, lost, late, rules.lateGives.Load(), rules.lateTakes.Load(),
 		r.conflicts, stale, violations, unexpected, r.lost, stats.unlockLost.Load(), stats.lockLost.Load(),
-		stats.lockFailed.Load(), stats.lockAfterLost.Load(), stats.lockTimedOut.Load(), stats.lockOther.Load(), stats.unlockOther.Load())
+		stats.lockFailed.Load(), stats.lockAfterLost.Load(), stats.lockTimedOut.Load(), stats.lockOther.Load(), stats.unlockExpired.Load(), stats.unlockOther.Load())
 	for _, e := range stats.examples {
 		t.Logf("error: %s", e)
 	}
