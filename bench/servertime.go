@@ -93,6 +93,7 @@ func (q request) byEval() request {
 // The replies the requests of scenario 7 must get; any other reply (a lock
 // not granted, a release that found nothing, an error) fails the row.
 func wantStatus1(v any) bool { a, ok := v.([]any); return ok && len(a) > 0 && a[0] == int64(1) }
+func wantToken(v any) bool   { n, ok := v.(int64); return ok && n > 0 }
 func wantOK(v any) bool      { return v == "OK" }
 func wantOne(v any) bool     { return v == int64(1) }
 func wantQueued(v any) bool  { return v == "QUEUED" }
@@ -222,22 +223,22 @@ type stProbe struct {
 	measured map[string]bool
 }
 
-// bindingPrologue returns the lines at the head of mutex.acquire's source
+// bindingPrologue returns the lines at the head of mutex.take's source
 // that bind its ARGV to named locals, as package script composes them at
 // the head of every script it defines: one line for the publish command,
-// then one for each field of MutexAcquireArgs.
+// then one for each field of MutexTakeArgs.
 func bindingPrologue() (string, error) {
 	var b strings.Builder
 	n := 0
-	for line := range strings.Lines(script.MutexAcquire.Source()) {
+	for line := range strings.Lines(script.MutexTake.Source()) {
 		if !strings.HasPrefix(line, "local ") || !strings.Contains(line, "ARGV[") {
 			break
 		}
 		b.WriteString(line)
 		n++
 	}
-	if want := reflect.TypeFor[script.MutexAcquireArgs]().NumField() + 1; n != want {
-		return "", fmt.Errorf("bench: mutex.acquire's source starts with %d lines that bind ARGV, want %d (the publish command and MutexAcquireArgs's fields)", n, want)
+	if want := reflect.TypeFor[script.MutexTakeArgs]().NumField() + 1; n != want {
+		return "", fmt.Errorf("bench: mutex.take's source starts with %d lines that bind ARGV, want %d (the publish command and MutexTakeArgs's fields)", n, want)
 	}
 	return b.String(), nil
 }
@@ -261,15 +262,13 @@ func stProbes(rec *recorder) ([]stProbe, error) {
 	}
 	// mutex returns the calls of a Lock+Unlock pair of redisync's mutex on
 	// name: those of mutex.New's defaults for a Lock that no other
-	// goroutine of its process waits behind (no hand-off block: its own
-	// token only), for a new owner and the cohort's next call.
-	var call int64
+	// goroutine of its process waits behind (the fast first attempt, no
+	// hand-off block: its own token only), for a new owner.
 	mutex := func(name string) []*driver.Call {
-		call++
 		keys := []string{"redisync:{" + name + "}:lock", "redisync:{" + name + "}:" + driver.FenceKey}
 		owner := rand.Text()
 		return []*driver.Call{
-			script.MutexAcquire.Call(keys, script.MutexAcquireArgs{Owner: owner, TTL: stTTL, FenceMargin: stTTL, Attempt: 1, Block: 1, Cohort: "host/1#1", Waits: true, Stale: 3000, Clock: 0, Call: call}),
+			script.MutexTake.Call(keys, script.MutexTakeArgs{Owner: owner, TTL: stTTL, Cohort: "host/1#1"}),
 			script.MutexRelease.Call(keys, script.MutexReleaseArgs{Owner: owner, Wake: "redisync:{" + name + "}:wake", Yield: 2, Used: 0, Last: 0}),
 		}
 	}
@@ -292,7 +291,7 @@ func stProbes(rec *recorder) ([]stProbe, error) {
 	del := func(key string) request { return request{args: []any{"del", key}, role: helper, want: wantOne} }
 
 	// The number of KEYS and ARGV of an acquisition, for the labels.
-	acq, err := exec(mutex("label")[:1], wantStatus1)
+	acq, err := exec(mutex("label")[:1], wantToken)
 	if err != nil {
 		return nil, err
 	}
@@ -307,24 +306,24 @@ func stProbes(rec *recorder) ([]stProbe, error) {
 			},
 		},
 		{
-			impl: Impl{Key: "noop-args", Label: fmt.Sprintf("EVALSHA of `return 1`, with mutex.acquire's %d KEYS and %d ARGV", nkeys, nargv), Setup: "the script `return 1` called as redisync's backend calls mutex.acquire (the same KEYS and ARGV: the publish command, then the acquisition's arguments): what passing them costs"},
+			impl: Impl{Key: "noop-args", Label: fmt.Sprintf("EVALSHA of `return 1`, with mutex.take's %d KEYS and %d ARGV", nkeys, nargv), Setup: "the script `return 1` called as redisync's backend calls mutex.take (the same KEYS and ARGV: the publish command, then the acquisition's arguments): what passing them costs"},
 			unit: func(name string) ([]request, error) {
 				a := mutex(name)[0]
 				return exec([]*driver.Call{{Script: noop, Keys: a.Keys, Args: a.Args}}, wantOne)
 			},
 		},
 		{
-			impl: Impl{Key: "noop-bound", Label: fmt.Sprintf("EVALSHA of mutex.acquire's binding prologue, then `return 1`, with its %d KEYS and %d ARGV", nkeys, nargv), Setup: "a script made with driver.NewScript of the lines at the head of mutex.acquire's source that bind its ARGV to named locals (as package internal/script composes them, read from script.MutexAcquire.Source()), followed by `return 1`, called with mutex.acquire's KEYS and ARGV: what passing the arguments and binding them costs"},
+			impl: Impl{Key: "noop-bound", Label: fmt.Sprintf("EVALSHA of mutex.take's binding prologue, then `return 1`, with its %d KEYS and %d ARGV", nkeys, nargv), Setup: "a script made with driver.NewScript of the lines at the head of mutex.take's source that bind its ARGV to named locals (as package internal/script composes them, read from script.MutexTake.Source()), followed by `return 1`, called with mutex.take's KEYS and ARGV: what passing the arguments and binding them costs"},
 			unit: func(name string) ([]request, error) {
 				a := mutex(name)[0]
 				return exec([]*driver.Call{{Script: bound, Keys: a.Keys, Args: a.Args}}, wantOne)
 			},
 		},
 		{
-			impl: Impl{Key: "redisync-acquire", Label: "redisync mutex: acquire (free lock)", Setup: "script.MutexAcquire (mutex.acquire) on a free lock, as mutex.New's defaults call it (TTL 10s, a waiting Lock that no goroutine of its process waits behind: no hand-off block), then a DEL of the lock (a helper, left out: the release's fast path leaves the same, the fence counter kept)"},
+			impl: Impl{Key: "redisync-acquire", Label: "redisync mutex: acquire (free lock)", Setup: "script.MutexTake (mutex.take) on a free lock, the first attempt of a Lock that no goroutine of its process waits behind with mutex.New's defaults (TTL 10s, no hand-off block), then a DEL of the lock (a helper, left out: the release's fast path leaves the same, the fence counter kept)"},
 			unit: func(name string) ([]request, error) {
 				c := mutex(name)
-				reqs, err := exec(c[:1], wantStatus1)
+				reqs, err := exec(c[:1], wantToken)
 				if err != nil {
 					return nil, err
 				}
@@ -333,13 +332,13 @@ func stProbes(rec *recorder) ([]stProbe, error) {
 		},
 		{
 			impl:   Impl{Key: "redisync-release", Label: "redisync mutex: release", Setup: "script.MutexRelease (mutex.release) of a hold taken just before by the same acquisition as the acquire row's, sent by EVAL (a helper, left out: counted under EVAL)"},
-			unit:   func(name string) ([]request, error) { return releaseOnly(exec(mutex(name), wantStatus1, wantStatus1)) },
+			unit:   func(name string) ([]request, error) { return releaseOnly(exec(mutex(name), wantToken, wantOne)) },
 			acqKey: "redisync-acquire", pairKey: "redisync",
 		},
 		{
-			impl: Impl{Key: "redisync", Label: "redisync mutex: Lock+Unlock pair", Setup: "mutex.acquire then mutex.release, as in the two rows above"},
+			impl: Impl{Key: "redisync", Label: "redisync mutex: Lock+Unlock pair", Setup: "mutex.take then mutex.release, as in the two rows above"},
 			pair: true,
-			unit: func(name string) ([]request, error) { return exec(mutex(name), wantStatus1, wantStatus1) },
+			unit: func(name string) ([]request, error) { return exec(mutex(name), wantToken, wantOne) },
 		},
 		{
 			impl: Impl{Key: "redislock-acquire", Label: "redislock: obtain (free lock)", Setup: "the requests of redislock's Client.Obtain (obtain.lua, TTL 10s): then a DEL of the key (a helper, left out: what release.lua leaves)"},

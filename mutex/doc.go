@@ -190,7 +190,10 @@
 // mutex.Extend, covering all waits and retries, with redisync.name,
 // redisync.outcome, redisync.attempts, redisync.wait.duration and
 // redisync.fencing_token; each Redis round trip under it is a CLIENT span
-// EVALSHA mutex.acquire, mutex.release or mutex.renew. A Lock that received
+// EVALSHA mutex.take (the first attempt of an acquisition that no other
+// goroutine of the process waits behind: the uncontended Lock's only round
+// trip), mutex.acquire (the others, and the one that follows a refused
+// mutex.take at once), mutex.release or mutex.renew. A Lock that received
 // the hold from a holder of the same process has the outcome
 // "acquired_local" and no CLIENT span; the Unlock that passed it on has the
 // outcome "handed_off". See package tracing.

@@ -43,14 +43,21 @@ func (g *grants) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proce
 	}
 }
 
-// count counts cmd if it ran the acquire script and it granted the hold.
+// count counts cmd if it ran an acquisition script (the full one or the
+// fast one) and it granted the hold.
 func (g *grants) count(cmd redis.Cmder) {
 	a := cmd.Args()
-	if len(a) < 2 || a[1] != script.MutexAcquire.Hash() && a[1] != script.MutexAcquire.Source() {
+	c, ok := cmd.(*redis.Cmd)
+	if len(a) < 2 || !ok {
 		return
 	}
-	if c, ok := cmd.(*redis.Cmd); ok {
+	switch a[1] {
+	case script.MutexAcquire.Hash(), script.MutexAcquire.Source():
 		if r, err := c.Int64Slice(); err == nil && len(r) > 0 && r[0] == 1 {
+			g.n.Add(1)
+		}
+	case script.MutexTake.Hash(), script.MutexTake.Source():
+		if token, err := c.Int64(); err == nil && token > 0 {
 			g.n.Add(1)
 		}
 	}

@@ -155,6 +155,16 @@ func (calls) What() string { return "acquire" }
 // internal/script/mutex_acquire.lua).
 func (c calls) AcquireCall(owner string, call, n int64, wait, queued bool, sent time.Time) (*driver.Call, int64) {
 	m := c.m
+	if n == 1 && !queued && (wait || !m.quorum) {
+		// The fast path's own script (see script.Takes): on a quorum, a
+		// TryLock sends the full one, whose refusal a majority makes
+		// final.
+		a := script.MutexTakeArgs{Owner: owner, TTL: holdopt.Millis(m.ttl), Cohort: m.h.Local().Cohort()}
+		if m.quorum {
+			a.Clock = sent.UnixMicro()
+		}
+		return script.MutexTake.Call(m.keys[:], a), n
+	}
 	a := script.MutexAcquireArgs{
 		Owner: owner, TTL: holdopt.Millis(m.ttl), FenceMargin: holdopt.Millis(holdopt.FenceMargin), Attempt: n, Block: holdopt.Reserve(m.block, queued),
 		Cohort: m.h.Local().Cohort(), Waits: wait, Stale: int64(m.stale), Call: call,

@@ -154,7 +154,7 @@ func TestQuorumTokenAgreed(t *testing.T) {
 			t.Fatal(err)
 		}
 		names := map[string]string{
-			script.MutexAcquire.Hash(): "acquire", script.MutexRelease.Hash(): "release", script.MutexSettle.Hash(): "settle",
+			script.MutexAcquire.Hash(): "acquire", script.MutexTake.Hash(): "acquire", script.MutexRelease.Hash(): "release", script.MutexSettle.Hash(): "settle",
 		}
 		out := make([]map[string]int64, len(calls))
 		for i, c := range calls {

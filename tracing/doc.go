@@ -55,7 +55,7 @@
 // the Redis semantic conventions: named "EVALSHA <script>" (or "BATCH
 // EVALSHA <script>" for a pipeline of renewals), with db.system.name
 // "redis", db.operation.name "EVALSHA", db.stored_procedure.name the
-// script's name (mutex.acquire, mutex.release, mutex.renew, fair.enqueue,
+// script's name (mutex.take, mutex.acquire, mutex.release, mutex.renew, fair.enqueue,
 // ...), db.operation.batch.size for batches, server.address and server.port
 // from the client's configuration, and db.namespace, the database index of
 // the client's options ("3"), when it is not 0. A Redis error sets

@@ -170,9 +170,11 @@ func (r Reply) At(i int) int64 {
 
 // Decode stores a script's reply v in c: v must be an array ([]any) of
 // int64 values, which may end with one string (or []byte), as a Redis
-// client decodes a Lua table of integers and one string. The integers go
-// to Reply, the string to Data. A reply of another shape sets Err, naming
-// the script, and leaves Reply and Data nil. It is for implementations of
+// client decodes a Lua table of integers and one string, or a single
+// int64 n, which stands for {StatusOK, n} when n is positive and for
+// {StatusContended, -n} otherwise (see Acquire). The integers go to Reply,
+// the string to Data. A reply of another shape sets Err, naming the
+// script, and leaves Reply and Data nil. It is for implementations of
 // Exec.
 func (c *Call) Decode(v any) {
 	c.Reply, c.Data, c.Err = decode(c.Script.name, v, c.buf[:0])
@@ -181,6 +183,13 @@ func (c *Call) Decode(v any) {
 // decode turns a script's reply into integers and, when the array ends with
 // a byte string, that string; buf is used when it is large enough.
 func decode(name string, v any, buf []int64) (Reply, []byte, error) {
+	if n, ok := v.(int64); ok {
+		r := buf[:0]
+		if n > 0 {
+			return append(r, StatusOK, n), nil, nil
+		}
+		return append(r, StatusContended, -n), nil, nil
+	}
 	arr, ok := v.([]any)
 	if !ok {
 		return nil, nil, fmt.Errorf("backend: script %s: unexpected reply %T", name, v)

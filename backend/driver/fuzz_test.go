@@ -51,6 +51,14 @@ func FuzzDecode(f *testing.F) {
 		if _, _, err := decode(s.Name(), str, nil); err == nil {
 			t.Fatalf("decode of a bare string succeeded")
 		}
+		// A single integer: a token when positive, else minus a wait.
+		want := Reply{StatusOK, n}
+		if n <= 0 {
+			want = Reply{StatusContended, -n}
+		}
+		if r, data, err := decode(s.Name(), n, nil); err != nil || data != nil || len(r) != 2 || r[0] != want[0] || r[1] != want[1] {
+			t.Fatalf("decode(%d) = (%v, %q, %v); want %v", n, r, data, err, want)
+		}
 		if st := r.Status(); len(r) == 0 && st != StatusGone {
 			t.Fatalf("Status of an empty reply = %d; want StatusGone", st)
 		}

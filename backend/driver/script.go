@@ -25,7 +25,9 @@ const (
 	// are named (see Script.NameKeys), and the one named FenceKey is the
 	// name's fence counter. They reply {StatusOK, fencing
 	// token, ...} when the hold was taken and {StatusContended, ms until a
-	// retry may succeed (0: unknown), ...} otherwise. Run twice, or again
+	// retry may succeed (0: unknown), ...} otherwise, or in short a single
+	// integer: the token when it is positive, and otherwise minus the ms
+	// (Call.Decode makes the array of it). Run twice, or again
 	// by a later attempt of the same owner after a lost reply, they grant
 	// the hold again with the expiry of a new grant. Their Undo script, run
 	// with the same KEYS and Args, gives back exactly what that attempt took:

@@ -306,12 +306,13 @@ func (g *Gate) Contend(ctx context.Context, h *Handle, op *telemetry.Op, pass Pa
 		n        int64
 	)
 	err := h.Wait(ctx, op, g.x.Line, func(ctx context.Context) (bool, time.Duration, error) {
-		attempts++
 		var (
 			retry time.Duration
 			err   error
 		)
-		l, n, retry, err = g.attempt(ctx, c, owner, call, attempts, true, pass.Queued())
+		before := attempts
+		l, n, retry, err = g.attempt(ctx, c, owner, call, &attempts, true, pass.Queued())
+		op.Refused(attempts - before - 1)
 		if err != nil {
 			unsure = append(unsure, n)
 		}
@@ -324,12 +325,22 @@ func (g *Gate) Contend(ctx context.Context, h *Handle, op *telemetry.Op, pass Pa
 	return l, n, nil
 }
 
-// attempt sends attempt n of owner, built by c, for acquisition call call,
-// as Grant answers it, and returns the attempt's number as c named it.
-func (g *Gate) attempt(ctx context.Context, c Calls, owner string, call, n int64, wait, queued bool) (*lease.Lease, int64, time.Duration, error) {
+// attempt sends the next attempt of owner, built by c, for acquisition
+// call call, as Grant answers it, counting it in *n (the attempts of the
+// call so far), and returns the attempt's number as c named it. A fast
+// first attempt (script.Takes) that was refused is followed at once by the
+// full one, which keeps the caller's place in line (wait), or decides what
+// the fast one could not (a refusal with no wait): so a lock in use costs
+// the call one round trip more, and a free one two commands' worth of
+// arguments less.
+func (g *Gate) attempt(ctx context.Context, c Calls, owner string, call int64, n *int64, wait, queued bool) (*lease.Lease, int64, time.Duration, error) {
+	*n++
 	sent := time.Now()
-	ac, named := c.AcquireCall(owner, call, n, wait, queued, sent)
-	l, _, retry, err := lease.Grant(ctx, c.Spec(), ac, owner, sent, c.What())
+	ac, named := c.AcquireCall(owner, call, *n, wait, queued, sent)
+	l, r, retry, err := lease.Grant(ctx, c.Spec(), ac, owner, sent, c.What())
+	if err == nil && r.Status() == driver.StatusContended && script.Takes(ac.Script) && (wait || retry == 0) {
+		return g.attempt(ctx, c, owner, call, n, wait, queued)
+	}
 	return l, named, retry, err
 }
 
@@ -379,7 +390,9 @@ func (g *Gate) TryLock(ctx context.Context) (bool, error) {
 // nil error when the lock is taken.
 func (g *Gate) Try(ctx context.Context, h *Handle, op *telemetry.Op, pass Pass, owner string, c Calls) (*lease.Lease, int64, error) {
 	call := h.local.Call()
-	l, n, _, err := g.attempt(ctx, c, owner, call, 1, false, pass.Queued())
+	var attempts int64
+	l, n, _, err := g.attempt(ctx, c, owner, call, &attempts, false, pass.Queued())
+	op.Refused(attempts - 1)
 	op.Attempt(err == nil && l == nil)
 	switch {
 	case err != nil:

@@ -11,6 +11,7 @@ import (
 
 	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/backend/driver"
+	"github.com/redisync/redisync/internal/script"
 	"github.com/redisync/redisync/locker"
 	"github.com/redisync/redisync/redisynctest"
 )
@@ -50,7 +51,9 @@ func RunLine(t *testing.T, s LineSetup) {
 }
 
 // replied counts the acquisition attempts made through a Backend once their
-// replies are in: a counted attempt is no longer in flight.
+// replies are in: a counted attempt is no longer in flight. A Lock's fast
+// first attempt that was refused is not counted: the full attempt that
+// follows it at once is (see script.Takes).
 type replied struct {
 	backend.Backend
 	n atomic.Int64
@@ -59,7 +62,8 @@ type replied struct {
 func (r *replied) Exec(ctx context.Context, calls ...*driver.Call) {
 	r.Backend.Exec(ctx, calls...)
 	for _, c := range calls {
-		if c.Script.Kind() == driver.Acquire {
+		refused := c.Err == nil && c.Reply.Status() == driver.StatusContended
+		if c.Script.Kind() == driver.Acquire && !(script.Takes(c.Script) && refused) {
 			r.n.Add(1)
 		}
 	}

@@ -113,18 +113,18 @@ func TestDeploymentsSuite(t *testing.T) {
 func TestLosingReplies(t *testing.T) {
 	b := redisynctest.New(t)
 	firstIs(t, record(func(t testing.TB) {
-		f, lost := primtest.LosingReplies(t, b, "mutex.acquire", 2)
+		f, lost := primtest.LosingReplies(t, b, "mutex.take", 1)
 		m, _ := mutex.New(f, "lose")
 		if err := m.Lock(context.Background()); err != nil {
-			t.Errorf("Lock with two lost replies: %v", err)
+			t.Errorf("Lock with its first reply lost: %v", err)
 		}
 		lost()
 		_ = m.Unlock(context.Background())
 	}), "")
 	firstIs(t, record(func(t testing.TB) {
-		_, lost := primtest.LosingReplies(t, b, "mutex.acquire", 2)
+		_, lost := primtest.LosingReplies(t, b, "mutex.take", 1)
 		lost()
-	}), "0 replies of mutex.acquire lost; want 2")
+	}), "0 replies of mutex.take lost; want 1")
 }
 
 // TestCanceled: the check passes on a mutex, and fails on a call that does

@@ -67,6 +67,7 @@ var parts = map[string]*string{
 	"give_back_lib": &giveBackLibSrc,
 	"draw_lib":      &drawLibSrc,
 	"holder_lib":    &holderLibSrc,
+	"take_lib":      &takeLibSrc,
 	"fifo_lib":      &fifoLib,
 	"fence_lib":     &fenceLib,
 	"latch_lib":     &latchLib,

@@ -2,9 +2,11 @@ package script
 
 import (
 	_ "embed"
+	"strconv"
 	"strings"
 
 	"github.com/redisync/redisync/backend/driver"
+	"github.com/redisync/redisync/internal/holdopt"
 )
 
 var (
@@ -24,6 +26,12 @@ var (
 	mutexSettleSrc string
 	//go:embed mutex_reserve.lua
 	mutexReserveSrc string
+	//go:embed mutex_take.lua
+	mutexTakeSrc string
+	//go:embed mutex_take_undo.lua
+	mutexTakeUndoSrc string
+	//go:embed take_lib.lua
+	takeLibSrc string
 )
 
 // MutexAcquireArgs is the arguments of an acquisition of a mutex's lock hash
@@ -39,6 +47,17 @@ type MutexAcquireArgs struct {
 	Stale       int64  `lua:"stale,stable"`        // ms a waiting caller's place outlives the attempt
 	Clock       int64  `lua:"clock"`               // the caller's clock in µs on a quorum, 0 elsewhere
 	Call        int64  `lua:"call"`                // the acquisition call's number in its cohort
+}
+
+// MutexTakeArgs is the arguments of the uncontended acquisition of a
+// mutex's lock (mutex_take.lua), and of its undo: what the first attempt
+// of MutexAcquireArgs sends when it reserves no block, less what only a
+// lock in use needs.
+type MutexTakeArgs struct {
+	Owner  string `lua:"owner"`
+	TTL    int64  `lua:"ttl,stable"`    // ms
+	Cohort string `lua:"cohort,stable"` // the caller's cohort
+	Clock  int64  `lua:"clock"`         // the caller's clock in µs on a quorum, 0 elsewhere
 }
 
 // MutexReleaseArgs is the arguments of the release of a mutex's hold
@@ -84,14 +103,22 @@ type ForceArgs struct {
 	Wake string `lua:"wake,stable"` // the wake channel
 }
 
+// mutexTakeUndo gives back what MutexTake granted.
+var mutexTakeUndo = define[MutexTakeArgs]("mutex.take_undo", driver.Release, mutexTakeUndoSrc, nil, nil)
+
 // Scripts of package mutex.
 var (
 	MutexRelease = define[MutexReleaseArgs]("mutex.release", driver.Release, mutexReleaseSrc, nil, nil)
 	MutexUndo    = define[MutexAcquireArgs]("mutex.undo", driver.Release, mutexUndoSrc, nil, nil)
 	MutexSettle  = define[MutexAcquireArgs]("mutex.settle", driver.Release, mutexSettleSrc, nil, nil)
 	MutexAcquire = defineBlock("mutex.acquire", mutexAcquireSrc, MutexUndo).settledBy(MutexSettle).keys("lock", driver.FenceKey)
-	MutexRenew   = define[RenewArgs]("mutex.renew", driver.Renew, mutexRenewSrc, nil, nil)
-	MutexLeave   = define[LeaveArgs]("mutex.leave", driver.Release, mutexLeaveSrc, nil, nil)
+	// MutexTake is the first attempt of an acquisition that reserves no
+	// block, as MutexAcquire's fast path alone, with a reply of a single
+	// integer (see mutex_take.lua). A reply of 0 leaves the decision to
+	// MutexAcquire (see Takes).
+	MutexTake  = define("mutex.take", driver.Acquire, mutexTakeSrc, &mutexTakeUndo, map[string]string{"block": "1", "fence_margin": strconv.FormatInt(holdopt.Millis(holdopt.FenceMargin), 10)}).keys("lock", driver.FenceKey)
+	MutexRenew = define[RenewArgs]("mutex.renew", driver.Renew, mutexRenewSrc, nil, nil)
+	MutexLeave = define[LeaveArgs]("mutex.leave", driver.Release, mutexLeaveSrc, nil, nil)
 	// MutexReserve reserves a new block of fencing tokens for a hold. It
 	// is an Acquire script of a block, as an acquisition is, so that a
 	// quorum takes the largest token of a majority and raises their fence
@@ -122,3 +149,10 @@ func HoldFields(v string) (fields map[string]string, ok bool) {
 	}
 	return map[string]string{"o": owner, "f": token, "a": "1", "c": cohort}, true
 }
+
+// Takes reports whether s is a fast first attempt (MutexTake) whose
+// refusal is not final: it keeps no place in line, and a refusal with no
+// wait (0 ms) means that only the primitive's full acquisition can decide.
+// A caller that waits for the lock sends the full acquisition next, at
+// once; one that does not (TryLock), only after a refusal with no wait.
+func Takes(s *driver.Script) bool { return s == MutexTake.Script }

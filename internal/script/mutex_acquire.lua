@@ -30,27 +30,15 @@
 -- until the holder's hold (or the yield) expires} otherwise.
 local lock = KEYS[1]
 --@use draw_lib
--- The fast path: no key, so the lock is free, nobody is in line and no
--- yield marker stands; a call's first attempt takes it as a string (a
--- later attempt records the call's departure: see lock_departs in
--- lock_lib.lua, and the hash in its header). The token is drawn first, so
--- that SET NX both finds the key absent and takes it: an attempt that
--- finds the lock taken has moved the counter on by the tokens it drew,
--- which only skips them. The same attempt run again finds its own string
--- and gets it back as below. redis.pcall, for GET fails on a hash.
+--@use take_lib
+-- The fast path (see take_lib.lua): a call's first attempt. A later
+-- attempt records the call's departure (see lock_departs in lock_lib.lua,
+-- and the hash in its header), so it turns a string into the hash.
 if attempt == 1 then
-  local token = draw()
-  if redis.call('SET', lock, owner .. ' ' .. string.format('%.0f', token) .. ' ' .. cohort, 'NX', 'PX', ttl) then
+  local token = take(lock)
+  if token then
     return {1, token, token + block - 1}
   end
-end
-local hold = redis.pcall('GET', lock)
-if attempt == 1 and type(hold) == 'string' and string.find(hold, owner, 1, true) == 1 and string.byte(hold, #owner + 1) == 32 then
-  if redis.call('PTTL', lock) < ttl then
-    redis.call('PEXPIRE', lock, ttl)
-  end
-  local f = tonumber(string.match(hold, '^%S+ (%d+)'))
-  return {1, f, f + block - 1}
 end
 --@use lock_lib
 lock_hash(lock)

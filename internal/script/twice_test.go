@@ -67,6 +67,17 @@ func mutexArgs(owner string, attempt int) script.MutexAcquireArgs {
 	return script.MutexAcquireArgs{Owner: owner, TTL: 10000, FenceMargin: fenceMargin, Attempt: int64(attempt), Block: 1}
 }
 
+// takeArgs are the arguments of owner's fast first attempt, in cohort X.
+func takeArgs(owner string) script.MutexTakeArgs {
+	return script.MutexTakeArgs{Owner: owner, TTL: 10000, Cohort: "X"}
+}
+
+// take is owner's fast first attempt; takeUndo its undo.
+func take(owner string) step { return stepOf(script.MutexTake, mutexKeys, takeArgs(owner)) }
+func takeUndo(owner string) step {
+	return step{script.MutexTake.Script.Undo(), mutexKeys, enc(script.MutexTake, takeArgs(owner))}
+}
+
 // handoffArgs are mutexArgs with a block of 17 tokens, cohort and a
 // waiting caller, whose place in line lasts 3s, of the call callOf(owner).
 func handoffArgs(owner, cohort string, attempt int) script.MutexAcquireArgs {
@@ -194,6 +205,12 @@ func scenarios() []scenario {
 			mutexRelease("A", 0)},
 		{"mutex.undo", []step{stepOf(script.MutexAcquire, mutexKeys, mutexArgs("A", 1))},
 			stepOf(script.MutexUndo, mutexKeys, mutexArgs("A", 1))},
+		// The fast first attempt, and its undo, on each form of the lock
+		// (a refused one changes nothing: see TestMutexTake).
+		{"mutex.take free", nil, take("A")},
+		{"mutex.acquire retried after a take", []step{take("A")}, stepOf(script.MutexAcquire, mutexKeys, mutexArgs("A", 2))},
+		{"mutex.take_undo", []step{take("A")}, takeUndo("A")},
+		{"mutex.take_undo of a contended hold", []step{take("A"), stepOf(script.MutexAcquire, mutexKeys, handoffArgs("C", "Y", 2))}, takeUndo("A")},
 		// Local hand-off: a block of tokens, the cohort, and the yield
 		// marker a release leaves when another cohort waited.
 		{"mutex.acquire of a block", nil, stepOf(script.MutexAcquire, mutexKeys, handoffArgs("A", "X", 1))},

@@ -296,6 +296,15 @@ func (o *Op) Attempt(contended bool) {
 	}
 }
 
+// Refused counts n attempts that were refused without deciding anything
+// (a fast first attempt that the full one followed at once): attempts,
+// not contention, which the attempt that decided counts.
+func (o *Op) Refused(n int64) {
+	for range n {
+		o.Attempt(false)
+	}
+}
+
 // EventAttemptFailed is the name of the span event of a failed attempt.
 const EventAttemptFailed = "redisync.attempt.failed"
 

@@ -153,6 +153,7 @@ func replyPrimitives() []replyPrimitive {
 // variables are now, for deploytest.ScriptOf.
 func replyScripts() []*driver.Script {
 	ss := []*driver.Script{
+		script.MutexTake.Script, script.MutexTake.Script.Undo(),
 		script.MutexAcquire.Script, script.MutexRelease.Script, script.MutexRenew.Script, script.MutexUndo.Script,
 		// A reservation of a block for a late waiter (see
 		// lease.Tenure.Reserve): an Acquire script, delivered late as an

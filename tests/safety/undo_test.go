@@ -23,7 +23,10 @@ import (
 
 // mutexScripts are the scripts of a mutex, loaded on a node before a test
 // delivers some of them late: a late EVALSHA must not meet NOSCRIPT.
-var mutexScripts = []*driver.Script{script.MutexAcquire.Script, script.MutexRelease.Script, script.MutexUndo.Script, script.MutexRenew.Script}
+var mutexScripts = []*driver.Script{
+	script.MutexTake.Script, script.MutexTake.Script.Undo(),
+	script.MutexAcquire.Script, script.MutexRelease.Script, script.MutexUndo.Script, script.MutexRenew.Script,
+}
 
 func loadScripts(t *testing.T, ctx context.Context, c *redis.Client, scripts ...*driver.Script) {
 	t.Helper()
@@ -82,7 +85,7 @@ func checkHeld(t *testing.T, ctx context.Context, c *redis.Client, where, key st
 
 // TestQuorumLateUndo covers finding 8(a): on a quorum of three nodes, a
 // first attempt is granted on node 1 only (another owner holds nodes 2 and
-// 3 for 300ms) and undone there; that undo (mutex.undo) reaches node 1 2s
+// 3 for 300ms) and undone there; that undo (mutex.take_undo) reaches node 1 2s
 // late (deploytest.Replies.Late), after the next attempt was granted on every
 // node. The late undo must not remove the later hold from node 1; and with
 // node 3 emptied (as by a restart), another client must not get a majority
@@ -100,7 +103,7 @@ func TestQuorumLateUndo(t *testing.T) {
 	armed.Store(true)
 	var log lateLog
 	r := &deploytest.Replies{Late: func(cmds []redis.Cmder) (time.Duration, bool) {
-		if !armed.Load() || deploytest.ScriptOf(cmds[0], script.MutexUndo.Script) == nil {
+		if !armed.Load() || deploytest.ScriptOf(cmds[0], script.MutexUndo.Script, script.MutexTake.Script.Undo()) == nil {
 			return 0, false
 		}
 		return log.note(2 * time.Second), true
@@ -172,10 +175,10 @@ func TestLateGiveBack(t *testing.T) {
 	var log lateLog
 	r := &deploytest.Replies{
 		Slow: func(cmds []redis.Cmder) (time.Duration, bool) {
-			return 300 * time.Millisecond, deploytest.ScriptOf(cmds[0], script.MutexAcquire.Script) != nil && slow.take()
+			return 300 * time.Millisecond, deploytest.ScriptOf(cmds[0], script.MutexTake.Script, script.MutexAcquire.Script) != nil && slow.take()
 		},
 		Late: func(cmds []redis.Cmder) (time.Duration, bool) {
-			if deploytest.ScriptOf(cmds[0], script.MutexRelease.Script, script.MutexUndo.Script) == nil || !late.take() {
+			if deploytest.ScriptOf(cmds[0], script.MutexRelease.Script, script.MutexUndo.Script, script.MutexTake.Script.Undo()) == nil || !late.take() {
 				return 0, false
 			}
 			return log.note(1500 * time.Millisecond), true
@@ -240,7 +243,7 @@ func TestReplicaAckLateRollback(t *testing.T) {
 	var log lateLog
 	resumed := make(chan error, 1)
 	r := &deploytest.Replies{Late: func(cmds []redis.Cmder) (time.Duration, bool) {
-		if deploytest.ScriptOf(cmds[0], script.MutexUndo.Script, script.MutexRelease.Script) == nil || !late.take() {
+		if deploytest.ScriptOf(cmds[0], script.MutexTake.Script.Undo(), script.MutexUndo.Script, script.MutexRelease.Script) == nil || !late.take() {
 			return 0, false
 		}
 		go func() { resumed <- replica.Resume() }()
@@ -275,7 +278,7 @@ func TestReplicaAckLateRollback(t *testing.T) {
 // owner that was gone, keeping everybody out for a whole TTL.
 func TestLateTryAttempt(t *testing.T) {
 	acquisitions := []*driver.Script{
-		script.MutexAcquire.Script, script.RWMutexLock.Script, script.RWMutexRLock.Script, script.ReentrantAcquire.Script,
+		script.MutexTake.Script, script.MutexAcquire.Script, script.RWMutexLock.Script, script.RWMutexRLock.Script, script.ReentrantAcquire.Script,
 		script.Fair.Acquire.Script, script.Semaphore.Acquire.Script, script.MultiAcquire.Script,
 	}
 	for _, k := range kinds {

@@ -45,7 +45,7 @@ func TestExampleSpans(t *testing.T) {
 		got = append(got, s.SpanKind().String()+" "+s.Name())
 	}
 	want := []string{
-		"client EVALSHA mutex.acquire",
+		"client EVALSHA mutex.take",
 		"internal mutex.Lock",
 		"client EVALSHA mutex.release",
 		"internal mutex.Unlock",

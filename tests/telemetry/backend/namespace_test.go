@@ -42,7 +42,7 @@ func TestNamespace(t *testing.T) {
 		}
 		_ = b.Close()
 		_ = rdb.Close()
-		for _, name := range []string{"EVALSHA mutex.acquire", "EVALSHA mutex.release"} {
+		for _, name := range []string{"EVALSHA mutex.take", "EVALSHA mutex.release"} {
 			spans := rec.Spans(name)
 			if len(spans) != 1 {
 				t.Fatalf("DB %d: %d %s spans; want 1", tc.db, len(spans), name)

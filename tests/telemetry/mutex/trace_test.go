@@ -22,7 +22,7 @@ func TestLocker(t *testing.T) {
 			return mutex.New(b, name, mutex.WithTTL(ttl))
 		},
 		HoldKey: func(name string) string { return "redisync:{" + name + "}:lock" },
-		Acquire: "mutex.acquire",
+		Acquire: "mutex.take",
 		Release: "mutex.release",
 	}.Run(t)
 }
