@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -163,11 +164,18 @@ func TestReplies(t *testing.T) {
 	if c.Err != nil || len(c.Reply) != 5 || c.Reply.At(4) != 5 || string(c.Data) != "tail" {
 		t.Errorf("long reply = (%v, %q, %v); want ([1 2 3 4 5], tail, nil)", c.Reply, c.Data, c.Err)
 	}
+	// A single integer stands for a status and a number (driver.Call.Decode).
+	for src, want := range map[string]driver.Reply{`return 7`: {driver.StatusOK, 7}, `return -3`: {driver.StatusContended, 3}} {
+		c := &driver.Call{Script: driver.NewScript("rueidisbackend_test.int", driver.Query, src, nil)}
+		b.Exec(context.Background(), c)
+		if c.Err != nil || !slices.Equal(c.Reply, want) {
+			t.Errorf("%s: (%v, %v); want %v", src, c.Reply, c.Err, want)
+		}
+	}
 	for _, src := range []string{
 		`return {1, false}`, // a nil element
 		`return nil`,
 		`return {1, {2}}`,
-		`return 7`,
 		`return 'text'`,
 		`return {'a', 1}`,
 	} {
