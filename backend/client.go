@@ -237,10 +237,13 @@ func (c *client) run(ctx context.Context, call *driver.Call) {
 		err error
 	)
 	if c.unbounded(ctx) {
-		// Inline, without the closure that bounded would need.
 		v, err = c.eval(ctx, cmd, s, keys, args)
 	} else {
-		v, err = c.bounded(ctx, func(ctx context.Context) (any, error) { return c.eval(ctx, cmd, s, keys, args) })
+		// A job that names the call rather than a closure over it: the
+		// closure would cost an allocation per call.
+		j := jobs.Get().(*job)
+		j.eval = evalJob{c, cmd, s, keys, args}
+		v, err = c.await(ctx, j)
 	}
 	c.finish(call, v, c.dials.explain(err, start))
 	telemetry.EndClient(span, call.Err)
@@ -268,7 +271,14 @@ func (c *client) bounded(ctx context.Context, f func(context.Context) (any, erro
 		return f(ctx)
 	}
 	j := jobs.Get().(*job)
-	j.ctx, j.f = ctx, f
+	j.f = f
+	return c.await(ctx, j)
+}
+
+// await runs j, taken from jobs, on the client's workers with ctx, and
+// returns its result, or ctx's error as soon as ctx ends (see bounded).
+func (c *client) await(ctx context.Context, j *job) (any, error) {
+	j.ctx = ctx
 	c.workers.run(j)
 	select {
 	case <-j.done:
@@ -286,21 +296,36 @@ func (c *client) bounded(ctx context.Context, f func(context.Context) (any, erro
 // the client bounds its calls by their context itself, or ctx never ends.
 func (c *client) unbounded(ctx context.Context) bool { return c.ctxBound || ctx.Done() == nil }
 
-// A job is a call of bounded run by the client's workers. Its done channel
-// receives once the call returned; a job whose result was read goes back
-// to jobs.
+// A job is a call of bounded run by the client's workers: f, or, when f is
+// nil, the script call eval. Its done channel receives once the call
+// returned; a job whose result was read goes back to jobs.
 type job struct {
 	ctx  context.Context
 	f    func(context.Context) (any, error)
+	eval evalJob
 	v    any
 	err  error
 	done chan struct{} // buffered
 }
 
+// An evalJob is the arguments of a client's eval.
+type evalJob struct {
+	c    *client
+	cmd  *redis.Cmd
+	s    *driver.Script
+	keys []string
+	args []any
+}
+
 var jobs = sync.Pool{New: func() any { return &job{done: make(chan struct{}, 1)} }}
 
 func (j *job) run() {
-	j.v, j.err = j.f(j.ctx)
+	if j.f != nil {
+		j.v, j.err = j.f(j.ctx)
+	} else {
+		e := j.eval
+		j.v, j.err = e.c.eval(j.ctx, e.cmd, e.s, e.keys, e.args)
+	}
 	j.done <- struct{}{}
 }
 
