@@ -228,7 +228,7 @@ func (c *client) scriptCmd(ctx context.Context, s *driver.Script, keys []string,
 // run sends one call with EVALSHA, falling back to EVAL on NOSCRIPT (a
 // fresh or just promoted node).
 func (c *client) run(ctx context.Context, call *driver.Call) {
-	ctx, span := c.tel.ClientSpan(ctx, c.srv, "EVALSHA", call.Script.Name(), 1)
+	ctx, rt := c.tel.ClientSpan(ctx, c.srv, "EVALSHA", call.Script.Name(), 1)
 	s, keys, args := call.Script, call.Keys, call.Args
 	cmd := c.scriptCmd(ctx, s, keys, args, false)
 	start := time.Now()
@@ -246,7 +246,7 @@ func (c *client) run(ctx context.Context, call *driver.Call) {
 		v, err = c.await(ctx, j)
 	}
 	c.finish(call, v, c.dials.explain(err, start))
-	telemetry.EndClient(span, call.Err)
+	rt.End(call.Err)
 }
 
 // eval sends cmd, which runs s by its hash, and when the server answers
@@ -333,7 +333,7 @@ func (j *job) run() {
 // Cluster). Calls that meet NOSCRIPT, on a fresh or just promoted node, are
 // sent again one by one, which loads the script.
 func (c *client) pipeline(ctx context.Context, calls []*driver.Call) {
-	ctx, span := c.tel.ClientSpan(ctx, c.srv, "EVALSHA", batchName(calls), len(calls))
+	ctx, rt := c.tel.ClientSpan(ctx, c.srv, "EVALSHA", driver.ScriptOf(calls), len(calls))
 	cmds := make([]*redis.Cmd, len(calls))
 	for i, call := range calls {
 		cmds[i] = c.scriptCmd(ctx, call.Script, call.Keys, call.Args, false)
@@ -354,7 +354,7 @@ func (c *client) pipeline(ctx context.Context, calls []*driver.Call) {
 		for _, call := range calls {
 			c.finish(call, nil, err)
 		}
-		telemetry.EndClient(span, err)
+		rt.End(err)
 		return
 	}
 	var first error
@@ -369,7 +369,7 @@ func (c *client) pipeline(ctx context.Context, calls []*driver.Call) {
 			first = call.Err
 		}
 	}
-	telemetry.EndClient(span, first)
+	rt.End(first)
 }
 
 // piped returns the result of cmd, sent in a pipeline whose own error
@@ -392,8 +392,8 @@ func piped(cmd *redis.Cmd, perr error) (any, error) {
 // counts the acknowledgements of its own connection's writes. An acquisition
 // that is not acknowledged enough is rolled back with its Undo script.
 func (c *client) runAcked(ctx context.Context, call *driver.Call) {
-	ctx, span := c.tel.ClientSpan(ctx, c.srv, "EVALSHA", call.Script.Name(), 1)
-	defer func() { telemetry.EndClient(span, call.Err) }()
+	ctx, rt := c.tel.ClientSpan(ctx, c.srv, "EVALSHA", call.Script.Name(), 1)
+	defer func() { rt.End(call.Err) }()
 	node, err := c.master(ctx, call)
 	if err != nil {
 		c.finish(call, nil, err)
@@ -456,16 +456,6 @@ func (c *client) master(ctx context.Context, call *driver.Call) (*redis.Client, 
 		return rdb.MasterForKey(ctx, call.Keys[0])
 	}
 	return nil, fmt.Errorf("backend: unsupported client %T", c.rdb)
-}
-
-func batchName(calls []*driver.Call) string {
-	name := calls[0].Script.Name()
-	for _, call := range calls[1:] {
-		if call.Script.Name() != name {
-			return "mixed"
-		}
-	}
-	return name
 }
 
 func (c *client) finish(call *driver.Call, v any, err error) {

@@ -582,7 +582,7 @@ func (q *quorum) Exec(ctx context.Context, calls ...*driver.Call) {
 	if len(calls) == 0 {
 		return
 	}
-	ctx, span := q.tel.Quorum(ctx, batchName(calls), len(q.nodes), q.majority)
+	ctx, span := q.tel.Quorum(ctx, driver.ScriptOf(calls), len(q.nodes), q.majority)
 	granted := 0 // nodes that succeeded on the first call
 	defer func() { telemetry.EndQuorum(span, granted, calls[0].Err) }()
 	results, behind := q.fanout(ctx, calls)

@@ -52,7 +52,9 @@ func New(c rueidis.Client, opts ...Option) driver.Backend {
 		b.pub = "spublish"
 	}
 	for addr := range c.Nodes() {
-		b.srv = telemetry.NewServer(addr, 0)
+		// The client does not tell which database it selected: no
+		// db.namespace.
+		b.srv = telemetry.NewServer(addr, -1)
 		break
 	}
 	b.hub = newHub(c, b.cluster, cfg.linger)
@@ -214,7 +216,7 @@ func (b *client) Exec(ctx context.Context, calls ...*driver.Call) {
 			return
 		}
 	}
-	ctx, span := b.tel.ClientSpan(ctx, b.srv, "EVALSHA", batchName(calls), len(calls))
+	ctx, rt := b.tel.ClientSpan(ctx, b.srv, "EVALSHA", driver.ScriptOf(calls), len(calls))
 	sent := make([]*driver.Call, 0, len(calls))
 	argv := make([][]string, 0, len(calls))
 	cmds := make(rueidis.Commands, 0, len(calls))
@@ -255,7 +257,7 @@ func (b *client) Exec(ctx context.Context, calls ...*driver.Call) {
 			break
 		}
 	}
-	telemetry.EndClient(span, first)
+	rt.End(first)
 }
 
 // refuse fails every call but the releases with cfg, the Cluster node
@@ -365,16 +367,6 @@ func isTimeout(err error) bool {
 func (b *client) fail(call *driver.Call, err error) {
 	call.Reply, call.Data = nil, nil
 	call.Err = fmt.Errorf("rueidisbackend: script %s: %w", call.Script.Name(), err)
-}
-
-func batchName(calls []*driver.Call) string {
-	name := calls[0].Script.Name()
-	for _, call := range calls[1:] {
-		if call.Script.Name() != name {
-			return "mixed"
-		}
-	}
-	return name
 }
 
 // value returns the reply m as a script's reply is decoded: arrays as []any,

@@ -52,14 +52,18 @@
 // call's error does not carry it already.
 //
 // Each Redis round trip under a call's span is a CLIENT span that follows
-// the Redis semantic conventions: named "EVALSHA <script>" (or "BATCH
-// EVALSHA <script>" for a pipeline of renewals), with db.system.name
-// "redis", db.operation.name "EVALSHA", db.stored_procedure.name the
-// script's name (mutex.take, mutex.acquire, mutex.release, mutex.renew, fair.enqueue,
-// ...), db.operation.batch.size for batches, server.address and server.port
-// from the client's configuration, and db.namespace, the database index of
-// the client's options ("3"), when it is not 0. A Redis error sets
-// db.response.status_code to its prefix. The script's text and arguments
+// the Redis semantic conventions: named "EVALSHA <script>", with
+// db.system.name "redis", db.operation.name "EVALSHA",
+// db.stored_procedure.name the script's name (mutex.take, mutex.acquire,
+// mutex.release, mutex.renew, fair.enqueue, ...), server.address and
+// server.port from the client's configuration, and db.namespace, the
+// database index of the client's options ("0", "3"; "0" on Cluster). A
+// pipeline (a batch of renewals, of releases at Close) is named "BATCH
+// EVALSHA <script>" when all its calls run one script and "BATCH EVALSHA"
+// otherwise, with db.operation.name "BATCH EVALSHA",
+// db.operation.batch.size, and db.stored_procedure.name only in the first
+// case. A Redis error sets db.response.status_code to its prefix, and
+// error.type. The script's text and arguments
 // are never recorded: they carry owner tokens, which are credentials; no
 // attribute carries an owner token.
 //
@@ -110,6 +114,11 @@
 //	redisync.contentions       counter: attempts that found the lock held (redisync.primitive)
 //	redisync.lost              counter: holds that ended without Unlock (redisync.primitive)
 //	redisync.attempt.errors    counter: acquire attempts that failed with a transient error, to be retried (redisync.primitive, error.type)
+//	db.client.operation.duration  histogram, s: one Redis round trip (the semantic conventions' database client metric, with
+//	                              the attributes of its CLIENT span but the batch size: db.system.name, db.operation.name,
+//	                              db.stored_procedure.name, db.namespace, server.address, server.port, and on failure
+//	                              error.type and db.response.status_code); recorded whether or not client spans are
+//	                              (WithClientSpans), with the buckets the conventions advise (1ms to 10s)
 //
 // Their outcomes are those of the spans (see Outcomes): acquired,
 // acquired_local, contended or not_acquired for an acquisition (a latch's

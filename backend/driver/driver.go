@@ -268,3 +268,20 @@ func SameSlot(b Backend, keys ...string) bool {
 	s, ok := b.(interface{ SameSlot(keys ...string) bool })
 	return ok && s.SameSlot(keys...)
 }
+
+// ScriptOf returns the name of the script that every call of calls runs,
+// or "" when they run different scripts (or there are none): what names a
+// pipeline of them in spans (db.stored_procedure.name, which a batch of
+// several scripts has not).
+func ScriptOf(calls []*Call) string {
+	if len(calls) == 0 {
+		return ""
+	}
+	name := calls[0].Script.Name()
+	for _, call := range calls[1:] {
+		if call.Script.Name() != name {
+			return ""
+		}
+	}
+	return name
+}

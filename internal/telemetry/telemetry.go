@@ -24,6 +24,10 @@ import (
 	"github.com/redisync/redisync/locker"
 )
 
+// MetricOperationDuration is the name of the semantic conventions'
+// database client metric, one measurement per Redis round trip.
+const MetricOperationDuration = "db.client.operation.duration"
+
 // ScopeName is the instrumentation scope of every tracer and meter.
 const ScopeName = "github.com/redisync/redisync/tracing"
 
@@ -97,6 +101,9 @@ type T struct {
 	contention metric.Int64Counter
 	lost       metric.Int64Counter
 	attemptErr metric.Int64Counter
+	// opDur is the semantic conventions' db.client.operation.duration:
+	// one measurement per Redis round trip.
+	opDur metric.Float64Histogram
 }
 
 // New returns a T for cfg. Its tracer and meter have the scope ScopeName,
@@ -131,6 +138,10 @@ func New(cfg Config) *T {
 		metric.WithDescription("Holds that ended without Unlock."))
 	t.attemptErr, _ = m.Int64Counter("redisync.attempt.errors", metric.WithUnit("{attempt}"),
 		metric.WithDescription("Acquire attempts that failed with a transient error, to be retried."))
+	// The buckets the semantic conventions advise for this instrument.
+	t.opDur, _ = m.Float64Histogram(MetricOperationDuration, metric.WithUnit("s"),
+		metric.WithExplicitBucketBoundaries(0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10),
+		metric.WithDescription("Duration of database client operations."))
 	return t
 }
 
@@ -530,12 +541,13 @@ const (
 )
 
 // Quorum opens the INTERNAL span "redlock <script>" of one quorum step over
-// nodes, of which required must succeed. End it with EndQuorum.
+// nodes, of which required must succeed ("redlock" when script is "": a
+// step of several scripts). End it with EndQuorum.
 func (t *T) Quorum(ctx context.Context, script string, nodes, required int) (context.Context, trace.Span) {
 	if !t.recording() {
 		return ctx, noSpan
 	}
-	return t.tracer.Start(ctx, "redlock "+script, trace.WithSpanKind(trace.SpanKindInternal),
+	return t.tracer.Start(ctx, strings.TrimSpace("redlock "+script), trace.WithSpanKind(trace.SpanKindInternal),
 		trace.WithAttributes(KeyQuorumNodes.Int(nodes), KeyQuorumRequired.Int(required)))
 }
 
@@ -550,96 +562,163 @@ func EndQuorum(span trace.Span, granted int, err error) {
 }
 
 // Server is the address and database a backend was configured with, for
-// server.address, server.port and db.namespace on client spans.
+// server.address, server.port and db.namespace on client spans and on
+// db.client.operation.duration.
 type Server struct {
 	attrs []attribute.KeyValue
-	spans *spanCache
+	calls *callCache
 }
 
-// spanCache keeps the name and start options of the client spans of single
-// calls, which depend only on the operation and the script.
-type spanCache struct {
+// callCache keeps what a round trip's span and measurement take that
+// depends only on the operation and the script: made once per pair.
+type callCache struct {
 	sync.RWMutex
-	m map[[2]string]clientSpan
+	m map[callKey]*callKind
 }
 
-type clientSpan struct {
-	name string
-	opts []trace.SpanStartOption
+// A callKey names a kind of round trip: one script, or a batch (of one
+// script, or of several when script is "").
+type callKey struct {
+	operation, script string
+	batch             bool
+}
+
+// A callKind is the span name, span start options and metric attributes
+// of a kind of round trip.
+type callKind struct {
+	name  string
+	opts  []trace.SpanStartOption
+	attrs []attribute.KeyValue
+	set   metric.MeasurementOption // attrs as a set, for a round trip that succeeded
 }
 
 // NewServer returns the Server of a client configured with the "host:port"
 // address addr and the database index db. An empty or unparsable address
 // yields no server.address or server.port; db yields db.namespace, the
-// index in decimal, when it is not 0 (the Redis semantic conventions
-// require it only then).
+// index in decimal ("0" included: a Cluster's only database is 0), unless
+// it is negative (not known).
 func NewServer(addr string, db int) Server {
-	srv := Server{spans: &spanCache{m: make(map[[2]string]clientSpan)}}
+	srv := Server{calls: &callCache{m: make(map[callKey]*callKind)}}
 	if host, port, err := net.SplitHostPort(addr); err == nil && host != "" {
 		srv.attrs = append(srv.attrs, semconv.ServerAddress(host))
 		if p, err := strconv.Atoi(port); err == nil {
 			srv.attrs = append(srv.attrs, semconv.ServerPort(p))
 		}
 	}
-	if db != 0 {
+	if db >= 0 {
 		srv.attrs = append(srv.attrs, semconv.DBNamespace(strconv.Itoa(db)))
 	}
 	return srv
 }
 
-// ClientSpan opens a CLIENT span for one Redis round trip that runs the named
-// scripts (one name, or a batch of size n). The caller ends it with EndClient.
-// When client spans are switched off it returns ctx and a non-recording span.
-func (t *T) ClientSpan(ctx context.Context, srv Server, operation, script string, n int) (context.Context, trace.Span) {
-	if !t.clientSpans || !t.recording() {
-		return ctx, noSpan
+// kind returns the callKind of k, made at its first use.
+func (srv Server) kind(k callKey, n int) *callKind {
+	if srv.calls == nil {
+		return newCallKind(srv, k, n)
 	}
-	if n <= 1 && srv.spans != nil {
-		k := [2]string{operation, script}
-		srv.spans.RLock()
-		cs, ok := srv.spans.m[k]
-		srv.spans.RUnlock()
-		if !ok {
-			name, opts := clientSpanStart(srv, operation, script, n)
-			cs = clientSpan{name: name, opts: opts}
-			srv.spans.Lock()
-			srv.spans.m[k] = cs
-			srv.spans.Unlock()
+	srv.calls.RLock()
+	c, ok := srv.calls.m[k]
+	srv.calls.RUnlock()
+	if ok {
+		if k.batch {
+			// The batch size is the span's alone, set at its start.
+			return &callKind{name: c.name, opts: append(c.opts[:len(c.opts):len(c.opts)], trace.WithAttributes(semconv.DBOperationBatchSize(n))), attrs: c.attrs, set: c.set}
 		}
-		return t.tracer.Start(ctx, cs.name, cs.opts...)
+		return c
 	}
-	name, opts := clientSpanStart(srv, operation, script, n)
-	return t.tracer.Start(ctx, name, opts...)
+	c = newCallKind(srv, k, 0)
+	srv.calls.Lock()
+	srv.calls.m[k] = c
+	srv.calls.Unlock()
+	return srv.kind(k, n)
 }
 
-// clientSpanStart returns the name and start options of a client span.
-func clientSpanStart(srv Server, operation, script string, n int) (string, []trace.SpanStartOption) {
-	name := operation + " " + script
-	attrs := make([]attribute.KeyValue, 0, 4+len(srv.attrs))
-	attrs = append(attrs, semconv.DBSystemNameRedis)
-	if n > 1 {
-		name = "BATCH " + name
-		attrs = append(attrs, semconv.DBOperationName("BATCH "+operation), semconv.DBOperationBatchSize(n))
-	} else {
-		attrs = append(attrs, semconv.DBOperationName(operation))
+// newCallKind makes the callKind of k; n is a batch's size for its span
+// (0: none).
+func newCallKind(srv Server, k callKey, n int) *callKind {
+	op := k.operation
+	if k.batch {
+		op = "BATCH " + op
 	}
-	attrs = append(attrs, semconv.DBStoredProcedureName(script))
+	name := op
+	attrs := make([]attribute.KeyValue, 0, 3+len(srv.attrs))
+	attrs = append(attrs, semconv.DBSystemNameRedis, semconv.DBOperationName(op))
+	if k.script != "" {
+		name += " " + k.script
+		attrs = append(attrs, semconv.DBStoredProcedureName(k.script))
+	}
 	attrs = append(attrs, srv.attrs...)
-	return name, []trace.SpanStartOption{kindClient, trace.WithAttributes(attrs...)}
+	opts := []trace.SpanStartOption{kindClient, trace.WithAttributes(attrs...)}
+	if n > 1 {
+		opts = append(opts, trace.WithAttributes(semconv.DBOperationBatchSize(n)))
+	}
+	return &callKind{name: name, opts: opts, attrs: attrs, set: metric.WithAttributeSet(attribute.NewSet(attrs...))}
 }
 
-// EndClient ends a client span, recording err when it is not nil.
-func EndClient(span trace.Span, err error) {
-	if err != nil && span.IsRecording() {
-		var rerr replyError
-		if errors.As(err, &rerr) {
-			if prefix, _, _ := strings.Cut(rerr.Error(), " "); prefix != "" {
-				span.SetAttributes(semconv.DBResponseStatusCode(prefix))
-			}
-		}
-		setError(span, err)
+// A Client is one Redis round trip under way: its CLIENT span and, when
+// db.client.operation.duration records, its start. End ends it.
+type Client struct {
+	span  trace.Span
+	ctx   context.Context
+	t     *T
+	kind  *callKind
+	start time.Time // zero when the duration is not measured
+}
+
+// ClientSpan starts one Redis round trip that runs the named script (n is
+// 1), or a batch of n calls of it (script is "" when they are not all the
+// same script): a CLIENT span when client spans are recorded, and the
+// measurement of db.client.operation.duration when it is. The caller ends
+// it with Client.End; the returned context carries the span.
+func (t *T) ClientSpan(ctx context.Context, srv Server, operation, script string, n int) (context.Context, Client) {
+	spans := t.clientSpans && t.recording()
+	timed := t.opDur.Enabled(ctx)
+	if !spans && !timed {
+		return ctx, Client{span: noSpan}
 	}
-	span.End()
+	c := Client{span: noSpan, ctx: ctx, t: t, kind: srv.kind(callKey{operation, script, n > 1}, n)}
+	if spans {
+		ctx, c.span = t.tracer.Start(ctx, c.kind.name, c.kind.opts...)
+	}
+	if timed {
+		c.start = time.Now()
+	}
+	return ctx, c
+}
+
+// End ends the round trip, recording err when it is not nil: on the span,
+// its status, error.type and db.response.status_code (the prefix of an
+// error reply); on db.client.operation.duration, the same attributes.
+func (c Client) End(err error) {
+	if !c.start.IsZero() {
+		set := c.kind.set
+		if err != nil {
+			attrs := append(c.kind.attrs[:len(c.kind.attrs):len(c.kind.attrs)], semconv.ErrorTypeKey.String(ErrorType(err)))
+			if code := statusCode(err); code != "" {
+				attrs = append(attrs, semconv.DBResponseStatusCode(code))
+			}
+			set = metric.WithAttributes(attrs...)
+		}
+		c.t.opDur.Record(c.ctx, time.Since(c.start).Seconds(), set)
+	}
+	if err != nil && c.span.IsRecording() {
+		if code := statusCode(err); code != "" {
+			c.span.SetAttributes(semconv.DBResponseStatusCode(code))
+		}
+		setError(c.span, err)
+	}
+	c.span.End()
+}
+
+// statusCode returns the prefix of the server's error reply that err
+// carries, or "".
+func statusCode(err error) string {
+	var rerr replyError
+	if errors.As(err, &rerr) {
+		prefix, _, _ := strings.Cut(rerr.Error(), " ")
+		return prefix
+	}
+	return ""
 }
 
 func setError(span trace.Span, err error) {
@@ -668,11 +747,8 @@ func ErrorType(err error) string {
 	case errors.Is(err, locker.ErrClosed):
 		return "closed"
 	}
-	var rerr replyError
-	if errors.As(err, &rerr) {
-		if prefix, _, _ := strings.Cut(rerr.Error(), " "); prefix != "" {
-			return prefix
-		}
+	if code := statusCode(err); code != "" {
+		return code
 	}
 	return semconv.ErrorType(err).Value.AsString()
 }
