@@ -155,10 +155,10 @@ func (calls) What() string { return "acquire" }
 // internal/script/mutex_acquire.lua).
 func (c calls) AcquireCall(owner string, call, n int64, wait, queued bool, sent time.Time) (*driver.Call, int64) {
 	m := c.m
-	if n == 1 && !queued && (wait || !m.quorum) {
-		// The fast path's own script (see script.Takes): on a quorum, a
-		// TryLock sends the full one, whose refusal a majority makes
-		// final.
+	if n == 1 && !queued && (wait || !m.quorum) && m.gate.Fast() {
+		// The fast path's own script (see script.Takes), unless one was
+		// refused lately (see engine.Gate.Fast): on a quorum, a TryLock
+		// sends the full one, whose refusal a majority makes final.
 		a := script.MutexTakeArgs{Owner: owner, TTL: holdopt.Millis(m.ttl), Cohort: m.h.Local().Cohort()}
 		if m.quorum {
 			a.Clock = sent.UnixMicro()

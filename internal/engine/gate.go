@@ -31,6 +31,16 @@ type Gate struct {
 	calls   Calls
 }
 
+// Fast reports whether the next acquisition's first attempt may be the
+// fast one (script.Takes): not while the memory of a refused one on the
+// lock, by any handle of the process, lasts: the time a place in line or
+// a departure stands (holdopt.LineStale), for the lock's key then likely
+// holds a line, which only the full attempt can decide, and a fast one
+// would cost a round trip more.
+func (g *Gate) Fast() bool {
+	return time.Now().UnixNano() >= g.queues.refused[slot(g.x.Key)].Load()
+}
+
 // Calls is what a primitive implements for its Gate: it builds the calls
 // of an acquisition, and the Gate sends them, waits, and gives up, as
 // database/sql drives a driver.Conn. The exclusive handles (mutex.Mutex, the
@@ -338,8 +348,11 @@ func (g *Gate) attempt(ctx context.Context, c Calls, owner string, call int64, n
 	sent := time.Now()
 	ac, named := c.AcquireCall(owner, call, *n, wait, queued, sent)
 	l, r, retry, err := lease.Grant(ctx, c.Spec(), ac, owner, sent, c.What())
-	if err == nil && r.Status() == driver.StatusContended && script.Takes(ac.Script) && (wait || retry == 0) {
-		return g.attempt(ctx, c, owner, call, n, wait, queued)
+	if err == nil && r.Status() == driver.StatusContended && script.Takes(ac.Script) {
+		g.queues.refused[slot(g.x.Key)].Store(time.Now().Add(g.stale()).UnixNano())
+		if wait || retry == 0 {
+			return g.attempt(ctx, c, owner, call, n, wait, queued)
+		}
 	}
 	return l, named, retry, err
 }
