@@ -23,6 +23,7 @@ func TestLocker(t *testing.T) {
 		},
 		HoldKey: func(name string) string { return "redisync:{" + name + "}:lock" },
 		Acquire: "mutex.take",
+		Retry:   "mutex.acquire",
 		Release: "mutex.release",
 	}.Run(t)
 }
