@@ -207,7 +207,7 @@ func (r *run) checkEnd(o *outcome, in *injection) {
 			continue
 		}
 		kept := x == in.pinned && in.mode == held || x.after == in
-		lost := x.li.lost()
+		lost := x.li.lost() || x.lost
 		if !kept && (!lost || x.li.ended().Before(in.e0)) {
 			continue // the end did not take it, or its holder let it go first
 		}

@@ -233,3 +233,7 @@ func (h multiHolder) lock(ctx context.Context) error   { return h.l.Lock(ctx) }
 func (h multiHolder) unlock(ctx context.Context) error { return h.l.Unlock(ctx) }
 func (h multiHolder) token() int64                     { return h.l.Token(h.first) }
 func (h multiHolder) done() <-chan struct{}            { return h.l.Done() }
+
+// err is the hold's error: a loss of any member, whose lease the test does
+// not track (it tracks first's).
+func (h multiHolder) err() error { return h.l.Err() }

@@ -20,6 +20,7 @@ import (
 	"github.com/redisync/redisync/fence"
 	"github.com/redisync/redisync/internal/keyspace"
 	"github.com/redisync/redisync/internal/local"
+	"github.com/redisync/redisync/locker"
 )
 
 const (
@@ -95,6 +96,7 @@ type hold struct {
 	pinned  bool          // kept for an end: until Done closes (or its release)
 	after   *injection    // the end after which it was handed a lease the end took (mode passing)
 	stopped chan struct{} // closed once the holder has unlocked
+	lost    bool          // its holder reported a loss of a hold that li does not track (a multi-lock's other member)
 
 	wrote   error     // the fenced write of an exclusive hold
 	written bool      // it was made
@@ -252,8 +254,14 @@ func (r *run) work(p *proc, g int, h holder, weight int, target bool) {
 		}
 		now := time.Now()
 		knew := isClosed(x.done)
+		// A holder of several holds (a multi-lock) says itself whether
+		// one it is not tracked by was lost.
+		var lost bool
+		if e, ok := h.(interface{ err() error }); ok {
+			lost = errors.Is(e.err(), locker.ErrLost)
+		}
 		r.mu.Lock()
-		x.end, x.knew = now, knew
+		x.end, x.knew, x.lost = now, knew, lost
 		r.mu.Unlock()
 		ctx, cancel = context.WithTimeout(context.Background(), 5*time.Second)
 		_ = h.unlock(ctx) // ErrLost after an end: Done and the lease say so
