@@ -39,6 +39,32 @@ end
 return {1}`
 )
 
+// designAcquireSrc and designReleaseSrc are the design of the fast path
+// written out with nothing else (the "design" row of scenario 7): the hold
+// is the owner alone, taken with SET NX PX (ARGV[2], ms), the token drawn
+// from the fence counter (KEYS[2]) as the larger of its value plus one and
+// the server's clock in µs, kept for 10s after; the release compares the
+// owner and deletes. Integer replies; two ARGV, then one. It keeps no token
+// in the hold, no cohort and no attempt: what the design costs before any
+// of redisync's own needs.
+const (
+	designAcquireSrc = `if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  return -redis.call('PTTL', KEYS[1])
+end
+local t = redis.call('TIME')
+local now = t[1] * 1000000 + t[2]
+local old = tonumber(redis.call('SET', KEYS[2], now, 'PX', 10000, 'GET')) or 0
+if old >= now then
+  now = old + 1
+  redis.call('SET', KEYS[2], now, 'PX', 10000)
+end
+return now`
+	designReleaseSrc = `if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('DEL', KEYS[1])
+end
+return 0`
+)
+
 // floorPads are the Lua loops (iterations) that the padded floor rows of
 // scenario 7c add to each of the floor's two scripts: server work that
 // touches no key, to set the server time of an idle pair apart from

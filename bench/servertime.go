@@ -274,6 +274,8 @@ func stProbes(rec *recorder) ([]stProbe, error) {
 	}
 	floorAcquire := driver.NewScript("bench.floor-acquire", driver.Query, floorAcquireSrc, nil)
 	floorRelease := driver.NewScript("bench.floor-release", driver.Query, floorReleaseSrc, nil)
+	designAcquire := driver.NewScript("bench.design-acquire", driver.Query, designAcquireSrc, nil)
+	designRelease := driver.NewScript("bench.design-release", driver.Query, designReleaseSrc, nil)
 	noop := driver.NewScript("bench.noop", driver.Query, "return 1", nil)
 	bound := driver.NewScript("bench.bound-noop", driver.Query, prologue+"return 1", nil)
 	rl := redislock.New(rec.rdb)
@@ -384,6 +386,18 @@ func stProbes(rec *recorder) ([]stProbe, error) {
 				return []request{
 					{args: []any{"evalsha", floorAcquire.Hash(), 1, key, owner, stTTL}, src: floorAcquire.Source(), want: wantStatus1},
 					{args: []any{"evalsha", floorRelease.Hash(), 1, key, owner, stTTL}, src: floorRelease.Source(), want: wantStatus1},
+				}, nil
+			},
+		},
+		{
+			impl: Impl{Key: "design", Label: "design: the fast path alone (SET NX PX, TIME, SET GET; release GET, DEL)", Setup: "two scripts of the bench, not a library: the design of the fast path with nothing else, integer replies: the acquisition takes the lock with `SET NX PX` of the owner, then draws the token from the fence counter (`TIME`, `SET ... PX 10000 GET`); the release compares the owner and deletes. Two ARGV, then one; no token kept in the hold, no cohort, attempt or block"},
+			pair: true,
+			unit: func(name string) ([]request, error) {
+				keys := []any{"design:{" + name + "}:lock", "design:{" + name + "}:fence"}
+				owner := rand.Text()
+				return []request{
+					{args: append([]any{"evalsha", designAcquire.Hash(), 2}, append(keys, owner, stTTL)...), src: designAcquire.Source(), want: wantToken},
+					{args: append([]any{"evalsha", designRelease.Hash(), 2}, append(keys, owner)...), src: designRelease.Source(), want: wantOne},
 				}, nil
 			},
 		},
