@@ -20,6 +20,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/internal/engine"
 	"github.com/redisync/redisync/internal/holdopt"
@@ -925,6 +927,59 @@ func waitFor(t *testing.T, ok func() bool) {
 	for deadline := time.Now().Add(10 * time.Second); !ok(); time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("waited 10s in vain")
+		}
+	}
+}
+
+// TestStatusJSONQuorum reads a mutex held on a quorum back through status
+// --json: one object per node, each with its address and the hold.
+func TestStatusJSONQuorum(t *testing.T) {
+	name := uniq(t)
+	nodes := redistest.StartNodes(t, 3)
+	var urls []string
+	var clients []redis.UniversalClient
+	for _, n := range nodes {
+		urls = append(urls, "redis://"+n.Addr+"/0")
+		clients = append(clients, n.Client(t))
+	}
+	q, err := backend.NewQuorum(clients)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	ctx := context.Background()
+	m, err := mutex.New(q, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer m.Unlock(ctx)
+
+	r := runCLI(t, "", "status", "--json", "--quorum", strings.Join(urls, ","), name)
+	if r.code != 0 {
+		t.Fatalf("status --json --quorum: exit %d: %s", r.code, r.stderr)
+	}
+	var st struct {
+		Nodes []struct {
+			Addr  string
+			Error string
+			Mutex *struct {
+				Held  bool
+				Token int64
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &st); err != nil {
+		t.Fatalf("status --json printed what is not one JSON object (%v):\n%s", err, r.stdout)
+	}
+	if len(st.Nodes) != 3 {
+		t.Fatalf("status --json --quorum: %d nodes; want 3:\n%s", len(st.Nodes), r.stdout)
+	}
+	for i, n := range st.Nodes {
+		if n.Addr != nodes[i].Addr || n.Error != "" || n.Mutex == nil || !n.Mutex.Held || n.Mutex.Token <= 0 {
+			t.Errorf("node %d in status --json: %+v; want %s with the mutex held:\n%s", i+1, n, nodes[i].Addr, r.stdout)
 		}
 	}
 }

@@ -42,12 +42,15 @@
 //	name, where        the name, and the deployment as connected
 //	nodes              one object per node of a --quorum, else one object:
 //	  addr               the node's address (quorum only)
+//	  error              why the node did not answer (quorum only; status fails
+//	                     when a majority does not answer)
 //	  mutex              {held, holder, token, ttl_ms, yield_ms, waiting}
 //	  reentrant          {held, count, token, ttl_ms, waiting}
 //	  rwmutex            {write {held, holder, token, ttl_ms, waiting}, read {holds, ttl_ms},
 //	                      waiting_writers, waiting_readers}
 //	  fair               {held, token, ttl_ms, waiting}
 //	  semaphore          {limit, out, holds [{permits, token, ttl_ms}], waiting}
+//	  latch              {count, left, ttl_ms}: left is the count-downs still needed
 //	  last_token         the last fencing token issued or reserved (null: none in the
 //	                     last 24h): while a mutex or a writer is held, the last of the
 //	                     block its acquisition reserved, with which the holder's process

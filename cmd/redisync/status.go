@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -11,15 +10,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
+	"github.com/redisync/redisync/admin"
 	"github.com/redisync/redisync/internal/keyspace"
-	"github.com/redisync/redisync/internal/script"
 )
 
 const statusUsage = `Shows every primitive named NAME (mutex, fair lock, readers/writer lock, reentrant lock,
-semaphore): whether it is held and by whom, the holds' fencing tokens and how long they have
-left, how many wait, and the last fencing token issued or reserved. Owner tokens, which are
+semaphore, countdown latch): whether it is held and by whom, the holds' fencing tokens and
+how long they have left, how many wait, and the last fencing token issued or reserved. Owner tokens, which are
 credentials, are never shown.
 
 With --json it prints the same as one JSON object on one line, for scripts and monitoring.
@@ -29,6 +26,8 @@ absent when nothing of it exists:
   name, where           the name, and the deployment as connected
   nodes                 one object per node of a --quorum, else one object:
     addr                  the node's address (quorum only)
+    error                 why the node did not answer (quorum only: status fails when a
+                          majority does not answer)
     mutex                 {held, holder, token, ttl_ms, yield_ms, waiting}: holder is the
                           holding process as host/pid; yield_ms, how long its last holder's
                           process lets other processes go first; waiting, the processes in
@@ -40,6 +39,7 @@ absent when nothing of it exists:
                           in the writers' line, waiting_writers the writers that wait
     fair                  {held, token, ttl_ms, waiting}
     semaphore             {limit, out, holds [{permits, token, ttl_ms}], waiting}
+    latch                 {count, left, ttl_ms}: left is the count-downs still needed to open it
     last_token            the last fencing token issued or reserved (null: none in the last
                           24h): while a mutex or a writer is held, the last of the block its
                           acquisition reserved, with which the holder's process may hand
@@ -98,16 +98,21 @@ func jsonAsked(args []string) bool {
 // showStatus prints the status of every primitive of the name of ks, on
 // each node of s: as text, or as one JSON object.
 func showStatus(ctx context.Context, s *session, name string, ks keyspace.Space, asJSON bool, stdout io.Writer) error {
+	in, err := admin.Inspect(ctx, s.b, name)
+	if err != nil {
+		return fail(exitUnavailable, "status: %v", err)
+	}
 	st := nameStatus{Name: name, Where: s.where}
-	for _, cl := range s.clients {
-		n, err := readNode(ctx, cl, ks)
-		if err != nil {
-			return fail(exitUnavailable, "status: %v", err)
+	if in.Nodes == nil {
+		st.Nodes = []nodeStatus{nodeOf(in.View)}
+	}
+	for _, n := range in.Nodes {
+		ns := nodeOf(n.View)
+		ns.Addr = n.Addr
+		if n.Err != nil {
+			ns = nodeStatus{Addr: n.Addr, Error: n.Err.Error()}
 		}
-		if len(s.clients) > 1 {
-			n.Addr = cl.(*redis.Client).Options().Addr
-		}
-		st.Nodes = append(st.Nodes, n)
+		st.Nodes = append(st.Nodes, ns)
 	}
 	if asJSON {
 		return json.NewEncoder(stdout).Encode(st)
@@ -127,11 +132,13 @@ type nameStatus struct {
 // a quorum).
 type nodeStatus struct {
 	Addr      string           `json:"addr,omitempty"`
+	Error     string           `json:"error,omitempty"` // why a node of a quorum did not answer
 	Mutex     *mutexStatus     `json:"mutex,omitempty"`
 	Reentrant *reentrantStatus `json:"reentrant,omitempty"`
 	RWMutex   *rwStatus        `json:"rwmutex,omitempty"`
 	Fair      *fairStatus      `json:"fair,omitempty"`
 	Semaphore *semStatus       `json:"semaphore,omitempty"`
+	Latch     *latchStatus     `json:"latch,omitempty"`
 	LastToken *int64           `json:"last_token"`
 	Listening int64            `json:"listening"`
 }
@@ -193,200 +200,47 @@ type semStatus struct {
 	Waiting int       `json:"waiting"`
 }
 
-// reader reads keys for status, remembering the first error.
-type reader struct {
-	ctx context.Context
-	cl  redis.UniversalClient
-	err error
-	now int64 // server time, ms
+type latchStatus struct {
+	Count int64 `json:"count"`
+	Left  int64 `json:"left"`
+	TTL   int64 `json:"ttl_ms"`
 }
 
-func (r *reader) keep(err error) {
-	if err != nil && !errors.Is(err, redis.Nil) && r.err == nil {
-		r.err = err
+// nodeOf returns the JSON object of the view v.
+func nodeOf(v admin.View) nodeStatus {
+	var n nodeStatus
+	if m := v.Mutex; m != nil {
+		n.Mutex = &mutexStatus{Held: m.Held, Holder: m.Holder, Token: m.Token, TTL: m.TTL.Milliseconds(), Yield: m.Yield.Milliseconds(), Waiting: m.Waiting}
 	}
-}
-
-func (r *reader) exists(key string) bool {
-	n, err := r.cl.Exists(r.ctx, key).Result()
-	r.keep(err)
-	return n > 0
-}
-
-func (r *reader) hgetall(key string) map[string]string {
-	m, err := r.cl.HGetAll(r.ctx, key).Result()
-	r.keep(err)
-	return m
-}
-
-// lockFields reads the lock hash of a mutex at key; a hold that the
-// acquisition's fast path stored as a string is read as the hash's fields
-// it stands for (see script.HoldFields).
-func (r *reader) lockFields(key string) map[string]string {
-	v, err := r.cl.Get(r.ctx, key).Result()
-	if err == nil {
-		if m, ok := script.HoldFields(v); ok {
-			return m
+	if r := v.Reentrant; r != nil {
+		n.Reentrant = &reentrantStatus{Held: r.Held, Count: r.Count, Token: r.Token, TTL: r.TTL.Milliseconds(), Waiting: r.Waiting}
+	}
+	if rw := v.RWMutex; rw != nil {
+		w := rw.Write
+		n.RWMutex = &rwStatus{
+			Write:          writeStatus{Held: w.Held, Holder: w.Holder, Token: w.Token, TTL: w.TTL.Milliseconds(), Waiting: w.Waiting},
+			Read:           readStatus{Holds: rw.Readers, TTL: rw.ReadTTL.Milliseconds()},
+			WaitingWriters: rw.WaitingWriters, WaitingReaders: rw.WaitingReaders,
 		}
-		r.keep(fmt.Errorf("%s holds %q, not a mutex's hold", key, v))
-		return nil
 	}
-	if strings.HasPrefix(err.Error(), "WRONGTYPE") {
-		return r.hgetall(key)
+	if f := v.Fair; f != nil {
+		n.Fair = &fairStatus{Held: f.Held, Token: f.Token, TTL: f.TTL.Milliseconds(), Waiting: f.Waiting}
 	}
-	r.keep(err)
-	return nil
-}
-
-func (r *reader) pttl(key string) int64 {
-	d, err := r.cl.PTTL(r.ctx, key).Result()
-	r.keep(err)
-	return d.Milliseconds()
-}
-
-// live returns the members of a sorted set scored by expiry (server ms)
-// that have not expired, with their ms left.
-func (r *reader) live(key string) []redis.Z {
-	zs, err := r.cl.ZRangeByScoreWithScores(r.ctx, key, &redis.ZRangeBy{Min: "(" + strconv.FormatInt(r.now, 10), Max: "+inf"}).Result()
-	r.keep(err)
-	for i := range zs {
-		zs[i].Score -= float64(r.now)
+	if s := v.Semaphore; s != nil {
+		ss := &semStatus{Limit: s.Limit, Out: s.InUse, Holds: []semHold{}, Waiting: s.Waiting}
+		for _, h := range s.Holds {
+			ss.Holds = append(ss.Holds, semHold{Permits: h.Permits, Token: h.Token, TTL: h.TTL.Milliseconds()})
+		}
+		n.Semaphore = ss
 	}
-	return zs
-}
-
-func lastOf(zs []redis.Z) (ms int64) {
-	for _, z := range zs {
-		ms = max(ms, int64(z.Score))
+	if l := v.Latch; l != nil {
+		n.Latch = &latchStatus{Count: l.Count, Left: l.Left, TTL: l.TTL.Milliseconds()}
 	}
-	return ms
-}
-
-func atoi64(s string) int64 {
-	n, _ := strconv.ParseInt(s, 10, 64)
+	if v.LastToken > 0 {
+		n.LastToken = &v.LastToken
+	}
+	n.Listening = int64(v.Listening)
 	return n
-}
-
-// readNode reads the state of every primitive of the name of ks on cl.
-func readNode(ctx context.Context, cl redis.UniversalClient, ks keyspace.Space) (nodeStatus, error) {
-	var st nodeStatus
-	r := &reader{ctx: ctx, cl: cl}
-	t, err := cl.Time(ctx).Result()
-	if err != nil {
-		return st, err
-	}
-	r.now = t.UnixMilli()
-
-	if mu := ks.Mutex(); r.exists(mu.Lock) {
-		h := r.lockFields(mu.Lock)
-		holder, _, _ := strings.Cut(h["c"], "#") // the cohort: "<host>/<pid>#<backend>"
-		ms := &mutexStatus{}
-		if h["o"] != "" {
-			ms.Held, ms.Holder, ms.Token, ms.TTL = true, holder, atoi64(h["f"]), r.pttl(mu.Lock)
-		}
-		// The line of waiting processes and a release's yield marker: see
-		// internal/script/lock_lib.lua.
-		if until, _, ok := strings.Cut(h["y"], " "); ok {
-			if t, err := strconv.ParseInt(until, 10, 64); err == nil && t >= r.now {
-				ms.Yield = t - r.now
-			}
-		}
-		ms.Waiting = r.inLine(h)
-		st.Mutex = ms
-	}
-	if re := ks.Reentrant(); r.exists(re.Lock) {
-		h := r.hgetall(re.Lock)
-		rs := &reentrantStatus{Waiting: r.inLine(h)}
-		if h["f"] != "" {
-			rs.Held, rs.Token, rs.TTL = true, atoi64(h["f"]), r.pttl(re.Lock)
-			for k, v := range h {
-				switch {
-				case k == "f" || k == "g" || k == "a": // token, grant and last attempt
-				case k == "qn" || strings.HasPrefix(k, "q:"): // the line
-				default: // the owner's field: its hold count
-					rs.Count, _ = strconv.Atoi(v)
-				}
-			}
-		}
-		st.Reentrant = rs
-	}
-	rw := ks.RWMutex()
-	if r.exists(rw.Writer) || r.exists(rw.Readers) || r.exists(rw.WWait) {
-		rs := &rwStatus{}
-		if r.exists(rw.Writer) {
-			h := r.hgetall(rw.Writer)
-			if h["o"] != "" {
-				holder, _, _ := strings.Cut(h["c"], "#") // the cohort: "<host>/<pid>#<backend>"
-				rs.Write = writeStatus{Held: true, Holder: holder, Token: atoi64(h["f"]), TTL: r.pttl(rw.Writer)}
-			}
-			rs.Write.Waiting = r.inLine(h)
-		}
-		readers := r.live(rw.Readers)
-		rs.Read = readStatus{Holds: len(readers), TTL: lastOf(readers)}
-		rs.WaitingWriters = len(r.live(rw.WWait))
-		for _, z := range r.live(rw.RWait) {
-			if m, _ := z.Member.(string); !strings.HasPrefix(m, "x:") { // x:<owner>: a departure, not a reader
-				rs.WaitingReaders++
-			}
-		}
-		st.RWMutex = rs
-	}
-	for _, kind := range []string{"fair", "semaphore"} {
-		keys := ks.Fair()
-		if kind == "semaphore" {
-			keys = ks.Semaphore()
-		}
-		if !r.exists(keys.State) {
-			continue
-		}
-		h := r.hgetall(keys.State)
-		var holds []semHold
-		waiting := 0
-		for _, z := range r.live(keys.Deadlines) {
-			member := z.Member.(string)
-			switch {
-			case strings.HasPrefix(member, "h:"):
-				hold := semHold{TTL: int64(z.Score)}
-				if f := strings.Fields(h[member]); len(f) >= 2 {
-					hold.Permits, hold.Token = atoi64(f[0]), atoi64(f[1])
-				}
-				holds = append(holds, hold)
-			case strings.HasPrefix(member, "w:"):
-				waiting++
-			}
-		}
-		if kind == "fair" {
-			fs := &fairStatus{Waiting: waiting}
-			if len(holds) > 0 {
-				fs.Held, fs.Token, fs.TTL = true, holds[0].Token, holds[0].TTL
-			}
-			st.Fair = fs
-			continue
-		}
-		ss := &semStatus{Limit: atoi64(h["n"]), Holds: holds, Waiting: waiting}
-		if ss.Holds == nil {
-			ss.Holds = []semHold{}
-		}
-		for _, hold := range holds {
-			ss.Out += hold.Permits
-		}
-		st.Semaphore = ss
-	}
-	if v, err := cl.Get(ctx, ks.Fence()).Result(); err == nil {
-		n := atoi64(v)
-		st.LastToken = &n
-	} else {
-		r.keep(err)
-	}
-	var subs map[string]int64
-	if _, ok := cl.(*redis.ClusterClient); ok {
-		subs, err = cl.PubSubShardNumSub(ctx, ks.Wake()).Result()
-	} else {
-		subs, err = cl.PubSubNumSub(ctx, ks.Wake()).Result()
-	}
-	r.keep(err)
-	st.Listening = subs[ks.Wake()]
-	return st, r.err
 }
 
 func ms(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
@@ -403,6 +257,10 @@ func (st nameStatus) print(w io.Writer) {
 }
 
 func (n nodeStatus) print(w io.Writer) {
+	if n.Error != "" {
+		fmt.Fprintf(w, "no answer: %s\n", n.Error)
+		return
+	}
 	line := func(label, format string, args ...any) {
 		fmt.Fprintf(w, "  %-11s %s\n", label, fmt.Sprintf(format, args...))
 	}
@@ -473,7 +331,16 @@ func (n nodeStatus) print(w io.Writer) {
 		}
 		line("waiting", "%d in line", s.Waiting)
 	}
-	if n.Mutex == nil && n.Reentrant == nil && n.RWMutex == nil && n.Fair == nil && n.Semaphore == nil {
+	if l := n.Latch; l != nil {
+		fmt.Fprintln(w, "countdown latch")
+		if l.Left == 0 {
+			line("open", "yes, counted down %d time(s)", l.Count)
+		} else {
+			line("open", "no, %d of %d count-down(s) to go", l.Left, l.Count)
+		}
+		line("ttl left", "%v", ms(l.TTL))
+	}
+	if n.Mutex == nil && n.Reentrant == nil && n.RWMutex == nil && n.Fair == nil && n.Semaphore == nil && n.Latch == nil {
 		fmt.Fprintln(w, "not held, nobody waiting")
 	}
 	if n.reserved() {
@@ -527,21 +394,4 @@ func lastHold(hs []semHold) (ms int64) {
 		ms = max(ms, h.TTL)
 	}
 	return ms
-}
-
-// inLine returns how many processes stand in the line of waiting processes
-// that the hash h of an exclusive lock keeps (see
-// internal/script/lock_lib.lua): the places whose waiter still tries (a
-// departure, arrival 0, is not a place).
-func (r *reader) inLine(h map[string]string) int {
-	n := 0
-	for k, v := range h {
-		var arrival, until int64
-		if strings.HasPrefix(k, "q:") {
-			if _, err := fmt.Sscanf(v, "%d %d", &arrival, &until); err == nil && arrival > 0 && until >= r.now {
-				n++
-			}
-		}
-	}
-	return n
 }

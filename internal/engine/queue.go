@@ -827,3 +827,16 @@ func queuesOf(b driver.Backend) *queues {
 // Queues describes the local queues of b that are in use, for diagnostics
 // (see queues.String).
 func Queues(b driver.Backend) string { return queuesOf(b).String() }
+
+// Waiting returns the goroutines of b's process that wait in the local
+// queue of the lock whose main key is key, behind the one that holds the
+// lock or contends for it on the server (see package admin's Inspect).
+func Waiting(b driver.Backend, key string) int {
+	s := queuesOf(b)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if g := s.m[key]; g != nil {
+		return len(g.queue)
+	}
+	return 0
+}

@@ -10,6 +10,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"math/big"
 	"net"
 	"os"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redisync/redisync/admin"
 	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/fair"
 	"github.com/redisync/redisync/fence"
@@ -66,6 +68,9 @@ func TestACLRuleCoversScripts(t *testing.T) {
 	call := regexp.MustCompile(`redis\.p?call\(\s*'([A-Za-z|]+)'`)
 	quoted := regexp.MustCompile(`cmd = '([A-Za-z]+)'`)
 	used := map[string]bool{"publish": true, "spublish": true}
+	// The commands the scripts call with a subcommand only, and those
+	// subcommands (the rule allows them one by one).
+	subcommands := map[string][]string{"pubsub": {"numsub", "shardnumsub"}}
 	for _, f := range files {
 		src, err := os.ReadFile(f)
 		if err != nil {
@@ -78,6 +83,14 @@ func TestACLRuleCoversScripts(t *testing.T) {
 		}
 	}
 	for cmd := range used {
+		if subs, ok := subcommands[cmd]; ok {
+			for _, sub := range subs {
+				if !strings.Contains(rule, " +"+cmd+"|"+sub+" ") {
+					t.Errorf("the scripts call %s %s, which the README's ACL rule does not allow", cmd, sub)
+				}
+			}
+			continue
+		}
 		if !strings.Contains(rule, " +"+cmd+" ") {
 			t.Errorf("the scripts call %s, which the README's ACL rule does not allow", cmd)
 		}
@@ -213,6 +226,18 @@ var everyPrimitive = []struct {
 			return err
 		}
 		return l.Unlock(ctx)
+	}},
+	{"inspect", func(ctx context.Context, b backend.Backend) error {
+		m, _ := mutex.New(b, "acl-inspect")
+		if err := m.Lock(ctx); err != nil {
+			return err
+		}
+		defer m.Unlock(ctx)
+		st, err := admin.Inspect(ctx, b, "acl-inspect")
+		if err == nil && (st.Mutex == nil || st.Mutex.Token != m.Token()) {
+			err = fmt.Errorf("Inspect read %+v; want the mutex held with token %d", st.Mutex, m.Token())
+		}
+		return err
 	}},
 }
 
