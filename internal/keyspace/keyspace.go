@@ -213,3 +213,19 @@ func Open(kind string, b backend.Backend, name string) (Space, error) {
 	}
 	return New(b.Prefix(), name), nil
 }
+
+// Election is where an election.Election keeps its state: the leader holds
+// the mutex of the name (Space.Mutex), and records its value beside it.
+type Election struct {
+	Lock    string // the mutex's lock (Space.Mutex)
+	Leader  string // string "<token> <value>": the last leader's proclamation
+	Elected string // channel on which a leader's proclamation and resignation are announced
+}
+
+// Election returns the keys of the election.
+func (s Space) Election() Election {
+	return Election{s.key("lock"), s.key("leader"), s.key("elected")}
+}
+
+// Keys returns the KEYS of the election scripts: Lock, Leader.
+func (k Election) Keys() []string { return []string{k.Lock, k.Leader} }
