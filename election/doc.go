@@ -9,10 +9,9 @@
 //	e, err := election.New(b, "nightly-report")
 //	term, err := e.Campaign(ctx, "host-a:8080") // blocks until this process leads
 //	defer term.Resign(ctx)
-//	select {
-//	case <-term.Done(): // lost: stop leading
-//	case <-work(ctx, term.Token()):
-//	}
+//	work, cancel := term.Context(ctx) // ends when the term is lost
+//	defer cancel()
+//	err = runJob(work, term.Token())
 //
 // The leader is the holder of the name's mutex (package mutex), so a
 // leadership has the mutex's guarantees on every Backend, the quorum

@@ -160,6 +160,30 @@ func (t *Term) Err() error { return t.m.Err() }
 // another renewal (see mutex.Mutex.Until).
 func (t *Term) Until() time.Time { return t.m.Until() }
 
+// ErrResigned is the cause of the end of a Term's Context after Resign.
+var ErrResigned = errors.New("election: resigned")
+
+// Context returns a copy of ctx that ends when the term does: its cause
+// (context.Cause) is then the term's Err, matching locker.ErrLost, or
+// ErrResigned after Resign. Work that only the leader may do runs under
+// it. The caller must call cancel when the work is done, to release what
+// the context holds.
+func (t *Term) Context(ctx context.Context) (held context.Context, cancel context.CancelFunc) {
+	held, end := context.WithCancelCause(ctx)
+	go func() {
+		select {
+		case <-t.m.Done():
+			err := t.m.Err()
+			if err == nil {
+				err = ErrResigned
+			}
+			end(err)
+		case <-held.Done():
+		}
+	}()
+	return held, func() { end(context.Canceled) }
+}
+
 // Resign ends the term: it gives up the leadership, which the next
 // campaign gets at once, forgets the term's value and announces the
 // change to the observers. It returns an error matching locker.ErrLost when

@@ -81,6 +81,8 @@ func TestCampaign(t *testing.T) {
 			t.Errorf("observed %+v; want host-a with token %d", l, ta.Token())
 		}
 
+		work, cancel := ta.Context(ctx)
+		defer cancel()
 		// b campaigns while a leads: it wins once a resigns.
 		won := make(chan *election.Term, 1)
 		failed := make(chan error, 1)
@@ -105,6 +107,10 @@ func TestCampaign(t *testing.T) {
 		}
 		if ta.Err() != nil {
 			t.Errorf("Err after Resign = %v; want nil", ta.Err())
+		}
+		<-work.Done()
+		if cause := context.Cause(work); !errors.Is(cause, election.ErrResigned) {
+			t.Errorf("the term's Context ended with %v after Resign; want ErrResigned", cause)
 		}
 		if err := ta.Resign(ctx); !errors.Is(err, locker.ErrNotHeld) {
 			t.Errorf("second Resign = %v; want locker.ErrNotHeld", err)
@@ -154,6 +160,8 @@ func TestLeadershipEndedFromOutside(t *testing.T) {
 		if l := next(t, seen, "host-a leads"); l.Token != ta.Token() {
 			t.Fatalf("observed %+v; want host-a's term %d", l, ta.Token())
 		}
+		work, cancel := ta.Context(ctx)
+		defer cancel()
 		if _, err := admin.ForceUnlock(ctx, ob, "cron"); err != nil {
 			t.Fatal(err)
 		}
@@ -164,6 +172,10 @@ func TestLeadershipEndedFromOutside(t *testing.T) {
 		}
 		if !errors.Is(ta.Err(), locker.ErrLost) {
 			t.Errorf("Err = %v; want locker.ErrLost", ta.Err())
+		}
+		<-work.Done()
+		if cause := context.Cause(work); !errors.Is(cause, locker.ErrLost) {
+			t.Errorf("the term's Context ended with %v; want locker.ErrLost", cause)
 		}
 		if err := ta.Resign(ctx); !errors.Is(err, locker.ErrLost) {
 			t.Errorf("Resign of a lost term = %v; want locker.ErrLost", err)

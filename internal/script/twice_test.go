@@ -42,6 +42,7 @@ func layout(name string) map[string]string {
 		"reentrant": base + "reentrant",
 		"sem":       base + "semaphore", "deadlines": base + "semaphore:deadlines", "queue": base + "semaphore:queue",
 		"latch": base + "latch", "value": base + "value", "guard": base + "guard",
+		"leader": base + "leader",
 	}
 }
 
@@ -51,7 +52,13 @@ var (
 	reKeys    = []string{"reentrant", "fence"}
 	fifoKeys  = []string{"sem", "deadlines", "queue", "fence"}
 	multiKeys = []string{"lock", "fence", "lock2", "fence2"}
+	elKeys    = []string{"lock", "leader"}
 )
+
+// proclaim records value as the leader's with token.
+func proclaim(token, value string) step {
+	return stepOf(script.ElectionProclaim, elKeys, script.ElectionProclaimArgs{Token: token, Value: value, Retention: 60000, Channel: "elected"})
+}
 
 // enc returns the argument list (after ARGV[1], the publish command) of a
 // call of d with the arguments a.
@@ -366,6 +373,16 @@ func scenarios() []scenario {
 		{"latch.sync of an earlier round", []step{latchCountDown("CALL0", latchRound2)}, latchSync(latchRound1, true)},
 		{"latch.state on a quorum", []step{latchCountDown("CALL0", "")},
 			step{script.LatchState.Script, []string{"latch"}, enc(script.LatchState, script.LatchStateArgs{Size: 3, Quorum: true})}},
+		{"election.proclaim", []step{take("A")}, proclaim("42", "host-a")},
+		{"election.proclaim over an earlier leader's record", []step{proclaim("41", "host-b")}, proclaim("42", "host-a")},
+		{"election.proclaim refused by a later leader's record", []step{proclaim("43", "host-b")}, proclaim("42", "host-a")},
+		{"election.resign", []step{take("A"), proclaim("42", "host-a")},
+			stepOf(script.ElectionResign, elKeys, script.ElectionResignArgs{Token: "42", Channel: "elected"})},
+		{"election.resign after a later leader's record", []step{proclaim("43", "host-b")},
+			stepOf(script.ElectionResign, elKeys, script.ElectionResignArgs{Token: "42", Channel: "elected"})},
+		{"election.leader", []step{take("A"), proclaim("42", "host-a")}, stepOf(script.ElectionLeader, elKeys, script.ElectionLeaderArgs{})},
+		{"name.inspect", []step{take("A"), proclaim("42", "host-a")},
+			stepOf(script.Inspect, []string{"lock", "reentrant", "writer", "readers", "wwait", "rwait", "sem", "deadlines", "latch", "fence"}, script.InspectArgs{Wake: "wake"})},
 		{"fence.write", nil, step{script.FenceWrite.Script, []string{"value", "guard"}, enc(script.FenceWrite, script.FenceWriteArgs{Op: "set", Token: "42", ID: "W1", Retention: 60000, Operands: []string{"v"}})}},
 		{"fence.cas", []step{{script.FenceWrite.Script, []string{"value", "guard"}, enc(script.FenceWrite, script.FenceWriteArgs{Op: "set", Token: "42", ID: "W1", Retention: 60000, Operands: []string{"v"}})}},
 			step{script.FenceCAS.Script, []string{"value", "guard"}, enc(script.FenceCAS, script.FenceCASArgs{Version: "-", ID: "W2", Retention: 60000, Data: "w"})}},
@@ -381,15 +398,19 @@ func scenarios() []scenario {
 // read, and the renewals of the FIFO scripts, whose only effect is a
 // deadline score, masked in the dump because it derives from the clock.
 var refused = map[string]bool{
-	"mutex.acquire held by another":        true,
-	"reentrant.acquire held by another":    true,
-	"semaphore.acquire contended":          true,
-	"semaphore.beat":                       true,
-	"semaphore.renew":                      true,
-	"latch.count_down of an earlier round": true,
-	"latch.reset of an earlier round":      true,
-	"latch.sync of an earlier round":       true,
-	"latch.state on a quorum":              true,
+	"mutex.acquire held by another":                        true,
+	"reentrant.acquire held by another":                    true,
+	"semaphore.acquire contended":                          true,
+	"semaphore.beat":                                       true,
+	"semaphore.renew":                                      true,
+	"latch.count_down of an earlier round":                 true,
+	"latch.reset of an earlier round":                      true,
+	"latch.sync of an earlier round":                       true,
+	"latch.state on a quorum":                              true,
+	"election.proclaim refused by a later leader's record": true,
+	"election.resign after a later leader's record":        true,
+	"election.leader":                                      true,
+	"name.inspect":                                         true,
 }
 
 // Rounds of a quorum's latch, in order.
