@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/redisync/redisync/backend"
@@ -171,17 +173,29 @@ func (s LockerSuite) spans(t *testing.T) int {
 	if n := Under(spans, release, unlock[0]); n != 1 {
 		t.Errorf("%d %s spans under %s.Unlock; want 1", n, release, s.Kind)
 	}
-	withdrawals := 0
+	// The failed Lock withdraws from the line as it gives up, under its
+	// span or a batch under it. When its deadline cut its last attempt
+	// short, it does not know whether that attempt took the lock: it also
+	// releases what its owner may hold (the abandon).
+	withdrawals, cut := 0, hasErrored(spans, failed)
 	if s.Withdraw != "" {
-		if n := Under(spans, "EVALSHA "+s.Withdraw, failed); n != 1 {
-			t.Errorf("%d EVALSHA %s spans under the failed %s.Lock; want 1 (the withdrawal)", n, s.Withdraw, s.Kind)
-		}
+		n := UnderOrBatched(spans, "EVALSHA "+s.Withdraw, failed)
 		if s.Withdraw == s.Release {
 			withdrawals = 1
+			if cut && n == 2 { // the withdrawal and the abandon, one script
+				n = 1
+			}
+		}
+		if n != 1 {
+			t.Errorf("%d EVALSHA %s spans under the failed %s.Lock (attempt cut short: %v); want 1 (the withdrawal)", n, s.Withdraw, s.Kind, cut)
 		}
 	}
-	if n := len(Find(spans, release)); n != 1+withdrawals {
-		t.Errorf("%d %s spans; want %d", n, release, 1+withdrawals)
+	abandons := UnderOrBatched(spans, release, failed) - withdrawals
+	if abandons > 0 && !cut {
+		t.Errorf("%d %s spans under the failed %s.Lock besides its withdrawal, none of whose attempts was cut short; want none", abandons, release, s.Kind)
+	}
+	if n := len(Find(spans, release)); n != 1+withdrawals+abandons || abandons > 1 {
+		t.Errorf("%d %s spans (%d abandoning an attempt cut short); want %d and at most 1; the spans:\n%s", n, release, abandons, 1+withdrawals+abandons, Describe(spans))
 	}
 	return len(lock) + len(unlock) + attempts
 }
@@ -258,4 +272,15 @@ func (s LockerSuite) metrics(t *testing.T) int {
 		"redisync.lost":             1,
 	})
 	return len(tr.Spans(s.Kind + ".Lock"))
+}
+
+// hasErrored reports whether a CLIENT span under parent ended with an
+// error: an attempt cut short.
+func hasErrored(spans []sdktrace.ReadOnlySpan, parent sdktrace.ReadOnlySpan) bool {
+	for _, sp := range spans {
+		if sp.Parent().SpanID() == parent.SpanContext().SpanID() && sp.SpanKind() == trace.SpanKindClient && sp.Status().Code == codes.Error {
+			return true
+		}
+	}
+	return false
 }

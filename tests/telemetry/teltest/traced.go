@@ -1,6 +1,7 @@
 package teltest
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -54,6 +55,18 @@ func Under(spans []sdktrace.ReadOnlySpan, name string, parent sdktrace.ReadOnlyS
 	for _, s := range Find(spans, name) {
 		if s.Parent().SpanID() == parent.SpanContext().SpanID() {
 			n++
+		}
+	}
+	return n
+}
+
+// UnderOrBatched returns the number of spans called name whose parent is
+// parent, or a BATCH span whose parent is parent.
+func UnderOrBatched(spans []sdktrace.ReadOnlySpan, name string, parent sdktrace.ReadOnlySpan) int {
+	n := Under(spans, name, parent)
+	for _, b := range spans {
+		if strings.HasPrefix(b.Name(), "BATCH ") && b.Parent().SpanID() == parent.SpanContext().SpanID() {
+			n += Under(spans, name, b)
 		}
 	}
 	return n
@@ -126,4 +139,26 @@ func NoSecret(t testing.TB, spans []sdktrace.ReadOnlySpan, secrets []string) int
 		t.Errorf("no span attribute to look in")
 	}
 	return n
+}
+
+// Describe lists spans, one per line, in the order they ended: name,
+// parent's name ("-" for a root), status and attributes, for a failure
+// message.
+func Describe(spans []sdktrace.ReadOnlySpan) string {
+	names := map[trace.SpanID]string{}
+	for _, s := range spans {
+		names[s.SpanContext().SpanID()] = s.Name()
+	}
+	var b strings.Builder
+	for _, s := range spans {
+		parent := "-"
+		if s.Parent().IsValid() {
+			parent = names[s.Parent().SpanID()]
+			if parent == "" {
+				parent = "(not recorded)"
+			}
+		}
+		fmt.Fprintf(&b, "  %s under %s, %v %s, %v\n", s.Name(), parent, s.Status().Code, s.Status().Description, s.Attributes())
+	}
+	return b.String()
 }
