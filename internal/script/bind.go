@@ -29,6 +29,19 @@ import (
 //   - []string, as the last field only: one argument per element; the
 //     local is a Lua table of them (empty when the slice is).
 //
+// Options after the name, comma-separated:
+//
+//   - stable: the value is mostly the same from call to call (see field).
+//   - text, on an int64: the local is the decimal string as sent, not a
+//     number, for a script that only passes it on to commands (a Lua
+//     number given to a command is formatted again, which costs more than
+//     reading the string); the script converts it where it computes
+//     with it.
+//   - optional, on int64 fields at the end of A only: a zero value is not
+//     sent (nor anything after it), and the local is 0 when the argument
+//     is missing: a script whose callers mostly send 0 binds one argument
+//     less.
+//
 // The undo and the settle script of an acquisition take the acquisition's
 // KEYS and ARGV (see driver.Kind), so they are Defs of the same A: they
 // read by name what they need of it.
@@ -61,7 +74,8 @@ type source struct {
 // parts are the shared Lua libraries that a script includes with a line
 // "--@use <part>": the line is replaced by the part, comments stripped.
 // A part is included where the line is, so that the code before it (a
-// fast path) does not define the functions it does not call.
+// fast path) does not define the functions it does not call. A part that
+// defines no function (straight-line code) may be included more than once.
 var parts = map[string]*string{
 	"lock_lib":      &lockLibSrc,
 	"give_back_lib": &giveBackLibSrc,
@@ -106,7 +120,7 @@ func compose(s source, argv reflect.Type) string {
 			if argvRef.MatchString(stripStrings(stripComments(*part))) {
 				panic(fmt.Sprintf("part %s reads ARGV: read the arguments by name instead", arg))
 			}
-			if used["use "+arg] {
+			if used["use "+arg] && functionDef.MatchString(*part) {
 				panic(fmt.Sprintf("script %s: --@use %s twice", s.name, arg))
 			}
 			used["use "+arg] = true
@@ -131,8 +145,10 @@ func compose(s source, argv reflect.Type) string {
 		if used["use "+name] {
 			continue
 		}
-		if fn := calls(name).FindStringSubmatch(s.src); fn != nil {
-			panic(fmt.Sprintf("script %s calls %s of %s without --@use %s", s.name, fn[1], name, name))
+		if re := calls(name); re != nil {
+			if fn := re.FindStringSubmatch(s.src); fn != nil {
+				panic(fmt.Sprintf("script %s calls %s of %s without --@use %s", s.name, fn[1], name, name))
+			}
 		}
 	}
 	return b.String()
@@ -141,7 +157,8 @@ func compose(s source, argv reflect.Type) string {
 // callsOf caches calls; it is filled at package initialisation.
 var callsOf = map[string]*regexp.Regexp{}
 
-// calls returns the pattern of a call of a function that part defines.
+// calls returns the pattern of a call of a function that part defines, or
+// nil when it defines none (straight-line code, such as draw_lib).
 func calls(part string) *regexp.Regexp {
 	if re, ok := callsOf[part]; ok {
 		return re
@@ -149,6 +166,10 @@ func calls(part string) *regexp.Regexp {
 	var names []string
 	for _, m := range functionDef.FindAllStringSubmatch(*parts[part], -1) {
 		names = append(names, regexp.QuoteMeta(m[1]))
+	}
+	if len(names) == 0 {
+		callsOf[part] = nil
+		return nil
 	}
 	re := regexp.MustCompile(`\b(` + strings.Join(names, "|") + `)\(`)
 	callsOf[part] = re
@@ -186,6 +207,8 @@ type field struct {
 	// last value's boxed form is kept and reused, which saves the
 	// allocation that putting it in an argument list costs.
 	stable *atomic.Pointer[boxed]
+	// text and optional are set by the options of those names (see Def).
+	text, optional bool
 }
 
 // boxed is a stable field's last value and its boxed form.
@@ -204,8 +227,8 @@ func fields(t reflect.Type) []field {
 	var fs []field
 	for i := range t.NumField() {
 		f := t.Field(i)
-		name, opt, _ := strings.Cut(f.Tag.Get("lua"), ",")
-		if name == "" || !f.IsExported() || (opt != "" && opt != "stable") {
+		name, opts, _ := strings.Cut(f.Tag.Get("lua"), ",")
+		if name == "" || !f.IsExported() {
 			panic(fmt.Sprintf("arguments type %v: field %s needs a lua tag and must be exported", t, f.Name))
 		}
 		k := f.Type.Kind()
@@ -216,8 +239,23 @@ func fields(t reflect.Type) []field {
 			panic(fmt.Sprintf("arguments type %v: field %s has type %v; want string, int64, bool or a last []string", t, f.Name, f.Type))
 		}
 		fd := field{index: i, name: name, kind: k}
-		if opt == "stable" && (k == reflect.String || k == reflect.Int64) {
-			fd.stable = new(atomic.Pointer[boxed])
+		for opt := range strings.SplitSeq(opts, ",") {
+			switch {
+			case opt == "":
+			case opt == "stable":
+				if k == reflect.String || k == reflect.Int64 {
+					fd.stable = new(atomic.Pointer[boxed])
+				}
+			case opt == "text" && k == reflect.Int64:
+				fd.text = true
+			case opt == "optional" && k == reflect.Int64:
+				fd.optional = true
+			default:
+				panic(fmt.Sprintf("arguments type %v: field %s: option %q; want stable, or text or optional on an int64", t, f.Name, opt))
+			}
+		}
+		if len(fs) > 0 && fs[len(fs)-1].optional && !fd.optional {
+			panic(fmt.Sprintf("arguments type %v: field %s follows an optional field; optional fields come last", t, f.Name))
 		}
 		fs = append(fs, fd)
 	}
@@ -243,7 +281,14 @@ func bindings(script string, t reflect.Type) string {
 			// Arithmetic converts the decimal that encode sent, as
 			// tonumber would, without a call into the Lua library:
 			// a tenth of a µs less per number on every script run.
-			fmt.Fprintf(&b, "local %s = ARGV[%s] + 0\n", f.name, n)
+			switch {
+			case f.text:
+				fmt.Fprintf(&b, "local %s = ARGV[%s]\n", f.name, n)
+			case f.optional:
+				fmt.Fprintf(&b, "local %s = (ARGV[%s] or 0) + 0\n", f.name, n)
+			default:
+				fmt.Fprintf(&b, "local %s = ARGV[%s] + 0\n", f.name, n)
+			}
 		case reflect.Bool:
 			fmt.Fprintf(&b, "local %s = ARGV[%s] == '1'\n", f.name, n)
 		case reflect.Slice:
@@ -260,7 +305,7 @@ var yes, no any = "1", "0"
 func encode(v reflect.Value) []any {
 	fs := plans.of(v.Type())
 	args := make([]any, 0, len(fs)+4)
-	for _, f := range fs {
+	for i, f := range fs {
 		fv := v.Field(f.index)
 		switch f.kind {
 		case reflect.String:
@@ -270,6 +315,9 @@ func encode(v reflect.Value) []any {
 				args = append(args, fv.String())
 			}
 		case reflect.Int64:
+			if f.optional && trailingZeros(v, fs[i:]) {
+				return args
+			}
 			if f.stable != nil {
 				args = append(args, f.box(fv.Int(), ""))
 			} else {
@@ -288,6 +336,17 @@ func encode(v reflect.Value) []any {
 		}
 	}
 	return args
+}
+
+// trailingZeros reports whether the fields fs of v, optional int64 fields
+// all, are all zero: encode sends none of them.
+func trailingZeros(v reflect.Value, fs []field) bool {
+	for _, f := range fs {
+		if v.Field(f.index).Int() != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // box returns the stable field's value boxed, i for an int64 field and s

@@ -61,6 +61,42 @@ func TestBindingsAndEncoding(t *testing.T) {
 	}
 }
 
+type optionArgs struct {
+	Owner string `lua:"owner"`
+	TTL   int64  `lua:"ttl,stable,text"`
+	Clock int64  `lua:"clock,optional"`
+	Call  int64  `lua:"call,optional"`
+}
+
+// TestTextAndOptionalFields checks the options text (the local is the
+// decimal as sent) and optional (trailing zeros not sent, the local 0 when
+// the argument is missing).
+func TestTextAndOptionalFields(t *testing.T) {
+	typ := reflect.TypeFor[optionArgs]()
+	want := "local publish = ARGV[1]\n" +
+		"local owner = ARGV[2]\n" +
+		"local ttl = ARGV[3]\n" +
+		"local clock = (ARGV[4] or 0) + 0\n" +
+		"local call = (ARGV[5] or 0) + 0\n"
+	if got := bindings("test", typ); got != want {
+		t.Errorf("bindings:\n%s\nwant:\n%s", got, want)
+	}
+	plans[typ] = fields(typ)
+	defer delete(plans, typ)
+	for _, tc := range []struct {
+		a    optionArgs
+		want []any
+	}{
+		{optionArgs{Owner: "A", TTL: 30}, []any{"A", int64(30)}},
+		{optionArgs{Owner: "A", TTL: 30, Clock: 5}, []any{"A", int64(30), int64(5)}},
+		{optionArgs{Owner: "A", TTL: 30, Call: 7}, []any{"A", int64(30), int64(0), int64(7)}},
+	} {
+		if got := encode(reflect.ValueOf(tc.a)); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("encode(%+v) = %#v; want %#v", tc.a, got, tc.want)
+		}
+	}
+}
+
 // TestComposeRefuses checks that a script that would read its arguments
 // by position, or ask for a part or variant that does not exist, fails at
 // package initialisation rather than on a server.
@@ -94,6 +130,11 @@ func TestComposeRefuses(t *testing.T) {
 			compose(source{name: "test", src: tc.src, variants: tc.variants}, typ)
 		})
 	}
+	// A part that defines no function (straight-line code) may be used
+	// twice.
+	if lua := compose(source{name: "test", src: "--@use draw_lib\n--@use draw_lib\nreturn 1\n", variants: nil}, typ); strings.Count(lua, "redis.call('TIME')") != 2 {
+		t.Errorf("compose did not include draw_lib twice:\n%s", lua)
+	}
 	// A word in a string or a comment is not a read.
 	lua := compose(source{name: "test", src: "-- ARGV[2] is the owner\nreturn redis.error_reply('ARGV')\n"}, typ)
 	if !strings.Contains(lua, "return redis.error_reply('ARGV')") || strings.Contains(lua, "-- ARGV") {
@@ -113,6 +154,16 @@ func TestFieldsRefuses(t *testing.T) {
 		reflect.TypeFor[struct {
 			Rest []string `lua:"rest"`
 			N    int64    `lua:"n"`
+		}](),
+		reflect.TypeFor[struct {
+			N string `lua:"n,text"`
+		}](),
+		reflect.TypeFor[struct {
+			N int64 `lua:"n,optional"`
+			M int64 `lua:"m"`
+		}](),
+		reflect.TypeFor[struct {
+			N int64 `lua:"n,often"`
 		}](),
 	} {
 		func() {
