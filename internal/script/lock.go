@@ -37,27 +37,31 @@ var (
 // MutexAcquireArgs is the arguments of an acquisition of a mutex's lock hash
 // (mutex_acquire.lua), and of its undo and its settle.
 type MutexAcquireArgs struct {
-	Owner       string `lua:"owner"`               // the owner token of the hold
-	TTL         int64  `lua:"ttl,stable"`          // ms
-	FenceMargin int64  `lua:"fence_margin,stable"` // ms the fence counter outlives the clock passing it
-	Attempt     int64  `lua:"attempt"`             // grows with each attempt of the owner
-	Block       int64  `lua:"block,stable"`        // fencing tokens to reserve, 1 or more
-	Cohort      string `lua:"cohort,stable"`       // the caller's cohort
-	Waits       bool   `lua:"waits"`               // Lock, not TryLock: takes a place in line
-	Stale       int64  `lua:"stale,stable"`        // ms a waiting caller's place outlives the attempt
-	Clock       int64  `lua:"clock"`               // the caller's clock in µs on a quorum, 0 elsewhere
-	Call        int64  `lua:"call"`                // the acquisition call's number in its cohort
+	Owner       string `lua:"owner"`                    // the owner token of the hold
+	TTL         int64  `lua:"ttl,stable"`               // ms
+	FenceMargin int64  `lua:"fence_margin,stable,text"` // ms the fence counter outlives the clock passing it
+	Attempt     int64  `lua:"attempt"`                  // grows with each attempt of the owner
+	Block       int64  `lua:"block,stable"`             // fencing tokens to reserve, 1 or more
+	Cohort      string `lua:"cohort,stable"`            // the caller's cohort
+	Waits       bool   `lua:"waits"`                    // Lock, not TryLock: takes a place in line
+	Stale       int64  `lua:"stale,stable"`             // ms a waiting caller's place outlives the attempt
+	Clock       int64  `lua:"clock"`                    // the caller's clock in µs on a quorum, 0 elsewhere
+	Call        int64  `lua:"call"`                     // the acquisition call's number in its cohort
 }
 
 // MutexTakeArgs is the arguments of the uncontended acquisition of a
 // mutex's lock (mutex_take.lua), and of its undo: what the first attempt
 // of MutexAcquireArgs sends when it reserves no block, less what only a
 // lock in use needs.
+//
+// TTL is bound as text, for the script only passes it to SET (and
+// converts it where it compares); Clock is optional, not sent where it is
+// 0 (off a quorum).
 type MutexTakeArgs struct {
 	Owner  string `lua:"owner"`
-	TTL    int64  `lua:"ttl,stable"`    // ms
-	Cohort string `lua:"cohort,stable"` // the caller's cohort
-	Clock  int64  `lua:"clock"`         // the caller's clock in µs on a quorum, 0 elsewhere
+	TTL    int64  `lua:"ttl,stable,text"` // ms
+	Cohort string `lua:"cohort,stable"`   // the caller's cohort
+	Clock  int64  `lua:"clock,optional"`  // the caller's clock in µs on a quorum, 0 elsewhere
 }
 
 // MutexReleaseArgs is the arguments of the release of a mutex's hold
@@ -74,11 +78,11 @@ type MutexReleaseArgs struct {
 // fencing tokens for a mutex's hold (mutex_reserve.lua).
 type MutexReserveArgs struct {
 	Owner       string `lua:"owner"`
-	Used        int64  `lua:"used"`                // the last token the hold's holders used
-	Last        int64  `lua:"last"`                // the last token of the hold's current block
-	Block       int64  `lua:"block"`               // tokens to reserve, 1 or more
-	FenceMargin int64  `lua:"fence_margin,stable"` // ms the fence counter outlives the clock passing it
-	Clock       int64  `lua:"clock"`               // the caller's clock in µs on a quorum, 0 elsewhere
+	Used        int64  `lua:"used"`                     // the last token the hold's holders used
+	Last        int64  `lua:"last"`                     // the last token of the hold's current block
+	Block       int64  `lua:"block"`                    // tokens to reserve, 1 or more
+	FenceMargin int64  `lua:"fence_margin,stable,text"` // ms the fence counter outlives the clock passing it
+	Clock       int64  `lua:"clock"`                    // the caller's clock in µs on a quorum, 0 elsewhere
 }
 
 // RenewArgs is the arguments of a renewal of an exclusive hold
@@ -116,7 +120,7 @@ var (
 	// block, as MutexAcquire's fast path alone, with a reply of a single
 	// integer (see mutex_take.lua). A reply of 0 leaves the decision to
 	// MutexAcquire (see Takes).
-	MutexTake  = define("mutex.take", driver.Acquire, mutexTakeSrc, &mutexTakeUndo, map[string]string{"block": "1", "fence_margin": strconv.FormatInt(holdopt.Millis(holdopt.FenceMargin), 10)}).keys("lock", driver.FenceKey)
+	MutexTake  = define("mutex.take", driver.Acquire, mutexTakeSrc, &mutexTakeUndo, map[string]string{"block": "1", "fence_margin": "'" + strconv.FormatInt(holdopt.Millis(holdopt.FenceMargin), 10) + "'"}).keys("lock", driver.FenceKey)
 	MutexRenew = define[RenewArgs]("mutex.renew", driver.Renew, mutexRenewSrc, nil, nil)
 	MutexLeave = define[LeaveArgs]("mutex.leave", driver.Release, mutexLeaveSrc, nil, nil)
 	// MutexReserve reserves a new block of fencing tokens for a hold. It

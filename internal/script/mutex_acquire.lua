@@ -29,15 +29,14 @@
 -- Returns {1, fencing token, last token of the block} when held, {0, ms
 -- until the holder's hold (or the yield) expires} otherwise.
 local lock = KEYS[1]
---@use draw_lib
---@use take_lib
 -- The fast path (see take_lib.lua): a call's first attempt. A later
 -- attempt records the call's departure (see lock_departs in lock_lib.lua,
 -- and the hash in its header), so it turns a string into the hash.
 if attempt == 1 then
-  local token = take(lock)
-  if token then
-    return {1, token, token + block - 1}
+--@use draw_lib
+--@use take_lib
+  if granted then
+    return {1, granted, granted + block - 1}
   end
 end
 --@use lock_lib
@@ -70,6 +69,6 @@ if yields == cohort then
   end
   return {0, left}
 end
-local token = draw()
+--@use draw_lib
 lock_grant(lock, owner, token, attempt, cohort, call, stale, ttl)
 return {1, token, token + block - 1}

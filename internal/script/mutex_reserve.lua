@@ -23,5 +23,4 @@ end
 --@use give_back_lib
 give_back(KEYS[2], used, last)
 --@use draw_lib
-local first, last = draw()
-return {1, first, last}
+return {1, token, last}

@@ -16,9 +16,8 @@
 --@variant fence_margin
 --@use draw_lib
 --@use take_lib
-local token, hold = take(KEYS[1])
-if token then
-  return token
+if granted then
+  return granted
 end
 if hold and string.find(hold, '^%S+ %d+ ') then
   return -math.max(redis.call('PTTL', KEYS[1]), 1)
