@@ -2,6 +2,7 @@ package backend
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -21,7 +22,9 @@ type NodeReply struct {
 // ReadNodes runs the calls that mk makes, which must be read-only (Query
 // scripts: any other fails with an error matching locker.ErrInvalid and is
 // not sent), on each node of b, a quorum made by NewQuorum, in parallel
-// and each within the quorum's node timeout, and returns every node's
+// and each within the quorum's node timeout (a node that does not answer
+// in time gets an error that backend.IsTransient reports as transient), and
+// returns every node's
 // calls with their results, in the order of the nodes: for a view of the
 // state that may differ by node, such as admin.Inspect's, where a quorum's
 // Exec would answer with one node's. mk is called once per node, so that
@@ -52,9 +55,14 @@ func ReadNodes(ctx context.Context, b Backend, mk func() []*driver.Call) []NodeR
 	for i, n := range q.nodes {
 		out[i].Addr = q.addr(i)
 		wg.Go(func() {
-			ctx, cancel := context.WithTimeout(ctx, q.timeout)
+			nctx, cancel := context.WithTimeout(ctx, q.timeout)
 			defer cancel()
-			out[i].Calls = run(ctx, n.Exec)
+			out[i].Calls = run(nctx, n.Exec)
+			for _, c := range out[i].Calls {
+				if c.Err != nil && ctx.Err() == nil && errors.Is(c.Err, context.DeadlineExceeded) {
+					c.Err = errNodeTimeout // transient: the next read may get an answer
+				}
+			}
 		})
 	}
 	wg.Wait()

@@ -11,6 +11,7 @@ import (
 	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/internal/holdopt"
 	"github.com/redisync/redisync/internal/keyspace"
+	"github.com/redisync/redisync/internal/lease"
 	"github.com/redisync/redisync/internal/script"
 	"github.com/redisync/redisync/locker"
 	"github.com/redisync/redisync/mutex"
@@ -32,11 +33,12 @@ const retention = 24 * time.Hour
 // it is safe for concurrent use, and one Election serves any number of
 // campaigns and observers.
 type Election struct {
-	b    backend.Backend
-	name string
-	keys keyspace.Election
-	ttl  time.Duration
-	opts []mutex.Option
+	b       backend.Backend
+	name    string
+	keys    keyspace.Election
+	ttl     time.Duration
+	backoff locker.Backoff
+	opts    []mutex.Option
 }
 
 // New returns the Election called name on b. It does no I/O. It returns an
@@ -47,7 +49,7 @@ type Election struct {
 // of that name excludes the leader and is excluded by it, and redisync
 // status and unlock --force show and end a leadership as a mutex hold.
 func New(b backend.Backend, name string, opts ...Option) (*Election, error) {
-	c := config{ttl: holdopt.DefaultTTL}
+	c := config{ttl: holdopt.DefaultTTL, backoff: holdopt.DefaultBackoff}
 	for _, o := range opts {
 		if o == nil {
 			return nil, fmt.Errorf("election: nil Option: %w", locker.ErrInvalid)
@@ -59,7 +61,7 @@ func New(b backend.Backend, name string, opts ...Option) (*Election, error) {
 		return nil, fmt.Errorf("election: %w", err)
 	}
 	ks := keyspace.New(b.Prefix(), name)
-	return &Election{b: b, name: name, keys: ks.Election(), ttl: c.ttl, opts: c.mutex}, nil
+	return &Election{b: b, name: name, keys: ks.Election(), ttl: c.ttl, backoff: c.backoff, opts: c.mutex}, nil
 }
 
 // Name returns the election's name.
@@ -109,11 +111,17 @@ func (e *Election) Campaign(ctx context.Context, value string) (*Term, error) {
 	return t, nil
 }
 
-// proclaim records the term's value as the leader's.
+// proclaim records the term's value as the leader's, sending the script
+// again after transient errors while ctx allows: run twice, it records
+// the same.
 func (t *Term) proclaim(ctx context.Context) error {
-	r, err := script.ElectionProclaim.Run(ctx, t.e.b, t.e.keys.Keys(), script.ElectionProclaimArgs{
-		Token: strconv.FormatInt(t.token, 10), Value: t.value,
-		Retention: retention.Milliseconds(), Channel: t.e.keys.Elected,
+	var r driver.Reply
+	err := lease.Retry(ctx, t.e.b, t.e.backoff, func(ctx context.Context) (err error) {
+		r, err = script.ElectionProclaim.Run(ctx, t.e.b, t.e.keys.Keys(), script.ElectionProclaimArgs{
+			Token: strconv.FormatInt(t.token, 10), Value: t.value,
+			Retention: retention.Milliseconds(), Channel: t.e.keys.Elected,
+		})
+		return err
 	})
 	if err == nil && r.Status() != driver.StatusOK {
 		// A later term recorded its value: this one's hold is gone.
@@ -188,8 +196,11 @@ func (t *Term) Context(ctx context.Context) (held context.Context, cancel contex
 // campaign gets at once, forgets the term's value and announces the
 // change to the observers. It returns an error matching locker.ErrLost when
 // the leadership was lost before, and locker.ErrNotHeld when the term had
-// already ended by Resign. When the release could not reach Redis, the
-// error says so and the leadership ends with its TTL.
+// already ended by Resign; otherwise the error of the release (see
+// mutex.Mutex.Unlock: the leadership then ends with its TTL). The
+// announcement is sent again after transient errors, in the background
+// once ctx has ended (until the TTL has passed); the observers that miss
+// it see the change at their next read.
 func (t *Term) Resign(ctx context.Context) error {
 	select {
 	case <-t.stop:
@@ -198,11 +209,20 @@ func (t *Term) Resign(ctx context.Context) error {
 		close(t.stop)
 	}
 	err := t.m.Unlock(ctx)
-	if _, rerr := script.ElectionResign.Run(ctx, t.e.b, t.e.keys.Keys(), script.ElectionResignArgs{
-		Token: strconv.FormatInt(t.token, 10), Channel: t.e.keys.Elected,
-	}); rerr != nil && err == nil {
-		// The leadership ended; the observers learn it at their next poll.
-		err = fmt.Errorf("announce the resignation: %w", rerr)
+	announce := func(ctx context.Context) error {
+		return lease.Retry(ctx, t.e.b, t.e.backoff, func(ctx context.Context) error {
+			_, err := script.ElectionResign.Run(ctx, t.e.b, t.e.keys.Keys(), script.ElectionResignArgs{
+				Token: strconv.FormatInt(t.token, 10), Channel: t.e.keys.Elected,
+			})
+			return err
+		})
+	}
+	if announce(ctx) != nil && ctx.Err() != nil {
+		go func() {
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), t.e.ttl)
+			defer cancel()
+			_ = announce(ctx)
+		}()
 	}
 	if err != nil {
 		return fmt.Errorf("election: resign from %q: %w", t.e.name, err)
@@ -220,10 +240,15 @@ type Leader struct {
 // Leader returns the current leader: the value its Campaign recorded, its
 // term's token and the time its hold has left. It changes nothing and takes
 // one round trip (on a quorum, one per node at once, and the leader is
-// the one a majority of the nodes report). It returns ErrNoLeader when
-// nobody leads, and the Redis error when the election could not be read.
+// the one a majority of the nodes report), sent again after transient
+// errors while ctx allows. It returns ErrNoLeader when nobody leads, and
+// the Redis error when the election could not be read.
 func (e *Election) Leader(ctx context.Context) (Leader, error) {
-	l, err := e.read(ctx)
+	var l Leader
+	err := lease.Retry(ctx, e.b, e.backoff, func(ctx context.Context) (err error) {
+		l, err = e.read(ctx)
+		return err
+	})
 	if err != nil {
 		return Leader{}, fmt.Errorf("election: leader of %q: %w", e.name, err)
 	}

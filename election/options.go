@@ -12,8 +12,9 @@ import (
 type Option interface{ apply(*config) }
 
 type config struct {
-	ttl   time.Duration
-	mutex []mutex.Option // the options of the leader's mutex
+	ttl     time.Duration
+	backoff locker.Backoff // the pacing of retries after transient errors
+	mutex   []mutex.Option // the options of the leader's mutex
 }
 
 type option func(*config)
@@ -33,10 +34,14 @@ func WithTTL(d time.Duration) Option {
 	})
 }
 
-// WithBackoff sets the pacing of a campaign's retries after transient Redis
-// errors and the longest it sleeps without a wake-up message before it
-// tries again. The default starts at 100ms and doubles to 1s, with jitter.
-// A nil Backoff is an error (see "Common options" in package [locker]).
+// WithBackoff sets the pacing of the retries of Campaign, Resign and
+// Leader after transient Redis errors, and the longest a campaign sleeps
+// without a wake-up message before it tries again. The default starts at
+// 100ms and doubles to 1s, with jitter. A nil Backoff is an error (see
+// "Common options" in package [locker]).
 func WithBackoff(b locker.Backoff) Option {
-	return option(func(c *config) { c.mutex = append(c.mutex, mutex.WithBackoff(b)) })
+	return option(func(c *config) {
+		c.backoff = b
+		c.mutex = append(c.mutex, mutex.WithBackoff(b))
+	})
 }
