@@ -7,6 +7,8 @@ package deploytest
 
 import (
 	"context"
+	"crypto/rand"
+	"strings"
 	"testing"
 	"time"
 
@@ -126,4 +128,36 @@ func WaitFor(d time.Duration, cond func() bool) bool {
 		}
 	}
 	return cond()
+}
+
+// Client returns a client with the options o as the fault suites use it:
+// it honours context deadlines, never re-sends a command on its own (the
+// tests inject the re-sends and lost replies themselves) and has 1s dial,
+// read and write timeouts; the hooks that are not nil are added in order.
+// It is closed when the test ends, after the backends built on it.
+func Client(t testing.TB, o *redis.Options, hooks ...redis.Hook) *redis.Client {
+	o.ContextTimeoutEnabled = true
+	o.MaxRetries = -1
+	o.DialTimeout, o.ReadTimeout, o.WriteTimeout = time.Second, time.Second, time.Second
+	c := redis.NewClient(o)
+	for _, h := range hooks {
+		if h != nil {
+			c.AddHook(h)
+		}
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// Context returns a context that ends with the test, or after d.
+func Context(t testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// Name returns a name of the test's own (its name and a random suffix), so
+// that tests may share a node.
+func Name(t testing.TB) string {
+	return strings.NewReplacer("/", ":", " ", "_").Replace(t.Name()) + ":" + rand.Text()[:8]
 }

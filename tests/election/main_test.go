@@ -2,10 +2,8 @@ package election_test
 
 import (
 	"context"
-	"crypto/rand"
 	"flag"
 	mrand "math/rand/v2"
-	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9/logging"
 
 	"github.com/redisync/redisync/backend"
+	"github.com/redisync/redisync/internal/deploytest"
 	"github.com/redisync/redisync/internal/lockertest"
 	"github.com/redisync/redisync/internal/redistest"
 )
@@ -40,30 +39,15 @@ const testTimeout = 50 * time.Second
 
 // newContext returns a context that ends with the test, or after
 // testTimeout.
-func newContext(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
-	t.Cleanup(cancel)
-	return ctx
-}
+func newContext(t testing.TB) context.Context { return deploytest.Context(t, testTimeout) }
 
 // newName returns an election name of the test's own.
-func newName(t testing.TB) string {
-	return strings.NewReplacer("/", ":", " ", "_").Replace(t.Name()) + ":" + rand.Text()[:8]
-}
+func newName(t testing.TB) string { return deploytest.Name(t) }
 
-// newClient returns a client to addr that honours context deadlines and
-// never re-sends on its own (the Replies hooks do that), with hooks added in
-// order, closed when the test ends (after the backends built on it).
+// newClient returns a client to addr as the fault suites use it (see
+// deploytest.Client), with the hooks that are not nil added in order.
 func newClient(t testing.TB, addr string, hooks ...redis.Hook) *redis.Client {
-	c := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, MaxRetries: -1,
-		DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second})
-	for _, h := range hooks {
-		if h != nil {
-			c.AddHook(h)
-		}
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	return c
+	return deploytest.Client(t, &redis.Options{Addr: addr}, hooks...)
 }
 
 // A site is where a test's processes campaign: one node, or the nodes of a

@@ -2,9 +2,7 @@ package safety_test
 
 import (
 	"context"
-	"crypto/rand"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,6 +12,7 @@ import (
 
 	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/fair"
+	"github.com/redisync/redisync/internal/deploytest"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/locker"
 	"github.com/redisync/redisync/multi"
@@ -29,36 +28,21 @@ func TestMain(m *testing.M) { redistest.Main(m) }
 const testTimeout = 20 * time.Second
 
 // newContext returns a context that ends with the test, or after testTimeout.
-func newContext(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
-	t.Cleanup(cancel)
-	return ctx
-}
+func newContext(t testing.TB) context.Context { return deploytest.Context(t, testTimeout) }
 
 // newName returns a lock name of the test's own, so that tests may share a
 // node.
-func newName(t testing.TB) string {
-	return strings.NewReplacer("/", ":", " ", "_").Replace(t.Name()) + ":" + rand.Text()[:8]
-}
+func newName(t testing.TB) string { return deploytest.Name(t) }
 
-// newClient returns a client to addr that honours context deadlines and
-// never retries on its own (the tests inject the faults themselves), with
-// the hooks added. It is closed when the test ends, after the backends built
-// on it.
+// newClient returns a client to addr as the fault suites use it (see
+// deploytest.Client), with the hooks added.
 func newClient(t testing.TB, addr string, hooks ...redis.Hook) *redis.Client {
-	return newClientWith(t, &redis.Options{Addr: addr}, hooks...)
+	return deploytest.Client(t, &redis.Options{Addr: addr}, hooks...)
 }
 
+// newClientWith is newClient with the options o.
 func newClientWith(t testing.TB, o *redis.Options, hooks ...redis.Hook) *redis.Client {
-	o.ContextTimeoutEnabled = true
-	o.MaxRetries = -1
-	o.DialTimeout, o.ReadTimeout, o.WriteTimeout = time.Second, time.Second, time.Second
-	c := redis.NewClient(o)
-	for _, h := range hooks {
-		c.AddHook(h)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	return c
+	return deploytest.Client(t, o, hooks...)
 }
 
 // newBackend returns a single-node Backend over c, closed when the test ends.
