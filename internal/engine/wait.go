@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"sync"
 	"time"
 
@@ -80,9 +81,10 @@ func (l Loop) Wait(ctx context.Context, attempt Attempt) error {
 		var delay time.Duration
 		switch {
 		case err != nil && ctx.Err() != nil:
-			if errors.Is(err, ctx.Err()) && lastErr != nil {
-				// The attempt was only cut short by ctx: the error
-				// before it says more.
+			if lastErr != nil && (errors.Is(err, ctx.Err()) || timeout(err)) {
+				// The attempt was only cut short by ctx, or by the
+				// client's deadline, which a client that honours
+				// contexts sets to ctx's: the error before it says more.
 				err = lastErr
 			}
 			return NotAcquired(ctx, err)
@@ -150,6 +152,13 @@ func (l Loop) Wait(ctx context.Context, attempt Attempt) error {
 //go:noinline
 func notAcquiredFor(oerr error) error {
 	return fmt.Errorf("%w: %w", locker.ErrNotAcquired, oerr)
+}
+
+// timeout reports whether err is a network timeout: a read or write
+// deadline that passed.
+func timeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // NotAcquired returns the error for an acquisition cut short by ctx: it

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -195,6 +197,10 @@ func (transientError) Error() string   { return "fake: connection reset" }
 func (transientError) Transient() bool { return true }
 
 var errDenied = errors.New("fake: NOPERM")
+
+// errIOTimeout is a network timeout, as a client whose connection deadline
+// passed returns.
+var errIOTimeout error = &net.OpError{Op: "write", Net: "tcp", Err: os.ErrDeadlineExceeded}
 
 // run waits on loop with attempts that return steps in order, and backoff
 // as the loop's Backoff; it logs each attempt and backoff call in f's log.
@@ -415,6 +421,19 @@ func TestWaitEnds(t *testing.T) {
 				return []step{{err: errTransient}, {err: context.Canceled, do: cancel}}
 			},
 			match:     []error{locker.ErrNotAcquired, context.Canceled, errTransient},
+			wantedLog: []string{"try", "backoff 1", "wait", "try"},
+		},
+		{
+			// An attempt cut short as ctx ended by the client's own
+			// deadline (go-redis with ContextTimeoutEnabled sets the
+			// connection's to ctx's): an i/o timeout, which says less
+			// than the transient error before it.
+			name: "attempt cut short by the client's deadline",
+			steps: func(cancel func()) []step {
+				return []step{{err: errTransient}, {err: errIOTimeout, do: cancel}}
+			},
+			match:     []error{locker.ErrNotAcquired, context.Canceled, errTransient},
+			notMatch:  []error{errIOTimeout},
 			wantedLog: []string{"try", "backoff 1", "wait", "try"},
 		},
 		{
