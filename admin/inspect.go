@@ -24,23 +24,25 @@ type Status struct {
 	// Name is the name inspected.
 	Name string
 	// View is the name's state. On a quorum it is the view that a
-	// majority of the nodes report, compared on what they hold (holders
-	// and counts; not the time left, which each node counts on its own
-	// clock, nor the tokens, which each draws from its own counter), with
-	// the shortest time left and the largest token among them, as the
-	// quorum's grants have them; when no majority agrees it is the view of
-	// the largest group of nodes that do, and Agreed is false.
+	// majority of the nodes report, compared on what they hold (holds,
+	// holders and counts; not the time left, which each node counts on its
+	// own clock, the tokens, which each draws from its own counter, nor
+	// the waiters, whose steps may have reached some nodes only), with the
+	// shortest time left, the largest token and the most waiters among
+	// them; when no majority agrees it is the view of the largest group of
+	// nodes that do, and Agreed is false.
 	View
-	// Agreed reports whether a majority of the nodes reported View: on a
-	// quorum, a hold that no majority reports is no valid hold, and
-	// counts that no majority reports are in flux (a step that reached
-	// some nodes and not yet others). Always true on other Backends.
+	// Agreed reports whether a majority of the nodes hold what View
+	// holds: on a quorum, a hold that no majority reports is no valid
+	// hold, and counts that no majority reports are in flux (a step that
+	// reached some nodes and not yet others). Always true on other
+	// Backends.
 	Agreed bool
 	// Nodes is each node's own view on a quorum (backend.NewQuorum), in
 	// the order of its nodes; nil on other Backends.
 	Nodes []NodeView
-	// Disagree lists the addresses of the nodes whose view differs from
-	// View's on what they hold, or that did not answer.
+	// Disagree lists the addresses of the nodes that hold otherwise than
+	// View, or that did not answer.
 	Disagree []string
 }
 
@@ -280,38 +282,39 @@ func (st *Status) merge(majority int) error {
 	return nil
 }
 
-// sameHolds reports whether a and b hold the same: equal but for the
-// time left, which each node counts on its own clock, the fencing tokens,
-// which each node draws from its own counter (a quorum's token is the
-// largest of a majority), and who listens.
+// sameHolds reports whether a and b hold the same: the holds, holders and
+// counts, but not the time left, which each node counts on its own clock,
+// the fencing tokens, which each node draws from its own counter (a
+// quorum's token is the largest of a majority), the places in the lines,
+// which a waiter's step may have reached on some nodes only, nor who
+// listens.
 func sameHolds(a, b View) bool { return reflect.DeepEqual(bare(a), bare(b)) }
 
-// bare returns a deep copy of v without its times left, tokens and
-// listeners.
+// bare returns a deep copy of v with only what sameHolds compares.
 func bare(v View) View {
 	v.LastToken, v.Listening = 0, 0
 	if v.Mutex != nil {
-		m := *v.Mutex
-		m.TTL, m.Yield, m.Token = 0, 0, 0
-		v.Mutex = &m
+		v.Mutex = bareLock(*v.Mutex)
 	}
 	if v.Reentrant != nil {
 		r := *v.Reentrant
-		r.TTL, r.Token = 0, 0
+		r.TTL, r.Token, r.Waiting = 0, 0, 0
 		v.Reentrant = &r
 	}
 	if v.RWMutex != nil {
 		rw := *v.RWMutex
-		rw.Write.TTL, rw.Write.Yield, rw.Write.Token, rw.ReadTTL = 0, 0, 0, 0
+		rw.Write = *bareLock(rw.Write)
+		rw.ReadTTL, rw.WaitingWriters, rw.WaitingReaders = 0, 0, 0
 		v.RWMutex = &rw
 	}
 	if v.Fair != nil {
 		f := *v.Fair
-		f.TTL, f.Token = 0, 0
+		f.TTL, f.Token, f.Waiting = 0, 0, 0
 		v.Fair = &f
 	}
 	if v.Semaphore != nil {
 		s := *v.Semaphore
+		s.Waiting = 0
 		s.Holds = append([]PermitHold(nil), s.Holds...)
 		for i := range s.Holds {
 			s.Holds[i].TTL, s.Holds[i].Token = 0, 0
@@ -326,9 +329,16 @@ func bare(v View) View {
 	return v
 }
 
+// bareLock returns l with only what sameHolds compares.
+func bareLock(l Lock) *Lock {
+	l.TTL, l.Yield, l.Token, l.Waiting = 0, 0, 0, 0
+	return &l
+}
+
 // agreed returns the view of the nodes in group, which hold the same (see
 // sameHolds): with the shortest time left of each hold, what every one of
-// them still holds, and the largest token, as a quorum's grant has it.
+// them still holds, the largest token, as a quorum's grant has it, and the
+// most waiters any of them counts.
 func agreed(nodes []NodeView, group []int) View {
 	v := bare(nodes[group[0]].View) // a copy to fill in
 	least := func(d *time.Duration, of time.Duration, first bool) {
@@ -337,28 +347,36 @@ func agreed(nodes []NodeView, group []int) View {
 		}
 	}
 	most := func(t *int64, of int64) { *t = max(*t, of) }
+	mostOf := func(n *int, of int) { *n = max(*n, of) }
 	for j, i := range group {
 		n, first := nodes[i].View, j == 0
 		if n.Mutex != nil {
 			least(&v.Mutex.TTL, n.Mutex.TTL, first)
 			least(&v.Mutex.Yield, n.Mutex.Yield, first)
 			most(&v.Mutex.Token, n.Mutex.Token)
+			mostOf(&v.Mutex.Waiting, n.Mutex.Waiting)
 		}
 		if n.Reentrant != nil {
 			least(&v.Reentrant.TTL, n.Reentrant.TTL, first)
 			most(&v.Reentrant.Token, n.Reentrant.Token)
+			mostOf(&v.Reentrant.Waiting, n.Reentrant.Waiting)
 		}
 		if n.RWMutex != nil {
 			least(&v.RWMutex.Write.TTL, n.RWMutex.Write.TTL, first)
 			least(&v.RWMutex.Write.Yield, n.RWMutex.Write.Yield, first)
 			least(&v.RWMutex.ReadTTL, n.RWMutex.ReadTTL, first)
 			most(&v.RWMutex.Write.Token, n.RWMutex.Write.Token)
+			mostOf(&v.RWMutex.Write.Waiting, n.RWMutex.Write.Waiting)
+			mostOf(&v.RWMutex.WaitingWriters, n.RWMutex.WaitingWriters)
+			mostOf(&v.RWMutex.WaitingReaders, n.RWMutex.WaitingReaders)
 		}
 		if n.Fair != nil {
 			least(&v.Fair.TTL, n.Fair.TTL, first)
 			most(&v.Fair.Token, n.Fair.Token)
+			mostOf(&v.Fair.Waiting, n.Fair.Waiting)
 		}
 		if n.Semaphore != nil {
+			mostOf(&v.Semaphore.Waiting, n.Semaphore.Waiting)
 			for h := range v.Semaphore.Holds {
 				least(&v.Semaphore.Holds[h].TTL, n.Semaphore.Holds[h].TTL, first)
 				most(&v.Semaphore.Holds[h].Token, n.Semaphore.Holds[h].Token)

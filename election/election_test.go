@@ -55,11 +55,12 @@ func next(t *testing.T, ch <-chan election.Leader, what string) election.Leader 
 func TestCampaign(t *testing.T) {
 	eachBackend(t, func(t *testing.T, newBackend func() backend.Backend) {
 		ctx := context.Background()
-		a, err := election.New(newBackend(), "jobs", election.WithTTL(5*time.Second))
+		name := deploytest.Name(t) // the shared servers keep what earlier runs left
+		a, err := election.New(newBackend(), name, election.WithTTL(5*time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, _ := election.New(newBackend(), "jobs", election.WithTTL(5*time.Second))
+		b, _ := election.New(newBackend(), name, election.WithTTL(5*time.Second))
 		if _, err := b.Leader(ctx); !errors.Is(err, election.ErrNoLeader) {
 			t.Fatalf("Leader before any campaign = %v; want ErrNoLeader", err)
 		}
@@ -147,13 +148,14 @@ func TestLeadershipEndedFromOutside(t *testing.T) {
 	eachBackend(t, func(t *testing.T, newBackend func() backend.Backend) {
 		ctx := context.Background()
 		ttl := time.Second
-		a, _ := election.New(newBackend(), "cron", election.WithTTL(ttl))
+		name := deploytest.Name(t)
+		a, _ := election.New(newBackend(), name, election.WithTTL(ttl))
 		ta, err := a.Campaign(ctx, "host-a")
 		if err != nil {
 			t.Fatal(err)
 		}
 		ob := newBackend()
-		b, _ := election.New(ob, "cron", election.WithTTL(ttl))
+		b, _ := election.New(ob, name, election.WithTTL(ttl))
 		obsCtx, stop := context.WithCancel(ctx)
 		defer stop()
 		seen := b.Observe(obsCtx)
@@ -162,7 +164,7 @@ func TestLeadershipEndedFromOutside(t *testing.T) {
 		}
 		work, cancel := ta.Context(ctx)
 		defer cancel()
-		if _, err := admin.ForceUnlock(ctx, ob, "cron"); err != nil {
+		if _, err := admin.ForceUnlock(ctx, ob, name); err != nil {
 			t.Fatal(err)
 		}
 		select {
