@@ -30,7 +30,9 @@ type Status struct {
 	// the waiters, whose steps may have reached some nodes only), with the
 	// shortest time left, the largest token and the most waiters among
 	// them; when no majority agrees it is the view of the largest group of
-	// nodes that do, and Agreed is false.
+	// nodes that do, and Agreed is false. A hold's token on a quorum is the
+	// largest of the majority whose grants decided it, so the holder's
+	// token is one of the nodes' own (see Nodes), and not above View's.
 	View
 	// Agreed reports whether a majority of the nodes hold what View
 	// holds: on a quorum, a hold that no majority reports is no valid
