@@ -25,11 +25,12 @@
 // The election of name uses the keys of the mutex of name (see package
 // mutex: redisync:{name}:lock and its fence counter), and:
 //
-//	redisync:{name}:leader   string "<token> <value>": the last leader's record, kept 24h
-//	                         and recorded again by its term every 8h; it describes the
-//	                         leader only while the lock is held with a token not above
-//	                         its own, so a record left by a leader that is gone
-//	                         describes nobody
+//	redisync:{name}:leader   string "<token> <owner> <value>": the last leader's record,
+//	                         kept 24h and recorded again by its term every 8h, with the
+//	                         owner token of the leader's hold (compared inside Redis,
+//	                         never read out); it describes the leader only while that
+//	                         owner holds the lock, so a record left by a leader that is
+//	                         gone describes nobody
 //
 // and the channel redisync:{name}:elected, on which a Campaign's record and a
 // Resign are announced.

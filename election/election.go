@@ -9,6 +9,7 @@ import (
 
 	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/backend/driver"
+	"github.com/redisync/redisync/internal/engine"
 	"github.com/redisync/redisync/internal/holdopt"
 	"github.com/redisync/redisync/internal/keyspace"
 	"github.com/redisync/redisync/internal/lease"
@@ -74,6 +75,7 @@ type Term struct {
 	m     *mutex.Mutex
 	value string
 	token int64
+	owner string        // the owner token of the hold on the server: compared inside Redis only
 	stop  chan struct{} // closed by Resign: the term stops recording its value
 }
 
@@ -100,7 +102,7 @@ func (e *Election) Campaign(ctx context.Context, value string) (*Term, error) {
 	if err := m.Lock(ctx); err != nil {
 		return nil, fmt.Errorf("election: campaign for %q: %w", e.name, err)
 	}
-	t := &Term{e: e, m: m, value: value, token: m.Token(), stop: make(chan struct{})}
+	t := &Term{e: e, m: m, value: value, token: m.Token(), owner: engine.OwnerOf(m), stop: make(chan struct{})}
 	if err := t.proclaim(ctx); err != nil {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.ttl)
 		_ = m.Unlock(ctx)
@@ -118,7 +120,7 @@ func (t *Term) proclaim(ctx context.Context) error {
 	var r driver.Reply
 	err := lease.Retry(ctx, t.e.b, t.e.backoff, func(ctx context.Context) (err error) {
 		r, err = script.ElectionProclaim.Run(ctx, t.e.b, t.e.keys.Keys(), script.ElectionProclaimArgs{
-			Token: strconv.FormatInt(t.token, 10), Value: t.value,
+			Token: strconv.FormatInt(t.token, 10), Owner: t.owner, Value: t.value,
 			Retention: retention.Milliseconds(), Channel: t.e.keys.Elected,
 		})
 		return err
@@ -238,7 +240,9 @@ type Leader struct {
 }
 
 // Leader returns the current leader: the value its Campaign recorded, its
-// term's token and the time its hold has left. It changes nothing and takes
+// term's token and the time its hold has left. Between a local hand-off of
+// the leadership (a Resign while another goroutine of the process
+// campaigns) and the new term's record, it reports the term before. It changes nothing and takes
 // one round trip (on a quorum, one per node at once, and the leader is
 // the one a majority of the nodes report), sent again after transient
 // errors while ctx allows. It returns ErrNoLeader when nobody leads, and
@@ -264,58 +268,99 @@ func (e *Election) read(ctx context.Context) (Leader, error) {
 	replies := backend.ReadNodes(ctx, e.b, func() []*driver.Call {
 		return []*driver.Call{script.ElectionLeader.Call(keys, script.ElectionLeaderArgs{})}
 	})
-	if len(replies) == 1 && replies[0].Addr == "" {
-		c := replies[0].Calls[0]
-		if c.Err != nil {
-			return Leader{}, c.Err
-		}
-		return leaderOf(c), nil
+	majority := 1
+	if q, ok := e.b.(driver.Quorum); ok {
+		_, majority = q.QuorumNodes()
 	}
-	// On a quorum: the leader a majority of the nodes report. A node whose
-	// record is behind (a proclamation that reached a majority, not it)
-	// does not count for it.
-	_, majority := e.b.(driver.Quorum).QuorumNodes()
-	votes := map[Leader]int{}
-	var answered int
+	var answers []nodeLeader
 	var errs []error
 	for _, r := range replies {
 		c := r.Calls[0]
-		if c.Err != nil {
+		if c.Err == nil {
+			a, err := leaderOf(c)
+			if err == nil {
+				answers = append(answers, a)
+				continue
+			}
+			c.Err = err
+		}
+		if r.Addr != "" {
 			errs = append(errs, fmt.Errorf("node %s: %w", r.Addr, c.Err))
+		} else {
+			errs = append(errs, c.Err)
+		}
+	}
+	if len(answers) < majority {
+		if len(replies) == 1 {
+			return Leader{}, errs[0]
+		}
+		return Leader{}, fmt.Errorf("%d of %d nodes answered, %d needed: %w", len(answers), len(replies), majority, errors.Join(errs...))
+	}
+	// The hold that a majority of the nodes report, if any: only it is
+	// valid; and its owner's latest record that a majority of the nodes
+	// report (on other nodes than the hold's, maybe: any two majorities
+	// share a node). A Resign's removal of the record reaches a majority
+	// before it returns.
+	holds := map[string]int{}
+	for _, a := range answers {
+		if a.holder != "" {
+			holds[a.holder]++
+		}
+	}
+	for holder, n := range holds {
+		if n < majority {
 			continue
 		}
-		answered++
-		l := leaderOf(c)
-		l.TTL = 0 // each node counts it on its own clock
-		votes[l]++
-	}
-	if answered < majority {
-		return Leader{}, fmt.Errorf("%d of %d nodes answered, %d needed: %w", answered, len(replies), majority, errors.Join(errs...))
-	}
-	for l, n := range votes {
-		if n >= majority && l.Token != 0 {
-			// The shortest time left among the nodes that report it.
-			l.TTL = -1
-			for _, r := range replies {
-				if c := r.Calls[0]; c.Err == nil {
-					if nl := leaderOf(c); nl.Token == l.Token && nl.Value == l.Value && (l.TTL < 0 || nl.TTL < l.TTL) {
-						l.TTL = nl.TTL
-					}
-				}
+		records := map[Leader]int{}
+		ttl := time.Duration(-1)
+		for _, a := range answers {
+			if a.holder == holder && (ttl < 0 || a.left < ttl) {
+				ttl = a.left // the shortest time left among the nodes that hold it
 			}
-			return l, nil
+			if a.recorder == holder {
+				records[Leader{Token: a.token, Value: a.value}]++
+			}
 		}
+		var l Leader
+		for r, n := range records {
+			if n >= majority && r.Token > l.Token {
+				l = r
+			}
+		}
+		if l.Token == 0 {
+			return Leader{}, nil // not recorded yet, or resigned
+		}
+		l.TTL = ttl
+		return l, nil
 	}
 	return Leader{}, nil
 }
 
-// leaderOf returns the leader that a reply of ElectionLeader describes, or
-// the zero Leader.
-func leaderOf(c *driver.Call) Leader {
-	if c.Reply.At(1) != 2 {
-		return Leader{}
+// A nodeLeader is what one node answered election.leader: the digests of
+// the owner tokens of the hold and of the record ("" for none), never the
+// owner tokens themselves.
+type nodeLeader struct {
+	holder, recorder string
+	left             time.Duration
+	token            int64
+	value            string
+}
+
+// leaderOf decodes a reply of election.leader.
+func leaderOf(c *driver.Call) (nodeLeader, error) {
+	const digest = 40
+	r, d := c.Reply, c.Data
+	if r.Status() != driver.StatusOK || len(r) != 4 || len(d) < 2*digest {
+		return nodeLeader{}, fmt.Errorf("script %s: malformed reply %v", c.Script.Name(), r)
 	}
-	return Leader{Value: string(c.Data), Token: c.Reply.At(2), TTL: time.Duration(c.Reply.At(3)) * time.Millisecond}
+	a := nodeLeader{left: time.Duration(r[2]) * time.Millisecond, token: r[3], value: string(d[2*digest:])}
+	if r[1] == 1 {
+		a.holder = string(d[:digest])
+	}
+	if r[3] > 0 {
+		a.recorder = string(d[digest : 2*digest])
+	}
+	return a, nil
 }
 
 // Observe returns a channel on which it sends the election's leader at

@@ -3,8 +3,12 @@ package election_test
 import (
 	"context"
 	"errors"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/admin"
 	"github.com/redisync/redisync/backend"
@@ -237,5 +241,40 @@ func TestNew(t *testing.T) {
 		if _, err := election.New(tc.b, tc.name, tc.opts...); !errors.Is(err, locker.ErrInvalid) {
 			t.Errorf("New(%v, %q, %v) = %v; want locker.ErrInvalid", tc.b, tc.name, tc.opts, err)
 		}
+	}
+}
+
+// TestLeaderQuorumTokens: on a quorum a node may hold the leader's lock with
+// a token of its own, above the grant's (a node that granted after the
+// majority had decided), and a node may miss the record (a write that
+// reached a majority): the leader is still the one a majority reports.
+func TestLeaderQuorumTokens(t *testing.T) {
+	ctx := context.Background()
+	nodes := redistest.StartNodes(t, 3)
+	q := deploytest.QuorumOf(t, []string{nodes[0].Addr, nodes[1].Addr, nodes[2].Addr}, backend.WithNodeTimeout(lockertest.QuorumNodeTimeout))
+	e, _ := election.New(q, "split")
+	term, err := e.Campaign(ctx, "host-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer term.Resign(ctx)
+	lock, record := "redisync:{split}:lock", "redisync:{split}:leader"
+	// Node 3 holds the lock with a token above the grant's; node 2 has no
+	// record.
+	c3 := nodes[2].Client(t)
+	if v, err := c3.Get(ctx, lock).Result(); err == nil {
+		f := strings.Fields(v)
+		f[1] = strconv.FormatInt(term.Token()+1000, 10)
+		if err := c3.Set(ctx, lock, strings.Join(f, " "), redis.KeepTTL).Err(); err != nil {
+			t.Fatal(err)
+		}
+	} else if err := c3.HSet(ctx, lock, "f", term.Token()+1000).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := nodes[1].Client(t).Del(ctx, record).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if l, err := e.Leader(ctx); err != nil || l.Value != "host-a" || l.Token != term.Token() {
+		t.Errorf("Leader = %+v, %v; want host-a with token %d, as nodes 1 and 3 report", l, err, term.Token())
 	}
 }

@@ -72,6 +72,17 @@ var (
 	_ locker.Lease  = (*Mutex)(nil)
 )
 
+// The owner token of a Mutex's current hold, for package election (see
+// engine.OwnerOf).
+func init() {
+	engine.OwnerOf = func(handle any) string {
+		if m, ok := handle.(*Mutex); ok {
+			return m.h.Owner()
+		}
+		return ""
+	}
+}
+
 // New returns the Mutex called name on b. It does no I/O. It returns an error
 // matching locker.ErrInvalid for a nil or unusable Backend, a bad name (empty,
 // longer than 512 bytes, or containing '{', '}' or control characters) or a

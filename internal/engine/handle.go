@@ -312,3 +312,17 @@ func (h *Handle) Extend(ctx context.Context, ttl time.Duration) (err error) {
 	op.Token(cur.Token())
 	return h.Wrap("extend", cur.Extend(ctx, ttl))
 }
+
+// Owner returns the owner token of the current hold on the server, "" when
+// there is none: a credential, which the packages built on a primitive
+// (election) compare inside Redis only, never log or show.
+func (h *Handle) Owner() string {
+	if t, ok := h.current().(*lease.Tenure); ok {
+		return t.Owner()
+	}
+	return ""
+}
+
+// OwnerOf returns the owner token of the current hold of a primitive's
+// handle (see Handle.Owner); the primitives set it for their handles.
+var OwnerOf = func(handle any) string { return "" }

@@ -249,3 +249,7 @@ func (t *Tenure) Until() time.Time {
 	}
 	return t.l.Until()
 }
+
+// Owner returns the owner token of the hold on the server that t is a
+// tenure of (its Lease's): a credential, for comparisons inside Redis only.
+func (t *Tenure) Owner() string { return t.l.Owner() }

@@ -18,6 +18,7 @@ var (
 // ElectionProclaimArgs is the arguments of election_proclaim.lua.
 type ElectionProclaimArgs struct {
 	Token     string `lua:"token"`            // the term's fencing token, in decimal
+	Owner     string `lua:"owner"`            // the owner token of the leader's hold
 	Value     string `lua:"value"`            // what the leader tells of itself
 	Retention int64  `lua:"retention,stable"` // ms the record is kept
 	Channel   string `lua:"channel,stable"`   // where proclamations are announced

@@ -1,32 +1,36 @@
--- election_leader.lua: read who leads the election, without changing it.
+-- election_leader.lua: read who holds the election's lock and the leader's
+-- record, without changing them.
 -- KEYS[1] the election's lock (a mutex's: a string or a hash, see
 -- lock_lib.lua), KEYS[2] leader record (see election_proclaim.lua)
--- Returns {1, 0} when nobody holds the lock; {1, 1, token} when it is held
--- with token and its holder has not recorded its value yet (or a record
--- stands from an earlier leader only); {1, 2, token, ms left, value} when
--- the record describes the holder: its token is not below the lock's, as
--- every later holder's token is above every earlier one (on a quorum a
--- node's lock can hold a token below the grant's, the largest of a
--- majority, which the leader records).
+-- Returns {1, held (1 or 0), ms the hold has left, the record's token (0:
+-- none), "<holder><recorder><value>"}: holder is the SHA1 of the owner
+-- token of the hold and recorder that of the record's owner, 40 hex digits
+-- each, or 40 '-' when there is none; value is the record's value. The
+-- record describes the leader when its owner holds the lock: the owner,
+-- not the token, tells, for on a quorum a node's lock can carry a token
+-- other than the grant's (the largest of a majority, which the leader
+-- records), and the hold and the record may stand on two different
+-- majorities of the nodes, which the caller puts together by the digests.
+-- The owner tokens, which are credentials, are never returned.
+local none = string.rep('-', 40)
 local v = redis.pcall('GET', KEYS[1])
-local held
+local holder
 if type(v) == 'string' then
-  held = tonumber(string.match(v, '^%S+ (%d+) '))
+  holder = string.match(v, '^(%S+) %d+ ')
 elseif type(v) == 'table' then
   -- WRONGTYPE: the lock hash; o is there while the lock is held.
-  local h = redis.call('HMGET', KEYS[1], 'o', 'f')
-  if h[1] then
-    held = tonumber(h[2])
-  end
+  holder = redis.call('HGET', KEYS[1], 'o')
 end
-if not held then
-  return {1, 0}
+local held, left, digest = 0, 0, none
+if holder then
+  held, left, digest = 1, math.max(redis.call('PTTL', KEYS[1]), 0), redis.sha1hex(holder)
 end
+local token, recorder, value = 0, none, ''
 local rec = redis.call('GET', KEYS[2])
 if rec then
-  local t, value = string.match(rec, '^(%d+) (.*)$')
-  if t and tonumber(t) >= held then
-    return {1, 2, tonumber(t), math.max(redis.call('PTTL', KEYS[1]), 0), value}
+  local t, owner, val = string.match(rec, '^(%d+) (%S+) (.*)$')
+  if t then
+    token, recorder, value = tonumber(t), redis.sha1hex(owner), val
   end
 end
-return {1, 1, held}
+return {1, held, left, token, digest .. recorder .. value}

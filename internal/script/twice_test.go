@@ -57,7 +57,7 @@ var (
 
 // proclaim records value as the leader's with token.
 func proclaim(token, value string) step {
-	return stepOf(script.ElectionProclaim, elKeys, script.ElectionProclaimArgs{Token: token, Value: value, Retention: 60000, Channel: "elected"})
+	return stepOf(script.ElectionProclaim, elKeys, script.ElectionProclaimArgs{Token: token, Owner: "A", Value: value, Retention: 60000, Channel: "elected"})
 }
 
 // enc returns the argument list (after ARGV[1], the publish command) of a

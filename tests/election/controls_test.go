@@ -104,8 +104,8 @@ func (r *replay) serve(cmds []redis.Cmder) bool {
 	return true
 }
 
-// keep caches the reply of an election.leader call that named a leader
-// (status 2, see election_leader.lua).
+// keep caches the reply of an election.leader call that found the lock
+// held and a leader's record (see election_leader.lua).
 func (r *replay) keep(cmds []redis.Cmder) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -116,7 +116,7 @@ func (r *replay) keep(cmds []redis.Cmder) {
 	if !ok {
 		return
 	}
-	if v, err := c.Slice(); err == nil && len(v) > 1 && v[1] == int64(2) {
+	if v, err := c.Slice(); err == nil && len(v) > 3 && v[1] == int64(1) && v[3] != int64(0) {
 		r.cached = c.Val()
 	}
 }
