@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"bytes"
 	"runtime"
 	"sync"
 	"testing"
@@ -14,7 +15,6 @@ func TestWorkersKeepGoroutines(t *testing.T) {
 	done := make(chan struct{})
 	w := newWorkers(done)
 	w.max = 3
-	before := runtime.NumGoroutine()
 
 	// One after the other: one goroutine, kept (a goroutine per call would
 	// leave max waiting).
@@ -49,25 +49,15 @@ func TestWorkersKeepGoroutines(t *testing.T) {
 	for range 10 {
 		w.run(taskFunc(call(&wg, block)))
 	}
-	if n := runtime.NumGoroutine() - before; n < 10 {
-		t.Errorf("10 calls blocked at once run on %d goroutines; want 10", n)
-	}
+	waitWorking(t, 10)
 	close(block)
 	wg.Wait()
 	waitIdle(t, w, w.max)
-	if n := runtime.NumGoroutine() - before; n > w.max+1 {
-		t.Errorf("%d goroutines left after the calls; want at most %d waiting (and one exiting)", n, w.max)
-	}
+	waitWorking(t, w.max)
 
 	// Closed: every kept goroutine ends; a call still runs.
 	close(done)
-	deadline := time.Now().Add(10 * time.Second)
-	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
-	if n := runtime.NumGoroutine() - before; n > 0 {
-		t.Errorf("%d goroutines left once the backend closed; want 0", n)
-	}
+	waitWorking(t, 0)
 	wg.Add(1)
 	w.run(taskFunc(call(&wg, nil)))
 	wg.Wait()
@@ -91,5 +81,33 @@ func waitIdle(t *testing.T, w *workers, n int) {
 			t.Fatalf("%d goroutines wait for calls; want %d", got, n)
 		}
 		time.Sleep(100 * time.Microsecond)
+	}
+}
+
+// waitWorking waits until n goroutines run workers.work, counted in the
+// stacks of the process's goroutines (not runtime.NumGoroutine, which counts
+// the goroutines of earlier tests that are still ending).
+func waitWorking(t *testing.T, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	buf := make([]byte, 1<<20)
+	for {
+		for {
+			m := runtime.Stack(buf, true)
+			if m < len(buf) {
+				buf = buf[:m]
+				break
+			}
+			buf = make([]byte, 2*len(buf))
+		}
+		got := bytes.Count(buf, []byte("backend.(*workers).work("))
+		buf = buf[:cap(buf)]
+		if got == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d goroutines run the workers' loop; want %d", got, n)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
