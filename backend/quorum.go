@@ -793,8 +793,10 @@ func (q *quorum) acquire(ctx context.Context, call *driver.Call, per []*driver.C
 			token = max(token, per[n].Reply.At(1))
 		}
 		// The counters must reach the last token the hold may use: the
-		// token itself, or the end of the block it reserved (as long on
-		// every node, since the nodes ran the same call).
+		// token itself, or the end of the block the first granting node
+		// reserved. Another node's block may be shorter (it found the
+		// owner's hold there, whose grant reserved less than this call asks
+		// for): raise counts a node by the end of its own block.
 		last := token
 		if call.Script.Block() {
 			r := per[ok[0]].Reply

@@ -135,9 +135,10 @@
 // For a Mutex named "orders:42" on a backend with the default prefix:
 //
 //	redisync:{orders:42}:lock          string "<owner token> <fencing token> <cohort>" while a hold that nobody
-//	                                   contended stands (granted to its call's first attempt); otherwise a
-//	                                   hash: the hold {o: owner token, f: fencing token, a: attempt, c: cohort
-//	                                   "<host>/<pid>#<backend>"}, the line {q:<cohort>: "<arrival> <until ms> <call>"
+//	                                   contended stands (granted to its call's first attempt, with no block);
+//	                                   otherwise a hash: the hold {o: owner token, f: fencing token, a: attempt,
+//	                                   c: cohort "<host>/<pid>#<backend>", l: the last token of its block, when
+//	                                   it reserved one}, the line {q:<cohort>: "<arrival> <until ms> <call>"
 //	                                   (a grant's departure adds " <attempt>"), qn: last arrival}, and a release's
 //	                                   yield marker {y: "<until ms> <cohort>"};
 //	                                   expires with the hold, or without one with the last place in line, departure

@@ -92,7 +92,8 @@
 //
 // For an RWMutex named "cache:users" on a backend with the default prefix:
 //
-//	redisync:{cache:users}:writer   hash: the write hold {o: owner token, f: fencing token, a: attempt, c: cohort} and
+//	redisync:{cache:users}:writer   hash: the write hold {o: owner token, f: fencing token, a: attempt, c: cohort, l: the
+//	                                last token of its block, when it reserved one} and
 //	                                the writers' line {q:<cohort>: "<arrival> <until ms> <call>", qn: last arrival};
 //	                                expires with the write hold, or without one with the last place in line or
 //	                                departure (see package mutex)

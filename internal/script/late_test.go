@@ -67,6 +67,19 @@ func lateAttemptLocks() []exclusiveCalls {
 			},
 			keys: func(base string) []string { return []string{base + "reentrant", base + "fence"} },
 		},
+		{
+			name: "multi",
+			acquire: func(keys []string, owner, cohort string, call, n int64) *driver.Call {
+				return script.MultiAcquire.Call(keys, script.MultiArgs{
+					Owner: owner, TTL: ttl, FenceMargin: fenceMargin, Attempt: n, Cohort: cohort, Stale: stale, Call: call,
+					Wakes: []string{keys[0] + ":wake"},
+				})
+			},
+			release: func(keys []string, owner string, granted int64) *driver.Call {
+				return script.MultiRelease.Call(keys, script.MultiArgs{Owner: owner, Wakes: []string{keys[0] + ":wake"}})
+			},
+			keys: func(base string) []string { return []string{base + "lock", base + "fence"} },
+		},
 	}
 }
 
@@ -116,6 +129,145 @@ func TestLateAttemptOfGrantedCall(t *testing.T) {
 							t.Fatalf("W's late attempt put its process in line: q:p-X = %q", v)
 						}
 					}
+				}
+			})
+		})
+	}
+}
+
+// TestLateAttemptAfterOwnHoldFound: a call whose first attempt took the
+// lock (its reply lost) and whose third attempt found that hold (the
+// second still on its way) is over once its hold is released. The second
+// attempt, delivered then, must neither take the lock for an owner that is
+// gone nor put the call's process in line: finding its own hold, the third
+// attempt records the call's departure as a grant to it would.
+func TestLateAttemptAfterOwnHoldFound(t *testing.T) {
+	for _, l := range lateAttemptLocks() {
+		t.Run(l.name, func(t *testing.T) {
+			servers(t, func(t *testing.T, rdb *redis.Client) {
+				ctx := context.Background()
+				b := backend.New(rdb)
+				defer b.Close()
+				run := func(c *driver.Call) driver.Reply {
+					t.Helper()
+					b.Exec(ctx, c)
+					if c.Err != nil {
+						t.Fatalf("%s: %v", c.Script.Name(), c.Err)
+					}
+					return c.Reply
+				}
+				for _, taken := range []bool{false, true} {
+					keys := l.keys(fmt.Sprintf("redisync:{%s-%v-%d}:", t.Name(), taken, time.Now().UnixNano()))
+					first := wantOK(t, "the first attempt of W's call", run(l.acquire(keys, "W", "p-X", 7, 1)))
+					if got := wantOK(t, "the third attempt of W's call", run(l.acquire(keys, "W", "p-X", 7, 3))); got != first && l.name != "reentrant" {
+						t.Fatalf("the third attempt found W's hold with token %d; want %d, the first attempt's", got, first)
+					}
+					wantOK(t, "W's release", run(l.release(keys, "W", 3)))
+					if taken {
+						wantOK(t, "another process's hold", run(l.acquire(keys, "O", "p-Y", 1, 1)))
+					}
+					if r := run(l.acquire(keys, "W", "p-X", 7, 2)); r.Status() != driver.StatusContended {
+						t.Fatalf("W's second attempt, delivered after W's release (lock taken: %v) = %v; want it refused", taken, r)
+					}
+					h := lockFields(t, rdb, keys[0])
+					if taken && h["o"] != "O" && h["O"] == "" {
+						t.Fatalf("the lock's holder after W's late attempt: %v; want O", h)
+					}
+					if !taken && (h["o"] != "" || h["W"] != "") {
+						t.Fatalf("W's second attempt, delivered after W's release, took the free lock: %v", h)
+					}
+					if v, ok := h["q:p-X"]; ok {
+						var arrival, until, call int64
+						if _, err := fmt.Sscanf(v, "%d %d %d", &arrival, &until, &call); err != nil || arrival != 0 {
+							t.Fatalf("W's late attempt put its process in line: q:p-X = %q", v)
+						}
+					}
+				}
+			})
+		})
+	}
+}
+
+// TestRetriedAttemptKeepsItsBlock: an attempt that finds its owner's hold
+// (an earlier attempt took it and its reply was lost) returns the block of
+// fencing tokens that the grant reserved, not the block it asks for
+// itself: tokens past the reserved block were never drawn from the fence
+// counter, and another process's next hold could get one of them. The
+// counter is set far ahead of the clock, so that tokens come from it.
+func TestRetriedAttemptKeepsItsBlock(t *testing.T) {
+	const ttl, stale = 10000, 3000
+	mutex := func(n, block int64) func(keys []string) *driver.Call {
+		return func(keys []string) *driver.Call {
+			return script.MutexAcquire.Call(keys, script.MutexAcquireArgs{
+				Owner: "W", TTL: ttl, FenceMargin: fenceMargin, Attempt: n, Block: block,
+				Cohort: "p-X", Waits: true, Stale: stale, Call: 7,
+			})
+		}
+	}
+	rwmutex := func(n, block int64) func(keys []string) *driver.Call {
+		return func(keys []string) *driver.Call {
+			return script.RWMutexLock.Call(keys, script.RWLockArgs{
+				Owner: "W", WWake: keys[0] + ":wake", RWake: keys[0] + ":rwake", TTL: ttl, FenceMargin: fenceMargin,
+				Waits: true, Attempt: n, Block: block, Cohort: "p-X", Stale: stale, Call: 7,
+			})
+		}
+	}
+	mutexKeys := func(base string) []string { return []string{base + "lock", base + "fence"} }
+	rwKeys := func(base string) []string {
+		return []string{base + "writer", base + "readers", base + "wwait", base + "rwait", base + "rturn", base + "fence"}
+	}
+	cases := []struct {
+		name          string
+		keys          func(base string) []string
+		grant, retry  func(keys []string) *driver.Call
+		reserved      int64 // the block the grant reserved
+		otherAcquires func(keys []string) *driver.Call
+	}{
+		{"mutex take, then attempt 2", mutexKeys,
+			func(keys []string) *driver.Call {
+				return script.MutexTake.Call(keys, script.MutexTakeArgs{Owner: "W", TTL: ttl, Cohort: "p-X"})
+			},
+			mutex(2, 65), 1, nil},
+		{"mutex attempt 1, then attempt 3", mutexKeys, mutex(1, 1), mutex(3, 65), 1, nil},
+		{"mutex attempt 2 with a block, then attempt 3", mutexKeys, mutex(2, 9), mutex(3, 65), 9, nil},
+		{"mutex attempt 1 with a block, then attempt 3", mutexKeys, mutex(1, 9), mutex(3, 65), 9, nil},
+		{"rwmutex attempt 1, then attempt 3", rwKeys, rwmutex(1, 1), rwmutex(3, 65), 1, nil},
+		{"rwmutex attempt 1 with a block, then attempt 3", rwKeys, rwmutex(1, 9), rwmutex(3, 65), 9, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			servers(t, func(t *testing.T, rdb *redis.Client) {
+				ctx := context.Background()
+				b := backend.New(rdb)
+				defer b.Close()
+				keys := c.keys(fmt.Sprintf("redisync:{%s-%d}:", t.Name(), time.Now().UnixNano()))
+				fence := keys[len(keys)-1]
+				ahead := time.Now().Add(time.Hour).UnixMicro()
+				if err := rdb.Set(ctx, fence, ahead, time.Hour).Err(); err != nil {
+					t.Fatal(err)
+				}
+				g := c.grant(keys)
+				b.Exec(ctx, g)
+				if g.Err != nil || g.Reply.Status() != driver.StatusOK && g.Reply.At(0) <= 0 {
+					t.Fatalf("the grant = (%v, %v); want it held", g.Reply, g.Err)
+				}
+				token := ahead + 1
+				for run := 1; run <= 2; run++ {
+					r := c.retry(keys)
+					b.Exec(ctx, r)
+					if r.Err != nil || r.Reply.Status() != driver.StatusOK {
+						t.Fatalf("the retried attempt (run %d) = (%v, %v); want it held", run, r.Reply, r.Err)
+					}
+					if r.Reply.At(1) != token {
+						t.Fatalf("the retried attempt (run %d) got token %d; want %d, the grant's", run, r.Reply.At(1), token)
+					}
+					if last := r.Reply.At(2); last < token || last > token+c.reserved-1 {
+						t.Fatalf("the retried attempt (run %d) got the block %d-%d; want at most the %d token(s) the grant reserved (up to %d)", run, token, last, c.reserved, token+c.reserved-1)
+					}
+				}
+				counter, err := rdb.Get(ctx, fence).Int64()
+				if err != nil || counter < token+c.reserved-1 {
+					t.Fatalf("the fence counter = (%d, %v); want at least %d", counter, err, token+c.reserved-1)
 				}
 			})
 		})

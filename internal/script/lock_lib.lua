@@ -6,7 +6,10 @@
 --
 --   the hold: o = owner token, f = fencing token, a = the attempt that
 --   last granted it, c = the holder's cohort (the goroutines of one process
---   that queue for the name on one backend: "<host>/<pid>#<backend>");
+--   that queue for the name on one backend: "<host>/<pid>#<backend>"),
+--   l = the last token of the block the grant reserved for the holders the
+--   hold is handed to in its process, when there is more than f (see
+--   lock_regrant);
 --   the line of waiting cohorts: q:<cohort> = "<arrival> <until ms> <call>"
 --   for each cohort whose waiting attempt found the lock taken, and qn = the
 --   last arrival number. <call> numbers the acquisition calls of a cohort
@@ -36,8 +39,8 @@
 --
 -- A mutex's hold that nobody contended is not a hash: the acquisition's
 -- fast path stores it as a string, "<owner> <token> <cohort>", granted to
--- its call's first attempt (a = 1), and the release's fast path deletes
--- it. So the key exists exactly while the lock is held or anything of its
+-- its call's first attempt (a = 1) with a block of one token (no l), and
+-- the release's fast path deletes it. So the key exists exactly while the lock is held or anything of its
 -- line stands, and an acquisition that finds no key takes the lock without
 -- reading further. Every other script turns the string into the hash
 -- first (lock_hash) and works on the hash only.
@@ -258,6 +261,31 @@ local function lock_grant(lock, owner, token, attempt, cohort, call, stale, ttl)
   end
   redis.call('HSET', lock, 'o', owner, 'f', lock_num(token), 'a', attempt, 'c', cohort)
   redis.call('PEXPIRE', lock, ttl)
+end
+
+-- lock_regrant gives the hold of lock that its owner has already back to
+-- attempt of call of cohort: a retried attempt whose earlier attempt took
+-- the lock and lost its reply, or the same request run twice. The recorded
+-- attempt never goes back (an earlier attempt that arrives late changes it
+-- not), the expiry is at least that of a new grant (never shorter: the
+-- hold may have been extended), and the call's departure is recorded as a
+-- grant to attempt records it (see lock_departs): an attempt before it may
+-- still be on its way, and once the hold is released it must find the
+-- departure that refuses it. Returns the hold's token and the last token
+-- of the block its grant reserved, whatever block attempt asks for: the
+-- tokens past it were never drawn from the fence counter.
+local function lock_regrant(lock, attempt, cohort, call, stale, ttl)
+  if (tonumber(redis.call('HGET', lock, 'a')) or 0) <= attempt then
+    redis.call('HSET', lock, 'a', attempt)
+  end
+  if redis.call('PTTL', lock) < ttl then
+    redis.call('PEXPIRE', lock, ttl)
+  end
+  if lock_departs(lock, cohort, attempt) then
+    lock_depart(lock, cohort, call, stale, true, tonumber(attempt))
+  end
+  local hold = redis.call('HMGET', lock, 'f', 'l')
+  return tonumber(hold[1]), tonumber(hold[2] or hold[1])
 end
 
 -- lock_vacate ends the hold of lock, keeping the line and the departures;

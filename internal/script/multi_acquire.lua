@@ -14,9 +14,8 @@
 -- cohort gave up on it) neither joins a line nor takes the locks: its
 -- request arrived after its caller moved on.
 -- A member that the owner holds already (a retried attempt whose first reply
--- was lost, or the same request run twice) is held again with its token,
--- an expiry at least that of a new grant and attempt as the attempt that granted it
--- (unless a later attempt is recorded already).
+-- was lost, or the same request run twice) is held again with its token
+-- (see lock_regrant in lock_lib.lua).
 -- Returns {1, token of member 1, ..., token of member n} when all were free
 -- or held by the owner, {0, ms until the blocking hold expires, index of the
 -- first member held by another owner} otherwise.
@@ -40,13 +39,7 @@ local out = {1}
 for i = 1, n do
   local lock, fence = KEYS[2 * i - 1], KEYS[2 * i]
   if redis.call('HGET', lock, 'o') == owner then
-    if (tonumber(redis.call('HGET', lock, 'a')) or 0) <= attempt then
-      redis.call('HSET', lock, 'a', attempt)
-    end
-    if redis.call('PTTL', lock) < ttl then
-      redis.call('PEXPIRE', lock, ttl)
-    end
-    out[i + 1] = tonumber(redis.call('HGET', lock, 'f'))
+    out[i + 1] = lock_regrant(lock, attempt, cohort, call, math.max(stale, 1), ttl)
   else
     local token = math.max((tonumber(redis.call('GET', fence)) or 0) + 1, lock_us())
     -- The counter expires fence_margin ms after the clock passes it (see

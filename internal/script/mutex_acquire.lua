@@ -20,23 +20,24 @@
 -- cohort has a place in line) neither joins the line nor takes the lock:
 -- its request arrived after its caller moved on.
 -- An owner that holds the lock already (a retried attempt whose first reply
--- was lost, or the same request run twice) gets its hold back with its
--- token, an expiry at least that of a new grant (never shorter: the hold may
--- have been extended) and attempt as the attempt that granted it, so that
--- the undo of an earlier attempt leaves it alone. The recorded
--- attempt never goes back: an earlier attempt that arrives late changes it
--- not.
+-- was lost, or the same request run twice) gets its hold back (see
+-- lock_regrant in lock_lib.lua) with attempt as the attempt that granted
+-- it, so that the undo of an earlier attempt leaves it alone, and with the
+-- block its grant reserved.
 -- Returns {1, fencing token, last token of the block} when held, {0, ms
 -- until the holder's hold (or the yield) expires} otherwise.
 local lock = KEYS[1]
--- The fast path (see take_lib.lua): a call's first attempt. A later
--- attempt records the call's departure (see lock_departs in lock_lib.lua,
--- and the hash in its header), so it turns a string into the hash.
-if attempt == 1 then
+-- The fast path (see take_lib.lua): a call's first attempt that reserves
+-- no block for other holders. A later attempt records the call's departure
+-- (see lock_departs in lock_lib.lua, and the hash in its header), so it
+-- turns a string into the hash; a block's last token is kept in the hash
+-- (l), so that an attempt that finds the hold gets the block its grant
+-- reserved.
+if attempt == 1 and block == 1 then
 --@use draw_lib
 --@use take_lib
   if granted then
-    return {1, granted, granted + block - 1}
+    return {1, granted, granted}
   end
 end
 --@use lock_lib
@@ -44,14 +45,8 @@ lock_hash(lock)
 local state = redis.call('HMGET', lock, 'o', 'y', 'qn')
 local holder = state[1]
 if holder == owner then
-  if (tonumber(redis.call('HGET', lock, 'a')) or 0) <= attempt then
-    redis.call('HSET', lock, 'a', attempt)
-  end
-  if redis.call('PTTL', lock) < ttl then
-    redis.call('PEXPIRE', lock, ttl)
-  end
-  local f = tonumber(redis.call('HGET', lock, 'f'))
-  return {1, f, f + block - 1}
+  local f, l = lock_regrant(lock, attempt, cohort, call, stale, ttl)
+  return {1, f, l}
 end
 if holder then
   if waits then
@@ -71,4 +66,7 @@ if yields == cohort then
 end
 --@use draw_lib
 lock_grant(lock, owner, token, attempt, cohort, call, stale, ttl)
-return {1, token, token + block - 1}
+if last ~= token then
+  redis.call('HSET', lock, 'l', lock_num(last))
+end
+return {1, token, last}

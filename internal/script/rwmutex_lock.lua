@@ -25,10 +25,8 @@
 -- of the cohort has a place in line) changes nothing: its request arrived
 -- after its caller moved on, and must neither wait nor take the lock.
 -- An owner that holds the lock already (a retried attempt, or the same
--- request run twice) gets its hold back with an expiry at least that of a
--- new grant (never shorter: the hold may have been extended) and
--- attempt as the attempt that granted it (unless a later attempt is
--- recorded already: an earlier one that arrives late changes nothing).
+-- request run twice) gets its hold back with the block its grant reserved
+-- (see lock_regrant in lock_lib.lua; a block's last token is kept in l).
 -- Returns {1, fencing token, last token of the block} when held, {0, ms
 -- until a retry may succeed} otherwise.
 --@use lock_lib
@@ -37,15 +35,9 @@ local now = t[1] * 1000 + math.floor(t[2] / 1000)
 
 local holder = redis.call('HGET', KEYS[1], 'o')
 if holder == owner then
-  if (tonumber(redis.call('HGET', KEYS[1], 'a')) or 0) <= attempt then
-    redis.call('HSET', KEYS[1], 'a', attempt)
-  end
-  if redis.call('PTTL', KEYS[1]) < ttl then
-    redis.call('PEXPIRE', KEYS[1], ttl)
-  end
   redis.call('ZREM', KEYS[3], owner)
-  local f = tonumber(redis.call('HGET', KEYS[1], 'f'))
-  return {1, f, f + block - 1}
+  local f, l = lock_regrant(KEYS[1], attempt, cohort, call, stale, ttl)
+  return {1, f, l}
 end
 if lock_stale(KEYS[1], cohort, call, attempt) then
   return {0, math.max(math.floor(ttl / 3), 1)}
@@ -101,6 +93,9 @@ if lock_departs(KEYS[1], cohort, attempt) then
   lock_depart(KEYS[1], cohort, call, stale, true, attempt)
 end
 redis.call('HSET', KEYS[1], 'o', owner, 'f', s, 'a', attempt, 'c', cohort)
+if block ~= 1 then
+  redis.call('HSET', KEYS[1], 'l', string.format('%.0f', token + block - 1))
+end
 redis.call('PEXPIRE', KEYS[1], ttl)
 redis.call('ZREM', KEYS[3], owner)
 return {1, token, token + block - 1}

@@ -14,6 +14,7 @@ import (
 	"github.com/anishathalye/porcupine"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redisync/redisync/admin"
 	"github.com/redisync/redisync/backend"
 	"github.com/redisync/redisync/backend/driver"
 	"github.com/redisync/redisync/fair"
@@ -648,6 +649,7 @@ func (top replyTopology) run(t *testing.T, p replyPrimitive, rules *replyRules, 
 	// again in the background until they get a reply, which they now do.
 	lease.WaitPersisted()
 	left := lines.Check(bs[0].Prefix(), name, "after the run")
+	held := heldAfterRun(t, raw, name)
 
 	// Every primitive is exact on every topology, a quorum's semaphore
 	// included (see package semaphore, # Quorum).
@@ -700,6 +702,11 @@ func (top replyTopology) run(t *testing.T, p replyPrimitive, rules *replyRules, 
 		}
 		t.Logf("negative control: the history checks saw %d conflicts, porcupine %v, %d stale writes (not required)", r.conflicts, r.linear, stale)
 		return
+	}
+	if len(held) > len(raw)/2 {
+		t.Errorf("held after the run, every caller gone, on %d of %d nodes (a late attempt granted after its call ended: the hold stands until its TTL): %s", len(held), len(raw), strings.Join(held, "; "))
+	} else if len(held) > 0 {
+		t.Logf("held after the run on a minority of the nodes (no valid hold; it expires with its TTL): %s", strings.Join(held, "; "))
 	}
 	if checks < minCoverage {
 		t.Errorf("the coverage check saw %d events in %v (the run's bound when short of evidence: %d times its duration); want at least %d for a meaningful verdict",
@@ -851,4 +858,44 @@ func TestRepliesNegativeControl(t *testing.T) {
 		return scopedHolder{m, reentrant.WithOwner(context.Background())}, nil
 	}}
 	replyTopology{name: "single", addrs: []string{node.Addr}}.run(t, p, rules, true)
+}
+
+// heldAfterRun returns, for each node of raw on which anything of name is
+// held, what is held there (read with admin.Inspect on that node alone).
+// It is read once every caller has ended and every late request landed: a
+// hold then belongs to nobody.
+func heldAfterRun(t *testing.T, raw []redis.UniversalClient, name string) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var held []string
+	for i, c := range raw {
+		b := backend.New(c)
+		st, err := admin.Inspect(ctx, b, name)
+		b.Close()
+		if err != nil {
+			t.Errorf("read %q on node %d after the run: %v", name, i, err)
+			continue
+		}
+		var what []string
+		if l := st.Mutex; l != nil && l.Held {
+			what = append(what, fmt.Sprintf("mutex (token %d, %v left)", l.Token, l.TTL))
+		}
+		if r := st.Reentrant; r != nil && r.Held {
+			what = append(what, fmt.Sprintf("reentrant (token %d, %v left)", r.Token, r.TTL))
+		}
+		if rw := st.RWMutex; rw != nil && (rw.Write.Held || rw.Readers > 0) {
+			what = append(what, fmt.Sprintf("rwmutex (writer %v, %d readers)", rw.Write.Held, rw.Readers))
+		}
+		if f := st.Fair; f != nil && f.Held {
+			what = append(what, fmt.Sprintf("fair (token %d, %v left)", f.Token, f.TTL))
+		}
+		if s := st.Semaphore; s != nil && s.InUse > 0 {
+			what = append(what, fmt.Sprintf("semaphore (%d permits)", s.InUse))
+		}
+		if len(what) > 0 {
+			held = append(held, fmt.Sprintf("node %d: %s", i, strings.Join(what, ", ")))
+		}
+	}
+	return held
 }

@@ -174,7 +174,7 @@ func TestRepliesQuorum(t *testing.T) {
 func repliesOn(t *testing.T, s site) {
 	ctx := newContext(t)
 	rules := newReplyRules(t, seed(t))
-	w := &workload{t: t, site: s, name: newName(t), procs: 3, perProc: 2, rounds: 4, hook: rules.hook, lateGrants: true}
+	w := &workload{t: t, site: s, name: newName(t), procs: 3, perProc: 2, rounds: 4, hook: rules.hook}
 	w.run(ctx)
 	rules.stop()
 	v := w.check()

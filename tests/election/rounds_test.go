@@ -55,15 +55,6 @@ type workload struct {
 	// during, when set, is called by each term once it was reported,
 	// while it is valid; it may end the term from outside.
 	during func(tr *termRec, term *election.Term)
-	// lateGrants says that late replies are injected: an attempt of a
-	// Campaign delivered after its term resigned has been seen to take the
-	// lock, or a place in its line, on a single node (about once in 25
-	// runs under load; an open finding of the mutex under late
-	// deliveries, not yet explained: the departure its grant recorded
-	// should refuse it). Such a hold expires with its TTL and such a place
-	// with the line's stale time, which nothingLeft then waits for rather
-	// than failing at once; it logs them.
-	lateGrants bool
 	// lossOK says that a term may be lost (Done closed before Resign)
 	// without an end from outside.
 	lossOK bool
@@ -389,16 +380,6 @@ func (w *workload) check() verdict {
 	return v
 }
 
-// keyLife is how long the lock key may outlive the last Resign: the
-// line's stale time, or the TTL of a hold taken by a late attempt (see
-// lateGrants).
-func (w *workload) keyLife(stale time.Duration) time.Duration {
-	if w.lateGrants {
-		return max(stale, ttl)
-	}
-	return stale
-}
-
 // nothingLeft checks property 4 once every campaign resigned and the
 // faults stopped: Leader returns election.ErrNoLeader, both observers end on
 // the zero Leader, and the lock key holds no hold (on a quorum: on no
@@ -444,28 +425,24 @@ func (w *workload) nothingLeft(ctx context.Context, raw []redis.UniversalClient)
 			switch {
 			case arrival == 0:
 				departures++
-			case until >= now.UnixMilli() && w.lateGrants:
-				t.Logf("nothing left: node %d: a live place in line after every campaign ended, left by a late attempt (see workload.lateGrants): %s = %q", i, f, v)
 			case until >= now.UnixMilli():
 				t.Errorf("nothing left: node %d: a live place in line after every campaign ended: %s = %q", i, f, v)
 			}
 		}
-		if pttl, err := c.PTTL(ctx, keys.Lock).Result(); err == nil && (pttl < 0 || pttl > w.keyLife(stale)+100*time.Millisecond) {
-			t.Errorf("nothing left: node %d: the lock key expires in %v; want within %v", i, pttl, w.keyLife(stale))
+		if pttl, err := c.PTTL(ctx, keys.Lock).Result(); err == nil && (pttl < 0 || pttl > stale+100*time.Millisecond) {
+			t.Errorf("nothing left: node %d: the lock key expires in %v; want within %v", i, pttl, stale)
 		}
 	}
 	// On a quorum a minority of the nodes may hold a grant that came after
 	// its caller moved on (a node paused while the attempt was queued in
 	// its socket, a grant undone on a majority): it expires with its TTL,
 	// which the wait below checks, and no majority reports it.
-	if len(held) > len(raw)-(len(raw)/2+1) && w.lateGrants {
-		t.Logf("nothing left: the lock is held on %d of %d nodes after every term resigned, by a late attempt (see workload.lateGrants): %v", len(held), len(raw), held)
-	} else if len(held) > len(raw)-(len(raw)/2+1) {
+	if len(held) > len(raw)-(len(raw)/2+1) {
 		t.Errorf("nothing left: the lock is held on %d of %d nodes after every term resigned: %v", len(held), len(raw), held)
 	} else if len(held) > 0 {
 		t.Logf("nothing left: a minority of the nodes holds a late grant: %v", held)
 	}
-	if keyed > 0 && !deploytest.WaitFor(w.keyLife(stale)+time.Second, func() bool {
+	if keyed > 0 && !deploytest.WaitFor(stale+time.Second, func() bool {
 		for _, c := range raw {
 			if n, err := c.Exists(ctx, keys.Lock).Result(); err != nil || n != 0 {
 				return false
@@ -473,7 +450,7 @@ func (w *workload) nothingLeft(ctx context.Context, raw []redis.UniversalClient)
 		}
 		return true
 	}) {
-		t.Errorf("nothing left: the lock key %s is still there %v after every term resigned", keys.Lock, w.keyLife(stale)+time.Second)
+		t.Errorf("nothing left: the lock key %s is still there %v after every term resigned", keys.Lock, stale+time.Second)
 	}
 	if l, err := w.admin.Leader(ctx); !errors.Is(err, election.ErrNoLeader) {
 		t.Errorf("nothing left: Leader = %+v, %v; want election.ErrNoLeader", l, err)
