@@ -90,7 +90,7 @@ func floorImpl(pad int, args bool) Impl {
 	if args {
 		keys := []string{"k", "f"}
 		acq := script.MutexAcquire.Call(keys, script.MutexAcquireArgs{Owner: rand.Text(), TTL: 15000, FenceMargin: 10000, Attempt: 1, Block: 65, Cohort: "bench/1#1", Waits: true, Stale: 3000, Call: 1000})
-		rel := script.MutexRelease.Call(keys, script.MutexReleaseArgs{Owner: rand.Text(), Wake: "redisync:{bench-uncontended-0}:wake", Yield: 5, Used: time.Now().UnixMicro(), Last: time.Now().UnixMicro() + 64})
+		rel := script.MutexRelease.Call(keys, script.MutexReleaseArgs{Owner: rand.Text(), Yield: 5, Used: time.Now().UnixMicro(), Last: time.Now().UnixMicro() + 64})
 		// The floor reads ARGV[1] and ARGV[2]: the others stand in for
 		// redisync's, one more for the publish command.
 		acqArgs = append([]any{"publish"}, acq.Args[2:]...)
@@ -183,7 +183,7 @@ type scriptsClient struct {
 
 func (c *scriptsClient) Handle(name string) (Handle, error) {
 	keys := []string{"redisync:{" + name + "}:lock", "redisync:{" + name + "}:" + driver.FenceKey}
-	return &scriptsHandle{c: c, keys: keys, wake: "redisync:{" + name + "}:wake"}, nil
+	return &scriptsHandle{c: c, keys: keys}, nil
 }
 func (c *scriptsClient) RoundTrips() int64 { return c.rt.n.Load() }
 func (c *scriptsClient) Close() {
@@ -196,7 +196,6 @@ func (c *scriptsClient) Close() {
 type scriptsHandle struct {
 	c           *scriptsClient
 	keys        []string
-	wake        string
 	owner       string
 	token, last int64
 }
@@ -222,7 +221,11 @@ func (h *scriptsHandle) Lock(ctx context.Context) error {
 }
 
 func (h *scriptsHandle) Unlock(ctx context.Context) error {
-	call := script.MutexRelease.Call(h.keys, script.MutexReleaseArgs{Owner: h.owner, Wake: h.wake, Yield: holdopt.Millis(holdopt.HandoffYield), Used: h.token, Last: h.last})
+	used, last := h.token, h.last
+	if used == last {
+		used, last = 0, 0
+	}
+	call := script.MutexRelease.Call(h.keys, script.MutexReleaseArgs{Owner: h.owner, Yield: holdopt.Millis(holdopt.HandoffYield), Used: used, Last: last})
 	h.c.b.Exec(ctx, call)
 	_, err := call.Result()
 	return err

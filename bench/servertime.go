@@ -269,7 +269,7 @@ func stProbes(rec *recorder) ([]stProbe, error) {
 		owner := rand.Text()
 		return []*driver.Call{
 			script.MutexTake.Call(keys, script.MutexTakeArgs{Owner: owner, TTL: stTTL, Cohort: "host/1#1"}),
-			script.MutexRelease.Call(keys, script.MutexReleaseArgs{Owner: owner, Wake: "redisync:{" + name + "}:wake", Yield: 2, Used: 0, Last: 0}),
+			script.MutexRelease.Call(keys, script.MutexReleaseArgs{Owner: owner, Yield: 2}),
 		}
 	}
 	floorAcquire := driver.NewScript("bench.floor-acquire", driver.Query, floorAcquireSrc, nil)

@@ -231,7 +231,10 @@ func (c calls) ReleaseCall(owner string, used, last int64) *driver.Call {
 // hand-off on, a release lets the waiters of other processes in before
 // this process's own (see holdopt.HandoffYield).
 func (m *Mutex) releaseUsed(owner string, used, last int64) *driver.Call {
-	return script.MutexRelease.Call(m.keys[:], script.MutexReleaseArgs{Owner: owner, Wake: m.gate.Wake(), Yield: int64(m.yield), Used: used, Last: last})
+	if used == last {
+		used, last = 0, 0 // nothing to give back: two arguments fewer
+	}
+	return script.MutexRelease.Call(m.keys[:], script.MutexReleaseArgs{Owner: owner, Yield: int64(m.yield), Used: used, Last: last})
 }
 
 // Unlock unlocks m and wakes a waiter. When a goroutine of this process

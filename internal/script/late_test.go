@@ -35,7 +35,7 @@ func lateAttemptLocks() []exclusiveCalls {
 				})
 			},
 			release: func(keys []string, owner string, granted int64) *driver.Call {
-				return script.MutexRelease.Call(keys, script.MutexReleaseArgs{Owner: owner, Wake: keys[0] + ":wake"})
+				return script.MutexRelease.Call(keys, script.MutexReleaseArgs{Owner: owner})
 			},
 			keys: func(base string) []string { return []string{base + "lock", base + "fence"} },
 		},

@@ -102,7 +102,7 @@ func (f *lineFixture) acquireAt(owner, cohort string, waits bool, stale int64, n
 // published on, relative to the wake channel ("" for the channel itself).
 func (f *lineFixture) release(owner string, yield int64) []string {
 	f.t.Helper()
-	if _, err := script.MutexRelease.Run(f.ctx, f.b, f.keys, script.MutexReleaseArgs{Owner: owner, Wake: f.wake, Yield: yield}); err != nil {
+	if _, err := script.MutexRelease.Run(f.ctx, f.b, f.keys, script.MutexReleaseArgs{Owner: owner, Yield: yield}); err != nil {
 		f.t.Fatal(err)
 	}
 	return f.published()
@@ -605,7 +605,6 @@ func TestQuorumUndoneMinorityGrants(t *testing.T) {
 		t.Cleanup(func() { q.Close() })
 		name := fmt.Sprintf("%s-%d", t.Name(), time.Now().UnixNano())
 		keys := []string{"redisync:{" + name + "}:lock", "redisync:{" + name + "}:fence"}
-		wake := "redisync:{" + name + "}:wake"
 		attempt := 0
 		acquire := func(b backend.Backend, owner, cohort string, call int64) int64 {
 			t.Helper()
@@ -624,7 +623,7 @@ func TestQuorumUndoneMinorityGrants(t *testing.T) {
 		}
 		release := func(b backend.Backend, owner string) {
 			t.Helper()
-			if _, err := script.MutexRelease.Run(ctx, b, keys, script.MutexReleaseArgs{Owner: owner, Wake: wake}); err != nil {
+			if _, err := script.MutexRelease.Run(ctx, b, keys, script.MutexReleaseArgs{Owner: owner}); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -66,12 +66,17 @@ type MutexTakeArgs struct {
 
 // MutexReleaseArgs is the arguments of the release of a mutex's hold
 // (mutex_release.lua).
+//
+// The wake channels are under the lock key's: "<base>wake" for the lock
+// "<base>lock" (keyspace.Space.MutexLine), which the script reads off
+// KEYS[1] where it wakes a waiter, so that no release sends them. Used and
+// Last are sent only when the release has tokens to give back (Used not 0
+// nor Last): an uncontended release sends the owner and Yield alone.
 type MutexReleaseArgs struct {
 	Owner string `lua:"owner"`
-	Wake  string `lua:"wake,stable"`  // the wake channel
-	Yield int64  `lua:"yield,stable"` // ms the releasing cohort is refused when another waited; 0: never
-	Used  int64  `lua:"used"`         // the last token the hold's holders used; 0: unknown
-	Last  int64  `lua:"last"`         // the last token of the block the grant reserved
+	Yield int64  `lua:"yield,stable,optional"` // ms the releasing cohort is refused when another waited; 0: never
+	Used  int64  `lua:"used,optional"`         // the last token the hold's holders used; 0: unknown or nothing to give back
+	Last  int64  `lua:"last,optional"`         // the last token of the block the grant reserved
 }
 
 // MutexReserveArgs is the arguments of the reservation of a new block of

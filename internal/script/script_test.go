@@ -47,7 +47,6 @@ func TestMutexScripts(t *testing.T) {
 		defer b.Close()
 		name := fmt.Sprintf("%s-%d", t.Name(), time.Now().UnixNano())
 		keys := []string{"redisync:{" + name + "}:lock", "redisync:{" + name + "}:fence"}
-		wake := "redisync:{" + name + "}:wake"
 		attempt := 0
 		acquire := func(owner string) driver.Reply {
 			t.Helper()
@@ -81,7 +80,7 @@ func TestMutexScripts(t *testing.T) {
 		}
 		release := func(owner string) driver.Reply {
 			t.Helper()
-			return run(script.MutexRelease.Call(keys, script.MutexReleaseArgs{Owner: owner, Wake: wake}))
+			return run(script.MutexRelease.Call(keys, script.MutexReleaseArgs{Owner: owner}))
 		}
 
 		before := time.Now().UnixMicro()
@@ -230,7 +229,7 @@ func TestGiveBack(t *testing.T) {
 				} else {
 					rdb.Set(ctx, keys[1], c.counter, 5*time.Second)
 				}
-				call := script.MutexRelease.Call(keys, script.MutexReleaseArgs{Owner: "A", Wake: "redisync:{" + name + "}:wake", Used: c.used, Last: c.last})
+				call := script.MutexRelease.Call(keys, script.MutexReleaseArgs{Owner: "A", Used: c.used, Last: c.last})
 				if b.Exec(ctx, call); call.Err != nil {
 					t.Fatal(call.Err)
 				}

@@ -96,7 +96,7 @@ func handoffArgs(owner, cohort string, attempt int) script.MutexAcquireArgs {
 // mutexRelease is the release of owner's hold, leaving a yield marker of
 // yield ms when another cohort waited.
 func mutexRelease(owner string, yield int64) step {
-	return stepOf(script.MutexRelease, mutexKeys, script.MutexReleaseArgs{Owner: owner, Wake: "wake", Yield: yield})
+	return stepOf(script.MutexRelease, mutexKeys, script.MutexReleaseArgs{Owner: owner, Yield: yield})
 }
 
 // callOf numbers the acquisition call of owner in its cohort (see
