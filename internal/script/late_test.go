@@ -83,108 +83,75 @@ func lateAttemptLocks() []exclusiveCalls {
 	}
 }
 
-// TestLateAttemptOfGrantedCall: a call whose first attempt is still on its
-// way (its reply was lost: the caller tried again) and whose second attempt
-// takes the free lock, without having waited, is over once its hold is
-// released. The first attempt, delivered then, must neither take the lock
-// (a hold of an owner that is gone, which would keep everybody out for a
-// TTL) nor, the lock taken by another process, put the call's process in
-// line (where a release would wake it in vain, and where it stays until
-// the process's next call).
+// TestLateAttemptOfGrantedCall: a call is over once its hold is released;
+// an attempt of it still on its way (its reply was lost, and the caller
+// tried again), delivered then, must neither take the lock (a hold of an
+// owner that is gone, which would keep everybody out for a TTL) nor, the
+// lock taken by another process, put the call's process in line (where a
+// release would wake it in vain, and where it stays until the process's
+// next call). The hold is the second attempt's, taken without a wait (the
+// first delivered late), or the first attempt's, found by the third (the
+// second delivered late): an attempt that finds its own hold records the
+// call's departure as a grant does.
 func TestLateAttemptOfGrantedCall(t *testing.T) {
-	for _, l := range lateAttemptLocks() {
-		t.Run(l.name, func(t *testing.T) {
-			servers(t, func(t *testing.T, rdb *redis.Client) {
-				ctx := context.Background()
-				b := backend.New(rdb)
-				defer b.Close()
-				run := func(c *driver.Call) driver.Reply {
-					t.Helper()
-					b.Exec(ctx, c)
-					if c.Err != nil {
-						t.Fatalf("%s: %v", c.Script.Name(), c.Err)
-					}
-					return c.Reply
-				}
-				for _, taken := range []bool{false, true} {
-					keys := l.keys(fmt.Sprintf("redisync:{%s-%v-%d}:", t.Name(), taken, time.Now().UnixNano()))
-					wantOK(t, "the second attempt of W's call", run(l.acquire(keys, "W", "p-X", 7, 2)))
-					wantOK(t, "W's release", run(l.release(keys, "W", 2)))
-					if taken {
-						wantOK(t, "another process's hold", run(l.acquire(keys, "O", "p-Y", 1, 1)))
-					}
-					if r := run(l.acquire(keys, "W", "p-X", 7, 1)); r.Status() != driver.StatusContended {
-						t.Fatalf("W's first attempt, delivered after W's release (lock taken: %v) = %v; want it refused", taken, r)
-					}
-					h := lockFields(t, rdb, keys[0])
-					if taken && h["o"] != "O" && h["O"] == "" { // the reentrant lock's hold is a field named after its owner
-						t.Fatalf("the lock's holder after W's late attempt: %v; want O", h)
-					}
-					if !taken && (h["o"] != "" || h["W"] != "") {
-						t.Fatalf("W's first attempt, delivered after W's release, took the free lock: %v", h)
-					}
-					var arrival, until, call int64
-					if v, ok := h["q:p-X"]; ok {
-						if _, err := fmt.Sscanf(v, "%d %d %d", &arrival, &until, &call); err != nil || arrival != 0 {
-							t.Fatalf("W's late attempt put its process in line: q:p-X = %q", v)
-						}
-					}
-				}
-			})
-		})
+	cases := []struct {
+		name     string
+		attempts []int64 // the attempts sent before the release, in order
+		late     int64
+	}{
+		{"second attempt granted", []int64{2}, 1},
+		{"third attempt found the first's hold", []int64{1, 3}, 2},
 	}
-}
-
-// TestLateAttemptAfterOwnHoldFound: a call whose first attempt took the
-// lock (its reply lost) and whose third attempt found that hold (the
-// second still on its way) is over once its hold is released. The second
-// attempt, delivered then, must neither take the lock for an owner that is
-// gone nor put the call's process in line: finding its own hold, the third
-// attempt records the call's departure as a grant to it would.
-func TestLateAttemptAfterOwnHoldFound(t *testing.T) {
 	for _, l := range lateAttemptLocks() {
-		t.Run(l.name, func(t *testing.T) {
-			servers(t, func(t *testing.T, rdb *redis.Client) {
-				ctx := context.Background()
-				b := backend.New(rdb)
-				defer b.Close()
-				run := func(c *driver.Call) driver.Reply {
-					t.Helper()
-					b.Exec(ctx, c)
-					if c.Err != nil {
-						t.Fatalf("%s: %v", c.Script.Name(), c.Err)
+		for _, c := range cases {
+			t.Run(l.name+"/"+c.name, func(t *testing.T) {
+				servers(t, func(t *testing.T, rdb *redis.Client) {
+					ctx := context.Background()
+					b := backend.New(rdb)
+					defer b.Close()
+					run := func(c *driver.Call) driver.Reply {
+						t.Helper()
+						b.Exec(ctx, c)
+						if c.Err != nil {
+							t.Fatalf("%s: %v", c.Script.Name(), c.Err)
+						}
+						return c.Reply
 					}
-					return c.Reply
-				}
-				for _, taken := range []bool{false, true} {
-					keys := l.keys(fmt.Sprintf("redisync:{%s-%v-%d}:", t.Name(), taken, time.Now().UnixNano()))
-					first := wantOK(t, "the first attempt of W's call", run(l.acquire(keys, "W", "p-X", 7, 1)))
-					if got := wantOK(t, "the third attempt of W's call", run(l.acquire(keys, "W", "p-X", 7, 3))); got != first && l.name != "reentrant" {
-						t.Fatalf("the third attempt found W's hold with token %d; want %d, the first attempt's", got, first)
-					}
-					wantOK(t, "W's release", run(l.release(keys, "W", 3)))
-					if taken {
-						wantOK(t, "another process's hold", run(l.acquire(keys, "O", "p-Y", 1, 1)))
-					}
-					if r := run(l.acquire(keys, "W", "p-X", 7, 2)); r.Status() != driver.StatusContended {
-						t.Fatalf("W's second attempt, delivered after W's release (lock taken: %v) = %v; want it refused", taken, r)
-					}
-					h := lockFields(t, rdb, keys[0])
-					if taken && h["o"] != "O" && h["O"] == "" {
-						t.Fatalf("the lock's holder after W's late attempt: %v; want O", h)
-					}
-					if !taken && (h["o"] != "" || h["W"] != "") {
-						t.Fatalf("W's second attempt, delivered after W's release, took the free lock: %v", h)
-					}
-					if v, ok := h["q:p-X"]; ok {
+					for _, taken := range []bool{false, true} {
+						keys := l.keys(fmt.Sprintf("redisync:{%s-%v-%d}:", t.Name(), taken, time.Now().UnixNano()))
+						var token int64
+						for _, n := range c.attempts {
+							got := wantOK(t, fmt.Sprintf("attempt %d of W's call", n), run(l.acquire(keys, "W", "p-X", 7, n)))
+							if token != 0 && got != token && l.name != "reentrant" { // a reentrant first hold is granted anew
+								t.Fatalf("attempt %d found W's hold with token %d; want %d, the first grant's", n, got, token)
+							}
+							token = got
+						}
+						last := c.attempts[len(c.attempts)-1]
+						wantOK(t, "W's release", run(l.release(keys, "W", last)))
+						if taken {
+							wantOK(t, "another process's hold", run(l.acquire(keys, "O", "p-Y", 1, 1)))
+						}
+						if r := run(l.acquire(keys, "W", "p-X", 7, c.late)); r.Status() != driver.StatusContended {
+							t.Fatalf("attempt %d of W's call, delivered after W's release (lock taken: %v) = %v; want it refused", c.late, taken, r)
+						}
+						h := lockFields(t, rdb, keys[0])
+						if taken && h["o"] != "O" && h["O"] == "" { // the reentrant lock's hold is a field named after its owner
+							t.Fatalf("the lock's holder after W's late attempt: %v; want O", h)
+						}
+						if !taken && (h["o"] != "" || h["W"] != "") {
+							t.Fatalf("W's late attempt took the free lock: %v", h)
+						}
 						var arrival, until, call int64
-						if _, err := fmt.Sscanf(v, "%d %d %d", &arrival, &until, &call); err != nil || arrival != 0 {
-							t.Fatalf("W's late attempt put its process in line: q:p-X = %q", v)
+						if v, ok := h["q:p-X"]; ok {
+							if _, err := fmt.Sscanf(v, "%d %d %d", &arrival, &until, &call); err != nil || arrival != 0 {
+								t.Fatalf("W's late attempt put its process in line: q:p-X = %q", v)
+							}
 						}
 					}
-				}
+				})
 			})
-		})
+		}
 	}
 }
 
