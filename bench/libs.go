@@ -133,9 +133,15 @@ type redisyncClient struct {
 }
 
 func connectRedisync(addrs []string, budget time.Duration, bopts []backend.Option, opts ...mutex.Option) (*redisyncClient, error) {
+	return connectRedisyncOn(goRedis, addrs, budget, bopts, opts...)
+}
+
+// connectRedisyncOn is connectRedisync on the go-redis clients that dial
+// makes.
+func connectRedisyncOn(dial func(addr string, rt *counter) *redis.Client, addrs []string, budget time.Duration, bopts []backend.Option, opts ...mutex.Option) (*redisyncClient, error) {
 	c := &redisyncClient{rt: &counter{}, budget: budget, opts: opts}
 	for _, a := range addrs {
-		c.rdbs = append(c.rdbs, goRedis(a, c.rt))
+		c.rdbs = append(c.rdbs, dial(a, c.rt))
 	}
 	if len(addrs) == 1 {
 		c.b = backend.New(c.rdbs[0], bopts...)
@@ -212,6 +218,25 @@ func redisyncImpl(budget time.Duration) Impl {
 		Setup: "mutex.New(b, name) with default options (TTL 15s, watchdog on, pub/sub wake-ups, fallback poll 100ms doubling to 1s, local hand-off between goroutines of one process at the library's defaults); " + budgetText(budget),
 		Connect: func(addrs []string) (Client, error) {
 			return connectRedisync(addrs, budget, nil)
+		},
+	}
+}
+
+// redisyncCtx is redisync on a go-redis client with ContextTimeoutEnabled,
+// as the README sets it up: the client bounds its reads by the context, so
+// the Backend runs each call on the caller's goroutine rather than handing
+// it to one of its own (see backend.New).
+func redisyncCtx(budget time.Duration) Impl {
+	return Impl{
+		Key:   "redisync-ctx",
+		Label: "redisync, ContextTimeoutEnabled",
+		Setup: "mutex.New(b, name) with default options, b = backend.New on a go-redis client with ContextTimeoutEnabled (the README's set-up; the other rows' clients have go-redis's defaults); " + budgetText(budget),
+		Connect: func(addrs []string) (Client, error) {
+			return connectRedisyncOn(func(addr string, rt *counter) *redis.Client {
+				c := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
+				c.AddHook(rt)
+				return c
+			}, addrs, budget, nil)
 		},
 	}
 }

@@ -67,7 +67,7 @@ func main() {
 	flag.IntVar(&cfg.waiters, "waiters", 10000, "scenario 4: blocked waiters")
 	flag.IntVar(&cfg.names, "names", 1000, "scenario 4: names they wait for")
 	flag.StringVar(&cfg.scenarios, "scenarios", "1,2,2s,3,4,5", "scenarios to run (2 includes 2p; 2p alone runs only 2p; 5 is 5a to 5e; 6, the fleet, and 7, the server time per request, run only when named)")
-	flag.StringVar(&cfg.only, "only", "", "run only the rows of these libraries (comma-separated keys: redisync,redisync-traced,redisync-rueidis,redisync-semaphore,rwmutex,redsync,redislock,rueidislock,ceiling)")
+	flag.StringVar(&cfg.only, "only", "", "run only the rows of these libraries (comma-separated keys: redisync,redisync-ctx,redisync-traced,redisync-rueidis,redisync-semaphore,rwmutex,redsync,redislock,rueidislock,ceiling)")
 	flag.StringVar(&cfg.redis, "redis-server", "redis-server", "redis-server executable")
 	flag.DurationVar(&cfg.timeout, "timeout", 5*time.Minute, "bound on the whole run: at the bound it stops measuring and writes what it has")
 	flag.BoolVar(&cfg.verbose, "v", false, "a progress line per measurement")
@@ -223,7 +223,7 @@ func run(cfg config) error {
 		// in both of its set-ups (3 keys by default, 1 on one instance).
 		// The pairs never wait: no row's Lock gets a context deadline
 		// but rueidislock (matched)'s, which the library needs to wait.
-		rows := keep([]Impl{redisyncImpl(0), redisyncTraced(0), redisyncRueidis(0), redsyncDefaults(), redislockDefaults(), rueidisDefaults(), rueidisMatched(cfg.budget)})
+		rows := keep([]Impl{redisyncImpl(0), redisyncCtx(0), redisyncTraced(0), redisyncRueidis(0), redsyncDefaults(), redislockDefaults(), rueidisDefaults(), rueidisMatched(cfg.budget)})
 		if err := uncontendedReps(ctx, single, sec, res.Limit, rows, cfg, p, "1 uncontended"); err != nil {
 			return err
 		}
@@ -454,7 +454,7 @@ func run(cfg config) error {
 		head := fleetCells[len(fleetCells)-1]
 		sec := res.section("6", fmt.Sprintf("Fleet on one redis-server: %s names, %d clients x %d goroutines, Lock+Unlock of a random name, no critical section", thousands(head.names), head.clients, head.goroutines))
 		grid := res.section("6g", "Fleet on one redis-server: how it grows with the names and the clients x goroutines")
-		rows := keep([]Impl{redisyncImpl(cfg.budget), redislockDefaults(), redsyncDefaults()})
+		rows := keep([]Impl{redisyncImpl(cfg.budget), redisyncCtx(cfg.budget), redislockDefaults(), redsyncDefaults()})
 		for _, cell := range fleetCells {
 			for _, impl := range rows {
 				grid.row(fleetRow(impl, cell)).Cell = cell.String()
