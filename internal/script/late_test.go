@@ -109,14 +109,7 @@ func TestLateAttemptOfGrantedCall(t *testing.T) {
 					ctx := context.Background()
 					b := backend.New(rdb)
 					defer b.Close()
-					run := func(c *driver.Call) driver.Reply {
-						t.Helper()
-						b.Exec(ctx, c)
-						if c.Err != nil {
-							t.Fatalf("%s: %v", c.Script.Name(), c.Err)
-						}
-						return c.Reply
-					}
+					run := runner(ctx, t, b)
 					for _, taken := range []bool{false, true} {
 						keys := l.keys(fmt.Sprintf("redisync:{%s-%v-%d}:", t.Name(), taken, time.Now().UnixNano()))
 						var token int64

@@ -367,14 +367,7 @@ func TestReentrantLine(t *testing.T) {
 		keys := []string{base + "reentrant", base + "fence"}
 		wake := base + "wake"
 		l := newChannelLog(t, rdb, wake)
-		run := func(c *driver.Call) driver.Reply {
-			t.Helper()
-			b.Exec(ctx, c)
-			if c.Err != nil {
-				t.Fatalf("%s: %v", c.Script.Name(), c.Err)
-			}
-			return c.Reply
-		}
+		run := runner(ctx, t, b)
 		// first makes a first-hold attempt n of owner; a waiting one (Lock)
 		// carries the place of its process, "p-<owner>".
 		first := func(owner string, n int64, waits bool) script.ReentrantAcquireArgs {

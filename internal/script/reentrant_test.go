@@ -25,14 +25,7 @@ func TestReentrantScripts(t *testing.T) {
 		base := fmt.Sprintf("redisync:{%s-%d}:", t.Name(), time.Now().UnixNano())
 		keys := []string{base + "reentrant", base + "fence"}
 		wake := base + "wake"
-		run := func(c *driver.Call) driver.Reply {
-			t.Helper()
-			b.Exec(ctx, c)
-			if c.Err != nil {
-				t.Fatalf("%s: %v", c.Script.Name(), c.Err)
-			}
-			return c.Reply
-		}
+		run := runner(ctx, t, b)
 		// acquisition is attempt n of owner: a first hold (grant 0) or a
 		// re-entry of the hold that attempt grant granted.
 		acquisition := func(owner string, count int, grant, n int64) *driver.Call {

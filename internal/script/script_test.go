@@ -60,14 +60,7 @@ func TestMutexScripts(t *testing.T) {
 			}
 			return r
 		}
-		run := func(c *driver.Call) driver.Reply {
-			t.Helper()
-			b.Exec(ctx, c)
-			if c.Err != nil {
-				t.Fatalf("%s: %v", c.Script.Name(), c.Err)
-			}
-			return c.Reply
-		}
+		run := runner(ctx, t, b)
 		// undo is the undo of attempt n of owner, with the arguments of an
 		// acquisition that names no block, cohort or call.
 		undo := func(owner string, n int) driver.Reply {
@@ -256,6 +249,19 @@ func TestGiveBack(t *testing.T) {
 // lockFields returns the fields of the lock hash at key (see
 // lockertest.LockFields): a mutex's hold is the same whether the fast path
 // stored it as a string or it is a hash.
+// runner returns a function that runs a call on b and returns its reply,
+// failing t when the call fails.
+func runner(ctx context.Context, t *testing.T, b backend.Backend) func(*driver.Call) driver.Reply {
+	return func(c *driver.Call) driver.Reply {
+		t.Helper()
+		b.Exec(ctx, c)
+		if c.Err != nil {
+			t.Fatalf("%s: %v", c.Script.Name(), c.Err)
+		}
+		return c.Reply
+	}
+}
+
 func lockFields(t testing.TB, rdb redis.Cmdable, key string) map[string]string {
 	t.Helper()
 	m, err := lockertest.LockFields(context.Background(), rdb, key)
