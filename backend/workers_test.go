@@ -1,11 +1,11 @@
 package backend
 
 import (
-	"bytes"
-	"runtime"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/redisync/redisync/internal/leakcheck"
 )
 
 // TestWorkersKeepGoroutines: calls made one after the other run on one kept
@@ -90,18 +90,8 @@ func waitIdle(t *testing.T, w *workers, n int) {
 func waitWorking(t *testing.T, n int) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	buf := make([]byte, 1<<20)
 	for {
-		for {
-			m := runtime.Stack(buf, true)
-			if m < len(buf) {
-				buf = buf[:m]
-				break
-			}
-			buf = make([]byte, 2*len(buf))
-		}
-		got := bytes.Count(buf, []byte("backend.(*workers).work("))
-		buf = buf[:cap(buf)]
+		got := leakcheck.Running("github.com/redisync/redisync/backend.(*workers).work")
 		if got == n {
 			return
 		}

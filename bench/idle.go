@@ -221,11 +221,7 @@ func (h *scriptsHandle) Lock(ctx context.Context) error {
 }
 
 func (h *scriptsHandle) Unlock(ctx context.Context) error {
-	used, last := h.token, h.last
-	if used == last {
-		used, last = 0, 0
-	}
-	call := script.MutexRelease.Call(h.keys, script.MutexReleaseArgs{Owner: h.owner, Yield: holdopt.Millis(holdopt.HandoffYield), Used: used, Last: last})
+	call := script.MutexRelease.Call(h.keys, script.MutexReleaseOf(h.owner, holdopt.Millis(holdopt.HandoffYield), h.token, h.last))
 	h.c.b.Exec(ctx, call)
 	_, err := call.Result()
 	return err

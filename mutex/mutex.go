@@ -231,10 +231,7 @@ func (c calls) ReleaseCall(owner string, used, last int64) *driver.Call {
 // hand-off on, a release lets the waiters of other processes in before
 // this process's own (see holdopt.HandoffYield).
 func (m *Mutex) releaseUsed(owner string, used, last int64) *driver.Call {
-	if used == last {
-		used, last = 0, 0 // nothing to give back: two arguments fewer
-	}
-	return script.MutexRelease.Call(m.keys[:], script.MutexReleaseArgs{Owner: owner, Yield: int64(m.yield), Used: used, Last: last})
+	return script.MutexRelease.Call(m.keys[:], script.MutexReleaseOf(owner, int64(m.yield), used, last))
 }
 
 // Unlock unlocks m and wakes a waiter. When a goroutine of this process

@@ -101,6 +101,19 @@ func (g goroutine) ignored() bool {
 		(g.funcs["runtime.goexit"] && strings.HasPrefix(g.state, "syscall")) // cgo's
 }
 
+// Running returns how many goroutines have the function fn (its full
+// name, as a stack dump prints it: "example.com/pkg.(*T).wait") on their
+// stacks.
+func Running(fn string) int {
+	n := 0
+	for _, g := range stacks(true) {
+		if g.funcs[fn] {
+			n++
+		}
+	}
+	return n
+}
+
 // stacks returns the goroutines of runtime.Stack(all), the caller's first.
 func stacks(all bool) []goroutine {
 	buf := make([]byte, 64<<10)

@@ -79,6 +79,16 @@ type MutexReleaseArgs struct {
 	Last  int64  `lua:"last,optional"`         // the last token of the block the grant reserved
 }
 
+// MutexReleaseOf returns the arguments of the release of owner's hold,
+// whose holders used the tokens up to used of the block that ends at last:
+// with nothing to give back (used = last) both are left 0, and not sent.
+func MutexReleaseOf(owner string, yield, used, last int64) MutexReleaseArgs {
+	if used == last {
+		used, last = 0, 0
+	}
+	return MutexReleaseArgs{Owner: owner, Yield: yield, Used: used, Last: last}
+}
+
 // MutexReserveArgs is the arguments of the reservation of a new block of
 // fencing tokens for a mutex's hold (mutex_reserve.lua).
 type MutexReserveArgs struct {
