@@ -233,3 +233,40 @@ func TestRetriedAttemptKeepsItsBlock(t *testing.T) {
 		})
 	}
 }
+
+// TestLateUndoAfterOwnHoldFound: the undo of an attempt whose hold a later
+// attempt of the same call found and took back (its reply lost, the
+// caller tried again) arrives after that later attempt: it must leave the
+// hold alone, since the caller now counts on it; the undo of the later
+// attempt gives it back.
+func TestLateUndoAfterOwnHoldFound(t *testing.T) {
+	for _, l := range lateAttemptLocks() {
+		t.Run(l.name, func(t *testing.T) {
+			servers(t, func(t *testing.T, rdb *redis.Client) {
+				ctx := context.Background()
+				b := backend.New(rdb)
+				defer b.Close()
+				run := runner(ctx, t, b)
+				undo := func(c *driver.Call) *driver.Call {
+					return &driver.Call{Script: c.Script.Undo(), Keys: c.Keys, Args: c.Args}
+				}
+				held := func(keys []string) bool {
+					h := lockFields(t, rdb, keys[0])
+					return h["o"] == "W" || h["W"] != "" // the reentrant lock's hold is a field named after its owner
+				}
+				keys := l.keys(fmt.Sprintf("redisync:{%s-%d}:", t.Name(), time.Now().UnixNano()))
+				first, third := l.acquire(keys, "W", "p-X", 7, 1), l.acquire(keys, "W", "p-X", 7, 3)
+				wantOK(t, "attempt 1 of W's call", run(first))
+				wantOK(t, "attempt 3 of W's call", run(third))
+				run(undo(first))
+				if !held(keys) {
+					t.Fatalf("the undo of attempt 1, delivered after attempt 3 found the hold, ended it: %v", lockFields(t, rdb, keys[0]))
+				}
+				run(undo(third))
+				if held(keys) {
+					t.Fatalf("the undo of attempt 3 left W's hold: %v", lockFields(t, rdb, keys[0]))
+				}
+			})
+		})
+	}
+}
