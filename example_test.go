@@ -13,9 +13,10 @@ import (
 )
 
 // The whole path: a go-redis client, a traced backend, a mutex. Lock records
-// an INTERNAL span mutex.Lock above the CLIENT span EVALSHA mutex.acquire,
-// and Unlock a mutex.Unlock above EVALSHA mutex.release, through the tracer
-// provider given (package tracing describes the spans and metrics).
+// an INTERNAL span mutex.Lock above the CLIENT span FCALL mutex.take, and
+// Unlock a mutex.Unlock above FCALL mutex.release (EVALSHA on a server
+// without Redis functions, such as the embedded one here), through the
+// tracer provider given (package tracing describes the spans and metrics).
 func Example() {
 	srv, err := redisynctest.Start() // an embedded Redis, for the example
 	if err != nil {

@@ -29,6 +29,7 @@
 // # Spans
 //
 // Inspect and ForceUnlock make no INTERNAL span of their own; each round
-// trip is a CLIENT span of the Backend (EVALSHA name.inspect, or the force
-// scripts), as every script call is.
+// trip is a CLIENT span of the Backend (FCALL name.inspect, or the force
+// scripts; EVALSHA where the server has no functions), as every script
+// call is.
 package admin

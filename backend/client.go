@@ -79,6 +79,7 @@ func New(c redis.UniversalClient, opts ...Option) Backend {
 		c.AddHook(b.dials)
 	}
 	b.pubArg = b.pub
+	b.noFunctions.Store(cfg.noFunctions)
 	return b
 }
 
@@ -93,12 +94,15 @@ type client struct {
 	err    error // construction error
 	local  *driver.Local
 
-	outage     time.Duration // see WithOutageLimit
-	ctxBound   bool          // the client bounds its calls by their context (see bounded)
-	workers    *workers      // run the calls of bounded
-	dials      *dials        // the client's last failure to connect
-	acks       int           // replica acknowledgements required (0: none)
-	ackTimeout time.Duration // WAIT timeout
+	outage   time.Duration // see WithOutageLimit
+	ctxBound bool          // the client bounds its calls by their context (see bounded)
+	// noFunctions is set once a server refused functions (FCALL or
+	// FUNCTION LOAD): scripts are sent with EVALSHA from then on.
+	noFunctions atomic.Bool
+	workers     *workers      // run the calls of bounded
+	dials       *dials        // the client's last failure to connect
+	acks        int           // replica acknowledgements required (0: none)
+	ackTimeout  time.Duration // WAIT timeout
 
 	// clusterNode is set by the first call that met MOVED, ASK or
 	// CROSSSLOT on a *redis.Client (or by a Probe that found a Cluster
@@ -200,18 +204,31 @@ func (c *client) refuse(calls []*driver.Call, cfg *ConfigError) []*driver.Call {
 var (
 	evalArg    any = "eval"
 	evalShaArg any = "evalsha"
+	fcallArg   any = "fcall"
 )
 
+// send returns how c sends s first: with FCALL when s is in a library (see
+// driver.Script.Function) and the server has not refused functions, with
+// EVALSHA otherwise.
+func (c *client) send(s *driver.Script) driver.Send {
+	if _, lib := s.Function(); lib != nil && !c.noFunctions.Load() {
+		return driver.ByFunction
+	}
+	return driver.ByHash
+}
+
 // scriptCmd returns the command that runs s with keys and args, the
-// publish command put first: EVALSHA by its hash, or EVAL with its source
-// when load is set (which loads it). It builds the command's arguments in
-// one slice, which go-redis sends as they are.
-func (c *client) scriptCmd(ctx context.Context, s *driver.Script, keys []string, args []any, load bool) *redis.Cmd {
+// publish command put first, sent as how says. It builds the command's
+// arguments in one slice, which go-redis sends as they are.
+func (c *client) scriptCmd(ctx context.Context, s *driver.Script, keys []string, args []any, how driver.Send) *redis.Cmd {
 	a := make([]any, 0, 4+len(keys)+len(args))
-	if load {
-		a = append(a, evalArg, s.Source())
-	} else {
+	switch how {
+	case driver.ByFunction:
+		a = append(a, fcallArg, s.FunctionArg())
+	case driver.ByHash:
 		a = append(a, evalShaArg, s.HashArg())
+	default:
+		a = append(a, evalArg, s.Source())
 	}
 	a = append(a, len(keys))
 	for _, k := range keys {
@@ -225,38 +242,108 @@ func (c *client) scriptCmd(ctx context.Context, s *driver.Script, keys []string,
 	return cmd
 }
 
-// run sends one call with EVALSHA, falling back to EVAL on NOSCRIPT (a
-// fresh or just promoted node).
+// run sends one call (see eval).
 func (c *client) run(ctx context.Context, call *driver.Call) {
-	ctx, rt := c.tel.ClientSpan(ctx, c.srv, "EVALSHA", call.Script.Name(), 1)
 	s, keys, args := call.Script, call.Keys, call.Args
-	cmd := c.scriptCmd(ctx, s, keys, args, false)
+	how := c.send(s)
+	ctx, rt := c.tel.ClientSpan(ctx, c.srv, how.String(), s.Name(), 1)
+	cmd := c.scriptCmd(ctx, s, keys, args, how)
 	start := time.Now()
 	var (
-		v   any
-		err error
+		v    any
+		err  error
+		sent = how
 	)
 	if c.unbounded(ctx) {
-		v, err = c.eval(ctx, cmd, s, keys, args)
+		v, sent, err = c.eval(ctx, cmd, s, keys, args, how)
 	} else {
 		// A job that names the call rather than a closure over it: the
 		// closure would cost an allocation per call.
 		j := jobs.Get().(*job)
-		j.eval = evalJob{c, cmd, s, keys, args}
-		v, err = c.await(ctx, j)
+		j.eval = evalJob{c, cmd, s, keys, args, how}
+		v, sent, err = c.await(ctx, j)
+	}
+	if how == driver.ByFunction && sent != how {
+		// Functions refused: the span is named after EVALSHA, as a call
+		// sent so from the start is (which EVAL may load).
+		rt.Sent(driver.ByHash.String())
 	}
 	c.finish(call, v, c.dials.explain(err, start))
 	rt.End(call.Err)
 }
 
-// eval sends cmd, which runs s by its hash, and when the server answers
-// NOSCRIPT, runs s by its source.
-func (c *client) eval(ctx context.Context, cmd *redis.Cmd, s *driver.Script, keys []string, args []any) (any, error) {
-	if err := c.rdb.Process(ctx, cmd); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-		cmd = c.scriptCmd(ctx, s, keys, args, true)
-		_ = c.rdb.Process(ctx, cmd)
+// eval sends cmd, which runs s sent as how, and sends s again another way
+// when the server's answer asks for it (see again): a server without the
+// library gets it loaded, one that refuses functions gets EVALSHA, one
+// without the script gets EVAL. It returns the reply and how the last
+// command sent s.
+func (c *client) eval(ctx context.Context, cmd *redis.Cmd, s *driver.Script, keys []string, args []any, how driver.Send) (any, driver.Send, error) {
+	loaded := false
+	for {
+		next, ok := c.again(ctx, s, keys, how, c.rdb.Process(ctx, cmd), &loaded)
+		if !ok {
+			v, err := cmd.Result()
+			return v, how, err
+		}
+		how = next
+		cmd = c.scriptCmd(ctx, s, keys, args, how)
 	}
-	return cmd.Result()
+}
+
+// again returns how to send s again, on keys, after the server answered
+// err to s sent as how, and whether to send it again (see driver.Answered):
+// for a missing library, it loads the library into the server (see load)
+// and sends s with FCALL again, or with EVALSHA where the load failed or
+// was done already in this call (*loaded); for functions refused, it
+// stops c's use of them (every later call sends EVALSHA); for a missing
+// script, it sends EVAL. In each case the script did not run.
+func (c *client) again(ctx context.Context, s *driver.Script, keys []string, how driver.Send, err error, loaded *bool) (driver.Send, bool) {
+	var re redis.Error
+	if err == nil || !errors.As(err, &re) {
+		return how, false
+	}
+	switch driver.Answered(how, re.Error()) {
+	case driver.Load:
+		if !*loaded && c.load(ctx, s, keys) {
+			*loaded = true
+			return driver.ByFunction, true
+		}
+		return driver.ByHash, true
+	case driver.Refused:
+		c.noFunctions.Store(true)
+		return driver.ByHash, true
+	case driver.Resend:
+		return driver.BySource, true
+	}
+	return how, false
+}
+
+// load loads the library of s into the server that runs s on keys (the
+// master of the keys' slot on Cluster), and reports whether the server
+// has it now (a reply that it exists already means that another call
+// loaded it). A server that refuses the load stops c's use of functions.
+func (c *client) load(ctx context.Context, s *driver.Script, keys []string) bool {
+	_, lib := s.Function()
+	node := c.rdb
+	if cc, ok := c.rdb.(*redis.ClusterClient); ok && len(keys) > 0 {
+		master, err := cc.MasterForKey(ctx, keys[0])
+		if err != nil {
+			return false
+		}
+		node = master
+	}
+	err := node.FunctionLoad(ctx, lib.Code()).Err()
+	var re redis.Error
+	switch {
+	case err == nil:
+		return true
+	case !errors.As(err, &re):
+	case driver.Loaded(re.Error()):
+		return true
+	case driver.Answered(driver.ByFunction, re.Error()) == driver.Refused:
+		c.noFunctions.Store(true)
+	}
+	return false
 }
 
 // bounded returns f(ctx), or ctx's error as soon as ctx ends, for a client
@@ -272,23 +359,28 @@ func (c *client) bounded(ctx context.Context, f func(context.Context) (any, erro
 	}
 	j := jobs.Get().(*job)
 	j.f = f
-	return c.await(ctx, j)
+	v, _, err := c.await(ctx, j)
+	return v, err
 }
 
 // await runs j, taken from jobs, on the client's workers with ctx, and
 // returns its result, or ctx's error as soon as ctx ends (see bounded).
-func (c *client) await(ctx context.Context, j *job) (any, error) {
+func (c *client) await(ctx context.Context, j *job) (any, driver.Send, error) {
 	j.ctx = ctx
+	how := j.eval.how
 	c.workers.run(j)
 	select {
 	case <-j.done:
 		v, err := j.v, j.err
+		if j.f == nil {
+			how = j.eval.how
+		}
 		*j = job{done: j.done}
 		jobs.Put(j)
-		return v, err
+		return v, how, err
 	case <-ctx.Done():
 		// The job is the worker's: it is not used again.
-		return nil, ctx.Err()
+		return nil, how, ctx.Err()
 	}
 }
 
@@ -315,6 +407,7 @@ type evalJob struct {
 	s    *driver.Script
 	keys []string
 	args []any
+	how  driver.Send
 }
 
 var jobs = sync.Pool{New: func() any { return &job{done: make(chan struct{}, 1)} }}
@@ -324,19 +417,24 @@ func (j *job) run() {
 		j.v, j.err = j.f(j.ctx)
 	} else {
 		e := j.eval
-		j.v, j.err = e.c.eval(j.ctx, e.cmd, e.s, e.keys, e.args)
+		j.v, j.eval.how, j.err = e.c.eval(j.ctx, e.cmd, e.s, e.keys, e.args, e.how)
 	}
 	j.done <- struct{}{}
 }
 
-// pipeline sends calls with EVALSHA in one pipeline (one per node on
-// Cluster). Calls that meet NOSCRIPT, on a fresh or just promoted node, are
-// sent again one by one, which loads the script.
+// pipeline sends calls in one pipeline (one per node on Cluster), each as
+// send says. Calls whose server's answer asks for them to be sent another
+// way (see again), on a fresh or just promoted node, are sent again one by
+// one, which loads what is missing.
 func (c *client) pipeline(ctx context.Context, calls []*driver.Call) {
-	ctx, rt := c.tel.ClientSpan(ctx, c.srv, "EVALSHA", driver.ScriptOf(calls), len(calls))
+	hows := make([]driver.Send, len(calls))
+	for i, call := range calls {
+		hows[i] = c.send(call.Script)
+	}
+	ctx, rt := c.tel.ClientSpan(ctx, c.srv, hows[0].String(), driver.ScriptOf(calls), len(calls))
 	cmds := make([]*redis.Cmd, len(calls))
 	for i, call := range calls {
-		cmds[i] = c.scriptCmd(ctx, call.Script, call.Keys, call.Args, false)
+		cmds[i] = c.scriptCmd(ctx, call.Script, call.Keys, call.Args, hows[i])
 	}
 	start := time.Now()
 	var perr error // the pipeline's own error: see piped
@@ -360,7 +458,8 @@ func (c *client) pipeline(ctx context.Context, calls []*driver.Call) {
 	var first error
 	for i, call := range calls {
 		v, err := piped(cmds[i], perr)
-		if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+		var re redis.Error
+		if err != nil && errors.As(err, &re) && driver.Answered(hows[i], re.Error()) != driver.Fail {
 			c.run(ctx, call)
 			continue
 		}
@@ -392,7 +491,8 @@ func piped(cmd *redis.Cmd, perr error) (any, error) {
 // counts the acknowledgements of its own connection's writes. An acquisition
 // that is not acknowledged enough is rolled back with its Undo script.
 func (c *client) runAcked(ctx context.Context, call *driver.Call) {
-	ctx, rt := c.tel.ClientSpan(ctx, c.srv, "EVALSHA", call.Script.Name(), 1)
+	how := c.send(call.Script)
+	ctx, rt := c.tel.ClientSpan(ctx, c.srv, how.String(), call.Script.Name(), 1)
 	defer func() { rt.End(call.Err) }()
 	node, err := c.master(ctx, call)
 	if err != nil {
@@ -403,24 +503,29 @@ func (c *client) runAcked(ctx context.Context, call *driver.Call) {
 		eval, wait *redis.Cmd
 		perr       error // the pipeline's own error: see piped
 	)
-	send := func(ctx context.Context, load bool) {
-		_, perr = node.Pipelined(ctx, func(p redis.Pipeliner) error {
-			eval = c.scriptCmd(ctx, call.Script, call.Keys, call.Args, load)
-			_ = p.Process(ctx, eval)
-			wait = p.Do(ctx, "wait", c.acks, c.ackTimeout.Milliseconds())
-			return nil
-		})
-	}
-	_, err = c.bounded(ctx, func(ctx context.Context) (any, error) {
-		send(ctx, false)
-		if _, err := piped(eval, perr); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-			send(ctx, true)
+	sent, err := c.bounded(ctx, func(ctx context.Context) (any, error) {
+		loaded, how := false, how
+		for {
+			_, perr = node.Pipelined(ctx, func(p redis.Pipeliner) error {
+				eval = c.scriptCmd(ctx, call.Script, call.Keys, call.Args, how)
+				_ = p.Process(ctx, eval)
+				wait = p.Do(ctx, "wait", c.acks, c.ackTimeout.Milliseconds())
+				return nil
+			})
+			_, err := piped(eval, perr)
+			next, ok := c.again(ctx, call.Script, call.Keys, how, err, &loaded)
+			if !ok {
+				return how, nil
+			}
+			how = next
 		}
-		return nil, nil
 	})
 	if err != nil {
 		c.finish(call, nil, err)
 		return
+	}
+	if how == driver.ByFunction && sent != how {
+		rt.Sent(driver.ByHash.String()) // functions refused, as in run
 	}
 	v, err := piped(eval, perr)
 	c.finish(call, v, err)

@@ -19,11 +19,14 @@ func TestScriptCmdAllocations(t *testing.T) {
 	defer b.Close()
 	c := b.(*client)
 	s := driver.NewScript("test.cmd", driver.Query, "return 1", nil)
+	driver.NewLibrary("test", s)
 	keys := []string{"redisync:{a}:lock", "redisync:{a}:fence"}
 	args := []any{"owner", int64(1)}
 	ctx := context.Background()
-	got := testing.AllocsPerRun(100, func() { c.scriptCmd(ctx, s, keys, args, false) })
-	if want := float64(2 + len(keys)); got > want {
-		t.Errorf("scriptCmd allocates %v times, want at most %v (the slice, the command, a key each)", got, want)
+	for _, how := range []driver.Send{driver.ByFunction, driver.ByHash} {
+		got := testing.AllocsPerRun(100, func() { c.scriptCmd(ctx, s, keys, args, how) })
+		if want := float64(2 + len(keys)); got > want {
+			t.Errorf("%s: scriptCmd allocates %v times, want at most %v (the slice, the command, a key each)", how, got, want)
+		}
 	}
 }

@@ -38,8 +38,17 @@
 //
 // # Scripts
 //
-// Scripts are sent with EVALSHA and loaded with EVAL when the server answers
-// NOSCRIPT (a fresh or just promoted node), one round trip in the common case.
+// The scripts are the functions of one Redis function library (named
+// redisync_ and a digest of the scripts, so that each release of the
+// scripts has its own), called with FCALL: one round trip in the common
+// case. A server that answers that a function is missing (a new server, one
+// restarted without persistence, a new Cluster master) gets the library
+// loaded (FUNCTION LOAD, a few milliseconds of the server's time, about
+// 0.5 MB of its memory) and the call sent again; a replica has the
+// library from its master, so a failover costs no load. Where the server
+// refuses functions (Redis before 7.0, a proxy, an ACL user without FCALL
+// or FUNCTION LOAD), and with WithoutFunctions, scripts are sent with
+// EVALSHA, and loaded with EVAL when the server answers NOSCRIPT.
 // Renewals of many holds go out together, one pipeline per node. Each script
 // gets the command that publishes wake-ups ("publish", or "spublish" on
 // Cluster) in ARGV[1], touches only the keys in KEYS, and reads the time from

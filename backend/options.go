@@ -28,6 +28,7 @@ type config struct {
 	ackTimeout  time.Duration
 	nodeTimeout time.Duration
 	outage      time.Duration
+	noFunctions bool
 	err         error
 }
 
@@ -140,4 +141,21 @@ func WithOutageLimit(d time.Duration) Option {
 		}
 		c.outage = d
 	})
+}
+
+// WithoutFunctions makes the Backend send every script with EVALSHA (EVAL
+// where the server lacks it), never as a function of the scripts' library
+// with FCALL. By default the Backend calls the scripts as functions where
+// the server allows them (Redis 7.0 and later, Valkey): it loads the
+// library into a server the first time the server answers that a function
+// is missing, and sends EVALSHA from the first time a server refuses
+// functions (an older server, a proxy, an ACL user without FCALL and
+// FUNCTION LOAD), which costs that first call one round trip more. The
+// option is for a deployment known to have no functions (an embedded
+// Redis, a proxy), whose first call it spares that round trip, and for
+// one whose operators keep function libraries out of the data (a library
+// is persisted and replicated with it, about 0.5 MB of server memory per
+// release of the scripts).
+func WithoutFunctions() Option {
+	return optionFunc(func(c *config) { c.noFunctions = true })
 }

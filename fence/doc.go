@@ -189,7 +189,7 @@
 // adds redisync.attempts and redisync.wait.duration (time spent in backoff).
 // A rejected write sets the span status to Error with error.type stale,
 // conflict or outcome_unknown. Each Redis round trip is a CLIENT span
-// EVALSHA fence.write, fence.cas or fence.get; on a quorum, a Get that writes
+// FCALL (or EVALSHA) fence.write, fence.cas or fence.get; on a quorum, a Get that writes
 // back adds one of fence.write_back, and a write refused as stale one of
 // fence.get (the highest token).
 //

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/backend"
+	"github.com/redisync/redisync/internal/deploytest"
 	"github.com/redisync/redisync/internal/lockertest"
 	"github.com/redisync/redisync/internal/script"
 	"github.com/redisync/redisync/locker"
@@ -46,17 +47,16 @@ func (g *grants) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proce
 // count counts cmd if it ran an acquisition script (the full one or the
 // fast one) and it granted the hold.
 func (g *grants) count(cmd redis.Cmder) {
-	a := cmd.Args()
 	c, ok := cmd.(*redis.Cmd)
-	if len(a) < 2 || !ok {
+	if !ok {
 		return
 	}
-	switch a[1] {
-	case script.MutexAcquire.Hash(), script.MutexAcquire.Source():
+	switch deploytest.ScriptOf(cmd, script.MutexAcquire.Script, script.MutexTake.Script) {
+	case script.MutexAcquire.Script:
 		if r, err := c.Int64Slice(); err == nil && len(r) > 0 && r[0] == 1 {
 			g.n.Add(1)
 		}
-	case script.MutexTake.Hash(), script.MutexTake.Source():
+	case script.MutexTake.Script:
 		if token, err := c.Int64(); err == nil && token > 0 {
 			g.n.Add(1)
 		}

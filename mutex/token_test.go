@@ -153,8 +153,12 @@ func TestQuorumTokenAgreed(t *testing.T) {
 		if err := b.Close(); err != nil {
 			t.Fatal(err)
 		}
-		names := map[string]string{
-			script.MutexAcquire.Hash(): "acquire", script.MutexTake.Hash(): "acquire", script.MutexRelease.Hash(): "release", script.MutexSettle.Hash(): "settle",
+		names := make(map[string]string)
+		for s, name := range map[*driver.Script]string{
+			script.MutexAcquire.Script: "acquire", script.MutexTake.Script: "acquire", script.MutexRelease.Script: "release", script.MutexSettle.Script: "settle",
+		} {
+			fn, _ := s.Function()
+			names[fn], names[s.Hash()] = name, name
 		}
 		out := make([]map[string]int64, len(calls))
 		for i, c := range calls {

@@ -19,7 +19,9 @@
 // # Faithful to
 //
 // The primitives run their Lua scripts unchanged, atomically, through
-// EVALSHA with the NOSCRIPT fallback, as on redis-server. TIME returns the
+// EVALSHA with the NOSCRIPT fallback, as on a redis-server whose functions
+// are refused (the embedded server has no FCALL: Server.Backend sends
+// every script with EVALSHA, see backend.WithoutFunctions). TIME returns the
 // wall clock, so fencing tokens grow as they do there. Expiry follows real
 // time: miniredis by default only expires keys when its clock is moved by
 // hand, and a Server instead sets its clock to the wall clock before every

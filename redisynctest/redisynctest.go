@@ -91,11 +91,13 @@ func (s *Server) Client() *redis.Client {
 }
 
 // Backend returns a new Backend on a new client of the server, built by
-// backend.New with opts: each stands for one process. As with backend.New,
-// a bad option is reported by the primitives' constructors. Close closes
-// the Backend and its client; the caller may close the Backend before.
+// backend.New with backend.WithoutFunctions (the embedded server has no
+// Redis functions) and opts: each stands for one process. As with
+// backend.New, a bad option is reported by the primitives' constructors.
+// Close closes the Backend and its client; the caller may close the
+// Backend before.
 func (s *Server) Backend(opts ...backend.Option) backend.Backend {
-	b := backend.New(s.Client(), opts...)
+	b := backend.New(s.Client(), append([]backend.Option{backend.WithoutFunctions()}, opts...)...)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {

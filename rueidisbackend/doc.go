@@ -17,8 +17,11 @@
 // a lock taken through one is held for the other.
 //
 // One Backend serves every primitive of a process: share it. Scripts go out
-// with EVALSHA, several calls in one pipeline per node, and again with EVAL
-// when the server answers NOSCRIPT (a fresh or just promoted node). Each
+// as functions with FCALL (see package backend's Scripts: the library is
+// loaded into every node the first time a server lacks it), with EVALSHA
+// where the server refuses functions, several calls in one pipeline per
+// node, and again with EVAL when the server answers NOSCRIPT (a fresh or
+// just promoted node). Each
 // script gets the command that publishes wake-ups in ARGV[1]: "spublish" on
 // a Cluster client, "publish" elsewhere. Waiters listen on wake channels
 // through rueidis's Receive, SSUBSCRIBE on Cluster and SUBSCRIBE elsewhere,

@@ -80,6 +80,10 @@ type client struct {
 	// with it at once (see Exec).
 	clusterNode atomic.Pointer[driver.ConfigError]
 
+	// noFunctions is set once a server refused functions (FCALL or
+	// FUNCTION LOAD): scripts are sent with EVALSHA from then on.
+	noFunctions atomic.Bool
+
 	closing *driver.Closing
 }
 
@@ -179,14 +183,19 @@ func oneSlot(keys []string) bool {
 	return true
 }
 
-// Exec runs every call with EVALSHA, in one pipeline (one per node on
-// Cluster), and sends again with EVAL, in a second pipeline, the calls whose
-// script the server did not have (NOSCRIPT: a fresh or just promoted node).
-// Each call gets its reply, or its own error naming its script: a Redis
-// error reply, a network failure, ctx's error when ctx ended first, a
-// construction error matching locker.ErrInvalid, or locker.ErrClosed after
-// Close. Nothing is retried here: the primitives retry what
-// backend.IsTransient accepts.
+// Exec runs the calls in one pipeline (one per node on Cluster): a script
+// of a library (see driver.Script.Function) with FCALL, until a server
+// refuses functions, any other with EVALSHA. The calls whose server's
+// answer asks for them to be sent another way (see driver.Answered) are
+// sent again, in a pipeline of their own: with FCALL once the library is
+// loaded (FUNCTION LOAD, on every node: a server that restarted without
+// persistence, a new Cluster master), with EVALSHA where functions are
+// refused, with EVAL where the server lacks the script (NOSCRIPT: a fresh
+// or just promoted node). Each call gets its reply, or its own error
+// naming its script: a Redis error reply, a network failure, ctx's error
+// when ctx ended first, a construction error matching locker.ErrInvalid,
+// or locker.ErrClosed after Close. Nothing is retried here: the
+// primitives retry what backend.IsTransient accepts.
 //
 // A client forced to one node of a Redis Cluster (ForceSingleClient) runs
 // the calls on the names of the node's own slots and gets MOVED (or ASK)
@@ -216,39 +225,50 @@ func (b *client) Exec(ctx context.Context, calls ...*driver.Call) {
 			return
 		}
 	}
-	ctx, rt := b.tel.ClientSpan(ctx, b.srv, "EVALSHA", driver.ScriptOf(calls), len(calls))
+	ctx, rt := b.tel.ClientSpan(ctx, b.srv, b.send(calls[0].Script).String(), driver.ScriptOf(calls), len(calls))
 	sent := make([]*driver.Call, 0, len(calls))
 	argv := make([][]string, 0, len(calls))
-	cmds := make(rueidis.Commands, 0, len(calls))
+	hows := make([]driver.Send, 0, len(calls))
 	for _, call := range calls {
 		args, err := b.args(call)
 		if err != nil {
 			b.fail(call, err)
 			continue
 		}
-		sent, argv = append(sent, call), append(argv, args)
-		cmds = append(cmds, b.c.B().Evalsha().Sha1(call.Script.Hash()).Numkeys(int64(len(call.Keys))).Key(call.Keys...).Arg(args...).Build())
+		sent, argv, hows = append(sent, call), append(argv, args), append(hows, b.send(call.Script))
 	}
-	results := b.do(ctx, cmds)
-	var again []int // indexes in sent of the calls to load with EVAL
-	for i, r := range results {
-		if re, ok := rueidis.IsRedisErr(r.Error()); ok && re.IsNoScript() {
-			again = append(again, i)
-			continue
+	loaded := make(map[*driver.Library]bool)
+	var first0, final driver.Send // how a single call was sent first, and last
+	if len(hows) == 1 {
+		first0, final = hows[0], hows[0]
+	}
+	for len(sent) > 0 {
+		// A new slice each round: rueidis may still hold the last one,
+		// when ctx cut the pipeline short.
+		cmds := make(rueidis.Commands, len(sent))
+		for i, call := range sent {
+			cmds[i] = b.command(call, argv[i], hows[i])
 		}
-		b.finish(ctx, sent[i], r)
-	}
-	if len(again) > 0 {
-		// A new slice: rueidis may still hold the last one, when ctx cut
-		// the pipeline short.
-		cmds = make(rueidis.Commands, 0, len(again))
+		var again []int // indexes in sent of the calls to send again
+		for i, r := range b.do(ctx, cmds) {
+			if how, ok := b.again(ctx, sent[i].Script, hows[i], r.Error(), loaded); ok {
+				hows[i], final = how, how
+				again = append(again, i)
+				continue
+			}
+			b.finish(ctx, sent[i], r)
+		}
+		next := 0
 		for _, i := range again {
-			call := sent[i]
-			cmds = append(cmds, b.c.B().Eval().Script(call.Script.Source()).Numkeys(int64(len(call.Keys))).Key(call.Keys...).Arg(argv[i]...).Build())
+			sent[next], argv[next], hows[next] = sent[i], argv[i], hows[i]
+			next++
 		}
-		for j, r := range b.do(ctx, cmds) {
-			b.finish(ctx, sent[again[j]], r)
-		}
+		sent, argv, hows = sent[:next], argv[:next], hows[:next]
+	}
+	if len(calls) == 1 && first0 == driver.ByFunction && final != first0 {
+		// Functions refused: the span is named after EVALSHA, as a call
+		// sent so from the start is (which EVAL may load).
+		rt.Sent(driver.ByHash.String())
 	}
 	var first error
 	for _, call := range calls {
@@ -258,6 +278,83 @@ func (b *client) Exec(ctx context.Context, calls ...*driver.Call) {
 		}
 	}
 	rt.End(first)
+}
+
+// send returns how b sends s first: with FCALL when s is in a library and
+// no server refused functions, with EVALSHA otherwise.
+func (b *client) send(s *driver.Script) driver.Send {
+	if _, lib := s.Function(); lib != nil && !b.noFunctions.Load() {
+		return driver.ByFunction
+	}
+	return driver.ByHash
+}
+
+// command returns the command that runs call with args, sent as how.
+func (b *client) command(call *driver.Call, args []string, how driver.Send) rueidis.Completed {
+	n := int64(len(call.Keys))
+	switch how {
+	case driver.ByFunction:
+		fn, _ := call.Script.Function()
+		return b.c.B().Fcall().Function(fn).Numkeys(n).Key(call.Keys...).Arg(args...).Build()
+	case driver.ByHash:
+		return b.c.B().Evalsha().Sha1(call.Script.Hash()).Numkeys(n).Key(call.Keys...).Arg(args...).Build()
+	}
+	return b.c.B().Eval().Script(call.Script.Source()).Numkeys(n).Key(call.Keys...).Arg(args...).Build()
+}
+
+// again returns how to send s again after the server answered err to s
+// sent as how, and whether to send it again (see driver.Answered): for a
+// missing library, it loads the library (see load) and sends s with FCALL
+// again, or with EVALSHA where the load failed or was done already in
+// this Exec (loaded); for functions refused, it stops b's use of them;
+// for a missing script, it sends EVAL. In each case the script did not
+// run.
+func (b *client) again(ctx context.Context, s *driver.Script, how driver.Send, err error, loaded map[*driver.Library]bool) (driver.Send, bool) {
+	re, ok := rueidis.IsRedisErr(err)
+	if !ok {
+		return how, false
+	}
+	switch driver.Answered(how, re.Error()) {
+	case driver.Load:
+		_, lib := s.Function()
+		if _, tried := loaded[lib]; tried {
+			return driver.ByHash, true
+		}
+		loaded[lib] = b.load(ctx, lib)
+		if loaded[lib] {
+			return driver.ByFunction, true
+		}
+		return driver.ByHash, true
+	case driver.Refused:
+		b.noFunctions.Store(true)
+		return driver.ByHash, true
+	case driver.Resend:
+		return driver.BySource, true
+	}
+	return how, false
+}
+
+// load loads lib into every node the client knows (FUNCTION LOAD; a
+// replica refuses it, and gets the library from its master), and reports
+// whether one of them has it now. A server that refuses the load stops b's
+// use of functions.
+func (b *client) load(ctx context.Context, lib *driver.Library) bool {
+	ok := false
+	for _, node := range b.c.Nodes() {
+		err := node.Do(ctx, node.B().FunctionLoad().FunctionCode(lib.Code()).Build()).Error()
+		re, isRedis := rueidis.IsRedisErr(err)
+		switch {
+		case err == nil:
+			ok = true
+		case !isRedis:
+		case driver.Loaded(re.Error()):
+			ok = true
+		case driver.Answered(driver.ByFunction, re.Error()) == driver.Refused:
+			b.noFunctions.Store(true)
+			return false
+		}
+	}
+	return ok
 }
 
 // refuse fails every call but the releases with cfg, the Cluster node

@@ -52,15 +52,19 @@
 // call's error does not carry it already.
 //
 // Each Redis round trip under a call's span is a CLIENT span that follows
-// the Redis semantic conventions: named "EVALSHA <script>", with
-// db.system.name "redis", db.operation.name "EVALSHA",
+// the Redis semantic conventions: named "FCALL <script>" where the server
+// runs the scripts as functions (Redis 7.0 and later, Valkey) and
+// "EVALSHA <script>" where it does not (see backend.WithoutFunctions; a
+// call whose FCALL the server refused, then sent with EVALSHA, is named
+// so), with db.system.name "redis", db.operation.name "FCALL" or
+// "EVALSHA",
 // db.stored_procedure.name the script's name (mutex.take, mutex.acquire,
 // mutex.release, mutex.renew, fair.enqueue, ...), server.address and
 // server.port from the client's configuration, and db.namespace, the
 // database index of the client's options ("0", "3"; "0" on Cluster). A
 // pipeline (a batch of renewals, of releases at Close) is named "BATCH
-// EVALSHA <script>" when all its calls run one script and "BATCH EVALSHA"
-// otherwise, with db.operation.name "BATCH EVALSHA",
+// FCALL <script>" when all its calls run one script and "BATCH FCALL"
+// otherwise (EVALSHA for EVALSHA), with db.operation.name "BATCH FCALL",
 // db.operation.batch.size, and db.stored_procedure.name only in the first
 // case. A Redis error sets db.response.status_code to its prefix, and
 // error.type. The script's text and arguments

@@ -70,6 +70,10 @@ var bytesBack = driver.NewScript("backendtest.bytes", driver.Query, `return {1, 
 
 var failing = driver.NewScript("backendtest.fail", driver.Write, `return redis.error_reply('BOOM backendtest failure')`, nil)
 
+// bytesBack and failing are functions of a library, where the server has
+// functions (see driver.NewLibrary); echo and pair are sent with EVALSHA.
+var _ = driver.NewLibrary("backendtest", bytesBack, failing)
+
 // RunConformanceTests runs the suite against the Backends of newHarness.
 func RunConformanceTests(t *testing.T, newHarness HarnessMaker) {
 	t.Helper()
@@ -169,18 +173,29 @@ func testBatch(t *testing.T, mk func(*testing.T) backend.Backend) {
 func testNotCached(t *testing.T, mk func(*testing.T) backend.Backend) {
 	b := mk(t)
 	// A script whose text is new to the server: EVALSHA answers NOSCRIPT
-	// and the backend must load it, alone and inside a batch.
-	for _, batch := range []bool{false, true} {
-		fresh := driver.NewScript("backendtest.fresh", driver.Write,
-			"-- "+rand.Text()+"\nreturn {1, tonumber(ARGV[2])}", nil)
-		calls := []*driver.Call{{Script: fresh, Keys: []string{space(b, t) + "a"}, Args: []any{7}}}
-		if batch {
-			calls = append(calls, &driver.Call{Script: fresh, Keys: []string{space(b, t) + "b"}, Args: []any{8}})
-		}
-		b.Exec(context.Background(), calls...)
-		for i, c := range calls {
-			if c.Err != nil || c.Reply.At(1) != int64(7+i) {
-				t.Errorf("batch=%v call %d: (%v, %v); want ([1 %d], nil)", batch, i, c.Reply, c.Err, 7+i)
+	// and the backend must load it; or a function of a library new to the
+	// server (as on a server that restarted without persistence): FCALL
+	// answers that the function is missing and the backend must load the
+	// library, or, where the server has no functions, send the script
+	// with EVALSHA, then EVAL. Alone and inside a batch; a batch's calls
+	// on Cluster go to the masters of two names (two slots).
+	for _, library := range []bool{false, true} {
+		for _, batch := range []bool{false, true} {
+			fresh := driver.NewScript("backendtest.fresh", driver.Write,
+				"-- "+rand.Text()+"\nreturn {1, tonumber(ARGV[2])}", nil)
+			if library {
+				driver.NewLibrary("backendtest", fresh)
+			}
+			calls := []*driver.Call{{Script: fresh, Keys: []string{space(b, t) + "a"}, Args: []any{7}}}
+			if batch {
+				other := space(b, t)
+				calls = append(calls, &driver.Call{Script: fresh, Keys: []string{other + "b"}, Args: []any{8}})
+			}
+			b.Exec(context.Background(), calls...)
+			for i, c := range calls {
+				if c.Err != nil || c.Reply.At(1) != int64(7+i) {
+					t.Errorf("library=%v batch=%v call %d: (%v, %v); want ([1 %d], nil)", library, batch, i, c.Reply, c.Err, 7+i)
+				}
 			}
 		}
 	}

@@ -12,10 +12,14 @@
 // A Backend's contract is its interface and nothing hidden; package
 // backendtest is the conformance suite it should pass.
 //
-//   - Exec runs each Call's Script with EVALSHA (Script.Hash), and with
-//     EVAL (Script.Source) when the server answers NOSCRIPT, with the Call's
-//     Keys, and with the Backend's publish command ("publish", or
-//     "spublish" on Cluster) before the Call's Args. It stores each reply
+//   - Exec runs each Call's Script with FCALL of its function where it is
+//     in a Library (Script.Function) and the server has functions, and
+//     with EVALSHA (Script.Hash) otherwise, with the Call's Keys, and with
+//     the Backend's publish command ("publish", or "spublish" on Cluster)
+//     before the Call's Args. Answered says what to do when the server
+//     answers with an error that the script did not run: load the library
+//     (FUNCTION LOAD) and send FCALL again, send EVALSHA from then on, or
+//     send EVAL (Script.Source) after NOSCRIPT. It stores each reply
 //     with Call.Decode, or the failure in Call.Err; the server's error
 //     replies are ReplyErrors. Calls may go out in one pipeline per node.
 //   - Subscribe listens on a wake channel: one pub/sub connection per node

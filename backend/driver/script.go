@@ -81,6 +81,9 @@ type Script struct {
 	// hashArg is hash in an interface, made once: an argument list of
 	// interfaces would otherwise copy it to the heap at every call.
 	hashArg any
+	lib     *Library // the library that has s as a function, or nil
+	fn      string   // the function's name
+	fnArg   any      // fn, boxed once
 }
 
 // FenceKey is the name of an Acquire script's KEYS entry that is the name's
@@ -199,9 +202,9 @@ func (s *Script) Key(keys []string, name string) (string, bool) {
 func (s *Script) Source() string { return s.src }
 
 // Hash returns the SHA1 digest of the source, in hexadecimal, as EVALSHA
-// takes it. An implementation of Exec sends EVALSHA first and, when the
-// server answers NOSCRIPT (a fresh or just promoted node), EVAL with the
-// Source.
+// takes it. An implementation of Exec sends EVALSHA for a script in no
+// library (or where the server refuses functions) and, when the server
+// answers NOSCRIPT (a fresh or just promoted node), EVAL with the Source.
 func (s *Script) Hash() string { return s.hash }
 
 // HashArg returns Hash as an interface value made once, for argument lists

@@ -232,7 +232,7 @@ func TestMisconfigured(t *testing.T) {
 	})
 	t.Run("NoScriptPermission", func(t *testing.T) {
 		n := redistest.StartNode(t)
-		if _, err := n.Do(context.Background(), "ACL", "SETUSER", "noscripts", "on", ">pw", "~*", "&*", "+@all", "-evalsha", "-eval"); err != nil {
+		if _, err := n.Do(context.Background(), "ACL", "SETUSER", "noscripts", "on", ">pw", "~*", "&*", "+@all", "-fcall", "-function", "-evalsha", "-eval"); err != nil {
 			t.Fatal(err)
 		}
 		r := runCLI(t, "redis://noscripts:pw@"+n.Addr+"/0", "run", "x", "--", "true")

@@ -136,7 +136,7 @@ func (r *Replies) Wait() {
 }
 
 // ScriptOf returns the script that cmd runs, among scripts, or nil when cmd
-// is not an EVALSHA or EVAL of one of them.
+// is not an FCALL, EVALSHA or EVAL of one of them.
 func ScriptOf(cmd redis.Cmder, scripts ...*driver.Script) *driver.Script {
 	args := cmd.Args()
 	if len(args) < 2 {
@@ -145,7 +145,10 @@ func ScriptOf(cmd redis.Cmder, scripts ...*driver.Script) *driver.Script {
 	name, _ := args[0].(string)
 	body, _ := args[1].(string)
 	for _, s := range scripts {
+		fn, _ := s.Function()
 		switch {
+		case strings.EqualFold(name, "fcall") && fn != "" && body == fn:
+			return s
 		case strings.EqualFold(name, "evalsha") && body == s.Hash():
 			return s
 		case strings.EqualFold(name, "eval") && body == s.Source():

@@ -12,8 +12,10 @@ import (
 )
 
 // Scripts is a go-redis hook (add it with AddHook) that counts the scripts
-// a client ran without error (EVALSHA and EVAL, pipelines aside), in all
-// and by script hash. It is safe for concurrent use.
+// a client ran without error (FCALL, EVALSHA and EVAL, pipelines aside),
+// in all and by script: by function name for FCALL (see
+// driver.Script.Function), by hash otherwise. It is safe for concurrent
+// use.
 type Scripts struct {
 	n      atomic.Int64
 	mu     sync.Mutex
@@ -23,7 +25,8 @@ type Scripts struct {
 // Total returns the scripts run so far.
 func (s *Scripts) Total() int64 { return s.n.Load() }
 
-// Take returns the counts by script hash since the last Take.
+// Take returns the counts by function name or script hash since the last
+// Take.
 func (s *Scripts) Take() map[string]int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -37,7 +40,7 @@ func (s *Scripts) DialHook(next redis.DialHook) redis.DialHook { return next }
 func (s *Scripts) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		err := next(ctx, cmd)
-		if name := cmd.Name(); err == nil && (name == "evalsha" || name == "eval") {
+		if name := cmd.Name(); err == nil && (name == "fcall" || name == "evalsha" || name == "eval") {
 			s.n.Add(1)
 			hash := fmt.Sprint(cmd.Args()[1])
 			if name == "eval" {

@@ -177,7 +177,7 @@ func aclNode(t *testing.T) *redistest.Node {
 	ctx := context.Background()
 	for _, rule := range [][]any{
 		// Every permission but the scripts'.
-		{"ACL", "SETUSER", "noscripts", "on", ">pw", "~*", "&*", "+@all", "-evalsha", "-eval"},
+		{"ACL", "SETUSER", "noscripts", "on", ">pw", "~*", "&*", "+@all", "-fcall", "-function", "-evalsha", "-eval"},
 		// Keys outside the library's prefix only.
 		{"ACL", "SETUSER", "otherkeys", "on", ">pw", "~app:*", "&*", "+@all"},
 	} {

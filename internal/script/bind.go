@@ -430,6 +430,7 @@ func newDef[A any](name, src string, variants map[string]string, build func(lua 
 	}
 	d := Def[A]{build(compose(source{name: name, src: src, variants: variants}, t))}
 	argvOf[d.Script] = plans[t]
+	defined = append(defined, d.Script)
 	return d
 }
 

@@ -658,11 +658,14 @@ func newCallKind(srv Server, k callKey, n int) *callKind {
 // A Client is one Redis round trip under way: its CLIENT span and, when
 // db.client.operation.duration records, its start. End ends it.
 type Client struct {
-	span  trace.Span
-	ctx   context.Context
-	t     *T
-	kind  *callKind
-	start time.Time // zero when the duration is not measured
+	span   trace.Span
+	ctx    context.Context
+	t      *T
+	kind   *callKind
+	start  time.Time // zero when the duration is not measured
+	srv    Server
+	script string
+	batch  bool
 }
 
 // ClientSpan starts one Redis round trip that runs the named script (n is
@@ -676,7 +679,7 @@ func (t *T) ClientSpan(ctx context.Context, srv Server, operation, script string
 	if !spans && !timed {
 		return ctx, Client{span: noSpan}
 	}
-	c := Client{span: noSpan, ctx: ctx, t: t, kind: srv.kind(callKey{operation, script, n > 1}, n)}
+	c := Client{span: noSpan, ctx: ctx, t: t, kind: srv.kind(callKey{operation, script, n > 1}, n), srv: srv, script: script, batch: n > 1}
 	if spans {
 		ctx, c.span = t.tracer.Start(ctx, c.kind.name, c.kind.opts...)
 	}
@@ -684,6 +687,22 @@ func (t *T) ClientSpan(ctx context.Context, srv Server, operation, script string
 		c.start = time.Now()
 	}
 	return ctx, c
+}
+
+// Sent names a round trip of one call after the command that carried the
+// call in the end, operation, when it is not the one it started with (a
+// script sent as a function that the server refused, then by its digest):
+// the span's name and db.operation.name, and the measurement's
+// attributes. A batch keeps its name.
+func (c *Client) Sent(operation string) {
+	if c.kind == nil || c.batch {
+		return
+	}
+	c.kind = c.srv.kind(callKey{operation, c.script, false}, 1)
+	if c.span.IsRecording() {
+		c.span.SetName(c.kind.name)
+		c.span.SetAttributes(semconv.DBOperationName(operation))
+	}
 }
 
 // End ends the round trip, recording err when it is not nil: on the span,

@@ -546,10 +546,10 @@ func (h orderHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 func (h orderHook) record(c *OrderCall, sent time.Time, cmd redis.Cmder, err error) {
 	at := time.Now()
 	args := cmd.Args()
-	if n := strings.ToLower(cmd.Name()); n != "evalsha" && n != "eval" || len(args) < 4 {
+	if n := strings.ToLower(cmd.Name()); n != "fcall" && n != "evalsha" && n != "eval" || len(args) < 4 {
 		return
 	}
-	// EVALSHA sha numkeys KEYS... ARGV...
+	// FCALL function (or EVALSHA sha) numkeys KEYS... ARGV...
 	keys, _ := args[2].(int)
 	argv := func(i int) any {
 		if j := 3 + keys + i - 1; j < len(args) {

@@ -168,15 +168,15 @@ func replyScripts() []*driver.Script {
 		script.FenceWrite.Script, script.FenceCAS.Script, script.FenceGet.Script, script.FenceWriteBack.Script,
 	}
 	for _, f := range []script.FIFO{script.Fair, script.Semaphore} {
-		// Beat runs the same source as Enqueue: ScriptOf names it Enqueue,
-		// an acquisition of a place in line, which is what a late beat is.
+		// Beat runs the same source as Enqueue: sent by its hash, ScriptOf
+		// names it Enqueue; as a function, Beat (see lateRule).
 		ss = append(ss, f.Acquire.Script, f.Undo.Script, f.Enqueue.Script, f.Beat.Script, f.Renew.Script, f.Release.Script, f.Stat.Script)
 	}
 	return ss
 }
 
 // replyRules decides, for the Replies hooks of one scenario, which script
-// calls (EVALSHA and EVAL only) lose their reply, run twice or are
+// calls (FCALL, EVALSHA and EVAL only) lose their reply, run twice or are
 // delivered late. Its methods are safe for concurrent use.
 type replyRules struct {
 	lose, twice float64 // of script calls and of pipelines of them
@@ -218,7 +218,7 @@ func (r *replyRules) delay() time.Duration {
 func (r *replyRules) scriptCalls(cmds []redis.Cmder) bool {
 	for _, c := range cmds {
 		switch strings.ToLower(c.Name()) {
-		case "evalsha", "eval":
+		case "fcall", "evalsha", "eval":
 		default:
 			return false
 		}
@@ -268,7 +268,13 @@ func (r *replyRules) lateRule(cmds []redis.Cmder) (time.Duration, bool) {
 	if s == nil {
 		return 0, false
 	}
-	switch s.Kind() {
+	kind := s.Kind()
+	if s == script.Fair.Beat.Script || s == script.Semaphore.Beat.Script {
+		// A heartbeat puts its waiter back in line where it was dropped:
+		// delivered late, it is an acquisition of a place.
+		kind = driver.Acquire
+	}
+	switch kind {
 	case driver.Release:
 		if r.chance(r.lateGive) {
 			r.lateGives.Add(1)

@@ -761,11 +761,18 @@ func runs(scripts ...*driver.Script) func(redis.Cmder) bool {
 }
 
 // beatOf returns a match for the heartbeats of a line's waiters (s.Beat
-// with a ticket). Enqueue runs the same script, with ticket 0, its last
-// argument (see internal/fifo).
+// with a ticket). Enqueue runs the same source with ticket 0 (see
+// internal/fifo), which a script sent by its hash cannot tell apart.
 func beatOf(s script.FIFO) func(redis.Cmder) bool {
+	i := script.ArgIndex(s.Beat.Script, "ticket")
 	return func(cmd redis.Cmder) bool {
+		if deploytest.ScriptOf(cmd, s.Beat.Script) == nil {
+			return false
+		}
+		// FCALL function (or EVALSHA sha) numkeys KEYS... ARGV...
 		args := cmd.Args()
-		return deploytest.ScriptOf(cmd, s.Beat.Script) != nil && fmt.Sprint(args[len(args)-1]) != "0"
+		keys, _ := args[2].(int)
+		j := 3 + keys + i - 1
+		return j < len(args) && fmt.Sprint(args[j]) != "0"
 	}
 }

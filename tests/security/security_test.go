@@ -98,11 +98,50 @@ func TestACLRuleCoversScripts(t *testing.T) {
 	t.Logf("%d commands used by the scripts, all allowed", len(used))
 }
 
-// TestACLUser runs the mutex as a user limited by ACLRule: it works, and the
-// same user is refused a key outside the prefix (NOPERM, not retried).
+// TestACLUser runs the mutex as a user limited by the README's rule: it
+// works, with the scripts called as functions, and the same user is
+// refused a key outside the prefix (NOPERM, not retried). A user without
+// FCALL and FUNCTION LOAD (the rule of earlier releases) works too, with
+// every script sent with EVALSHA.
 func TestACLUser(t *testing.T) {
-	n := redistest.StartNode(t, redistest.WithConfig("user locker on >s3cret "+aclRule(t)))
-	rdb := redis.NewClient(&redis.Options{Addr: n.Addr, Username: "locker", Password: "s3cret", ContextTimeoutEnabled: true})
+	rule := aclRule(t)
+	for _, tc := range []struct {
+		name, rule string
+		functions  bool
+	}{
+		{"Functions", rule, true},
+		{"ScriptsOnly", strings.NewReplacer(" +fcall ", " ", " +function|load ", " ").Replace(rule), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.rule == rule && !tc.functions {
+				t.Fatalf("the README's rule %q has no +fcall or +function|load to take away", rule)
+			}
+			n := redistest.StartNode(t, redistest.WithConfig("user locker on >s3cret "+tc.rule))
+			asACLUser(t, n.Addr)
+			admin := redis.NewClient(&redis.Options{Addr: n.Addr})
+			defer admin.Close()
+			stats, err := admin.Info(context.Background(), "commandstats").Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			calls := func(cmd string) int {
+				var n int
+				if i := strings.Index(stats, "cmdstat_"+cmd+":calls="); i >= 0 {
+					fmt.Sscanf(stats[i+len("cmdstat_"+cmd+":calls="):], "%d", &n)
+				}
+				return n
+			}
+			if fcalls, evalshas := calls("fcall"), calls("evalsha"); tc.functions && fcalls == 0 || !tc.functions && (fcalls > 0 || evalshas == 0) {
+				t.Errorf("%d FCALL and %d EVALSHA calls; want the scripts called as functions: %v", fcalls, evalshas, tc.functions)
+			}
+		})
+	}
+}
+
+// asACLUser runs every primitive as the user locker (password s3cret) on
+// the server at addr.
+func asACLUser(t *testing.T, addr string) {
+	rdb := redis.NewClient(&redis.Options{Addr: addr, Username: "locker", Password: "s3cret", ContextTimeoutEnabled: true})
 	defer rdb.Close()
 	b := backend.New(rdb)
 	defer b.Close()

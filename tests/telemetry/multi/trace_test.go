@@ -45,8 +45,11 @@ func TestSpans(t *testing.T) {
 		if len(lock) != 1 || teltest.Attrs(lock[0])["redisync.outcome"].AsString() != "acquired" {
 			t.Fatalf("multi.Lock spans: %v", lock)
 		}
-		if len(rec.Spans("EVALSHA multi.acquire")) != 1 || len(rec.Spans("EVALSHA multi.release")) != 1 {
-			t.Errorf("want one EVALSHA multi.acquire and one EVALSHA multi.release span")
+		// redis-server calls the scripts as functions.
+		if len(rec.Spans("FCALL multi.acquire")) != 1 || len(rec.Spans("FCALL multi.release")) != 1 {
+			t.Errorf("want one FCALL multi.acquire and one FCALL multi.release span")
+		} else if a := teltest.Attrs(rec.Spans("FCALL multi.acquire")[0]); a["db.operation.name"].AsString() != "FCALL" || a["db.stored_procedure.name"].AsString() != "multi.acquire" {
+			t.Errorf("FCALL multi.acquire: db.operation.name %q, db.stored_procedure.name %q; want FCALL, multi.acquire", a["db.operation.name"].AsString(), a["db.stored_procedure.name"].AsString())
 		}
 	})
 }

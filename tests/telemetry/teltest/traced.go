@@ -27,7 +27,9 @@ type Traced struct {
 }
 
 // NewTraced starts a server and its two traced backends, with opts after
-// the Recorder's own; the test's cleanup closes them.
+// the Recorder's own; the test's cleanup closes them. The embedded server
+// has no functions: the backends send every script with EVALSHA, and the
+// CLIENT spans are named so.
 func NewTraced(t testing.TB, opts ...tracing.Option) *Traced {
 	t.Helper()
 	s, err := redisynctest.Start()
@@ -40,7 +42,7 @@ func NewTraced(t testing.TB, opts ...tracing.Option) *Traced {
 	for _, b := range []*backend.Backend{&tr.B, &tr.B2} {
 		c := redis.NewClient(&redis.Options{Addr: s.Addr()})
 		t.Cleanup(func() { _ = c.Close() })
-		*b = backend.New(c, backend.WithTracing(opts...))
+		*b = backend.New(c, backend.WithoutFunctions(), backend.WithTracing(opts...))
 		t.Cleanup(func() { _ = (*b).Close() })
 	}
 	return tr
