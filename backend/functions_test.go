@@ -101,9 +101,20 @@ func TestFunctions(t *testing.T) {
 		b := backend.New(s.Client(t))
 		defer b.Close()
 		lockOnce(ctx, t, b, "functions")
-		// A replica counts the loads its master replicated to it.
+		// The replicas get the library from the master (the load is
+		// replicated, asynchronously), and count that load.
 		before := make(map[string]int)
 		for _, n := range s.Data {
+			for {
+				list, err := n.Do(ctx, "FUNCTION", "LIST", "LIBRARYNAME", script.Library.Name())
+				if l, _ := list.([]any); err == nil && len(l) == 1 {
+					break
+				}
+				if ctx.Err() != nil {
+					t.Fatalf("node %s has no library: %v", n.Addr, err)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
 			before[n.Addr] = commandCalls(t, n, "function|load")
 		}
 		addr, err := s.Failover(ctx)

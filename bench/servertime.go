@@ -63,7 +63,8 @@ const (
 // part it plays in its row, and what its reply must be.
 type request struct {
 	args []any
-	src  string // for EVALSHA: the script's source
+	src  string // for EVALSHA and FCALL: the script's source
+	lib  string // for FCALL: the code of the function's library
 	role role
 	want func(v any) bool
 }
@@ -83,8 +84,9 @@ func releaseOnly(reqs []request, err error) ([]request, error) {
 	return reqs, nil
 }
 
-// byEval returns q, an EVALSHA, sent as EVAL with its script's source: the
-// same script on the same keys and arguments, counted under EVAL.
+// byEval returns q, an EVALSHA or FCALL, sent as EVAL with its script's
+// source: the same script on the same keys and arguments, counted under
+// EVAL.
 func (q request) byEval() request {
 	q.args = slices.Concat([]any{"eval", q.src}, q.args[2:])
 	return q
@@ -109,7 +111,7 @@ func wantExec(v any) bool    { a, ok := v.([]any); return ok && len(a) == 2 && a
 // to a status.
 type recorder struct {
 	rdb  *redis.Client
-	b    backend.Backend // redisync's backend on rdb, to close
+	b    []backend.Backend // redisync's backends on rdb, to close
 	mu   sync.Mutex
 	reqs []request
 	err  error
@@ -125,8 +127,8 @@ func newRecorder() *recorder {
 
 // close closes the backend made on the recorder, then its client.
 func (r *recorder) close() {
-	if r.b != nil {
-		_ = r.b.Close()
+	for _, b := range r.b {
+		_ = b.Close()
 	}
 	_ = r.rdb.Close()
 }
@@ -251,15 +253,27 @@ func stProbes(rec *recorder) ([]stProbe, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := backend.New(rec.rdb)
-	rec.b = b
-	// exec records the requests of calls, made by redisync's backend.
-	exec := func(calls []*driver.Call, want ...func(any) bool) ([]request, error) {
+	// redisync's backends: the default one, which calls the scripts as
+	// functions (FCALL; the recorder answers it as a server with the
+	// library), and one that sends them with EVALSHA.
+	b, bHash := backend.New(rec.rdb), backend.New(rec.rdb, backend.WithoutFunctions())
+	rec.b = []backend.Backend{b, bHash}
+	// execOn records the requests of calls, made by redisync's backend b,
+	// each with its script's source and, for FCALL, its library's code.
+	execOn := func(b backend.Backend, calls []*driver.Call, want ...func(any) bool) ([]request, error) {
 		for _, c := range calls {
 			b.Exec(ctx, c)
 		}
-		return rec.take(want...)
+		reqs, err := rec.take(want...)
+		for i := range reqs {
+			if i < len(calls) && reqs[i].name() == "fcall" {
+				_, lib := calls[i].Script.Function()
+				reqs[i].src, reqs[i].lib = calls[i].Script.Source(), lib.Code()
+			}
+		}
+		return reqs, err
 	}
+	exec := func(calls []*driver.Call, want ...func(any) bool) ([]request, error) { return execOn(b, calls, want...) }
 	// mutex returns the calls of a Lock+Unlock pair of redisync's mutex on
 	// name: those of mutex.New's defaults for a Lock that no other
 	// goroutine of its process waits behind (the fast first attempt, no
@@ -276,6 +290,10 @@ func stProbes(rec *recorder) ([]stProbe, error) {
 	floorRelease := driver.NewScript("bench.floor-release", driver.Query, floorReleaseSrc, nil)
 	designAcquire := driver.NewScript("bench.design-acquire", driver.Query, designAcquireSrc, nil)
 	designRelease := driver.NewScript("bench.design-release", driver.Query, designReleaseSrc, nil)
+	// The design's scripts again, as the functions of a library.
+	designAcquireFn := driver.NewScript("bench.design-acquire", driver.Query, designAcquireSrc, nil)
+	designReleaseFn := driver.NewScript("bench.design-release", driver.Query, designReleaseSrc, nil)
+	designLib := driver.NewLibrary("bench", designAcquireFn, designReleaseFn)
 	noop := driver.NewScript("bench.noop", driver.Query, "return 1", nil)
 	bound := driver.NewScript("bench.bound-noop", driver.Query, prologue+"return 1", nil)
 	rl := redislock.New(rec.rdb)
@@ -338,9 +356,14 @@ func stProbes(rec *recorder) ([]stProbe, error) {
 			acqKey: "redisync-acquire", pairKey: "redisync",
 		},
 		{
-			impl: Impl{Key: "redisync", Label: "redisync mutex: Lock+Unlock pair", Setup: "mutex.take then mutex.release, as in the two rows above"},
+			impl: Impl{Key: "redisync", Label: "redisync mutex: Lock+Unlock pair", Setup: "mutex.take then mutex.release, as in the two rows above: FCALL of the functions of redisync's library (what backend.New sends to a server with Redis functions)"},
 			pair: true,
 			unit: func(name string) ([]request, error) { return exec(mutex(name), wantToken, wantOne) },
+		},
+		{
+			impl: Impl{Key: "redisync-evalsha", Label: "redisync mutex: Lock+Unlock pair, EVALSHA", Setup: "the requests of the row above from a backend made with backend.WithoutFunctions(): the same scripts by EVALSHA (what a server without functions gets)"},
+			pair: true,
+			unit: func(name string) ([]request, error) { return execOn(bHash, mutex(name), wantToken, wantOne) },
 		},
 		{
 			impl: Impl{Key: "redislock-acquire", Label: "redislock: obtain (free lock)", Setup: "the requests of redislock's Client.Obtain (obtain.lua, TTL 10s): then a DEL of the key (a helper, left out: what release.lua leaves)"},
@@ -398,6 +421,20 @@ func stProbes(rec *recorder) ([]stProbe, error) {
 				return []request{
 					{args: append([]any{"evalsha", designAcquire.Hash(), 2}, append(keys, owner, stTTL)...), src: designAcquire.Source(), want: wantToken},
 					{args: append([]any{"evalsha", designRelease.Hash(), 2}, append(keys, owner)...), src: designRelease.Source(), want: wantOne},
+				}, nil
+			},
+		},
+		{
+			impl: Impl{Key: "design-fcall", Label: "design, as functions (FCALL)", Setup: "the two scripts of the design row as the functions of a library of the bench (driver.NewLibrary), called with FCALL"},
+			pair: true,
+			unit: func(name string) ([]request, error) {
+				keys := []any{"design:{" + name + "}:lock", "design:{" + name + "}:fence"}
+				owner := rand.Text()
+				acq, _ := designAcquireFn.Function()
+				rel, _ := designReleaseFn.Function()
+				return []request{
+					{args: append([]any{"fcall", acq, 2}, append(keys, owner, stTTL)...), src: designAcquireFn.Source(), lib: designLib.Code(), want: wantToken},
+					{args: append([]any{"fcall", rel, 2}, append(keys, owner)...), src: designReleaseFn.Source(), lib: designLib.Code(), want: wantOne},
 				}, nil
 			},
 		},
@@ -543,6 +580,12 @@ func (st *stRun) prepare(ctx context.Context, probes []stProbe) error {
 				pr.measured[q.name()] = true
 			case helper:
 				helpers[q.name()] = true
+			}
+			if q.name() == "fcall" {
+				if err := st.rdb.FunctionLoad(ctx, q.lib).Err(); err != nil && !driver.Loaded(err.Error()) {
+					return fmt.Errorf("%s: FUNCTION LOAD: %w", pr.impl.Label, err)
+				}
+				continue
 			}
 			if q.name() != "evalsha" {
 				continue
