@@ -33,13 +33,15 @@ import (
 // New adds a hook to the client (see redis.Client.AddHook) that records its
 // failures to connect, so that a call cut short by its context while the
 // client was still connecting can say why; it passes every command through
-// unchanged. Every call returns by the end of its context. Set ContextTimeoutEnabled in
-// the client's options so that the client itself bounds its reads and
-// connection handshakes by the context: without it, a call whose context can
-// end runs on another goroutine (the Backend keeps up to 16 per CPU between
-// calls, until Close), and one that the context cuts short finishes in the
-// background, for up to the client's ReadTimeout (or DialTimeout, while
-// connecting).
+// unchanged. Every call returns by the end of its context, cancelled or past
+// its deadline: a call whose context can end runs on another goroutine (the
+// Backend keeps up to 16 per CPU between calls, until Close), and one that
+// the context cuts short finishes in the background, for up to the client's
+// ReadTimeout (or DialTimeout, while connecting), or up to the context's
+// deadline when that comes first and the client's options set
+// ContextTimeoutEnabled (go-redis bounds a read by the context's deadline
+// then, not by its cancellation). A call whose context never ends
+// (context.Background()) runs on the caller's goroutine.
 func New(c redis.UniversalClient, opts ...Option) Backend {
 	cfg := newConfig(opts)
 	b := &client{rdb: c, prefix: cfg.prefix, closing: driver.NewClosing(), err: cfg.err, acks: cfg.acks, ackTimeout: cfg.ackTimeout, outage: cfg.outage}
@@ -56,7 +58,6 @@ func New(c redis.UniversalClient, opts ...Option) Backend {
 			break
 		}
 		b.pub = "spublish"
-		b.ctxBound = rdb.Options().ContextTimeoutEnabled
 		router = &clusterRouter{cc: rdb}
 		if addrs := rdb.Options().Addrs; len(addrs) > 0 {
 			b.srv = telemetry.NewServer(addrs[0], 0)
@@ -67,7 +68,6 @@ func New(c redis.UniversalClient, opts ...Option) Backend {
 			break
 		}
 		b.pub = "publish"
-		b.ctxBound = rdb.Options().ContextTimeoutEnabled
 		router = plainRouter{rdb}
 		b.srv = telemetry.NewServer(rdb.Options().Addr, rdb.Options().DB)
 	default:
@@ -95,7 +95,11 @@ type client struct {
 	local  *driver.Local
 
 	outage   time.Duration // see WithOutageLimit
-	ctxBound bool          // the client bounds its calls by their context (see bounded)
+	// inline makes every call run on the caller's goroutine (see
+	// unbounded): the quorum's node clients, whose calls the quorum runs
+	// on goroutines of its own, with a context that ends only at its
+	// deadline, which their reads are bounded by.
+	inline bool
 	// noFunctions is set once a server refused functions (FCALL or
 	// FUNCTION LOAD): scripts are sent with EVALSHA from then on.
 	noFunctions atomic.Bool
@@ -346,13 +350,14 @@ func (c *client) load(ctx context.Context, s *driver.Script, keys []string) bool
 	return false
 }
 
-// bounded returns f(ctx), or ctx's error as soon as ctx ends, for a client
-// that does not bound its calls by their context itself (its options lack
-// ContextTimeoutEnabled: a read then waits for ReadTimeout, a connection's
-// handshake for DialTimeout, whatever the context says). f then runs on a
-// goroutine of the client's workers and finishes in the background, bounded
-// by those timeouts; its result is dropped, and the call's outcome is
-// unknown, as after any call cut short. f must not touch the caller's Call.
+// bounded returns f(ctx), or ctx's error as soon as ctx ends: go-redis
+// does not end a read when its context is cancelled (a read waits for
+// ReadTimeout, a connection's handshake for DialTimeout, or with
+// ContextTimeoutEnabled for the context's deadline when that is sooner).
+// Unless ctx never ends (see unbounded), f runs on a goroutine of the
+// client's workers and finishes in the background, bounded by those
+// timeouts; its result is dropped, and the call's outcome is unknown, as
+// after any call cut short. f must not touch the caller's Call.
 func (c *client) bounded(ctx context.Context, f func(context.Context) (any, error)) (any, error) {
 	if c.unbounded(ctx) {
 		return f(ctx)
@@ -385,8 +390,10 @@ func (c *client) await(ctx context.Context, j *job) (any, driver.Send, error) {
 }
 
 // unbounded reports whether a call with ctx runs on the caller's goroutine:
-// the client bounds its calls by their context itself, or ctx never ends.
-func (c *client) unbounded(ctx context.Context) bool { return c.ctxBound || ctx.Done() == nil }
+// ctx never ends, or c is inline. A go-redis client bounds a read by its
+// context's deadline with ContextTimeoutEnabled, never by its
+// cancellation, so that option makes no call inline.
+func (c *client) unbounded(ctx context.Context) bool { return c.inline || ctx.Done() == nil }
 
 // A job is a call of bounded run by the client's workers: f, or, when f is
 // nil, the script call eval. Its done channel receives once the call

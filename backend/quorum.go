@@ -126,7 +126,12 @@ func NewQuorum(clients []redis.UniversalClient, opts ...Option) (Backend, error)
 		seen[srv] = i
 		n := New(c, opts...).(*client)
 		n.tel = q.tel
-		n.ctxBound = true // a step waits for each node at most its timeout
+		// A step runs the node's calls on the quorum's workers, with a
+		// context that ends only at the node timeout: inline, bounded by
+		// it, if the client has ContextTimeoutEnabled, and by its read
+		// timeout otherwise (the step waits for each node at most the node
+		// timeout all the same).
+		n.inline = true
 		q.nodes = append(q.nodes, n)
 	}
 	q.lanes = make([]lane, len(q.nodes))

@@ -223,9 +223,9 @@ func redisyncImpl(budget time.Duration) Impl {
 }
 
 // redisyncCtx is redisync on a go-redis client with ContextTimeoutEnabled,
-// as the README sets it up: the client bounds its reads by the context, so
-// the Backend runs each call on the caller's goroutine rather than handing
-// it to one of its own (see backend.New).
+// as the README sets it up: the client bounds its reads by the context's
+// deadline (not its cancellation, so the Backend still hands each call
+// from a context that can end to one of its goroutines: see backend.New).
 func redisyncCtx(budget time.Duration) Impl {
 	return Impl{
 		Key:   "redisync-ctx",
