@@ -94,7 +94,7 @@ type client struct {
 	err    error // construction error
 	local  *driver.Local
 
-	outage   time.Duration // see WithOutageLimit
+	outage time.Duration // see WithOutageLimit
 	// inline makes every call run on the caller's goroutine (see
 	// unbounded): the quorum's node clients, whose calls the quorum runs
 	// on goroutines of its own, with a context that ends only at its
@@ -306,20 +306,13 @@ func (c *client) again(ctx context.Context, s *driver.Script, keys []string, how
 	if err == nil || !errors.As(err, &re) {
 		return how, false
 	}
-	switch driver.Answered(how, re.Error()) {
-	case driver.Load:
-		if !*loaded && c.load(ctx, s, keys) {
-			*loaded = true
-			return driver.ByFunction, true
+	return driver.Again(how, re.Error(), func() bool {
+		if *loaded {
+			return false
 		}
-		return driver.ByHash, true
-	case driver.Refused:
-		c.noFunctions.Store(true)
-		return driver.ByHash, true
-	case driver.Resend:
-		return driver.BySource, true
-	}
-	return how, false
+		*loaded = c.load(ctx, s, keys)
+		return *loaded
+	}, func() { c.noFunctions.Store(true) })
 }
 
 // load loads the library of s into the server that runs s on keys (the

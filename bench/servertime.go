@@ -273,7 +273,9 @@ func stProbes(rec *recorder) ([]stProbe, error) {
 		}
 		return reqs, err
 	}
-	exec := func(calls []*driver.Call, want ...func(any) bool) ([]request, error) { return execOn(b, calls, want...) }
+	exec := func(calls []*driver.Call, want ...func(any) bool) ([]request, error) {
+		return execOn(b, calls, want...)
+	}
 	// mutex returns the calls of a Lock+Unlock pair of redisync's mutex on
 	// name: those of mutex.New's defaults for a Lock that no other
 	// goroutine of its process waits behind (the fast first attempt, no

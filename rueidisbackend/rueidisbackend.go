@@ -314,24 +314,14 @@ func (b *client) again(ctx context.Context, s *driver.Script, how driver.Send, e
 	if !ok {
 		return how, false
 	}
-	switch driver.Answered(how, re.Error()) {
-	case driver.Load:
+	return driver.Again(how, re.Error(), func() bool {
 		_, lib := s.Function()
 		if _, tried := loaded[lib]; tried {
-			return driver.ByHash, true
+			return false
 		}
 		loaded[lib] = b.load(ctx, lib)
-		if loaded[lib] {
-			return driver.ByFunction, true
-		}
-		return driver.ByHash, true
-	case driver.Refused:
-		b.noFunctions.Store(true)
-		return driver.ByHash, true
-	case driver.Resend:
-		return driver.BySource, true
-	}
-	return how, false
+		return loaded[lib]
+	}, func() { b.noFunctions.Store(true) })
 }
 
 // load loads lib into every node the client knows (FUNCTION LOAD; a

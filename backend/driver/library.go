@@ -181,3 +181,27 @@ func Loaded(msg string) bool {
 	msg = strings.TrimPrefix(msg, "ERR ")
 	return strings.HasPrefix(msg, "Library '") && strings.HasSuffix(msg, "' already exists")
 }
+
+// Again returns how to send a call again after its server answered the
+// error reply msg to it sent as sent, and whether to send it again (see
+// Answered): for a missing library, FCALL again when load, which loads
+// the library into the server, reports that the server has it now (load
+// reports false for a load already made for this call: the server still
+// lacks it), and EVALSHA otherwise; for functions refused, EVALSHA after
+// refuse, which stops the Backend's use of functions; for a missing
+// script, EVAL. In each case the script did not run.
+func Again(sent Send, msg string, load func() bool, refuse func()) (Send, bool) {
+	switch Answered(sent, msg) {
+	case Load:
+		if load() {
+			return ByFunction, true
+		}
+		return ByHash, true
+	case Refused:
+		refuse()
+		return ByHash, true
+	case Resend:
+		return BySource, true
+	}
+	return sent, false
+}

@@ -98,3 +98,29 @@ func TestNewLibrary(t *testing.T) {
 		}()
 	}
 }
+
+func TestAgain(t *testing.T) {
+	for _, tc := range []struct {
+		sent    driver.Send
+		msg     string
+		loads   bool // what load reports
+		want    driver.Send
+		again   bool
+		loaded  bool // load was called
+		refused bool // refuse was called
+	}{
+		{driver.ByFunction, "ERR Function not found", true, driver.ByFunction, true, true, false},
+		{driver.ByFunction, "ERR Function not found", false, driver.ByHash, true, true, false},
+		{driver.ByFunction, "NOPERM this user has no permissions to run the 'fcall' command", true, driver.ByHash, true, false, true},
+		{driver.ByHash, "NOSCRIPT No matching script. Please use EVAL.", true, driver.BySource, true, false, false},
+		{driver.ByFunction, "BOOM", true, driver.ByFunction, false, false, false},
+		{driver.BySource, "NOSCRIPT No matching script. Please use EVAL.", true, driver.BySource, false, false, false},
+	} {
+		var loaded, refused bool
+		got, again := driver.Again(tc.sent, tc.msg, func() bool { loaded = true; return tc.loads }, func() { refused = true })
+		if got != tc.want || again != tc.again || loaded != tc.loaded || refused != tc.refused {
+			t.Errorf("Again(%s, %q) with load reporting %v = %s, %v (load called %v, refuse called %v); want %s, %v (%v, %v)",
+				tc.sent, tc.msg, tc.loads, got, again, loaded, refused, tc.want, tc.again, tc.loaded, tc.refused)
+		}
+	}
+}
