@@ -211,15 +211,8 @@ var (
 	fcallArg   any = "fcall"
 )
 
-// send returns how c sends s first: with FCALL when s is in a library (see
-// driver.Script.Function) and the server has not refused functions, with
-// EVALSHA otherwise.
-func (c *client) send(s *driver.Script) driver.Send {
-	if _, lib := s.Function(); lib != nil && !c.noFunctions.Load() {
-		return driver.ByFunction
-	}
-	return driver.ByHash
-}
+// send returns how c sends s first (see driver.SendOf).
+func (c *client) send(s *driver.Script) driver.Send { return driver.SendOf(s, c.noFunctions.Load()) }
 
 // scriptCmd returns the command that runs s with keys and args, the
 // publish command put first, sent as how says. It builds the command's

@@ -237,7 +237,11 @@ func (b *client) Exec(ctx context.Context, calls ...*driver.Call) {
 		}
 		sent, argv, hows = append(sent, call), append(argv, args), append(hows, b.send(call.Script))
 	}
+	// loaded records the libraries this Exec loaded (or failed to);
+	// reloaded[i] that sent[i] was sent again after a load, so that a
+	// call that still finds its function missing goes by EVALSHA.
 	loaded := make(map[*driver.Library]bool)
+	reloaded := make([]bool, len(sent))
 	var first0, final driver.Send // how a single call was sent first, and last
 	if len(hows) == 1 {
 		first0, final = hows[0], hows[0]
@@ -251,7 +255,7 @@ func (b *client) Exec(ctx context.Context, calls ...*driver.Call) {
 		}
 		var again []int // indexes in sent of the calls to send again
 		for i, r := range b.do(ctx, cmds) {
-			if how, ok := b.again(ctx, sent[i].Script, hows[i], r.Error(), loaded); ok {
+			if how, ok := b.again(ctx, sent[i].Script, hows[i], r.Error(), &reloaded[i], loaded); ok {
 				hows[i], final = how, how
 				again = append(again, i)
 				continue
@@ -260,10 +264,10 @@ func (b *client) Exec(ctx context.Context, calls ...*driver.Call) {
 		}
 		next := 0
 		for _, i := range again {
-			sent[next], argv[next], hows[next] = sent[i], argv[i], hows[i]
+			sent[next], argv[next], hows[next], reloaded[next] = sent[i], argv[i], hows[i], reloaded[i]
 			next++
 		}
-		sent, argv, hows = sent[:next], argv[:next], hows[:next]
+		sent, argv, hows, reloaded = sent[:next], argv[:next], hows[:next], reloaded[:next]
 	}
 	if len(calls) == 1 && first0 == driver.ByFunction && final != first0 {
 		// Functions refused: the span is named after EVALSHA, as a call
@@ -280,14 +284,8 @@ func (b *client) Exec(ctx context.Context, calls ...*driver.Call) {
 	rt.End(first)
 }
 
-// send returns how b sends s first: with FCALL when s is in a library and
-// no server refused functions, with EVALSHA otherwise.
-func (b *client) send(s *driver.Script) driver.Send {
-	if _, lib := s.Function(); lib != nil && !b.noFunctions.Load() {
-		return driver.ByFunction
-	}
-	return driver.ByHash
-}
+// send returns how b sends s first (see driver.SendOf).
+func (b *client) send(s *driver.Script) driver.Send { return driver.SendOf(s, b.noFunctions.Load()) }
 
 // command returns the command that runs call with args, sent as how.
 func (b *client) command(call *driver.Call, args []string, how driver.Send) rueidis.Completed {
@@ -303,24 +301,29 @@ func (b *client) command(call *driver.Call, args []string, how driver.Send) ruei
 }
 
 // again returns how to send s again after the server answered err to s
-// sent as how, and whether to send it again (see driver.Answered): for a
-// missing library, it loads the library (see load) and sends s with FCALL
-// again, or with EVALSHA where the load failed or was done already in
-// this Exec (loaded); for functions refused, it stops b's use of them;
-// for a missing script, it sends EVAL. In each case the script did not
-// run.
-func (b *client) again(ctx context.Context, s *driver.Script, how driver.Send, err error, loaded map[*driver.Library]bool) (driver.Send, bool) {
+// sent as how, and whether to send it again (see driver.Again): for a
+// missing library, it loads the library once per Exec (see load; loaded
+// records the outcome) and sends s with FCALL again, or with EVALSHA
+// where the load failed or s was sent again after one already
+// (*reloaded); for functions refused, it stops b's use of them; for a
+// missing script, it sends EVAL. In each case the script did not run.
+func (b *client) again(ctx context.Context, s *driver.Script, how driver.Send, err error, reloaded *bool, loaded map[*driver.Library]bool) (driver.Send, bool) {
 	re, ok := rueidis.IsRedisErr(err)
 	if !ok {
 		return how, false
 	}
 	return driver.Again(how, re.Error(), func() bool {
-		_, lib := s.Function()
-		if _, tried := loaded[lib]; tried {
+		if *reloaded {
 			return false
 		}
-		loaded[lib] = b.load(ctx, lib)
-		return loaded[lib]
+		*reloaded = true
+		_, lib := s.Function()
+		done, tried := loaded[lib]
+		if !tried {
+			done = b.load(ctx, lib)
+			loaded[lib] = done
+		}
+		return done
 	}, func() { b.noFunctions.Store(true) })
 }
 

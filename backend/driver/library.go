@@ -117,6 +117,16 @@ const (
 	BySource
 )
 
+// SendOf returns how a Backend sends s first: ByFunction when s is in a
+// library and no server of the Backend refused functions (refused), ByHash
+// otherwise.
+func SendOf(s *Script, refused bool) Send {
+	if s.lib != nil && !refused {
+		return ByFunction
+	}
+	return ByHash
+}
+
 // String returns the command that sends a script: FCALL, EVALSHA or EVAL.
 func (s Send) String() string {
 	switch s {
